@@ -1,0 +1,78 @@
+package partlog
+
+import (
+	"log/slog"
+	"time"
+)
+
+// Config is a partition log's tunables. The names in the comments are the Kafka
+// topic configs (or Strand's own, prefixed strand.) they come from. The zero
+// value of a field means its default (see DefaultConfig); a negative retention
+// means unlimited, as in Kafka.
+type Config struct {
+	// SegmentBytes rolls the active segment when it would exceed this size
+	// (segment.bytes; default 1 GiB).
+	SegmentBytes int64
+	// SegmentTime rolls the active segment once its first batch is this old
+	// (segment.ms; default 7 days).
+	SegmentTime time.Duration
+	// RetentionTime deletes segments whose newest record is older than this
+	// (retention.ms; default 7 days; negative: keep forever).
+	RetentionTime time.Duration
+	// RetentionBytes deletes the oldest segments while the log is larger than
+	// this (retention.bytes; default -1: unlimited).
+	RetentionBytes int64
+	// RetentionRecords keeps only the newest N offsets, moving the log start
+	// offset on every append (strand.retention.records, the seed's
+	// retain_count; default -1: unlimited).
+	RetentionRecords int64
+	// FlushMessages fsyncs after this many records (flush.messages; default 0:
+	// leave it to the page cache, as Kafka does).
+	FlushMessages int64
+	// FlushInterval fsyncs on append once the last fsync is this old
+	// (flush.ms; default 0: never).
+	FlushInterval time.Duration
+	// IndexIntervalBytes is how many log bytes separate offset-index entries
+	// (index.interval.bytes; default 4096).
+	IndexIntervalBytes int64
+	// Now is the clock; tests inject one. Default time.Now.
+	Now func() time.Time
+	// Logger receives recovery and retention events. Default slog.Default().
+	Logger *slog.Logger
+}
+
+// Defaults, as Kafka's.
+const (
+	DefaultSegmentBytes       = 1 << 30
+	DefaultSegmentTime        = 7 * 24 * time.Hour
+	DefaultRetentionTime      = 7 * 24 * time.Hour
+	DefaultIndexIntervalBytes = 4096
+)
+
+func (c Config) withDefaults() Config {
+	if c.SegmentBytes <= 0 {
+		c.SegmentBytes = DefaultSegmentBytes
+	}
+	if c.SegmentTime <= 0 {
+		c.SegmentTime = DefaultSegmentTime
+	}
+	if c.RetentionTime == 0 {
+		c.RetentionTime = DefaultRetentionTime
+	}
+	if c.RetentionBytes == 0 {
+		c.RetentionBytes = -1
+	}
+	if c.RetentionRecords == 0 {
+		c.RetentionRecords = -1
+	}
+	if c.IndexIntervalBytes <= 0 {
+		c.IndexIntervalBytes = DefaultIndexIntervalBytes
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	return c
+}

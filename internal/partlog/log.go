@@ -1,0 +1,379 @@
+package partlog
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/strandmq/strand/internal/record"
+	"github.com/strandmq/strand/internal/vfs"
+)
+
+// Files a log keeps beside its segments.
+const (
+	startOffsetFile = "log-start-offset"
+	epochFile       = "leader-epoch-checkpoint"
+	cleanFile       = ".clean-shutdown"
+)
+
+// Log is one partition's durable log. One goroutine at a time may write
+// (Append, retention, truncation are serialised internally); any number may
+// read concurrently with it.
+type Log struct {
+	fs  vfs.FS
+	dir string
+
+	start  atomic.Int64 // log start offset
+	end    atomic.Int64 // log end offset: the next offset to assign
+	hwm    atomic.Int64 // high watermark: readers see offsets below it
+	closed atomic.Bool
+
+	// mu serialises writers and guards their state.
+	mu struct {
+		sync.Mutex
+		cfg        Config
+		failed     error
+		epoch      record.Epoch
+		manualHWM  bool
+		unflushed  int64
+		lastFlush  int64 // unix ms
+		startDirty bool  // start offset moved inside a segment and is not yet persisted
+	}
+
+	// segs guards the segment list. Writers hold it exclusively only to add or
+	// remove segments; readers hold it shared for the length of a read, so a
+	// segment is never closed under a reader.
+	segs struct {
+		sync.RWMutex
+		list []*segment
+	}
+
+	epochs epochCache
+
+	waitMu sync.Mutex
+	waitCh chan struct{}
+}
+
+// Open opens (creating if needed) the log in dir and recovers it: a torn or
+// corrupt tail is truncated, invalid indexes are rebuilt.
+func Open(fs vfs.FS, dir string, cfg Config) (*Log, error) {
+	cfg = cfg.withDefaults()
+	if err := fs.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("partlog: create %s: %w", dir, err)
+	}
+	l := &Log{fs: fs, dir: dir, waitCh: make(chan struct{})}
+	l.mu.cfg = cfg
+	l.mu.epoch = record.NoEpoch
+	l.mu.lastFlush = cfg.Now().UnixMilli()
+	l.epochs.path = filepath.Join(dir, epochFile)
+	l.epochs.fs, l.epochs.dir = fs, dir
+
+	clean, err := l.takeCleanMarker()
+	if err != nil {
+		return nil, err
+	}
+	if err := l.openSegments(clean); err != nil {
+		l.closeSegments()
+		return nil, err
+	}
+	if err := l.epochs.load(); err != nil {
+		cfg.Logger.Warn("partlog: leader epoch checkpoint unreadable; starting empty", "dir", dir, "err", err)
+		l.epochs.entries = nil
+	}
+	l.epochs.truncateFromEnd(record.Offset(l.end.Load()))
+	if err := l.loadStartOffset(); err != nil {
+		l.closeSegments()
+		return nil, err
+	}
+	l.hwm.Store(l.end.Load())
+	l.mu.Lock()
+	l.applyCountRetentionLocked()
+	if l.mu.startDirty {
+		err = l.storeStartOffsetLocked()
+	}
+	l.mu.Unlock()
+	if err != nil {
+		l.closeSegments()
+		return nil, err
+	}
+	return l, nil
+}
+
+// takeCleanMarker reports whether the log was closed cleanly and removes the
+// marker durably, so that a crash from now on is seen as unclean.
+func (l *Log) takeCleanMarker() (bool, error) {
+	p := filepath.Join(l.dir, cleanFile)
+	if _, err := l.fs.Stat(p); err != nil {
+		return false, nil
+	}
+	if err := l.fs.Remove(p); err != nil {
+		return false, fmt.Errorf("partlog: remove %s: %w", p, err)
+	}
+	if err := l.fs.SyncDir(l.dir); err != nil {
+		return false, fmt.Errorf("partlog: sync %s: %w", l.dir, err)
+	}
+	return true, nil
+}
+
+func (l *Log) openSegments(clean bool) error {
+	names, err := l.fs.ReadDir(l.dir)
+	if err != nil {
+		return fmt.Errorf("partlog: list %s: %w", l.dir, err)
+	}
+	var bases []record.Offset
+	for _, n := range names {
+		if strings.HasSuffix(n, ".tmp") {
+			l.fs.Remove(filepath.Join(l.dir, n)) // an interrupted checkpoint write
+			continue
+		}
+		if b, ok := parseSegmentName(n); ok {
+			bases = append(bases, b)
+		}
+	}
+	sort.Slice(bases, func(i, j int) bool { return bases[i] < bases[j] })
+	cfg := l.mu.cfg
+	var list []*segment
+	expect := record.Offset(0)
+	for i, b := range bases {
+		if b < expect {
+			// A segment starting inside its predecessor cannot be trusted.
+			return &CorruptionError{File: segmentName(b) + logSuffix, Pos: 0,
+				Err: fmt.Errorf("base offset %d overlaps the previous segment ending at %d", b, expect)}
+		}
+		last := i == len(bases)-1
+		s, bad, err := openSegment(l.fs, l.dir, b, last && !clean, cfg.IndexIntervalBytes)
+		if err != nil {
+			return err
+		}
+		if bad != nil {
+			cfg.Logger.Warn("partlog: recovered segment by truncating its tail",
+				"dir", l.dir, "file", bad.File, "position", bad.Pos, "reason", bad.Err)
+		}
+		list = append(list, s)
+		expect = record.Offset(s.next.Load())
+	}
+	if len(list) == 0 {
+		s, err := createSegment(l.fs, l.dir, 0, cfg.IndexIntervalBytes)
+		if err != nil {
+			return err
+		}
+		list = append(list, s)
+	}
+	l.segs.list = list
+	last := list[len(list)-1]
+	if last.size.Load() > 0 {
+		last.firstTS = cfg.Now().UnixMilli()
+	}
+	l.start.Store(int64(list[0].base))
+	l.end.Store(last.next.Load())
+	return nil
+}
+
+func (l *Log) loadStartOffset() error {
+	b, err := vfs.ReadFile(l.fs, filepath.Join(l.dir, startOffsetFile))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("partlog: read %s: %w", startOffsetFile, err)
+	}
+	n, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
+	if err != nil {
+		l.mu.cfg.Logger.Warn("partlog: ignoring unreadable log start offset", "dir", l.dir, "err", err)
+		return nil
+	}
+	if n > l.start.Load() {
+		l.start.Store(min(n, l.end.Load()))
+	}
+	if n > l.end.Load() {
+		// The crash lost records the checkpoint had already passed; the next
+		// appends reuse those offsets and must not be hidden by it.
+		return l.storeStartOffsetLocked()
+	}
+	return nil
+}
+
+func (l *Log) storeStartOffsetLocked() error {
+	data := []byte(strconv.FormatInt(l.start.Load(), 10) + "\n")
+	if err := vfs.WriteFileSync(l.fs, l.dir, filepath.Join(l.dir, startOffsetFile), data); err != nil {
+		return fmt.Errorf("partlog: persist log start offset: %w", err)
+	}
+	l.mu.startDirty = false
+	return nil
+}
+
+// Dir is the directory the log lives in.
+func (l *Log) Dir() string { return l.dir }
+
+// LogStartOffset is the first offset a reader may ask for.
+func (l *Log) LogStartOffset() record.Offset { return record.Offset(l.start.Load()) }
+
+// LogEndOffset is the offset the next appended record will get.
+func (l *Log) LogEndOffset() record.Offset { return record.Offset(l.end.Load()) }
+
+// HighWatermark is the offset below which records are visible to readers.
+func (l *Log) HighWatermark() record.Offset { return record.Offset(l.hwm.Load()) }
+
+// SetHighWatermark moves the high watermark (replication calls it once a
+// quorum has an offset). It switches the log to manual mode: from then on the
+// high watermark no longer follows the end offset. It never passes the end
+// offset, and never moves backwards except through TruncateTo.
+func (l *Log) SetHighWatermark(o record.Offset) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.mu.manualHWM = true
+	o = min(o, record.Offset(l.end.Load()))
+	if int64(o) > l.hwm.Load() {
+		l.publishHWM(o)
+	}
+}
+
+// Wait returns a channel closed the next time the high watermark advances or
+// the log closes: what a long-polling fetch waits on.
+func (l *Log) Wait() <-chan struct{} {
+	l.waitMu.Lock()
+	defer l.waitMu.Unlock()
+	return l.waitCh
+}
+
+func (l *Log) publishHWM(o record.Offset) {
+	l.hwm.Store(int64(o))
+	l.wake()
+}
+
+func (l *Log) wake() {
+	l.waitMu.Lock()
+	close(l.waitCh)
+	l.waitCh = make(chan struct{})
+	l.waitMu.Unlock()
+}
+
+// SetConfig changes the log's tunables; they apply from the next operation.
+func (l *Log) SetConfig(cfg Config) {
+	cfg = cfg.withDefaults()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.mu.cfg = cfg
+	for _, s := range l.segmentsSnapshot() {
+		s.indexEvery = cfg.IndexIntervalBytes
+	}
+	l.applyCountRetentionLocked()
+}
+
+func (l *Log) segmentsSnapshot() []*segment {
+	l.segs.RLock()
+	defer l.segs.RUnlock()
+	return append([]*segment(nil), l.segs.list...)
+}
+
+func (l *Log) active() *segment {
+	l.segs.RLock()
+	defer l.segs.RUnlock()
+	return l.segs.list[len(l.segs.list)-1]
+}
+
+// Size is the number of bytes of batches in the log.
+func (l *Log) Size() int64 {
+	l.segs.RLock()
+	defer l.segs.RUnlock()
+	var n int64
+	for _, s := range l.segs.list {
+		n += s.size.Load()
+	}
+	return n
+}
+
+// AssignEpoch sets the leader epoch stamped on batches appended from now on.
+// The first append in a new epoch records it in the leader epoch cache.
+func (l *Log) AssignEpoch(e record.Epoch) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.mu.epoch = e
+}
+
+// EndOffsetForEpoch answers OffsetForLeaderEpoch (KIP-101): the largest epoch
+// <= e the log knows, and the offset where the epoch after it starts (the end
+// offset when it is the latest). (NoEpoch, NoOffset) when it knows none.
+func (l *Log) EndOffsetForEpoch(e record.Epoch) (record.Epoch, record.Offset) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.epochs.endOffsetFor(e, record.Offset(l.end.Load()))
+}
+
+// Sync makes everything appended so far durable.
+func (l *Log) Sync() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed.Load() {
+		return ErrClosed
+	}
+	return l.syncLocked()
+}
+
+func (l *Log) syncLocked() error {
+	if l.mu.failed != nil {
+		return ErrFailed
+	}
+	for _, s := range l.segmentsSnapshot() {
+		if !s.dirty {
+			continue
+		}
+		if err := s.sync(); err != nil {
+			l.mu.failed = err
+			return err
+		}
+	}
+	l.mu.unflushed = 0
+	l.mu.lastFlush = l.mu.cfg.Now().UnixMilli()
+	if l.mu.startDirty {
+		return l.storeStartOffsetLocked()
+	}
+	return nil
+}
+
+// Close syncs the log, marks it cleanly shut down and releases its files.
+func (l *Log) Close() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed.Swap(true) {
+		return nil
+	}
+	err := l.syncLocked()
+	if err == nil {
+		err = vfs.WriteFileSync(l.fs, l.dir, filepath.Join(l.dir, cleanFile), nil)
+	}
+	l.segs.Lock()
+	err = errors.Join(err, l.closeSegments())
+	l.segs.Unlock()
+	l.wake()
+	return err
+}
+
+func (l *Log) closeSegments() error {
+	var errs []error
+	for _, s := range l.segs.list {
+		errs = append(errs, s.close())
+	}
+	return errors.Join(errs...)
+}
+
+// Delete closes the log and removes its directory.
+func (l *Log) Delete() error {
+	l.mu.Lock()
+	l.closed.Store(true)
+	l.segs.Lock()
+	l.closeSegments()
+	l.segs.Unlock()
+	l.mu.Unlock()
+	l.wake()
+	if err := l.fs.RemoveAll(l.dir); err != nil {
+		return fmt.Errorf("partlog: delete %s: %w", l.dir, err)
+	}
+	return nil
+}

@@ -1,0 +1,103 @@
+package partlog
+
+import (
+	"fmt"
+	"io"
+	"sort"
+
+	"github.com/strandmq/strand/internal/record"
+)
+
+// Read returns whole batches, concatenated, starting with the batch that holds
+// offset from (so the first batch may begin before from; clients skip the
+// records they did not ask for, as with Kafka). It returns at least one batch
+// when any is readable, even one larger than maxBytes, so a consumer always
+// makes progress (KIP-74); otherwise it stops before exceeding maxBytes. It
+// never returns a batch at or past the high watermark, and returns (nil, nil)
+// when from is at or past it. Offsets below the log start offset or past the
+// log end offset give an *OutOfRangeError.
+func (l *Log) Read(from record.Offset, maxBytes int) ([]byte, error) {
+	return l.ReadUpTo(from, maxBytes, l.HighWatermark())
+}
+
+// ReadUpTo is Read bounded by limit instead of the high watermark: a leader
+// serving a follower reads up to its log end offset.
+func (l *Log) ReadUpTo(from record.Offset, maxBytes int, limit record.Offset) ([]byte, error) {
+	if l.closed.Load() {
+		return nil, ErrClosed
+	}
+	l.segs.RLock()
+	defer l.segs.RUnlock()
+	start, end := record.Offset(l.start.Load()), record.Offset(l.end.Load())
+	if from < start || from > end {
+		return nil, &OutOfRangeError{Offset: from, Start: start, End: end}
+	}
+	if from >= limit {
+		return nil, nil
+	}
+	list := l.segs.list
+	i := sort.Search(len(list), func(i int) bool { return list[i].base > from }) - 1
+	for i = max(i, 0); i < len(list); i++ {
+		s := list[i]
+		pos, h, ok, err := s.find(from)
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			continue // from lies in a gap after this segment's last batch
+		}
+		if h.BaseOffset >= limit {
+			return nil, nil
+		}
+		return s.readBatches(pos, h, maxBytes, limit)
+	}
+	return nil, nil
+}
+
+// find returns the position and header of the first batch whose last offset is
+// >= from; ok is false when the segment has none.
+func (s *segment) find(from record.Offset) (int64, record.Header, bool, error) {
+	rel := uint32(0)
+	if from > s.base {
+		rel = uint32(min(int64(from-s.base), 1<<32-1))
+	}
+	_, pos := s.index.lookup(rel)
+	sc := scanner{f: s.log, name: s.logName(), limit: s.size.Load(), pos: int64(pos)}
+	for {
+		switch err := sc.next(); {
+		case err == io.EOF:
+			return 0, record.Header{}, false, nil
+		case err != nil:
+			return 0, record.Header{}, false, err
+		}
+		if sc.hdr.LastOffset() >= from {
+			return sc.pos, sc.hdr, true, nil
+		}
+		sc.advance()
+	}
+}
+
+// readBatches reads the batch first (at pos) and as many following whole
+// batches below limit as fit in maxBytes.
+func (s *segment) readBatches(pos int64, first record.Header, maxBytes int, limit record.Offset) ([]byte, error) {
+	size := s.size.Load()
+	n := int64(max(maxBytes, first.Size()))
+	n = min(n, size-pos)
+	buf := make([]byte, n)
+	if m, err := s.log.ReadAt(buf, pos); int64(m) < n {
+		return nil, fmt.Errorf("partlog: read %s at %d: %w", s.logName(), pos, err)
+	}
+	// Keep whole batches below the limit.
+	keep := 0
+	for keep < len(buf) {
+		h, err := record.ParseHeader(buf[keep:])
+		if err != nil || keep+h.Size() > len(buf) || h.BaseOffset >= limit {
+			break
+		}
+		keep += h.Size()
+	}
+	if keep == 0 {
+		return nil, &CorruptionError{File: s.logName(), Pos: pos, Err: record.ErrShortBatch}
+	}
+	return buf[:keep], nil
+}

@@ -1,0 +1,265 @@
+package partlog
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/strandmq/strand/internal/record"
+)
+
+// ApplyRetention enforces retention.ms and retention.bytes by deleting whole
+// segments from the oldest end. When every segment has expired the active one
+// is rolled first, so the log is emptied but its end offset stays: offsets
+// keep climbing. It returns how many segments it deleted.
+func (l *Log) ApplyRetention() (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed.Load() {
+		return 0, ErrClosed
+	}
+	cfg := &l.mu.cfg
+	list := l.segmentsSnapshot()
+	n := 0
+	if cfg.RetentionTime > 0 {
+		cutoff := cfg.Now().UnixMilli() - cfg.RetentionTime.Milliseconds()
+		for n < len(list) && list[n].size.Load() > 0 && list[n].maxTS.Load() < cutoff {
+			n++
+		}
+	}
+	if cfg.RetentionBytes >= 0 {
+		var total int64
+		for _, s := range list {
+			total += s.size.Load()
+		}
+		for i := range list {
+			total -= list[i].size.Load()
+			if total < cfg.RetentionBytes || i == len(list)-1 {
+				break
+			}
+			n = max(n, i+1)
+		}
+	}
+	if n == 0 {
+		return 0, nil
+	}
+	if n == len(list) {
+		if l.mu.failed != nil {
+			return 0, ErrFailed
+		}
+		if _, err := l.rollLocked(); err != nil {
+			return 0, err
+		}
+	}
+	if err := l.deleteOldestLocked(n); err != nil {
+		return 0, err
+	}
+	cfg.Logger.Info("partlog: retention deleted segments", "dir", l.dir, "segments", n,
+		"log_start_offset", l.start.Load())
+	return n, nil
+}
+
+// applyCountRetentionLocked keeps only the newest RetentionRecords offsets (the
+// seed's retain_count), moving the start offset inside a segment if need be.
+func (l *Log) applyCountRetentionLocked() {
+	keep := l.mu.cfg.RetentionRecords
+	if keep < 0 {
+		return
+	}
+	if target := l.end.Load() - keep; target > l.start.Load() {
+		if err := l.advanceStartLocked(record.Offset(target)); err != nil {
+			l.mu.cfg.Logger.Warn("partlog: count retention", "dir", l.dir, "err", err)
+		}
+	}
+}
+
+// DeleteRecordsBefore makes o the new log start offset (Kafka's
+// DeleteRecords), deleting the segments wholly below it, and persists it before
+// returning. o may not pass the high watermark. It returns the start offset,
+// which it never moves backwards.
+func (l *Log) DeleteRecordsBefore(o record.Offset) (record.Offset, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed.Load() {
+		return record.NoOffset, ErrClosed
+	}
+	start, hwm := record.Offset(l.start.Load()), record.Offset(l.hwm.Load())
+	if o > hwm || o < 0 {
+		return record.NoOffset, &OutOfRangeError{Offset: o, Start: start, End: hwm}
+	}
+	if o <= start {
+		return start, nil
+	}
+	if err := l.advanceStartLocked(o); err != nil {
+		return record.NoOffset, err
+	}
+	if err := l.storeStartOffsetLocked(); err != nil {
+		return record.NoOffset, err
+	}
+	return o, nil
+}
+
+// advanceStartLocked moves the start offset to o and deletes segments that end
+// at or before it (never the active one).
+func (l *Log) advanceStartLocked(o record.Offset) error {
+	l.start.Store(int64(o))
+	list := l.segmentsSnapshot()
+	n := 0
+	for n < len(list)-1 && record.Offset(list[n].next.Load()) <= o && list[n+1].base <= o {
+		n++
+	}
+	if l.epochs.truncateFromStart(o) {
+		if err := l.epochs.store(); err != nil {
+			return err
+		}
+	}
+	if n > 0 {
+		if err := l.deleteOldestLocked(n); err != nil {
+			return err
+		}
+	}
+	l.mu.startDirty = o > l.segmentsSnapshot()[0].base
+	return nil
+}
+
+// deleteOldestLocked removes the n oldest segments, which must not include the
+// active one, and advances the start offset to the new first segment.
+func (l *Log) deleteOldestLocked(n int) error {
+	l.segs.Lock()
+	gone := l.segs.list[:n]
+	l.segs.list = append([]*segment(nil), l.segs.list[n:]...)
+	first := l.segs.list[0].base
+	l.segs.Unlock()
+	if int64(first) > l.start.Load() {
+		l.start.Store(int64(first))
+		if l.epochs.truncateFromStart(first) {
+			if err := l.epochs.store(); err != nil {
+				return err
+			}
+		}
+	}
+	var errs []error
+	for _, s := range gone {
+		errs = append(errs, s.remove(l.fs))
+	}
+	errs = append(errs, l.fs.SyncDir(l.dir))
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("partlog: delete segments: %w", err)
+	}
+	return nil
+}
+
+// TruncateTo removes every batch at or after offset o, as a follower does after
+// a leader change. Batches are atomic: when o falls inside a batch, that whole
+// batch goes and the end offset becomes its base offset. Truncating to or
+// below the log start offset empties the log and restarts it at o.
+func (l *Log) TruncateTo(o record.Offset) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed.Load() {
+		return ErrClosed
+	}
+	if l.mu.failed != nil {
+		return ErrFailed
+	}
+	if int64(o) >= l.end.Load() {
+		return nil
+	}
+	if int64(o) <= l.start.Load() {
+		return l.resetToLocked(o)
+	}
+	list := l.segmentsSnapshot()
+	k := len(list) - 1
+	for k > 0 && list[k].base >= o {
+		k--
+	}
+	s := list[k]
+	pos, h, ok, err := s.find(o)
+	if err != nil {
+		return err
+	}
+	newEnd := record.Offset(s.next.Load())
+	if ok {
+		newEnd = h.BaseOffset
+		if err := l.cutLocked(s, pos, newEnd); err != nil {
+			l.mu.failed = err
+			return err
+		}
+		s.size.Store(pos)
+	}
+	if err := l.dropNewestLocked(len(list) - 1 - k); err != nil {
+		return err
+	}
+	s.next.Store(int64(newEnd))
+	s.dirty = true
+	l.recomputeMaxTimestamp(s)
+	return l.afterTruncateLocked(newEnd)
+}
+
+// resetToLocked deletes every segment and starts an empty log at o.
+func (l *Log) resetToLocked(o record.Offset) error {
+	// createSegment truncates an existing segment file with base o; that
+	// segment is only closed below, not removed.
+	fresh, err := createSegment(l.fs, l.dir, o, l.mu.cfg.IndexIntervalBytes)
+	if err != nil {
+		return err
+	}
+	l.segs.Lock()
+	old := l.segs.list
+	l.segs.list = []*segment{fresh}
+	l.segs.Unlock()
+	var errs []error
+	for _, s := range old {
+		if s.base != o {
+			errs = append(errs, s.remove(l.fs))
+		} else {
+			s.close()
+		}
+	}
+	errs = append(errs, l.fs.SyncDir(l.dir))
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("partlog: reset to %d: %w", o, err)
+	}
+	l.start.Store(int64(o))
+	l.mu.startDirty = false
+	if err := l.storeStartOffsetLocked(); err != nil {
+		return err
+	}
+	return l.afterTruncateLocked(o)
+}
+
+func (l *Log) dropNewestLocked(n int) error {
+	if n == 0 {
+		return nil
+	}
+	l.segs.Lock()
+	keep := len(l.segs.list) - n
+	gone := l.segs.list[keep:]
+	l.segs.list = append([]*segment(nil), l.segs.list[:keep]...)
+	l.segs.Unlock()
+	var errs []error
+	for _, s := range gone {
+		errs = append(errs, s.remove(l.fs))
+	}
+	errs = append(errs, l.fs.SyncDir(l.dir))
+	return errors.Join(errs...)
+}
+
+func (l *Log) afterTruncateLocked(end record.Offset) error {
+	l.end.Store(int64(end))
+	if l.hwm.Load() > int64(end) {
+		l.hwm.Store(int64(end))
+	}
+	if l.start.Load() > int64(end) {
+		l.start.Store(int64(end))
+		if err := l.storeStartOffsetLocked(); err != nil {
+			return err
+		}
+	}
+	if l.epochs.truncateFromEnd(end) {
+		if err := l.epochs.store(); err != nil {
+			return err
+		}
+	}
+	// Make the truncation durable now: a crash must not resurrect the tail.
+	return l.syncLocked()
+}

@@ -1,0 +1,395 @@
+package partlog
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync/atomic"
+
+	"github.com/strandmq/strand/internal/record"
+	"github.com/strandmq/strand/internal/vfs"
+)
+
+const (
+	logSuffix       = ".log"
+	indexSuffix     = ".index"
+	timeIndexSuffix = ".timeindex"
+)
+
+// segmentName is the zero-padded base offset every file of a segment is named by.
+func segmentName(base record.Offset) string { return fmt.Sprintf("%020d", base) }
+
+// parseSegmentName returns the base offset of a "<base>.log" file name.
+func parseSegmentName(name string) (record.Offset, bool) {
+	stem, ok := strings.CutSuffix(name, logSuffix)
+	if !ok || len(stem) != 20 {
+		return 0, false
+	}
+	n, err := strconv.ParseInt(stem, 10, 64)
+	if err != nil || n < 0 {
+		return 0, false
+	}
+	return record.Offset(n), true
+}
+
+// segment is one log file and its two indexes. Sealed segments never change;
+// the active one is appended to by the single writer, which publishes size and
+// next only after the bytes are written, so readers never see a partial batch.
+type segment struct {
+	dir   string
+	base  record.Offset
+	log   vfs.File
+	index offsetIndex
+	times timeIndex
+
+	size atomic.Int64 // bytes of whole batches
+	next atomic.Int64 // offset after the last batch (base when empty)
+
+	indexEvery int64 // index.interval.bytes
+
+	maxTS       atomic.Int64 // largest batch MaxTimestamp, -1 when empty
+	maxTSOffset atomic.Int64 // base offset of the batch holding maxTS
+
+	// Writer-owned (guarded by Log.mu).
+	firstTS    int64 // when the segment took its first batch (for segment.ms)
+	sinceIndex int64 // bytes appended since the last offset-index entry
+	dirty      bool  // bytes written since the last fsync
+}
+
+func (s *segment) path(suffix string) string {
+	return filepath.Join(s.dir, segmentName(s.base)+suffix)
+}
+
+func (s *segment) logName() string { return segmentName(s.base) + logSuffix }
+
+// createSegment makes a new empty segment and makes its existence durable.
+func createSegment(fs vfs.FS, dir string, base record.Offset, indexEvery int64) (*segment, error) {
+	s := &segment{dir: dir, base: base, indexEvery: indexEvery, firstTS: -1}
+	s.maxTS.Store(-1)
+	s.maxTSOffset.Store(-1)
+	s.next.Store(int64(base))
+	var err error
+	flags := os.O_RDWR | os.O_CREATE | os.O_TRUNC | os.O_APPEND
+	if s.log, err = fs.OpenFile(s.path(logSuffix), flags, 0o644); err != nil {
+		return nil, fmt.Errorf("partlog: create segment: %w", err)
+	}
+	if s.index.f, err = fs.OpenFile(s.path(indexSuffix), flags, 0o644); err != nil {
+		s.close()
+		return nil, fmt.Errorf("partlog: create index: %w", err)
+	}
+	if s.times.f, err = fs.OpenFile(s.path(timeIndexSuffix), flags, 0o644); err != nil {
+		s.close()
+		return nil, fmt.Errorf("partlog: create time index: %w", err)
+	}
+	if err := fs.SyncDir(dir); err != nil {
+		s.close()
+		return nil, fmt.Errorf("partlog: sync dir after creating segment: %w", err)
+	}
+	return s, nil
+}
+
+func (s *segment) close() error {
+	var errs []error
+	for _, f := range []vfs.File{s.log, s.index.f, s.times.f} {
+		if f != nil {
+			errs = append(errs, f.Close())
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// remove closes the segment and deletes its files. Removal is made durable by
+// the caller's SyncDir.
+func (s *segment) remove(fs vfs.FS) error {
+	s.close()
+	var errs []error
+	for _, suf := range []string{logSuffix, indexSuffix, timeIndexSuffix} {
+		if err := fs.Remove(s.path(suf)); err != nil && !errors.Is(err, os.ErrNotExist) {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func (s *segment) sync() error {
+	if err := s.log.Sync(); err != nil {
+		return fmt.Errorf("partlog: fsync %s: %w", s.logName(), err)
+	}
+	// Indexes are rebuilt when invalid, so their fsync failing loses nothing;
+	// still, report it: the disk is in trouble.
+	if err := errors.Join(s.index.f.Sync(), s.times.f.Sync()); err != nil {
+		return fmt.Errorf("partlog: fsync indexes of %s: %w", s.logName(), err)
+	}
+	s.dirty = false
+	return nil
+}
+
+// scanner reads batch headers (and optionally whole batches) sequentially from
+// a segment file through one reusable buffer.
+type scanner struct {
+	f      vfs.File
+	name   string
+	limit  int64 // file size
+	pos    int64 // position of the next batch
+	verify bool  // read whole batches and check their CRCs
+
+	buf    []byte
+	bufPos int64 // file position of buf[0]
+	hdr    record.Header
+	batch  []byte // the current batch when verify is set
+}
+
+const scanChunk = 256 << 10
+
+// fill makes buf cover [pos, pos+n) if the file has those bytes.
+func (sc *scanner) fill(pos int64, n int) ([]byte, error) {
+	if pos >= sc.bufPos && pos+int64(n) <= sc.bufPos+int64(len(sc.buf)) {
+		off := pos - sc.bufPos
+		return sc.buf[off : off+int64(n)], nil
+	}
+	want := max(n, scanChunk)
+	if rest := sc.limit - pos; int64(want) > rest {
+		want = int(rest)
+	}
+	if want < n {
+		return nil, record.ErrShortBatch
+	}
+	if cap(sc.buf) < want {
+		sc.buf = make([]byte, want)
+	}
+	sc.buf = sc.buf[:want]
+	m, err := sc.f.ReadAt(sc.buf, pos)
+	if m < want {
+		if err == nil || err == io.EOF {
+			err = record.ErrShortBatch
+		}
+		sc.buf = sc.buf[:0]
+		return nil, err
+	}
+	sc.bufPos = pos
+	return sc.buf[:n], nil
+}
+
+// next advances to the following batch. It returns io.EOF at a clean end, and a
+// *CorruptionError at a torn, malformed or (when verifying) CRC-failing batch.
+func (sc *scanner) next() error {
+	if sc.pos >= sc.limit {
+		return io.EOF
+	}
+	corrupt := func(err error) error { return &CorruptionError{File: sc.name, Pos: sc.pos, Err: err} }
+	n := record.HeaderSize
+	if rest := sc.limit - sc.pos; rest < int64(n) {
+		return corrupt(record.ErrShortBatch)
+	}
+	b, err := sc.fill(sc.pos, n)
+	if err != nil {
+		return corrupt(err)
+	}
+	h, err := record.ParseHeader(b)
+	if err != nil {
+		return corrupt(err)
+	}
+	if sc.pos+int64(h.Size()) > sc.limit {
+		return corrupt(record.ErrShortBatch)
+	}
+	if sc.verify {
+		whole, err := sc.fill(sc.pos, h.Size())
+		if err != nil {
+			return corrupt(err)
+		}
+		if _, err := record.Check(whole); err != nil {
+			return corrupt(err)
+		}
+		sc.batch = whole
+	}
+	sc.hdr = h
+	return nil
+}
+
+func (sc *scanner) advance() { sc.pos += int64(sc.hdr.Size()) }
+
+// openSegment opens an existing segment. It walks the log from the last
+// offset-index entry (or from the start when verify is set, or when an index
+// is unusable) to learn where the last whole batch ends, truncating anything
+// after it; a truncation is reported through the returned *CorruptionError
+// while the segment itself is still usable.
+func openSegment(fs vfs.FS, dir string, base record.Offset, verify bool, indexEvery int64) (*segment, *CorruptionError, error) {
+	s := &segment{dir: dir, base: base, indexEvery: indexEvery, firstTS: -1}
+	s.maxTS.Store(-1)
+	s.maxTSOffset.Store(-1)
+	var err error
+	if s.log, err = fs.OpenFile(s.path(logSuffix), os.O_RDWR|os.O_APPEND, 0); err != nil {
+		return nil, nil, fmt.Errorf("partlog: open segment: %w", err)
+	}
+	logSize, err := s.log.Size()
+	if err != nil {
+		s.close()
+		return nil, nil, fmt.Errorf("partlog: stat %s: %w", s.logName(), err)
+	}
+	idxOK, err := s.loadIndexes(fs, logSize)
+	if err != nil {
+		s.close()
+		return nil, nil, err
+	}
+	start := int64(0)
+	if !verify && idxOK {
+		if e, ok := s.index.last(); ok {
+			start = int64(e.pos)
+		}
+	} else {
+		idxOK = false
+	}
+	sc := &scanner{f: s.log, name: s.logName(), limit: logSize, pos: start, verify: verify}
+	expect := s.base
+	if start > 0 {
+		e, _ := s.index.last()
+		expect = s.base + record.Offset(e.rel)
+	}
+	var bad *CorruptionError
+	for {
+		err := sc.next()
+		if err == io.EOF {
+			break
+		}
+		if err == nil && sc.hdr.BaseOffset < expect {
+			err = &CorruptionError{File: sc.name, Pos: sc.pos, Err: fmt.Errorf("offset %d goes backwards (expected >= %d)", sc.hdr.BaseOffset, expect)}
+		}
+		if err == nil && int64(sc.hdr.BaseOffset-s.base)+int64(sc.hdr.LastOffsetDelta) >= 1<<31-1 {
+			err = &CorruptionError{File: sc.name, Pos: sc.pos, Err: fmt.Errorf("offset %d too far from segment base %d", sc.hdr.BaseOffset, s.base)}
+		}
+		if err != nil {
+			errors.As(err, &bad)
+			if bad == nil {
+				s.close()
+				return nil, nil, err
+			}
+			break
+		}
+		if !idxOK {
+			if err := s.indexBatch(&sc.hdr, sc.pos); err != nil {
+				s.close()
+				return nil, nil, err
+			}
+		} else {
+			s.noteTimestamp(&sc.hdr)
+		}
+		expect = sc.hdr.NextOffset()
+		sc.advance()
+	}
+	if bad != nil {
+		if err := s.log.Truncate(sc.pos); err != nil {
+			s.close()
+			return nil, nil, fmt.Errorf("partlog: truncate %s after corruption: %w", s.logName(), err)
+		}
+		if err := s.truncateIndexes(sc.pos, expect); err != nil {
+			s.close()
+			return nil, nil, err
+		}
+	}
+	s.size.Store(sc.pos)
+	s.next.Store(int64(expect))
+	if idxOK {
+		s.restoreMaxTimestamp()
+	}
+	return s, bad, nil
+}
+
+// loadIndexes opens both index files and validates them; when either is missing
+// or invalid it recreates both empty and reports false, so the caller rebuilds.
+func (s *segment) loadIndexes(fs vfs.FS, logSize int64) (bool, error) {
+	ok := true
+	idx, err := vfs.ReadFile(fs, s.path(indexSuffix))
+	var entries []offsetEntry
+	if err == nil {
+		entries, err = decodeOffsetIndex(idx, logSize)
+	}
+	if err != nil {
+		ok = false
+	}
+	var times []timeEntry
+	if ok {
+		maxRel := uint32(0)
+		if len(entries) > 0 {
+			maxRel = entries[len(entries)-1].rel
+		}
+		tb, err := vfs.ReadFile(fs, s.path(timeIndexSuffix))
+		if err == nil {
+			// Time entries may point past the last offset entry (entries are
+			// sparse), so bound them loosely by the log size in offsets.
+			times, err = decodeTimeIndex(tb, maxRel+uint32(min(logSize, 1<<31)))
+		}
+		if err != nil {
+			ok = false
+		}
+	}
+	mode := os.O_RDWR | os.O_CREATE | os.O_APPEND
+	if !ok {
+		mode |= os.O_TRUNC
+		entries, times = nil, nil
+	}
+	s.index.f, err = fs.OpenFile(s.path(indexSuffix), mode, 0o644)
+	if err == nil {
+		s.times.f, err = fs.OpenFile(s.path(timeIndexSuffix), mode, 0o644)
+	}
+	if err != nil {
+		return false, fmt.Errorf("partlog: open indexes of %s: %w", s.logName(), err)
+	}
+	s.index.mu.entries = entries
+	s.times.mu.entries = times
+	return ok, nil
+}
+
+// restoreMaxTimestamp takes the segment's newest timestamp from its time index
+// when the walk did not visit every batch.
+func (s *segment) restoreMaxTimestamp() {
+	s.times.mu.RLock()
+	defer s.times.mu.RUnlock()
+	if n := len(s.times.mu.entries); n > 0 {
+		if e := s.times.mu.entries[n-1]; e.ts > s.maxTS.Load() {
+			s.maxTS.Store(e.ts)
+			s.maxTSOffset.Store(int64(s.base) + int64(e.rel))
+		}
+	}
+}
+
+// noteTimestamp tracks the segment's newest timestamp.
+func (s *segment) noteTimestamp(h *record.Header) bool {
+	if h.MaxTimestamp > s.maxTS.Load() {
+		s.maxTS.Store(h.MaxTimestamp)
+		s.maxTSOffset.Store(int64(h.BaseOffset))
+		return true
+	}
+	return false
+}
+
+// indexBatch records the batch at pos in the indexes, as the writer does.
+func (s *segment) indexBatch(h *record.Header, pos int64) error {
+	rel := uint32(h.BaseOffset - s.base)
+	if pos == 0 || s.sinceIndex >= s.indexEvery {
+		if err := s.index.append(rel, uint32(pos)); err != nil {
+			return err
+		}
+		s.sinceIndex = 0
+	}
+	s.sinceIndex += int64(h.Size())
+	if s.noteTimestamp(h) {
+		if err := s.times.append(h.MaxTimestamp, rel); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (s *segment) truncateIndexes(pos int64, next record.Offset) error {
+	if err := s.index.truncateFromPos(pos); err != nil {
+		return fmt.Errorf("partlog: truncate index of %s: %w", s.logName(), err)
+	}
+	if err := s.times.truncateFromRel(uint32(next - s.base)); err != nil {
+		return fmt.Errorf("partlog: truncate time index of %s: %w", s.logName(), err)
+	}
+	return nil
+}
