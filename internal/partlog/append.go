@@ -86,7 +86,7 @@ func (l *Log) writeLocked(seg *segment, batch []byte, h *record.Header, pos, now
 	if _, err := seg.log.Write(batch); err != nil {
 		return undo(fmt.Errorf("partlog: write %s: %w", seg.logName(), err))
 	}
-	seg.dirty = true
+	seg.dirty.Store(true)
 	savedIndex := seg.sinceIndex
 	if err := seg.indexBatch(h, pos); err != nil {
 		seg.sinceIndex = savedIndex
@@ -138,16 +138,13 @@ func (l *Log) shouldRollLocked(seg *segment, n int, now int64) bool {
 	return seg.firstTS >= 0 && now-seg.firstTS >= cfg.SegmentTime.Milliseconds()
 }
 
-// rollLocked seals the active segment (syncing it, so that recovery after a
-// crash only needs to scan the newest segment) and starts a new one at the end
-// offset.
+// rollLocked seals the active segment and starts a new one at the end offset.
+// The sealed segment is fsynced by the background flusher, which then moves
+// the recovery point past it, so rolling never waits on the disk.
 func (l *Log) rollLocked() (*segment, error) {
-	old := l.active()
-	if old.dirty {
-		if err := old.sync(); err != nil {
-			l.mu.failed = err
-			return nil, err
-		}
+	if err := l.flushErr(); err != nil {
+		l.mu.failed = err
+		return nil, err
 	}
 	s, err := createSegment(l.fs, l.dir, record.Offset(l.end.Load()), l.mu.cfg.IndexIntervalBytes)
 	if err != nil {
@@ -156,6 +153,7 @@ func (l *Log) rollLocked() (*segment, error) {
 	l.segs.Lock()
 	l.segs.list = append(l.segs.list, s)
 	l.segs.Unlock()
+	l.kickFlusher()
 	return s, nil
 }
 

@@ -3,6 +3,7 @@ package partlog
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"sort"
@@ -26,8 +27,9 @@ const (
 // (Append, retention, truncation are serialised internally); any number may
 // read concurrently with it.
 type Log struct {
-	fs  vfs.FS
-	dir string
+	fs     vfs.FS
+	dir    string
+	logger *slog.Logger
 
 	start  atomic.Int64 // log start offset
 	end    atomic.Int64 // log end offset: the next offset to assign
@@ -56,6 +58,14 @@ type Log struct {
 
 	epochs epochCache
 
+	flush struct {
+		kick    chan struct{}
+		done    chan struct{}
+		err     atomic.Pointer[error]
+		pointMu sync.Mutex
+		point   record.Offset // recovery point last persisted
+	}
+
 	waitMu sync.Mutex
 	waitCh chan struct{}
 }
@@ -67,7 +77,7 @@ func Open(fs vfs.FS, dir string, cfg Config) (*Log, error) {
 	if err := fs.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("partlog: create %s: %w", dir, err)
 	}
-	l := &Log{fs: fs, dir: dir, waitCh: make(chan struct{})}
+	l := &Log{fs: fs, dir: dir, logger: cfg.Logger, waitCh: make(chan struct{})}
 	l.mu.cfg = cfg
 	l.mu.epoch = record.NoEpoch
 	l.mu.lastFlush = cfg.Now().UnixMilli()
@@ -78,6 +88,7 @@ func Open(fs vfs.FS, dir string, cfg Config) (*Log, error) {
 	if err != nil {
 		return nil, err
 	}
+	l.flush.point = loadRecoveryPoint(fs, dir)
 	if err := l.openSegments(clean); err != nil {
 		l.closeSegments()
 		return nil, err
@@ -102,6 +113,7 @@ func Open(fs vfs.FS, dir string, cfg Config) (*Log, error) {
 		l.closeSegments()
 		return nil, err
 	}
+	l.startFlusher()
 	return l, nil
 }
 
@@ -146,8 +158,10 @@ func (l *Log) openSegments(clean bool) error {
 			return &CorruptionError{File: segmentName(b) + logSuffix, Pos: 0,
 				Err: fmt.Errorf("base offset %d overlaps the previous segment ending at %d", b, expect)}
 		}
-		last := i == len(bases)-1
-		s, bad, err := openSegment(l.fs, l.dir, b, last && !clean, cfg.IndexIntervalBytes)
+		// Below the recovery point every segment was fsynced whole; from it
+		// on, an unclean shutdown may have torn anything.
+		verify := !clean && (b >= l.flush.point || i == len(bases)-1)
+		s, bad, err := openSegment(l.fs, l.dir, b, verify, cfg.IndexIntervalBytes)
 		if err != nil {
 			return err
 		}
@@ -157,6 +171,20 @@ func (l *Log) openSegments(clean bool) error {
 		}
 		list = append(list, s)
 		expect = record.Offset(s.next.Load())
+		if verify && bad == nil && i < len(bases)-1 && expect < bases[i+1] {
+			// An unsynced sealed segment lost its tail in the crash.
+			bad = &CorruptionError{File: s.logName(), Pos: s.size.Load(),
+				Err: fmt.Errorf("segment ends at offset %d, before the next segment's %d", expect, bases[i+1])}
+			cfg.Logger.Warn("partlog: segment lost its tail", "dir", l.dir, "file", bad.File, "reason", bad.Err)
+		}
+		if bad != nil && i < len(bases)-1 {
+			// Offsets after a torn point were never durable as a sequence:
+			// serve nothing past it.
+			if err := l.dropSegmentFiles(bases[i+1:]); err != nil {
+				return err
+			}
+			break
+		}
 	}
 	if len(list) == 0 {
 		s, err := createSegment(l.fs, l.dir, 0, cfg.IndexIntervalBytes)
@@ -173,6 +201,20 @@ func (l *Log) openSegments(clean bool) error {
 	l.start.Store(int64(list[0].base))
 	l.end.Store(last.next.Load())
 	return nil
+}
+
+// dropSegmentFiles deletes the files of segments that were never opened.
+func (l *Log) dropSegmentFiles(bases []record.Offset) error {
+	for _, b := range bases {
+		for _, suf := range []string{logSuffix, indexSuffix, timeIndexSuffix} {
+			p := filepath.Join(l.dir, segmentName(b)+suf)
+			if err := l.fs.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
+				return fmt.Errorf("partlog: drop segment after torn point: %w", err)
+			}
+		}
+		l.logger.Warn("partlog: dropped segment after a torn point", "dir", l.dir, "segment", segmentName(b))
+	}
+	return l.fs.SyncDir(l.dir)
 }
 
 func (l *Log) loadStartOffset() error {
@@ -320,14 +362,22 @@ func (l *Log) syncLocked() error {
 	if l.mu.failed != nil {
 		return ErrFailed
 	}
-	for _, s := range l.segmentsSnapshot() {
-		if !s.dirty {
+	if err := l.flushErr(); err != nil {
+		l.mu.failed = err
+		return err
+	}
+	list := l.segmentsSnapshot()
+	for _, s := range list {
+		if !s.dirty.Load() {
 			continue
 		}
 		if err := s.sync(); err != nil {
 			l.mu.failed = err
 			return err
 		}
+	}
+	if err := l.advanceRecoveryPoint(list[len(list)-1].base); err != nil {
+		return err
 	}
 	l.mu.unflushed = 0
 	l.mu.lastFlush = l.mu.cfg.Now().UnixMilli()
@@ -344,6 +394,7 @@ func (l *Log) Close() error {
 	if l.closed.Swap(true) {
 		return nil
 	}
+	l.stopFlusher()
 	err := l.syncLocked()
 	if err == nil {
 		err = vfs.WriteFileSync(l.fs, l.dir, filepath.Join(l.dir, cleanFile), nil)
@@ -366,7 +417,9 @@ func (l *Log) closeSegments() error {
 // Delete closes the log and removes its directory.
 func (l *Log) Delete() error {
 	l.mu.Lock()
-	l.closed.Store(true)
+	if !l.closed.Swap(true) {
+		l.stopFlusher()
+	}
 	l.segs.Lock()
 	l.closeSegments()
 	l.segs.Unlock()
@@ -377,3 +430,7 @@ func (l *Log) Delete() error {
 	}
 	return nil
 }
+
+// cfgLogger is the configured logger, safe to call without l.mu: the logger
+// is fixed at Open.
+func (l *Log) cfgLogger() *slog.Logger { return l.logger }

@@ -190,7 +190,7 @@ func (l *Log) TruncateTo(o record.Offset) error {
 		return err
 	}
 	s.next.Store(int64(newEnd))
-	s.dirty = true
+	s.dirty.Store(true)
 	l.recomputeMaxTimestamp(s)
 	return l.afterTruncateLocked(newEnd)
 }
@@ -245,6 +245,9 @@ func (l *Log) dropNewestLocked(n int) error {
 }
 
 func (l *Log) afterTruncateLocked(end record.Offset) error {
+	if err := l.setRecoveryPoint(l.active().base, true); err != nil {
+		return err
+	}
 	l.end.Store(int64(end))
 	if l.hwm.Load() > int64(end) {
 		l.hwm.Store(int64(end))

@@ -51,13 +51,13 @@ type segment struct {
 
 	indexEvery int64 // index.interval.bytes
 
+	dirty       atomic.Bool  // bytes written since the last fsync
 	maxTS       atomic.Int64 // largest batch MaxTimestamp, -1 when empty
 	maxTSOffset atomic.Int64 // base offset of the batch holding maxTS
 
 	// Writer-owned (guarded by Log.mu).
 	firstTS    int64 // when the segment took its first batch (for segment.ms)
 	sinceIndex int64 // bytes appended since the last offset-index entry
-	dirty      bool  // bytes written since the last fsync
 }
 
 func (s *segment) path(suffix string) string {
@@ -116,7 +116,9 @@ func (s *segment) remove(fs vfs.FS) error {
 }
 
 func (s *segment) sync() error {
+	s.dirty.Store(false)
 	if err := s.log.Sync(); err != nil {
+		s.dirty.Store(true)
 		return fmt.Errorf("partlog: fsync %s: %w", s.logName(), err)
 	}
 	// Indexes are rebuilt when invalid, so their fsync failing loses nothing;
@@ -124,7 +126,6 @@ func (s *segment) sync() error {
 	if err := errors.Join(s.index.f.Sync(), s.times.f.Sync()); err != nil {
 		return fmt.Errorf("partlog: fsync indexes of %s: %w", s.logName(), err)
 	}
-	s.dirty = false
 	return nil
 }
 
