@@ -33,6 +33,18 @@ func forEachFS(t *testing.T, fn func(t *testing.T, fs vfs.FS, dir string)) {
 	}
 }
 
+// abandon releases a log's files and goroutine the way a killed process
+// would: nothing is synced and no clean-shutdown marker is written.
+func abandon(l *Log) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.closed.Store(true)
+	l.stopFlusher()
+	l.segs.Lock()
+	l.closeSegments()
+	l.segs.Unlock()
+}
+
 // clock is an injectable clock for retention and segment.ms tests.
 type clock struct{ now time.Time }
 

@@ -106,9 +106,7 @@ func TestTruncatedRealFile(t *testing.T) {
 		segs := l.segmentsSnapshot()
 		path := segs[len(segs)-1].path(logSuffix)
 		// Simulate a crash: no clean-shutdown marker, file cut at a random byte.
-		l.segs.Lock()
-		l.closeSegments()
-		l.segs.Unlock()
+		abandon(l)
 		cut := rng.Int64N(size + 1)
 		if err := os.Truncate(path, cut); err != nil {
 			t.Fatal(err)
