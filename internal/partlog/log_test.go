@@ -386,3 +386,20 @@ func TestReopenAfterCleanClose(t *testing.T) {
 		}
 	})
 }
+
+func TestReadIntoReusesBuffer(t *testing.T) {
+	forEachFS(t, func(t *testing.T, fs vfs.FS, dir string) {
+		l := mustOpen(t, fs, dir, Config{})
+		want := batch(t, 1, "a", "b")
+		mustAppend(t, l, want)
+		buf := make([]byte, 0, 4096)
+		got, err := l.ReadInto(buf, 0, 4096, l.HighWatermark())
+		if err != nil || len(got) != len(want) || &got[0] != &buf[:1][0] {
+			t.Fatalf("ReadInto: %d bytes, %v, aliases buf: %v", len(got), err, len(got) > 0 && &got[0] == &buf[:1][0])
+		}
+		small, err := l.ReadInto(make([]byte, 0, 8), 0, 4096, l.HighWatermark())
+		if err != nil || len(small) != len(want) {
+			t.Fatalf("ReadInto with a small buffer: %d bytes, %v", len(small), err)
+		}
+	})
+}

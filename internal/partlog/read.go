@@ -23,6 +23,13 @@ func (l *Log) Read(from record.Offset, maxBytes int) ([]byte, error) {
 // ReadUpTo is Read bounded by limit instead of the high watermark: a leader
 // serving a follower reads up to its log end offset.
 func (l *Log) ReadUpTo(from record.Offset, maxBytes int, limit record.Offset) ([]byte, error) {
+	return l.ReadInto(nil, from, maxBytes, limit)
+}
+
+// ReadInto is ReadUpTo reading into buf when it is large enough, so a caller
+// serving many fetches can reuse its buffers instead of allocating one per
+// read. The result aliases buf (or a new slice when buf was too small).
+func (l *Log) ReadInto(buf []byte, from record.Offset, maxBytes int, limit record.Offset) ([]byte, error) {
 	if l.closed.Load() {
 		return nil, ErrClosed
 	}
@@ -49,7 +56,7 @@ func (l *Log) ReadUpTo(from record.Offset, maxBytes int, limit record.Offset) ([
 		if h.BaseOffset >= limit {
 			return nil, nil
 		}
-		return s.readBatches(pos, h, maxBytes, limit)
+		return s.readBatches(buf, pos, h, maxBytes, limit)
 	}
 	return nil, nil
 }
@@ -79,11 +86,15 @@ func (s *segment) find(from record.Offset) (int64, record.Header, bool, error) {
 
 // readBatches reads the batch first (at pos) and as many following whole
 // batches below limit as fit in maxBytes.
-func (s *segment) readBatches(pos int64, first record.Header, maxBytes int, limit record.Offset) ([]byte, error) {
+func (s *segment) readBatches(buf []byte, pos int64, first record.Header, maxBytes int, limit record.Offset) ([]byte, error) {
 	size := s.size.Load()
 	n := int64(max(maxBytes, first.Size()))
 	n = min(n, size-pos)
-	buf := make([]byte, n)
+	if int64(cap(buf)) >= n {
+		buf = buf[:n]
+	} else {
+		buf = make([]byte, n)
+	}
 	if m, err := s.log.ReadAt(buf, pos); int64(m) < n {
 		return nil, fmt.Errorf("partlog: read %s at %d: %w", s.logName(), pos, err)
 	}
