@@ -1,0 +1,186 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/strandmq/strand"
+)
+
+// serveOptions are strand serve's settings. Each has a flag; a --config
+// file may set them too (flags given on the command line win).
+type serveOptions struct {
+	listen            string
+	advertised        string
+	dataDir           string
+	nodeID            int32
+	autoCreate        bool
+	defaultPartitions int32
+	maxRequestBytes   int32
+	logLevel          string
+	logFormat         string
+	topicDefaults     map[string]string
+}
+
+const serveLong = `Run a Strand broker: Kafka clients connect to --listen; data lives in --data-dir.
+
+With no flags: data in ./strand-data, listener on 127.0.0.1:9092.
+SIGINT or SIGTERM shuts down cleanly (connections closed, partitions and
+producer state flushed).
+
+--config names a file of "key = value" lines ('#' starts a comment). Keys are
+the long flag names (listen, advertised-addr, data-dir, node-id,
+auto-create-topics, default-partitions, max-request-bytes, log-level,
+log-format), and "topic.<config>" sets a broker-wide default for a topic
+config, e.g.:
+
+    listen = 0.0.0.0:9092
+    advertised-addr = broker1.example.com:9092
+    data-dir = /var/lib/strand
+    topic.retention.ms = 86400000
+
+Flags given on the command line override the file.`
+
+func newServeCmd() *cobra.Command {
+	o := &serveOptions{}
+	var configFile string
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Run a broker",
+		Long:  serveLong,
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if configFile != "" {
+				if err := o.applyFile(cmd.Flags(), configFile); err != nil {
+					return err
+				}
+			}
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			return o.run(ctx, cmd.ErrOrStderr())
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&configFile, "config", "", "read settings from this key = value file")
+	f.StringVar(&o.listen, "listen", "127.0.0.1:9092", "address the Kafka listener binds")
+	f.StringVar(&o.advertised, "advertised-addr", "", "host:port clients are told to connect to (default: the listen address)")
+	f.StringVar(&o.dataDir, "data-dir", "strand-data", "data directory")
+	f.Int32Var(&o.nodeID, "node-id", 0, "this broker's node id")
+	f.BoolVar(&o.autoCreate, "auto-create-topics", true, "create unknown topics on produce and metadata requests (auto.create.topics.enable)")
+	f.Int32Var(&o.defaultPartitions, "default-partitions", 1, "partitions of auto-created topics (num.partitions)")
+	f.Int32Var(&o.maxRequestBytes, "max-request-bytes", 100<<20, "largest request accepted (socket.request.max.bytes)")
+	f.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error")
+	f.StringVar(&o.logFormat, "log-format", "text", "text or json")
+	return cmd
+}
+
+// applyFile sets every option the file names and the command line did not.
+func (o *serveOptions) applyFile(flags *pflag.FlagSet, path string) error {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("config file: %w", err)
+	}
+	sc := bufio.NewScanner(bytes.NewReader(raw))
+	for n := 1; sc.Scan(); n++ {
+		line := strings.TrimSpace(sc.Text())
+		if i := strings.IndexByte(line, '#'); i >= 0 {
+			line = strings.TrimSpace(line[:i])
+		}
+		if line == "" {
+			continue
+		}
+		key, value, ok := strings.Cut(line, "=")
+		key, value = strings.TrimSpace(key), strings.TrimSpace(value)
+		if !ok || key == "" {
+			return fmt.Errorf("config file %s:%d: want key = value", path, n)
+		}
+		if name, ok := strings.CutPrefix(key, "topic."); ok {
+			if o.topicDefaults == nil {
+				o.topicDefaults = map[string]string{}
+			}
+			o.topicDefaults[name] = value
+			continue
+		}
+		fl := flags.Lookup(key)
+		if fl == nil || key == "config" {
+			return fmt.Errorf("config file %s:%d: unknown setting %q", path, n, key)
+		}
+		if fl.Changed {
+			continue // the command line wins
+		}
+		if err := fl.Value.Set(value); err != nil {
+			return fmt.Errorf("config file %s:%d: %s: %w", path, n, key, err)
+		}
+	}
+	return sc.Err()
+}
+
+func (o *serveOptions) logger(w io.Writer) (*slog.Logger, error) {
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(o.logLevel)); err != nil {
+		return nil, fmt.Errorf("--log-level: %w", err)
+	}
+	opts := &slog.HandlerOptions{Level: level}
+	switch o.logFormat {
+	case "text":
+		return slog.New(slog.NewTextHandler(w, opts)), nil
+	case "json":
+		return slog.New(slog.NewJSONHandler(w, opts)), nil
+	}
+	return nil, fmt.Errorf("--log-format: want text or json, got %q", o.logFormat)
+}
+
+// run serves until ctx is cancelled (a signal), then shuts down.
+func (o *serveOptions) run(ctx context.Context, logOut io.Writer) error {
+	logger, err := o.logger(logOut)
+	if err != nil {
+		return err
+	}
+	dir, err := filepath.Abs(o.dataDir)
+	if err != nil {
+		return fmt.Errorf("--data-dir: %w", err)
+	}
+	b, err := strand.Start(ctx, strand.Config{
+		Dir:                     dir,
+		Addr:                    o.listen,
+		AdvertisedAddr:          o.advertised,
+		NodeID:                  o.nodeID,
+		DisableAutoCreateTopics: !o.autoCreate,
+		DefaultPartitions:       o.defaultPartitions,
+		MaxRequestBytes:         o.maxRequestBytes,
+		TopicDefaults:           o.topicDefaults,
+		Logger:                  logger,
+	})
+	if err != nil {
+		return err
+	}
+	advertised := o.advertised
+	if advertised == "" {
+		advertised = b.Addr()
+	}
+	logger.Info("strand: serving Kafka on "+b.Addr()+", data in "+dir,
+		"listen", b.Addr(), "advertised", advertised, "data_dir", dir, "node_id", o.nodeID,
+		"auto_create_topics", o.autoCreate, "default_partitions", o.defaultPartitions,
+		"pid", strconv.Itoa(os.Getpid()))
+	<-ctx.Done()
+	logger.Info("strand: shutting down")
+	if err := b.Close(); err != nil && !errors.Is(err, context.Canceled) {
+		return fmt.Errorf("shutdown: %w", err)
+	}
+	logger.Info("strand: stopped")
+	return nil
+}

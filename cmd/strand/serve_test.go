@@ -1,0 +1,97 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// syncBuffer is a bytes.Buffer safe to read while the server logs to it.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// TestServeStartsAndStops runs serve with a config file, waits for the
+// startup line, then cancels (as SIGINT does) and expects a clean stop.
+func TestServeStartsAndStops(t *testing.T) {
+	dir := t.TempDir()
+	conf := filepath.Join(dir, "strand.conf")
+	data := filepath.Join(dir, "data")
+	content := "# test config\nlisten = 127.0.0.1:0\ndata-dir = " + data + "\nnode-id = 4\ntopic.retention.ms = 1000\nlog-format = json\n"
+	if err := os.WriteFile(conf, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var logs syncBuffer
+	cmd := newRootCmd()
+	cmd.SetArgs([]string{"serve", "--config", conf, "--node-id", "5"})
+	cmd.SetErr(&logs)
+	done := make(chan error, 1)
+	go func() { done <- cmd.ExecuteContext(ctx) }()
+	deadline := time.Now().Add(time.Minute)
+	for !strings.Contains(logs.String(), "serving Kafka on") {
+		if time.Now().After(deadline) {
+			t.Fatalf("no startup line; logs:\n%s", logs.String())
+		}
+		select {
+		case err := <-done:
+			t.Fatalf("serve exited early: %v\n%s", err, logs.String())
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	out := logs.String()
+	for _, want := range []string{`"node_id":5`, data, `"msg":"strand: serving Kafka on 127.0.0.1:`} {
+		if !strings.Contains(out, want) {
+			t.Errorf("startup line lacks %q:\n%s", want, out)
+		}
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(logs.String(), "strand: stopped") {
+		t.Fatalf("no clean stop:\n%s", logs.String())
+	}
+	if _, err := os.Stat(filepath.Join(data, "meta.json")); err != nil {
+		t.Fatalf("data dir not used: %v", err)
+	}
+}
+
+func TestConfigFileErrors(t *testing.T) {
+	dir := t.TempDir()
+	for _, content := range []string{"nonsense\n", "no-such-setting = 1\n", "node-id = many\n"} {
+		conf := filepath.Join(dir, "bad.conf")
+		if err := os.WriteFile(conf, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		cmd := newRootCmd()
+		cmd.SetArgs([]string{"serve", "--config", conf})
+		cmd.SetErr(&bytes.Buffer{})
+		if err := cmd.Execute(); err == nil {
+			t.Errorf("%q: want an error", content)
+		}
+	}
+}

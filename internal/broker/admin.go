@@ -1,0 +1,274 @@
+package broker
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"strings"
+)
+
+// TopicSpec describes a topic to create.
+type TopicSpec struct {
+	Name string
+	// Partitions is the partition count; -1 or 0 means num.partitions.
+	Partitions int32
+	// ReplicationFactor must be 1 on a single node; -1 or 0 means the
+	// default (1).
+	ReplicationFactor int16
+	// Assignment optionally places each partition's replicas by hand; on a
+	// single node every partition must be [this node]. When set it defines
+	// the partition count, and Partitions and ReplicationFactor must be -1.
+	Assignment [][]NodeID
+	// Configs are topic config overrides (Kafka names).
+	Configs map[string]string
+	// ValidateOnly checks everything and creates nothing.
+	ValidateOnly bool
+}
+
+// CreateTopic validates spec and creates the topic. Errors wrap
+// ErrInvalidTopic, ErrTopicExists, ErrInvalidPartitions,
+// ErrInvalidReplicationFactor, ErrInvalidReplicaAssignment or
+// ErrInvalidConfig (a *ConfigError).
+func (b *Broker) CreateTopic(spec TopicSpec) (*Topic, error) {
+	if err := b.checkOpen(); err != nil {
+		return nil, err
+	}
+	if err := validateTopicName(spec.Name); err != nil {
+		return nil, err
+	}
+	n, err := b.partitionCount(spec)
+	if err != nil {
+		return nil, err
+	}
+	tc, err := newTopicConfig(spec.Configs, b.defaults)
+	if err != nil {
+		return nil, fmt.Errorf("broker: create topic %q: %w", spec.Name, err)
+	}
+	b.admin.Lock()
+	defer b.admin.Unlock()
+	if err := b.checkNameFreeLocked(spec.Name); err != nil {
+		return nil, err
+	}
+	t := &Topic{Name: spec.Name, ID: newTopicID(), Config: tc}
+	if spec.ValidateOnly {
+		t.partitions = make([]*Partition, n)
+		return t, nil
+	}
+	for i := range n {
+		p, err := b.openPartition(spec.Name, PartitionID(i), tc)
+		if err != nil {
+			b.discard(t.partitions)
+			return nil, fmt.Errorf("broker: create topic %q: %w", spec.Name, err)
+		}
+		t.partitions = append(t.partitions, p)
+	}
+	if err := b.installLocked(t.Name, t); err != nil {
+		b.discard(t.partitions)
+		return nil, fmt.Errorf("broker: create topic %q: %w", spec.Name, err)
+	}
+	b.logger.Info("broker: topic created", "topic", t.Name, "partitions", n, "configs", tc.Overrides())
+	return t, nil
+}
+
+func (b *Broker) partitionCount(spec TopicSpec) (int32, error) {
+	if len(spec.Assignment) > 0 {
+		if spec.Partitions > 0 || spec.ReplicationFactor > 0 {
+			return 0, fmt.Errorf("%w: both a replica assignment and a partition count or replication factor", ErrInvalidReplicaAssignment)
+		}
+		if len(spec.Assignment) > MaxPartitionsPerTopic {
+			return 0, fmt.Errorf("%w: %d partitions, Strand's limit is %d", ErrInvalidPartitions, len(spec.Assignment), MaxPartitionsPerTopic)
+		}
+		if err := b.checkAssignment(spec.Assignment); err != nil {
+			return 0, err
+		}
+		return int32(len(spec.Assignment)), nil
+	}
+	n := spec.Partitions
+	if n == -1 || n == 0 {
+		n = b.cfg.DefaultPartitions
+	}
+	switch {
+	case n < 1:
+		return 0, fmt.Errorf("%w: %d", ErrInvalidPartitions, spec.Partitions)
+	case n > MaxPartitionsPerTopic:
+		return 0, fmt.Errorf("%w: %d partitions, Strand's limit is %d", ErrInvalidPartitions, n, MaxPartitionsPerTopic)
+	}
+	if rf := spec.ReplicationFactor; rf != -1 && rf != 0 && rf != 1 {
+		return 0, fmt.Errorf("%w: %d, but the cluster has 1 broker", ErrInvalidReplicationFactor, rf)
+	}
+	return n, nil
+}
+
+func (b *Broker) checkAssignment(a [][]NodeID) error {
+	for i, replicas := range a {
+		if len(replicas) != 1 || replicas[0] != b.cfg.NodeID {
+			return fmt.Errorf("%w: partition %d on %v, but the only broker is node %d", ErrInvalidReplicaAssignment, i, replicas, b.cfg.NodeID)
+		}
+	}
+	return nil
+}
+
+// checkNameFreeLocked refuses an existing name and, as Kafka does, a name that
+// differs from an existing one only by '.' versus '_' (they collide in
+// metric names).
+func (b *Broker) checkNameFreeLocked(name string) error {
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	if _, ok := b.mu.topics[name]; ok {
+		return fmt.Errorf("%w: %q", ErrTopicExists, name)
+	}
+	norm := strings.ReplaceAll(name, ".", "_")
+	for other := range b.mu.topics {
+		if strings.ReplaceAll(other, ".", "_") == norm {
+			return fmt.Errorf("%w: %q collides with existing topic %q", ErrInvalidTopic, name, other)
+		}
+	}
+	return nil
+}
+
+// discard removes partitions created by an operation that failed.
+func (b *Broker) discard(ps []*Partition) {
+	for _, p := range ps {
+		if err := p.remove(); err != nil {
+			b.logger.Warn("broker: cannot remove partition of a failed topic change", "topic", p.topic, "partition", p.id, "err", err)
+		}
+	}
+}
+
+// DeleteTopic deletes a topic and its data. meta.json forgets it first; if
+// the process dies before the directories are gone, the next Open removes
+// them.
+func (b *Broker) DeleteTopic(name string) error {
+	if err := b.checkOpen(); err != nil {
+		return err
+	}
+	b.admin.Lock()
+	defer b.admin.Unlock()
+	t, err := b.Topic(name)
+	if err != nil {
+		return err
+	}
+	if err := b.installLocked(name, nil); err != nil {
+		return fmt.Errorf("broker: delete topic %q: %w", name, err)
+	}
+	var errs []error
+	for _, p := range t.partitions {
+		errs = append(errs, p.remove())
+	}
+	b.logger.Info("broker: topic deleted", "topic", name)
+	return errors.Join(errs...)
+}
+
+// DeleteTopicByID deletes the topic with the given id.
+func (b *Broker) DeleteTopicByID(id TopicID) (string, error) {
+	t, err := b.TopicByID(id)
+	if err != nil {
+		return "", err
+	}
+	return t.Name, b.DeleteTopic(t.Name)
+}
+
+// CreatePartitions grows a topic to total partitions. assignment, if set,
+// places the new partitions (one entry per new partition).
+func (b *Broker) CreatePartitions(name string, total int32, assignment [][]NodeID, validateOnly bool) (*Topic, error) {
+	if err := b.checkOpen(); err != nil {
+		return nil, err
+	}
+	b.admin.Lock()
+	defer b.admin.Unlock()
+	t, err := b.Topic(name)
+	if err != nil {
+		return nil, err
+	}
+	cur := t.Partitions()
+	switch {
+	case total <= cur:
+		return nil, fmt.Errorf("%w: topic %q has %d partitions, asked for %d; partitions can only be added", ErrInvalidPartitions, name, cur, total)
+	case total > MaxPartitionsPerTopic:
+		return nil, fmt.Errorf("%w: %d partitions, Strand's limit is %d", ErrInvalidPartitions, total, MaxPartitionsPerTopic)
+	case assignment != nil && len(assignment) != int(total-cur):
+		return nil, fmt.Errorf("%w: %d assignments for %d new partitions", ErrInvalidReplicaAssignment, len(assignment), total-cur)
+	}
+	if err := b.checkAssignment(assignment); err != nil {
+		return nil, err
+	}
+	nt := &Topic{Name: t.Name, ID: t.ID, Config: t.Config, partitions: append([]*Partition(nil), t.partitions...)}
+	if validateOnly {
+		nt.partitions = append(nt.partitions, make([]*Partition, total-cur)...)
+		return nt, nil
+	}
+	var added []*Partition
+	for i := cur; i < total; i++ {
+		p, err := b.openPartition(name, PartitionID(i), t.Config)
+		if err != nil {
+			b.discard(added)
+			return nil, fmt.Errorf("broker: create partitions of %q: %w", name, err)
+		}
+		added = append(added, p)
+	}
+	nt.partitions = append(nt.partitions, added...)
+	if err := b.installLocked(name, nt); err != nil {
+		b.discard(added)
+		return nil, fmt.Errorf("broker: create partitions of %q: %w", name, err)
+	}
+	b.logger.Info("broker: partitions added", "topic", name, "from", cur, "to", total)
+	return nt, nil
+}
+
+// AlterConfigs replaces a topic's config overrides with configs (Kafka's
+// non-incremental AlterConfigs: whatever is not listed reverts to its
+// default).
+func (b *Broker) AlterConfigs(name string, configs map[string]string, validateOnly bool) error {
+	return b.alterConfigs(name, validateOnly, func(TopicConfig) (map[string]string, error) {
+		return maps.Clone(configs), nil
+	})
+}
+
+// IncrementalAlterConfigs applies SET/DELETE/APPEND/SUBTRACT operations to a
+// topic's config overrides.
+func (b *Broker) IncrementalAlterConfigs(name string, changes []ConfigChange, validateOnly bool) error {
+	return b.alterConfigs(name, validateOnly, func(cur TopicConfig) (map[string]string, error) {
+		return applyChanges(cur, changes)
+	})
+}
+
+func (b *Broker) alterConfigs(name string, validateOnly bool, next func(TopicConfig) (map[string]string, error)) error {
+	if err := b.checkOpen(); err != nil {
+		return err
+	}
+	b.admin.Lock()
+	defer b.admin.Unlock()
+	t, err := b.Topic(name)
+	if err != nil {
+		return err
+	}
+	overrides, err := next(t.Config)
+	if err != nil {
+		return fmt.Errorf("broker: alter configs of %q: %w", name, err)
+	}
+	tc, err := newTopicConfig(overrides, b.defaults)
+	if err != nil {
+		return fmt.Errorf("broker: alter configs of %q: %w", name, err)
+	}
+	if validateOnly {
+		return nil
+	}
+	nt := &Topic{Name: t.Name, ID: t.ID, Config: tc, partitions: t.partitions}
+	if err := b.installLocked(name, nt); err != nil {
+		return fmt.Errorf("broker: alter configs of %q: %w", name, err)
+	}
+	for _, p := range nt.partitions {
+		p.setConfig(tc)
+	}
+	b.logger.Info("broker: topic configs altered", "topic", name, "configs", tc.Overrides())
+	return nil
+}
+
+// DescribeConfigs returns a topic's effective configs.
+func (b *Broker) DescribeConfigs(name string) ([]ConfigEntry, error) {
+	t, err := b.Topic(name)
+	if err != nil {
+		return nil, err
+	}
+	return t.Config.Entries(), nil
+}

@@ -1,0 +1,461 @@
+package broker
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/strandmq/strand/internal/producer"
+	"github.com/strandmq/strand/internal/vfs"
+)
+
+// NodeID identifies a broker in a cluster (Kafka's node.id / broker.id).
+type NodeID int32
+
+// PartitionID is a partition's index within its topic.
+type PartitionID int32
+
+// Limits that keep one request from exhausting the machine.
+const (
+	// MaxPartitionsPerTopic bounds CreateTopics and CreatePartitions.
+	MaxPartitionsPerTopic = 10000
+	// maxTopicNameLen is Kafka's limit (249: room for the partition suffix in
+	// a 255-byte file name).
+	maxTopicNameLen = 249
+)
+
+// Config configures a Broker. The zero value of every field is usable except
+// Dir.
+type Config struct {
+	// FS is the file system; default vfs.Default.
+	FS vfs.FS
+	// Dir is the data directory (log.dirs).
+	Dir string
+	// NodeID is this broker's node id (node.id); default 0.
+	NodeID NodeID
+	// DisableAutoCreateTopics turns off auto.create.topics.enable (on by
+	// default, as in Kafka): producing to or requesting metadata for an
+	// unknown topic creates it with DefaultPartitions partitions.
+	DisableAutoCreateTopics bool
+	// DefaultPartitions is num.partitions, for auto-created topics and
+	// CreateTopics with -1 partitions; default 1.
+	DefaultPartitions int32
+	// TopicDefaults overrides Kafka's defaults for topic configs broker-wide
+	// (Kafka's log.retention.ms and friends, keyed by the topic config name,
+	// e.g. "retention.ms"). They are reported with source
+	// STATIC_BROKER_CONFIG.
+	TopicDefaults map[string]string
+	// ProducerIDExpiration forgets an idle producer's sequence state
+	// (producer.id.expiration.ms); default 24h.
+	ProducerIDExpiration time.Duration
+	// RetentionCheckInterval is how often time and size retention run
+	// (log.retention.check.interval.ms); default 5 minutes.
+	RetentionCheckInterval time.Duration
+	// Logger; default slog.Default().
+	Logger *slog.Logger
+	// Now is the clock; default time.Now.
+	Now func() time.Time
+}
+
+func (c Config) withDefaults() Config {
+	if c.FS == nil {
+		c.FS = vfs.Default
+	}
+	if c.DefaultPartitions <= 0 {
+		c.DefaultPartitions = 1
+	}
+	if c.ProducerIDExpiration <= 0 {
+		c.ProducerIDExpiration = 24 * time.Hour
+	}
+	if c.RetentionCheckInterval <= 0 {
+		c.RetentionCheckInterval = 5 * time.Minute
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	return c
+}
+
+// Broker is a single Strand node's topics and partitions.
+type Broker struct {
+	cfg       Config
+	fs        vfs.FS
+	logger    *slog.Logger
+	clusterID string
+	defaults  map[string]string // validated TopicDefaults
+	ids       *producer.Allocator
+
+	stop chan struct{}
+	wg   sync.WaitGroup
+
+	// admin serialises topic changes and meta.json writes.
+	admin sync.Mutex
+
+	mu struct {
+		sync.RWMutex
+		topics map[string]*Topic
+		byID   map[TopicID]*Topic
+		closed bool
+	}
+}
+
+// Topic is an immutable snapshot of one topic.
+type Topic struct {
+	Name   string
+	ID     TopicID
+	Config TopicConfig
+
+	partitions []*Partition
+}
+
+// Partitions returns the topic's partition count.
+func (t *Topic) Partitions() int32 { return int32(len(t.partitions)) }
+
+// Partition returns one partition, or an error wrapping
+// ErrUnknownTopicOrPartition.
+func (t *Topic) Partition(p PartitionID) (*Partition, error) {
+	if p < 0 || int(p) >= len(t.partitions) {
+		return nil, fmt.Errorf("%w: %s-%d", ErrUnknownTopicOrPartition, t.Name, p)
+	}
+	return t.partitions[p], nil
+}
+
+// Open opens (or creates) the broker whose data lives in cfg.Dir, opening
+// every partition and recovering producer state.
+func Open(cfg Config) (*Broker, error) {
+	cfg = cfg.withDefaults()
+	if cfg.Dir == "" {
+		return nil, errors.New("broker: Config.Dir is empty")
+	}
+	defaults, err := parseConfigs(cfg.TopicDefaults)
+	if err != nil {
+		return nil, fmt.Errorf("broker: topic defaults: %w", err)
+	}
+	b := &Broker{cfg: cfg, fs: cfg.FS, logger: cfg.Logger, defaults: defaults, stop: make(chan struct{})}
+	b.mu.topics = make(map[string]*Topic)
+	b.mu.byID = make(map[TopicID]*Topic)
+	for _, d := range []string{cfg.Dir, filepath.Join(cfg.Dir, producerStateDir)} {
+		if err := b.fs.MkdirAll(d, 0o755); err != nil {
+			return nil, fmt.Errorf("broker: create %s: %w", d, err)
+		}
+	}
+	if b.ids, err = producer.OpenAllocator(b.fs, cfg.Dir); err != nil {
+		return nil, fmt.Errorf("broker: %w", err)
+	}
+	m, existed, err := readMeta(b.fs, cfg.Dir)
+	if err != nil {
+		return nil, err
+	}
+	if !existed {
+		m.ClusterID = newClusterID()
+		if err := writeMeta(b.fs, cfg.Dir, m); err != nil {
+			return nil, err
+		}
+	}
+	b.clusterID = m.ClusterID
+	for _, mt := range m.Topics {
+		if err := b.openTopic(mt); err != nil {
+			b.closePartitions()
+			return nil, err
+		}
+	}
+	if existed {
+		b.removeOrphans()
+	}
+	b.wg.Add(1)
+	go b.retentionLoop()
+	return b, nil
+}
+
+func (b *Broker) openTopic(mt metaTopic) error {
+	id, _ := parseTopicID(mt.ID) // checked by readMeta
+	tc, err := newTopicConfig(mt.Configs, b.defaults)
+	if err != nil {
+		return fmt.Errorf("broker: topic %q: %w", mt.Name, err)
+	}
+	t := &Topic{Name: mt.Name, ID: id, Config: tc}
+	for i := range mt.Partitions {
+		p, err := b.openPartition(mt.Name, PartitionID(i), tc)
+		if err != nil {
+			for _, p := range t.partitions {
+				_ = p.close(false)
+			}
+			return err
+		}
+		t.partitions = append(t.partitions, p)
+	}
+	b.mu.topics[t.Name] = t
+	b.mu.byID[t.ID] = t
+	return nil
+}
+
+// removeOrphans deletes partition directories that meta.json does not list:
+// leftovers of a DeleteTopic or a failed CreateTopic interrupted by a crash.
+// Anything that does not look like a partition directory is left alone.
+func (b *Broker) removeOrphans() {
+	names, err := b.fs.ReadDir(b.cfg.Dir)
+	if err != nil {
+		b.logger.Warn("broker: cannot list data directory for leftovers", "dir", b.cfg.Dir, "err", err)
+		return
+	}
+	for _, name := range names {
+		topic, part, ok := parsePartitionDir(name)
+		if !ok {
+			continue
+		}
+		if t := b.mu.topics[topic]; t != nil && int(part) < len(t.partitions) {
+			continue
+		}
+		path := filepath.Join(b.cfg.Dir, name)
+		if fi, err := b.fs.Stat(path); err != nil || !fi.IsDir() {
+			continue
+		}
+		b.logger.Info("broker: removing partition directory of a deleted topic", "dir", path)
+		if err := b.fs.RemoveAll(path); err != nil {
+			b.logger.Warn("broker: cannot remove leftover partition directory", "dir", path, "err", err)
+		}
+	}
+	// Producer snapshots of partitions that no longer exist.
+	snaps, err := b.fs.ReadDir(filepath.Join(b.cfg.Dir, producerStateDir))
+	if err != nil {
+		return
+	}
+	for _, name := range snaps {
+		topic, part, ok := parsePartitionDir(strings.TrimSuffix(name, ".json"))
+		if t := b.mu.topics[topic]; ok && t != nil && int(part) < len(t.partitions) {
+			continue
+		}
+		_ = b.fs.Remove(filepath.Join(b.cfg.Dir, producerStateDir, name))
+	}
+}
+
+func parsePartitionDir(name string) (string, PartitionID, bool) {
+	i := strings.LastIndexByte(name, '-')
+	if i <= 0 {
+		return "", 0, false
+	}
+	n, err := strconv.ParseInt(name[i+1:], 10, 32)
+	if err != nil || n < 0 || strconv.FormatInt(n, 10) != name[i+1:] {
+		return "", 0, false
+	}
+	if validateTopicName(name[:i]) != nil {
+		return "", 0, false
+	}
+	return name[:i], PartitionID(n), true
+}
+
+func (b *Broker) retentionLoop() {
+	defer b.wg.Done()
+	t := time.NewTicker(b.cfg.RetentionCheckInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-b.stop:
+			return
+		case <-t.C:
+			b.ApplyRetention()
+		}
+	}
+}
+
+// ApplyRetention runs time and size retention on every partition now (the
+// broker also does so every RetentionCheckInterval).
+func (b *Broker) ApplyRetention() {
+	for _, t := range b.Topics() {
+		for _, p := range t.partitions {
+			if _, err := p.log.ApplyRetention(); err != nil && !p.isClosed() {
+				b.logger.Warn("broker: retention failed", "topic", t.Name, "partition", p.id, "err", err)
+			}
+		}
+	}
+}
+
+// Close stops the broker: it writes producer snapshots and closes every
+// partition. Safe to call more than once.
+func (b *Broker) Close() error {
+	b.mu.Lock()
+	if b.mu.closed {
+		b.mu.Unlock()
+		return nil
+	}
+	b.mu.closed = true
+	b.mu.Unlock()
+	close(b.stop)
+	b.wg.Wait()
+	b.admin.Lock()
+	defer b.admin.Unlock()
+	return b.closePartitions()
+}
+
+func (b *Broker) closePartitions() error {
+	var errs []error
+	for _, t := range b.mu.topics {
+		for _, p := range t.partitions {
+			errs = append(errs, p.close(true))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// NodeID returns the broker's node id.
+func (b *Broker) NodeID() NodeID { return b.cfg.NodeID }
+
+// ClusterID returns the cluster id, generated on first start and persisted.
+func (b *Broker) ClusterID() string { return b.clusterID }
+
+// AutoCreateTopics reports whether auto.create.topics.enable is on.
+func (b *Broker) AutoCreateTopics() bool { return !b.cfg.DisableAutoCreateTopics }
+
+// DefaultPartitions returns num.partitions.
+func (b *Broker) DefaultPartitions() int32 { return b.cfg.DefaultPartitions }
+
+// Dir returns the data directory.
+func (b *Broker) Dir() string { return b.cfg.Dir }
+
+// Topics returns a snapshot of every topic, sorted by name.
+func (b *Broker) Topics() []*Topic {
+	b.mu.RLock()
+	ts := slices.Collect(maps.Values(b.mu.topics))
+	b.mu.RUnlock()
+	slices.SortFunc(ts, func(x, y *Topic) int { return strings.Compare(x.Name, y.Name) })
+	return ts
+}
+
+// Topic returns a topic, or an error wrapping ErrUnknownTopicOrPartition.
+func (b *Broker) Topic(name string) (*Topic, error) {
+	b.mu.RLock()
+	t := b.mu.topics[name]
+	b.mu.RUnlock()
+	if t == nil {
+		return nil, fmt.Errorf("%w: %q", ErrUnknownTopicOrPartition, name)
+	}
+	return t, nil
+}
+
+// TopicByID returns a topic by id, or an error wrapping ErrUnknownTopicID.
+func (b *Broker) TopicByID(id TopicID) (*Topic, error) {
+	b.mu.RLock()
+	t := b.mu.byID[id]
+	b.mu.RUnlock()
+	if t == nil {
+		return nil, fmt.Errorf("%w: %s", ErrUnknownTopicID, id)
+	}
+	return t, nil
+}
+
+// TopicOrCreate returns a topic, creating it with the default partition count
+// and configs if it does not exist and auto-creation is enabled.
+func (b *Broker) TopicOrCreate(name string) (*Topic, error) {
+	t, err := b.Topic(name)
+	if err == nil || b.cfg.DisableAutoCreateTopics {
+		return t, err
+	}
+	t, err = b.CreateTopic(TopicSpec{Name: name, Partitions: -1, ReplicationFactor: -1})
+	if errors.Is(err, ErrTopicExists) { // lost a race with another creator
+		return b.Topic(name)
+	}
+	return t, err
+}
+
+// AllocateProducerID hands out a fresh producer id at epoch 0
+// (InitProducerId for a non-transactional producer: Kafka always allocates a
+// new id then).
+func (b *Broker) AllocateProducerID() (producer.ID, producer.Epoch, error) {
+	id, err := b.ids.Next()
+	if err != nil {
+		return producer.NoID, -1, fmt.Errorf("broker: %w", err)
+	}
+	return id, 0, nil
+}
+
+func (b *Broker) checkOpen() error {
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	if b.mu.closed {
+		return ErrClosed
+	}
+	return nil
+}
+
+// metaLocked renders the registry as meta.json contents. b.admin must be
+// held; every topic in the registry (after the caller's change) is listed.
+func (b *Broker) metaLocked(topics map[string]*Topic) metaFile {
+	m := metaFile{ClusterID: b.clusterID}
+	for _, t := range topics {
+		m.Topics = append(m.Topics, metaTopic{
+			Name:       t.Name,
+			ID:         fmt.Sprintf("%x", t.ID[:]),
+			Partitions: t.Partitions(),
+			Configs:    t.Config.Overrides(),
+		})
+	}
+	return m
+}
+
+// installLocked persists the registry with t added or replaced (or name
+// removed, when t is nil) and then publishes it. b.admin must be held.
+func (b *Broker) installLocked(name string, t *Topic) error {
+	b.mu.RLock()
+	next := maps.Clone(b.mu.topics)
+	b.mu.RUnlock()
+	if t == nil {
+		delete(next, name)
+	} else {
+		next[name] = t
+	}
+	if err := writeMeta(b.fs, b.cfg.Dir, b.metaLocked(next)); err != nil {
+		return err
+	}
+	b.mu.Lock()
+	if old := b.mu.topics[name]; old != nil {
+		delete(b.mu.byID, old.ID)
+	}
+	if t == nil {
+		delete(b.mu.topics, name)
+	} else {
+		b.mu.topics[name] = t
+		b.mu.byID[t.ID] = t
+	}
+	b.mu.Unlock()
+	return nil
+}
+
+func validateTopicName(name string) error {
+	switch {
+	case name == "":
+		return fmt.Errorf("%w: empty name", ErrInvalidTopic)
+	case name == "." || name == "..":
+		return fmt.Errorf("%w: %q is not allowed", ErrInvalidTopic, name)
+	case len(name) > maxTopicNameLen:
+		return fmt.Errorf("%w: longer than %d characters", ErrInvalidTopic, maxTopicNameLen)
+	}
+	for _, c := range []byte(name) {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-') {
+			return fmt.Errorf("%w: %q contains a character other than ASCII alphanumerics, '.', '_' and '-'", ErrInvalidTopic, name)
+		}
+	}
+	return nil
+}
+
+// removeProducerSnapshot deletes a partition's producer snapshot, if any.
+func (b *Broker) removeProducerSnapshot(topic string, p PartitionID) {
+	err := b.fs.Remove(filepath.Join(b.cfg.Dir, producerStateDir, partitionDirName(topic, p)+".json"))
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		b.logger.Warn("broker: cannot remove producer snapshot", "topic", topic, "partition", p, "err", err)
+	}
+}
+
+func partitionDirName(topic string, p PartitionID) string {
+	return topic + "-" + strconv.Itoa(int(p))
+}

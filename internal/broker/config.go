@@ -1,0 +1,416 @@
+package broker
+
+import (
+	"log/slog"
+	"maps"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/strandmq/strand/internal/partlog"
+)
+
+// Topic config names, as Kafka spells them. Strand's own carry the strand.
+// prefix.
+const (
+	ConfigCleanupPolicy        = "cleanup.policy"
+	ConfigCompressionType      = "compression.type"
+	ConfigDeleteRetentionMs    = "delete.retention.ms"
+	ConfigFlushMessages        = "flush.messages"
+	ConfigFlushMs              = "flush.ms"
+	ConfigIndexIntervalBytes   = "index.interval.bytes"
+	ConfigMaxMessageBytes      = "max.message.bytes"
+	ConfigMessageTimestampType = "message.timestamp.type"
+	ConfigMinInsyncReplicas    = "min.insync.replicas"
+	ConfigRetentionBytes       = "retention.bytes"
+	ConfigRetentionMs          = "retention.ms"
+	ConfigSegmentBytes         = "segment.bytes"
+	ConfigSegmentMs            = "segment.ms"
+	ConfigRetentionRecords     = "strand.retention.records"
+)
+
+// ConfigType is a config's value type, as DescribeConfigs v3+ reports it.
+type ConfigType int8
+
+// Kafka's config types (the subset topic configs use).
+const (
+	TypeBoolean ConfigType = 1
+	TypeString  ConfigType = 2
+	TypeInt     ConfigType = 3
+	TypeLong    ConfigType = 5
+	TypeList    ConfigType = 7
+)
+
+// ConfigDef describes one topic config: its name, default, type and the
+// check a value must pass.
+type ConfigDef struct {
+	Name    string
+	Default string
+	Type    ConfigType
+	Doc     string
+	check   func(string) (string, error) // returns the normalised value
+}
+
+// IsList reports whether the config is a comma-separated list (so that
+// IncrementalAlterConfigs may APPEND or SUBTRACT).
+func (d *ConfigDef) IsList() bool { return d.Type == TypeList }
+
+const maxLongText = "9223372036854775807"
+
+var configDefs = []*ConfigDef{
+	{Name: ConfigCleanupPolicy, Default: "delete", Type: TypeList, check: checkCleanupPolicy,
+		Doc: "delete, compact or both. Strand stores the value; compaction is not implemented yet, so compact behaves as delete."},
+	{Name: ConfigCompressionType, Default: "producer", Type: TypeString,
+		check: checkEnum("producer", "uncompressed", "gzip", "snappy", "lz4", "zstd"),
+		Doc:   "Strand always keeps batches as the producer compressed them (producer); other values are stored but not applied."},
+	{Name: ConfigDeleteRetentionMs, Default: "86400000", Type: TypeLong, check: checkLong(0, math.MaxInt64),
+		Doc: "How long tombstones are kept in a compacted topic (reserved for compaction)."},
+	{Name: ConfigFlushMessages, Default: maxLongText, Type: TypeLong, check: checkLong(1, math.MaxInt64),
+		Doc: "fsync after this many records; the default leaves durability to the page cache, as Kafka does."},
+	{Name: ConfigFlushMs, Default: maxLongText, Type: TypeLong, check: checkLong(0, math.MaxInt64),
+		Doc: "fsync when the last fsync is this old."},
+	{Name: ConfigIndexIntervalBytes, Default: "4096", Type: TypeInt, check: checkLong(0, math.MaxInt32),
+		Doc: "Log bytes between offset-index entries."},
+	{Name: ConfigMaxMessageBytes, Default: "1048588", Type: TypeInt, check: checkLong(0, math.MaxInt32),
+		Doc: "Largest record batch a producer may send, in bytes."},
+	{Name: ConfigMessageTimestampType, Default: "CreateTime", Type: TypeString,
+		check: checkEnum("CreateTime", "LogAppendTime"),
+		Doc:   "CreateTime keeps the producer's timestamps; LogAppendTime stamps batches with the broker's clock."},
+	{Name: ConfigMinInsyncReplicas, Default: "1", Type: TypeInt, check: checkLong(1, math.MaxInt32),
+		Doc: "acks=all fails with NOT_ENOUGH_REPLICAS while fewer replicas are in sync."},
+	{Name: ConfigRetentionBytes, Default: "-1", Type: TypeLong, check: checkLong(-1, math.MaxInt64),
+		Doc: "Delete the oldest segments while a partition is larger than this; -1: no limit."},
+	{Name: ConfigRetentionMs, Default: "604800000", Type: TypeLong, check: checkLong(-1, math.MaxInt64),
+		Doc: "Delete segments whose newest record is older than this; -1: keep forever."},
+	{Name: ConfigSegmentBytes, Default: "1073741824", Type: TypeInt, check: checkLong(14, math.MaxInt32),
+		Doc: "Roll the active segment at this size."},
+	{Name: ConfigSegmentMs, Default: "604800000", Type: TypeLong, check: checkLong(1, math.MaxInt64),
+		Doc: "Roll the active segment once it is this old."},
+	{Name: ConfigRetentionRecords, Default: "-1", Type: TypeLong, check: checkRetentionRecords,
+		Doc: "Strand: keep only the newest N offsets (the seed's retain_count); -1: no limit."},
+}
+
+var configByName = func() map[string]*ConfigDef {
+	m := make(map[string]*ConfigDef, len(configDefs))
+	for _, d := range configDefs {
+		m[d.Name] = d
+	}
+	return m
+}()
+
+// ConfigDefs returns the definitions of every topic config Strand knows, in
+// name order.
+func ConfigDefs() []*ConfigDef { return slices.Clone(configDefs) }
+
+// LookupConfig returns the definition of a topic config.
+func LookupConfig(name string) (*ConfigDef, bool) {
+	d, ok := configByName[name]
+	return d, ok
+}
+
+func checkLong(lo, hi int64) func(string) (string, error) {
+	return func(v string) (string, error) {
+		n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+		if err != nil {
+			return "", errInvalidValue("not an integer")
+		}
+		if n < lo || n > hi {
+			return "", errInvalidValue("must be in [" + strconv.FormatInt(lo, 10) + ", " + strconv.FormatInt(hi, 10) + "]")
+		}
+		return strconv.FormatInt(n, 10), nil
+	}
+}
+
+func checkEnum(allowed ...string) func(string) (string, error) {
+	return func(v string) (string, error) {
+		v = strings.TrimSpace(v)
+		for _, a := range allowed {
+			if strings.EqualFold(v, a) {
+				return a, nil
+			}
+		}
+		return "", errInvalidValue("must be one of " + strings.Join(allowed, ", "))
+	}
+}
+
+func checkCleanupPolicy(v string) (string, error) {
+	var out []string
+	for p := range strings.SplitSeq(v, ",") {
+		p = strings.ToLower(strings.TrimSpace(p))
+		if p != "delete" && p != "compact" {
+			return "", errInvalidValue("each policy must be delete or compact")
+		}
+		if !slices.Contains(out, p) {
+			out = append(out, p)
+		}
+	}
+	if len(out) == 0 {
+		return "", errInvalidValue("empty policy")
+	}
+	return strings.Join(out, ","), nil
+}
+
+func checkRetentionRecords(v string) (string, error) {
+	n, err := checkLong(-1, math.MaxInt64)(v)
+	if err != nil {
+		return "", err
+	}
+	if n == "0" {
+		return "", errInvalidValue("must be -1 (no limit) or at least 1")
+	}
+	return n, nil
+}
+
+type valueError string
+
+func (e valueError) Error() string { return string(e) }
+
+func errInvalidValue(reason string) error { return valueError(reason) }
+
+// TimestampType says where a topic's record timestamps come from.
+type TimestampType int8
+
+// The two timestamp types of message.timestamp.type.
+const (
+	CreateTime    TimestampType = 0
+	LogAppendTime TimestampType = 1
+)
+
+// TopicConfig is a topic's effective configuration: defaults, overridden by
+// broker-wide defaults, overridden by the topic's own settings. It is an
+// immutable value.
+type TopicConfig struct {
+	overrides map[string]string // the topic's own settings, normalised
+	defaults  map[string]string // broker-level defaults (Config.TopicDefaults)
+}
+
+// parseConfigs validates and normalises a set of topic settings.
+func parseConfigs(in map[string]string) (map[string]string, error) {
+	out := make(map[string]string, len(in))
+	for name, v := range in {
+		d, ok := configByName[name]
+		if !ok {
+			return nil, &ConfigError{Name: name, Reason: "unknown topic config"}
+		}
+		norm, err := d.check(v)
+		if err != nil {
+			return nil, &ConfigError{Name: name, Value: v, Reason: err.Error()}
+		}
+		out[name] = norm
+	}
+	return out, nil
+}
+
+func newTopicConfig(overrides, defaults map[string]string) (TopicConfig, error) {
+	o, err := parseConfigs(overrides)
+	if err != nil {
+		return TopicConfig{}, err
+	}
+	return TopicConfig{overrides: o, defaults: defaults}, nil
+}
+
+// Get returns the effective value of a config and where it comes from.
+func (c TopicConfig) Get(name string) (value string, source ConfigSource) {
+	if v, ok := c.overrides[name]; ok {
+		return v, SourceTopic
+	}
+	if v, ok := c.defaults[name]; ok {
+		return v, SourceBroker
+	}
+	if d, ok := configByName[name]; ok {
+		return d.Default, SourceDefault
+	}
+	return "", SourceUnknown
+}
+
+// Overrides returns a copy of the topic's own settings.
+func (c TopicConfig) Overrides() map[string]string { return maps.Clone(c.overrides) }
+
+func (c TopicConfig) long(name string) int64 {
+	v, _ := c.Get(name)
+	n, _ := strconv.ParseInt(v, 10, 64)
+	return n
+}
+
+// MaxMessageBytes is max.message.bytes.
+func (c TopicConfig) MaxMessageBytes() int { return int(c.long(ConfigMaxMessageBytes)) }
+
+// MinInsyncReplicas is min.insync.replicas.
+func (c TopicConfig) MinInsyncReplicas() int { return int(c.long(ConfigMinInsyncReplicas)) }
+
+// TimestampType is message.timestamp.type.
+func (c TopicConfig) TimestampType() TimestampType {
+	if v, _ := c.Get(ConfigMessageTimestampType); v == "LogAppendTime" {
+		return LogAppendTime
+	}
+	return CreateTime
+}
+
+// logConfig translates Kafka's config values into partlog's. partlog reads a
+// zero as "default", so Kafka's meaningful zeros become the smallest
+// positive value, and Kafka's Long.MAX "never" becomes partlog's zero.
+func (c TopicConfig) logConfig(now func() time.Time, logger *slog.Logger) partlog.Config {
+	ms := func(n int64) time.Duration {
+		if n == 0 {
+			return time.Nanosecond
+		}
+		if n > math.MaxInt64/int64(time.Millisecond) {
+			return 0 // effectively never: partlog's zero
+		}
+		return time.Duration(n) * time.Millisecond
+	}
+	cfg := partlog.Config{
+		SegmentBytes:       c.long(ConfigSegmentBytes),
+		SegmentTime:        ms(c.long(ConfigSegmentMs)),
+		RetentionRecords:   c.long(ConfigRetentionRecords),
+		IndexIntervalBytes: max(c.long(ConfigIndexIntervalBytes), 1),
+		Now:                now,
+		Logger:             logger,
+	}
+	if n := c.long(ConfigRetentionMs); n < 0 {
+		cfg.RetentionTime = -1
+	} else {
+		cfg.RetentionTime = ms(n)
+		if cfg.RetentionTime == 0 {
+			cfg.RetentionTime = -1
+		}
+	}
+	if n := c.long(ConfigRetentionBytes); n < 0 {
+		cfg.RetentionBytes = -1
+	} else {
+		cfg.RetentionBytes = max(n, 1)
+	}
+	if n := c.long(ConfigFlushMessages); n != math.MaxInt64 {
+		cfg.FlushMessages = n
+	}
+	if n := c.long(ConfigFlushMs); n != math.MaxInt64 {
+		cfg.FlushInterval = ms(n)
+	}
+	return cfg
+}
+
+// ConfigSource says where an effective config value comes from; the values
+// are DescribeConfigs v1+'s config sources.
+type ConfigSource int8
+
+// Config sources.
+const (
+	SourceUnknown ConfigSource = 0
+	SourceTopic   ConfigSource = 1 // DYNAMIC_TOPIC_CONFIG
+	SourceBroker  ConfigSource = 4 // STATIC_BROKER_CONFIG
+	SourceDefault ConfigSource = 5 // DEFAULT_CONFIG
+)
+
+// ConfigEntry is one config as DescribeConfigs reports it.
+type ConfigEntry struct {
+	Name   string
+	Value  string
+	Source ConfigSource
+	Type   ConfigType
+	Doc    string
+	// Synonyms lists the values this one overrides, most specific first
+	// (the broker default, then Kafka's default), as Kafka reports them.
+	Synonyms []ConfigSynonym
+}
+
+// ConfigSynonym is a lower-precedence value of a config.
+type ConfigSynonym struct {
+	Name   string
+	Value  string
+	Source ConfigSource
+}
+
+// Entries returns every topic config with its effective value, in name order.
+func (c TopicConfig) Entries() []ConfigEntry {
+	out := make([]ConfigEntry, 0, len(configDefs))
+	for _, d := range configDefs {
+		v, src := c.Get(d.Name)
+		e := ConfigEntry{Name: d.Name, Value: v, Source: src, Type: d.Type, Doc: d.Doc}
+		if ov, ok := c.overrides[d.Name]; ok {
+			e.Synonyms = append(e.Synonyms, ConfigSynonym{Name: d.Name, Value: ov, Source: SourceTopic})
+		}
+		if bv, ok := c.defaults[d.Name]; ok {
+			e.Synonyms = append(e.Synonyms, ConfigSynonym{Name: d.Name, Value: bv, Source: SourceBroker})
+		}
+		e.Synonyms = append(e.Synonyms, ConfigSynonym{Name: d.Name, Value: d.Default, Source: SourceDefault})
+		out = append(out, e)
+	}
+	slices.SortFunc(out, func(a, b ConfigEntry) int { return strings.Compare(a.Name, b.Name) })
+	return out
+}
+
+// AlterOp is an IncrementalAlterConfigs operation.
+type AlterOp int8
+
+// The operations of IncrementalAlterConfigs, with Kafka's numbering.
+const (
+	OpSet      AlterOp = 0
+	OpDelete   AlterOp = 1
+	OpAppend   AlterOp = 2
+	OpSubtract AlterOp = 3
+)
+
+// ConfigChange is one IncrementalAlterConfigs operation on one config.
+type ConfigChange struct {
+	Name  string
+	Op    AlterOp
+	Value string
+}
+
+// applyChanges applies incremental changes to a copy of overrides and
+// returns the result (not yet validated).
+func applyChanges(c TopicConfig, changes []ConfigChange) (map[string]string, error) {
+	out := maps.Clone(c.overrides)
+	if out == nil {
+		out = map[string]string{}
+	}
+	for _, ch := range changes {
+		d, ok := configByName[ch.Name]
+		if !ok {
+			return nil, &ConfigError{Name: ch.Name, Reason: "unknown topic config"}
+		}
+		switch ch.Op {
+		case OpSet:
+			out[ch.Name] = ch.Value
+		case OpDelete:
+			delete(out, ch.Name)
+		case OpAppend, OpSubtract:
+			if !d.IsList() {
+				return nil, &ConfigError{Name: ch.Name, Reason: "APPEND and SUBTRACT apply only to list configs"}
+			}
+			cur, _ := c.Get(ch.Name)
+			if v, ok := out[ch.Name]; ok {
+				cur = v
+			}
+			out[ch.Name] = editList(cur, ch.Value, ch.Op == OpAppend)
+		default:
+			return nil, &ConfigError{Name: ch.Name, Reason: "unknown operation " + strconv.Itoa(int(ch.Op))}
+		}
+	}
+	return out, nil
+}
+
+func editList(cur, change string, add bool) string {
+	var items []string
+	for s := range strings.SplitSeq(cur, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			items = append(items, s)
+		}
+	}
+	for s := range strings.SplitSeq(change, ",") {
+		s = strings.TrimSpace(s)
+		if s == "" {
+			continue
+		}
+		i := slices.Index(items, s)
+		switch {
+		case add && i < 0:
+			items = append(items, s)
+		case !add && i >= 0:
+			items = slices.Delete(items, i, i+1)
+		}
+	}
+	return strings.Join(items, ",")
+}

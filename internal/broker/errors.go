@@ -1,0 +1,71 @@
+package broker
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Sentinel errors. Each maps to the Kafka error code of the same name in the
+// wire layer; callers match them with errors.Is. Returned errors wrap them
+// with context.
+var (
+	// ErrUnknownTopicOrPartition: the topic or partition does not exist.
+	ErrUnknownTopicOrPartition = errors.New("broker: unknown topic or partition")
+	// ErrUnknownTopicID: no topic has this id.
+	ErrUnknownTopicID = errors.New("broker: unknown topic id")
+	// ErrTopicExists: CreateTopic for a topic that already exists.
+	ErrTopicExists = errors.New("broker: topic already exists")
+	// ErrInvalidTopic: the name is not a legal Kafka topic name.
+	ErrInvalidTopic = errors.New("broker: invalid topic name")
+	// ErrInvalidPartitions: a partition count that is not positive, or not
+	// larger than the current one (CreatePartitions).
+	ErrInvalidPartitions = errors.New("broker: invalid number of partitions")
+	// ErrInvalidReplicationFactor: a replication factor this cluster cannot
+	// honour (a single node has exactly one replica).
+	ErrInvalidReplicationFactor = errors.New("broker: invalid replication factor")
+	// ErrInvalidReplicaAssignment: a manual assignment naming unknown nodes or
+	// of the wrong shape.
+	ErrInvalidReplicaAssignment = errors.New("broker: invalid replica assignment")
+	// ErrInvalidConfig: an unknown config name or an invalid value; see
+	// ConfigError.
+	ErrInvalidConfig = errors.New("broker: invalid config")
+	// ErrCorruptMessage: the batch fails its CRC or cannot be parsed.
+	ErrCorruptMessage = errors.New("broker: corrupt message")
+	// ErrInvalidRecord: a well-formed batch that a producer must not send
+	// (several batches, a control batch, a record count that does not match).
+	ErrInvalidRecord = errors.New("broker: invalid record")
+	// ErrUnsupportedMessageFormat: a batch that is not v2 (magic 2).
+	ErrUnsupportedMessageFormat = errors.New("broker: unsupported message format")
+	// ErrMessageTooLarge: the batch exceeds the topic's max.message.bytes.
+	ErrMessageTooLarge = errors.New("broker: message too large")
+	// ErrNotEnoughReplicas: acks=all and the ISR is smaller than
+	// min.insync.replicas.
+	ErrNotEnoughReplicas = errors.New("broker: not enough in-sync replicas")
+	// ErrTransactionsUnsupported: a transactional batch or transactional id;
+	// Strand does not implement transactions yet.
+	ErrTransactionsUnsupported = errors.New("broker: transactions are not supported")
+	// ErrOffsetOutOfRange: an offset outside [log start, log end].
+	ErrOffsetOutOfRange = errors.New("broker: offset out of range")
+	// ErrPolicyViolation: the request is well formed but Strand refuses it
+	// (e.g. a config change Strand cannot apply).
+	ErrPolicyViolation = errors.New("broker: policy violation")
+	// ErrClosed: the broker is shut down.
+	ErrClosed = errors.New("broker: closed")
+)
+
+// ConfigError says which config is wrong and why. It matches ErrInvalidConfig.
+type ConfigError struct {
+	Name   string
+	Value  string
+	Reason string
+}
+
+func (e *ConfigError) Error() string {
+	if e.Value == "" {
+		return fmt.Sprintf("broker: config %s: %s", e.Name, e.Reason)
+	}
+	return fmt.Sprintf("broker: config %s=%q: %s", e.Name, e.Value, e.Reason)
+}
+
+// Is makes errors.Is(err, ErrInvalidConfig) hold.
+func (e *ConfigError) Is(target error) bool { return target == ErrInvalidConfig }

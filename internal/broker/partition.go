@@ -1,0 +1,417 @@
+package broker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+
+	"github.com/strandmq/strand/internal/partlog"
+	"github.com/strandmq/strand/internal/producer"
+	"github.com/strandmq/strand/internal/record"
+	"github.com/strandmq/strand/internal/vfs"
+)
+
+// Acks is a produce request's acknowledgement level.
+type Acks int16
+
+// Kafka's acks values.
+const (
+	AcksNone   Acks = 0
+	AcksLeader Acks = 1
+	AcksAll    Acks = -1
+)
+
+// Kafka's ListOffsets timestamp sentinels.
+const (
+	TimestampLatest                = -1
+	TimestampEarliest              = -2
+	TimestampMax                   = -3
+	TimestampEarliestLocal         = -4
+	TimestampLatestTiered          = -5
+	TimestampEarliestPendingUpload = -6
+)
+
+// expireEvery is how many appends pass between sweeps of idle producers.
+const expireEvery = 4096
+
+// scanChunk is how many bytes a producer-state recovery scan reads at once.
+const scanChunk = 1 << 20
+
+// Partition is one partition of a topic: its log, its leader epoch and its
+// idempotent-producer state.
+type Partition struct {
+	b     *Broker
+	topic string
+	id    PartitionID
+	log   *partlog.Log
+	epoch record.Epoch
+
+	// config is the topic's current config (AlterConfigs replaces it).
+	config atomic.Pointer[TopicConfig]
+
+	mu struct {
+		sync.Mutex
+		producers *producer.State
+		appends   int
+		closed    bool
+	}
+}
+
+func (b *Broker) openPartition(topic string, id PartitionID, tc TopicConfig) (*Partition, error) {
+	name := partitionDirName(topic, id)
+	l, err := partlog.Open(b.fs, filepath.Join(b.cfg.Dir, name), tc.logConfig(b.cfg.Now, b.logger.With("partition", name)))
+	if err != nil {
+		return nil, fmt.Errorf("broker: open partition %s: %w", name, err)
+	}
+	// A single node is its own ISR: the log's high watermark follows its
+	// end offset (partlog's automatic mode; SetHighWatermark would end it).
+	l.AssignEpoch(0)
+	p := &Partition{b: b, topic: topic, id: id, log: l}
+	p.config.Store(&tc)
+	if p.mu.producers, err = p.recoverProducers(); err != nil {
+		_ = l.Close()
+		return nil, fmt.Errorf("broker: recover producer state of %s: %w", name, err)
+	}
+	return p, nil
+}
+
+func (p *Partition) snapshotName() string { return partitionDirName(p.topic, p.id) + ".json" }
+
+// recoverProducers loads the snapshot written at the last clean close if it
+// is exactly at the log end offset, else rebuilds the state by scanning every
+// batch header of the log. The snapshot is removed once loaded, so a later
+// crash can never pair it with a log that moved on.
+func (p *Partition) recoverProducers() (*producer.State, error) {
+	fs, dir := p.b.fs, filepath.Join(p.b.cfg.Dir, producerStateDir)
+	path := filepath.Join(dir, p.snapshotName())
+	raw, err := vfs.ReadFile(fs, path)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+	case err != nil:
+		p.b.logger.Warn("broker: unreadable producer snapshot; scanning the log", "path", path, "err", err)
+	default:
+		s, at, derr := producer.DecodeSnapshot(raw)
+		if rerr := fs.Remove(path); rerr != nil {
+			return nil, fmt.Errorf("remove snapshot: %w", rerr)
+		}
+		if derr == nil && at == p.log.LogEndOffset() {
+			return s, nil
+		}
+		p.b.logger.Info("broker: stale producer snapshot; scanning the log", "path", path, "snapshot", at, "end", p.log.LogEndOffset())
+	}
+	s := producer.NewState()
+	for off := p.log.LogStartOffset(); off < p.log.LogEndOffset(); {
+		buf, err := p.log.Read(off, scanChunk)
+		if err != nil {
+			return nil, fmt.Errorf("scan at offset %d: %w", off, err)
+		}
+		if len(buf) == 0 {
+			break
+		}
+		for len(buf) > 0 {
+			h, err := record.ParseHeader(buf)
+			if err != nil || h.Size() > len(buf) {
+				return nil, fmt.Errorf("scan at offset %d: bad batch header: %v", off, err)
+			}
+			s.Observe(h)
+			off = max(off, h.NextOffset())
+			buf = buf[h.Size():]
+		}
+	}
+	return s, nil
+}
+
+// close saves the producer snapshot (when snapshot is set) and closes the
+// log. Appends after close fail with ErrUnknownTopicOrPartition.
+func (p *Partition) close(snapshot bool) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.mu.closed {
+		return nil
+	}
+	p.mu.closed = true
+	var errs []error
+	if snapshot {
+		dir := filepath.Join(p.b.cfg.Dir, producerStateDir)
+		if err := producer.SaveSnapshot(p.b.fs, dir, p.snapshotName(), p.log.LogEndOffset(), p.mu.producers); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if err := p.log.Close(); err != nil {
+		errs = append(errs, fmt.Errorf("broker: close %s-%d: %w", p.topic, p.id, err))
+	}
+	return errors.Join(errs...)
+}
+
+// remove closes the partition and deletes its data (DeleteTopic).
+func (p *Partition) remove() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.mu.closed = true
+	p.b.removeProducerSnapshot(p.topic, p.id)
+	if err := p.log.Delete(); err != nil && !errors.Is(err, partlog.ErrClosed) {
+		return fmt.Errorf("broker: delete %s-%d: %w", p.topic, p.id, err)
+	}
+	return nil
+}
+
+func (p *Partition) isClosed() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.mu.closed
+}
+
+// Topic returns the partition's topic name.
+func (p *Partition) Topic() string { return p.topic }
+
+// ID returns the partition's index.
+func (p *Partition) ID() PartitionID { return p.id }
+
+// Leader returns the partition leader (this node).
+func (p *Partition) Leader() NodeID { return p.b.cfg.NodeID }
+
+// Replicas returns the replica set; the ISR is the same on a single node.
+func (p *Partition) Replicas() []NodeID { return []NodeID{p.b.cfg.NodeID} }
+
+// LeaderEpoch returns the current leader epoch.
+func (p *Partition) LeaderEpoch() record.Epoch { return p.epoch }
+
+// HighWatermark returns the high watermark (the last stable offset too:
+// Strand has no transactions).
+func (p *Partition) HighWatermark() record.Offset { return p.log.HighWatermark() }
+
+// LogStartOffset returns the first offset still in the log.
+func (p *Partition) LogStartOffset() record.Offset { return p.log.LogStartOffset() }
+
+// LogEndOffset returns the next offset to be assigned.
+func (p *Partition) LogEndOffset() record.Offset { return p.log.LogEndOffset() }
+
+// Size returns the bytes the partition occupies on disk.
+func (p *Partition) Size() int64 { return p.log.Size() }
+
+// Wait returns a channel closed the next time the high watermark advances.
+// Take it before reading, so an append between the read and the wait is
+// not missed.
+func (p *Partition) Wait() <-chan struct{} { return p.log.Wait() }
+
+// AppendResult is the outcome of a successful append.
+type AppendResult struct {
+	BaseOffset record.Offset
+	// LogAppendTime is the broker timestamp stamped on the batch, or -1 for
+	// CreateTime topics.
+	LogAppendTime int64
+	// LogStartOffset after the append.
+	LogStartOffset record.Offset
+	// Duplicate is set when the batch is a retry of one already written;
+	// BaseOffset is then the original one.
+	Duplicate bool
+}
+
+// Append validates one v2 record batch and appends it. The batch is modified
+// in place (base offset, leader epoch, and for LogAppendTime topics the
+// timestamps and CRC). An idempotent producer's retry of a recently written
+// batch is not written again: the result carries the original offset.
+//
+// With AcksAll, Append returns once the high watermark passes the batch
+// (immediately on a single node), or fails with ErrNotEnoughReplicas before
+// writing when the ISR is smaller than min.insync.replicas.
+func (p *Partition) Append(ctx context.Context, batch []byte, acks Acks) (AppendResult, error) {
+	cfg := p.config.Load()
+	h, err := checkBatch(batch, cfg)
+	if err != nil {
+		return AppendResult{}, fmt.Errorf("%s-%d: %w", p.topic, p.id, err)
+	}
+	if acks == AcksAll && len(p.Replicas()) < cfg.MinInsyncReplicas() {
+		return AppendResult{}, fmt.Errorf("%w: %s-%d has 1 in-sync replica, min.insync.replicas is %d",
+			ErrNotEnoughReplicas, p.topic, p.id, cfg.MinInsyncReplicas())
+	}
+	res, err := p.appendLocked(batch, h, cfg)
+	if err != nil || acks != AcksAll || res.Duplicate {
+		return res, err
+	}
+	last := res.BaseOffset + record.Offset(h.LastOffsetDelta)
+	for {
+		ch := p.log.Wait()
+		if p.log.HighWatermark() > last {
+			return res, nil
+		}
+		if p.isClosed() {
+			return res, fmt.Errorf("%w: %s-%d closed before the batch was committed", ErrUnknownTopicOrPartition, p.topic, p.id)
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return res, fmt.Errorf("broker: %s-%d: waiting for the high watermark: %w", p.topic, p.id, ctx.Err())
+		}
+	}
+}
+
+// checkBatch validates what a producer's batch must satisfy before it is
+// written.
+func checkBatch(batch []byte, cfg *TopicConfig) (record.Header, error) {
+	h, err := record.Check(batch)
+	switch {
+	case errors.Is(err, record.ErrBadMagic):
+		return h, fmt.Errorf("%w: %w", ErrUnsupportedMessageFormat, err)
+	case err != nil:
+		return h, fmt.Errorf("%w: %w", ErrCorruptMessage, err)
+	case h.Size() != len(batch):
+		return h, fmt.Errorf("%w: exactly one record batch per partition is allowed (%d trailing bytes)", ErrInvalidRecord, len(batch)-h.Size())
+	case len(batch) > cfg.MaxMessageBytes():
+		return h, fmt.Errorf("%w: batch of %d bytes, max.message.bytes is %d", ErrMessageTooLarge, len(batch), cfg.MaxMessageBytes())
+	case h.NumRecords == 0 || h.LastOffsetDelta != h.NumRecords-1:
+		return h, fmt.Errorf("%w: %d records with last offset delta %d", ErrInvalidRecord, h.NumRecords, h.LastOffsetDelta)
+	case h.IsControl():
+		return h, fmt.Errorf("%w: producers may not write control batches", ErrInvalidRecord)
+	case h.IsTransactional():
+		return h, ErrTransactionsUnsupported
+	}
+	return h, nil
+}
+
+func (p *Partition) appendLocked(batch []byte, h record.Header, cfg *TopicConfig) (AppendResult, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.mu.closed {
+		return AppendResult{}, fmt.Errorf("%w: %s-%d was deleted", ErrUnknownTopicOrPartition, p.topic, p.id)
+	}
+	idempotent := h.ProducerID >= 0 && h.BaseSequence >= 0
+	pid, pepoch := producer.ID(h.ProducerID), producer.Epoch(h.ProducerEpoch)
+	if idempotent {
+		cached, dup, err := p.mu.producers.Check(pid, pepoch, h.BaseSequence, h.LastSequence())
+		if err != nil {
+			return AppendResult{}, fmt.Errorf("broker: %s-%d: %w", p.topic, p.id, err)
+		}
+		if dup {
+			return AppendResult{BaseOffset: cached.BaseOffset, LogAppendTime: -1, LogStartOffset: p.log.LogStartOffset(), Duplicate: true}, nil
+		}
+	}
+	res := AppendResult{LogAppendTime: -1}
+	maxTS := h.MaxTimestamp
+	if cfg.TimestampType() == LogAppendTime {
+		now := p.b.cfg.Now().UnixMilli()
+		record.SetLogAppendTime(batch, now)
+		res.LogAppendTime, maxTS = now, now
+	}
+	base, err := p.log.Append(batch)
+	if err != nil {
+		return AppendResult{}, fmt.Errorf("broker: append to %s-%d: %w", p.topic, p.id, err)
+	}
+	res.BaseOffset = base
+	res.LogStartOffset = p.log.LogStartOffset()
+	if idempotent {
+		p.mu.producers.Update(pid, pepoch, producer.Batch{
+			FirstSeq: h.BaseSequence, LastSeq: h.LastSequence(),
+			BaseOffset: base, LastOffset: base + record.Offset(h.LastOffsetDelta), Timestamp: maxTS,
+		})
+	}
+	if p.mu.appends++; p.mu.appends%expireEvery == 0 {
+		deadline := p.b.cfg.Now().Add(-p.b.cfg.ProducerIDExpiration).UnixMilli()
+		p.mu.producers.Expire(deadline)
+	}
+	return res, nil
+}
+
+// ReadResult is what Read returns: whole batches as stored, plus the
+// partition's offsets at the time of the read.
+type ReadResult struct {
+	Batches        []byte
+	HighWatermark  record.Offset
+	LogStartOffset record.Offset
+}
+
+// Read returns whole batches starting with the one containing from, at most
+// maxBytes unless the first batch alone is larger, never past the high
+// watermark. An offset below the log start or above the log end fails with
+// an error wrapping ErrOffsetOutOfRange.
+func (p *Partition) Read(from record.Offset, maxBytes int) (ReadResult, error) {
+	b, err := p.log.Read(from, maxBytes)
+	res := ReadResult{Batches: b, HighWatermark: p.log.HighWatermark(), LogStartOffset: p.log.LogStartOffset()}
+	if errors.Is(err, partlog.ErrOffsetOutOfRange) {
+		return res, fmt.Errorf("%w: %s-%d: %w", ErrOffsetOutOfRange, p.topic, p.id, err)
+	}
+	if err != nil {
+		if p.isClosed() {
+			return res, fmt.Errorf("%w: %s-%d was deleted", ErrUnknownTopicOrPartition, p.topic, p.id)
+		}
+		return res, fmt.Errorf("broker: read %s-%d at %d: %w", p.topic, p.id, from, err)
+	}
+	return res, nil
+}
+
+// ListOffset answers ListOffsets for one timestamp or sentinel
+// (TimestampLatest, TimestampEarliest, TimestampMax, …): the offset and the
+// timestamp of the record found, or (-1, -1) if there is none.
+func (p *Partition) ListOffset(ts int64) (record.Offset, int64, error) {
+	switch ts {
+	case TimestampEarliest, TimestampEarliestLocal:
+		return p.log.LogStartOffset(), -1, nil
+	case TimestampLatest:
+		return p.log.HighWatermark(), -1, nil
+	case TimestampMax:
+		mts, off, err := p.log.MaxTimestamp()
+		if err != nil {
+			return record.NoOffset, -1, fmt.Errorf("broker: max timestamp of %s-%d: %w", p.topic, p.id, err)
+		}
+		return off, mts, nil
+	case TimestampLatestTiered, TimestampEarliestPendingUpload:
+		return record.NoOffset, -1, nil // no tiered storage
+	}
+	if ts < 0 {
+		return record.NoOffset, -1, fmt.Errorf("%w: timestamp %d", ErrInvalidRecord, ts)
+	}
+	off, found, err := p.log.OffsetForTimestamp(ts)
+	if err != nil {
+		return record.NoOffset, -1, fmt.Errorf("broker: offset for timestamp %d in %s-%d: %w", ts, p.topic, p.id, err)
+	}
+	if off == record.NoOffset || off >= p.log.HighWatermark() {
+		return record.NoOffset, -1, nil
+	}
+	return off, found, nil
+}
+
+// DeleteRecordsBefore advances the log start offset to before (-1: the high
+// watermark) and returns the new log start offset.
+func (p *Partition) DeleteRecordsBefore(before record.Offset) (record.Offset, error) {
+	if before == -1 {
+		before = p.log.HighWatermark()
+	}
+	if before < 0 || before > p.log.HighWatermark() {
+		return record.NoOffset, fmt.Errorf("%w: %s-%d: delete before %d, high watermark %d",
+			ErrOffsetOutOfRange, p.topic, p.id, before, p.log.HighWatermark())
+	}
+	start, err := p.log.DeleteRecordsBefore(before)
+	if errors.Is(err, partlog.ErrOffsetOutOfRange) {
+		return record.NoOffset, fmt.Errorf("%w: %w", ErrOffsetOutOfRange, err)
+	}
+	if err != nil {
+		return record.NoOffset, fmt.Errorf("broker: delete records of %s-%d: %w", p.topic, p.id, err)
+	}
+	return start, nil
+}
+
+// EndOffsetForEpoch answers OffsetForLeaderEpoch (KIP-101): the largest epoch
+// ≤ e the log knows and the end offset of that epoch.
+//
+// The current epoch ends at the log end offset even before anything was
+// written in it (Kafka records the epoch when the leader is elected; partlog
+// records it with the first batch).
+func (p *Partition) EndOffsetForEpoch(e record.Epoch) (record.Epoch, record.Offset) {
+	switch {
+	case e == p.epoch:
+		return p.epoch, p.log.LogEndOffset()
+	case e > p.epoch || e < 0:
+		return record.NoEpoch, record.NoOffset
+	}
+	return p.log.EndOffsetForEpoch(e)
+}
+
+// setConfig installs a new topic config on the partition and its log.
+func (p *Partition) setConfig(tc TopicConfig) {
+	p.config.Store(&tc)
+	p.log.SetConfig(tc.logConfig(p.b.cfg.Now, p.b.logger.With("partition", partitionDirName(p.topic, p.id))))
+}

@@ -1,0 +1,172 @@
+package kafka
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strandmq/strand/internal/broker"
+)
+
+// Produce: v3-v13.
+//
+// Behavior:
+//   - acks 0, 1 and -1 (all); any other value is INVALID_REQUIRED_ACKS for
+//     every partition. acks=0 gets no response; if any partition failed,
+//     the connection is closed instead (as Kafka does, so the client
+//     refreshes its metadata).
+//   - Each partition's records must be exactly one v2 record batch: its CRC
+//     is checked (CORRUPT_MESSAGE), its size against the topic's
+//     max.message.bytes (MESSAGE_TOO_LARGE), a non-v2 batch is
+//     UNSUPPORTED_FOR_MESSAGE_FORMAT, several batches, control batches and a
+//     record count that does not match the offset delta are INVALID_RECORD.
+//     Batches are stored as sent, compressed with any of the four codecs;
+//     records are not decompressed.
+//   - LogAppendTime topics: the batch is stamped with the broker's clock and
+//     LogAppendTime is returned.
+//   - Idempotent producers: a retry of one of the producer's last five
+//     batches is answered with the original base offset and not written
+//     again; OUT_OF_ORDER_SEQUENCE_NUMBER and INVALID_PRODUCER_EPOCH as
+//     Kafka (see package producer).
+//   - An unknown topic is auto-created when auto.create.topics.enable is on,
+//     else UNKNOWN_TOPIC_OR_PARTITION; v13 addresses topics by id
+//     (UNKNOWN_TOPIC_ID).
+//   - acks=-1 with fewer in-sync replicas than min.insync.replicas:
+//     NOT_ENOUGH_REPLICAS, nothing written.
+//   - v8+: ErrorMessage says what was wrong.
+//
+// Deviations:
+//   - Transactions are not implemented: a request with a transactional id,
+//     or a transactional batch, gets TRANSACTIONAL_ID_AUTHORIZATION_FAILED.
+//   - TimeoutMillis is not needed: on a single node the high watermark
+//     follows the append.
+
+func (s *Server) handleProduce(ctx context.Context, kreq kmsg.Request) (kmsg.Response, error) {
+	req := kreq.(*kmsg.ProduceRequest)
+	resp := req.ResponseKind().(*kmsg.ProduceResponse)
+	acks := broker.Acks(req.Acks)
+	var reqErr error
+	switch {
+	case acks != broker.AcksNone && acks != broker.AcksLeader && acks != broker.AcksAll:
+		reqErr = fmt.Errorf("%w: acks must be -1, 0 or 1, got %d", kerr.InvalidRequiredAcks, acks)
+	case req.TransactionID != nil:
+		reqErr = fmt.Errorf("%w: %w", kerr.TransactionalIDAuthorizationFailed, broker.ErrTransactionsUnsupported)
+	}
+	// First resolve every partition, then append: in parallel when the
+	// request names each partition once (appends to different partitions
+	// are independent; their write syscalls overlap).
+	var jobs []produceJob
+	errs := make(map[*kmsg.ProduceResponseTopicPartition]error)
+	resp.Topics = make([]kmsg.ProduceResponseTopic, len(req.Topics))
+	for i, rt := range req.Topics {
+		st := &resp.Topics[i]
+		st.Default()
+		st.Topic, st.TopicID = rt.Topic, rt.TopicID
+		t, terr := s.produceTopic(req.Version, rt)
+		st.Partitions = make([]kmsg.ProduceResponseTopicPartition, len(rt.Partitions))
+		for j, rp := range rt.Partitions {
+			sp := &st.Partitions[j]
+			sp.Default()
+			sp.Partition = rp.Partition
+			err := reqErr
+			if err == nil {
+				err = terr
+			}
+			var p *broker.Partition
+			if err == nil {
+				p, err = t.Partition(broker.PartitionID(rp.Partition))
+			}
+			if err != nil {
+				errs[sp] = err
+				continue
+			}
+			jobs = append(jobs, produceJob{p: p, records: rp.Records, resp: sp})
+		}
+	}
+	runProduceJobs(ctx, jobs, acks)
+	failed := false
+	for _, j := range jobs {
+		if j.err != nil {
+			errs[j.resp] = j.err
+		}
+	}
+	for sp, err := range errs {
+		sp.ErrorCode = errorCode(err)
+		if req.Version >= 8 {
+			sp.ErrorMessage = errMessage(err)
+		}
+		s.logUnknown("produce", err)
+		failed = true
+	}
+	if acks == broker.AcksNone {
+		if failed {
+			return nil, errors.New("kafka: acks=0 produce failed; closing the connection so the client refreshes metadata")
+		}
+		return nil, nil
+	}
+	return resp, nil
+}
+
+// produceJob is one partition's batch of a produce request.
+type produceJob struct {
+	p       *broker.Partition
+	records []byte
+	resp    *kmsg.ProduceResponseTopicPartition
+	err     error
+}
+
+func (j *produceJob) run(ctx context.Context, acks broker.Acks) {
+	res, err := j.p.Append(ctx, j.records, acks)
+	if err != nil {
+		j.err = err
+		return
+	}
+	j.resp.BaseOffset = int64(res.BaseOffset)
+	j.resp.LogAppendTime = res.LogAppendTime
+	j.resp.LogStartOffset = int64(res.LogStartOffset)
+}
+
+// runProduceJobs appends every job's batch, concurrently unless two jobs
+// name the same partition (then in request order, so a client's sequence
+// order holds).
+func runProduceJobs(ctx context.Context, jobs []produceJob, acks broker.Acks) {
+	distinct := len(jobs) > 1
+	seen := make(map[*broker.Partition]bool, len(jobs))
+	for _, j := range jobs {
+		if seen[j.p] {
+			distinct = false
+			break
+		}
+		seen[j.p] = true
+	}
+	if !distinct {
+		for i := range jobs {
+			jobs[i].run(ctx, acks)
+		}
+		return
+	}
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, maxParallelAppends)
+	for i := range jobs {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			jobs[i].run(ctx, acks)
+		})
+	}
+	wg.Wait()
+}
+
+// maxParallelAppends bounds the goroutines one produce request uses.
+const maxParallelAppends = 8
+
+func (s *Server) produceTopic(version int16, rt kmsg.ProduceRequestTopic) (*broker.Topic, error) {
+	if version >= 13 {
+		return s.b.TopicByID(broker.TopicID(rt.TopicID))
+	}
+	return s.b.TopicOrCreate(rt.Topic)
+}

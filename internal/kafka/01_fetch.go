@@ -1,0 +1,161 @@
+package kafka
+
+import (
+	"context"
+	"reflect"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strandmq/strand/internal/broker"
+	"github.com/strandmq/strand/internal/record"
+)
+
+// Fetch: v4-v18.
+//
+// Behavior:
+//   - Returns whole record batches exactly as stored (no re-encoding), never
+//     past the high watermark. A batch that starts before the fetch offset
+//     is included; clients skip its earlier records, as with Kafka.
+//   - MaxBytes bounds the response and PartitionMaxBytes each partition,
+//     except that the first batch of the first partition with data is
+//     returned even when larger (KIP-74), so a consumer can always progress.
+//   - MinBytes/MaxWaitMillis long-poll: if fewer than MinBytes are
+//     available, the request waits until enough arrives (woken by the
+//     partitions' high watermark advancing), MaxWaitMillis pass, or the
+//     connection closes. Errors answer at once.
+//   - HighWatermark, LastStableOffset (= high watermark: no transactions)
+//     and LogStartOffset are reported for every partition.
+//   - OFFSET_OUT_OF_RANGE for an offset below the log start or above the
+//     log end; UNKNOWN_TOPIC_OR_PARTITION (v13+: UNKNOWN_TOPIC_ID) for
+//     unknown partitions; FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH for a
+//     stale or future CurrentLeaderEpoch (v9+).
+//   - Fetch sessions (KIP-227) are not kept: every response has session id
+//     0, which tells clients to keep sending full fetches. A request naming
+//     a session (id > 0, epoch ≠ -1) gets FETCH_SESSION_ID_NOT_FOUND.
+//
+// Deviations:
+//   - Follower fetches (replica id ≥ 0) are served like consumer fetches:
+//     replication is not implemented yet.
+//   - Rack-aware fetching (v11+) always answers PreferredReadReplica -1.
+
+func (s *Server) handleFetch(ctx context.Context, kreq kmsg.Request) (kmsg.Response, error) {
+	req := kreq.(*kmsg.FetchRequest)
+	if req.SessionID != 0 && req.SessionEpoch != -1 {
+		resp := req.ResponseKind().(*kmsg.FetchResponse)
+		resp.ErrorCode = kerr.FetchSessionIDNotFound.Code
+		return resp, nil
+	}
+	var deadline <-chan time.Time
+	if req.MaxWaitMillis > 0 {
+		t := time.NewTimer(time.Duration(req.MaxWaitMillis) * time.Millisecond)
+		defer t.Stop()
+		deadline = t.C
+	}
+	for {
+		resp, waits, done := s.fetchOnce(req)
+		if done || deadline == nil || len(waits) == 0 {
+			return resp, nil
+		}
+		cases := make([]reflect.SelectCase, 0, len(waits)+2)
+		cases = append(cases,
+			reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(deadline)},
+			reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(ctx.Done())})
+		for _, w := range waits {
+			cases = append(cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(w)})
+		}
+		if chosen, _, _ := reflect.Select(cases); chosen < 2 {
+			if chosen == 1 {
+				return nil, ctx.Err()
+			}
+			resp, _, _ := s.fetchOnce(req)
+			return resp, nil
+		}
+	}
+}
+
+// fetchOnce builds a response from what is available now. It returns the
+// wait channels of the partitions read (taken before reading, so an append
+// racing the read still wakes the waiter) and whether the response should be
+// sent at once (MinBytes reached, or an error to report).
+func (s *Server) fetchOnce(req *kmsg.FetchRequest) (*kmsg.FetchResponse, []<-chan struct{}, bool) {
+	resp := req.ResponseKind().(*kmsg.FetchResponse)
+	budget := int(req.MaxBytes)
+	if req.Version < 3 || budget <= 0 {
+		budget = int(^uint32(0) >> 1)
+	}
+	total, hasErr := 0, false
+	var waits []<-chan struct{}
+	for _, rt := range req.Topics {
+		st := kmsg.NewFetchResponseTopic()
+		st.Topic, st.TopicID = rt.Topic, rt.TopicID
+		t, terr := s.fetchTopic(req.Version, rt)
+		for _, rp := range rt.Partitions {
+			sp := kmsg.NewFetchResponseTopicPartition()
+			sp.Partition = rp.Partition
+			if terr != nil {
+				sp.ErrorCode = errorCode(terr)
+			} else {
+				p, err := t.Partition(broker.PartitionID(rp.Partition))
+				if err != nil {
+					sp.ErrorCode = errorCode(err)
+				} else {
+					waits = append(waits, p.Wait())
+					n := s.fetchPartition(p, rp, budget-total, total == 0, &sp)
+					total += n
+				}
+			}
+			hasErr = hasErr || sp.ErrorCode != 0
+			if sp.RecordBatches == nil {
+				// Never null: librdkafka rejects a null record set
+				// ("invalid MessageSetSize -1") in non-flexible versions.
+				sp.RecordBatches = []byte{}
+			}
+			st.Partitions = append(st.Partitions, sp)
+		}
+		resp.Topics = append(resp.Topics, st)
+	}
+	return resp, waits, hasErr || total >= int(req.MinBytes) || total > 0 && total >= budget
+}
+
+func (s *Server) fetchTopic(version int16, rt kmsg.FetchRequestTopic) (*broker.Topic, error) {
+	if version >= 13 {
+		return s.b.TopicByID(broker.TopicID(rt.TopicID))
+	}
+	return s.b.Topic(rt.Topic)
+}
+
+// fetchPartition fills sp for one partition and returns the bytes added.
+// remaining is what is left of the response budget; first says no data has
+// been added yet, so one batch may exceed the limits.
+func (s *Server) fetchPartition(p *broker.Partition, rp kmsg.FetchRequestTopicPartition, remaining int, first bool, sp *kmsg.FetchResponseTopicPartition) int {
+	sp.HighWatermark = int64(p.HighWatermark())
+	sp.LastStableOffset = sp.HighWatermark
+	sp.LogStartOffset = int64(p.LogStartOffset())
+	if code := checkLeaderEpoch(p, rp.CurrentLeaderEpoch); code != 0 {
+		sp.ErrorCode = code
+		return 0
+	}
+	limit := min(int(rp.PartitionMaxBytes), remaining)
+	if limit <= 0 {
+		if !first {
+			return 0
+		}
+		limit = 1 // KIP-74: at least one batch for the first partition with data
+	}
+	res, err := p.Read(record.Offset(rp.FetchOffset), limit)
+	sp.HighWatermark = int64(res.HighWatermark)
+	sp.LastStableOffset = sp.HighWatermark
+	sp.LogStartOffset = int64(res.LogStartOffset)
+	if err != nil {
+		sp.ErrorCode = errorCode(err)
+		s.logUnknown("fetch", err)
+		return 0
+	}
+	if len(res.Batches) == 0 || !first && len(res.Batches) > limit {
+		return 0 // (an oversized batch is only for the first partition)
+	}
+	sp.RecordBatches = res.Batches
+	return len(res.Batches)
+}

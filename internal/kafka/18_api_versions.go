@@ -1,0 +1,70 @@
+package kafka
+
+import (
+	"context"
+	"regexp"
+	"slices"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// ApiVersions: v0-v5.
+//
+// Behavior:
+//   - Advertises exactly the apis table (dispatch.go): every key served and
+//     the version range its handler honours.
+//   - A request at a version above v5 is answered in the v0 format with
+//     UNSUPPORTED_VERSION and the supported keys (Kafka ≥ 2.4), so the client
+//     can retry with a version both sides know; its body is not decoded.
+//   - v3+: ClientSoftwareName and ClientSoftwareVersion must match Kafka's
+//     pattern, else INVALID_REQUEST.
+//   - v5 (KIP-1242): ClusterID and NodeID must be set together (else
+//     INVALID_REQUEST); if set and either differs from this node's,
+//     REBOOTSTRAP_REQUIRED.
+//
+// Deviations:
+//   - No supported or finalized features are reported (there are none to
+//     negotiate on a single Strand node).
+
+var softwareNameRE = regexp.MustCompile(`^[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?$`)
+
+func (s *Server) handleApiVersions(_ context.Context, kreq kmsg.Request) (kmsg.Response, error) {
+	req := kreq.(*kmsg.ApiVersionsRequest)
+	resp := req.ResponseKind().(*kmsg.ApiVersionsResponse)
+	resp.ApiKeys = advertisedKeys()
+	if req.Version >= 3 && (!softwareNameRE.MatchString(req.ClientSoftwareName) || !softwareNameRE.MatchString(req.ClientSoftwareVersion)) {
+		resp.ErrorCode = kerr.InvalidRequest.Code
+		return resp, nil
+	}
+	if req.Version >= 5 {
+		switch {
+		case (req.ClusterID == nil) != (req.NodeID < 0):
+			resp.ErrorCode = kerr.InvalidRequest.Code
+		case req.ClusterID != nil && (*req.ClusterID != s.b.ClusterID() || req.NodeID != int32(s.b.NodeID())):
+			resp.ErrorCode = kerr.RebootstrapRequired.Code
+		}
+	}
+	return resp, nil
+}
+
+// apiVersionsUnsupported answers an ApiVersions request at an unknown
+// version: v0 format, UNSUPPORTED_VERSION, plus the supported keys.
+func (s *Server) apiVersionsUnsupported() kmsg.Response {
+	resp := kmsg.NewPtrApiVersionsResponse()
+	resp.Version = 0
+	resp.ErrorCode = kerr.UnsupportedVersion.Code
+	resp.ApiKeys = advertisedKeys()
+	return resp
+}
+
+func advertisedKeys() []kmsg.ApiVersionsResponseApiKey {
+	keys := make([]kmsg.ApiVersionsResponseApiKey, 0, len(apis))
+	for key, a := range apis {
+		k := kmsg.NewApiVersionsResponseApiKey()
+		k.ApiKey, k.MinVersion, k.MaxVersion = key, a.min, a.max
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, func(a, b kmsg.ApiVersionsResponseApiKey) int { return int(a.ApiKey) - int(b.ApiKey) })
+	return keys
+}

@@ -1,0 +1,130 @@
+package kafka
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strandmq/strand/internal/broker"
+	"github.com/strandmq/strand/internal/producer"
+)
+
+const apiKeyApiVersions = 18
+
+// api is one served API key: the version range ApiVersions advertises and
+// the handler. A handler returns the response (nil: send none, as for
+// acks=0) or an error, which closes the connection.
+type api struct {
+	min, max int16
+	handle   func(s *Server, ctx context.Context, req kmsg.Request) (kmsg.Response, error)
+}
+
+// apis is everything this server serves; ApiVersions advertises exactly
+// this table. Minimum versions are the oldest each handler honours: Produce
+// v3 is the first to carry v2 record batches, Fetch v4 the first with
+// isolation levels and last stable offsets.
+var apis map[int16]api
+
+func init() {
+	apis = map[int16]api{
+		0:  {3, 13, (*Server).handleProduce},
+		1:  {4, 18, (*Server).handleFetch},
+		2:  {0, 11, (*Server).handleListOffsets},
+		3:  {0, 13, (*Server).handleMetadata},
+		18: {0, 5, (*Server).handleApiVersions},
+		19: {0, 7, (*Server).handleCreateTopics},
+		20: {0, 6, (*Server).handleDeleteTopics},
+		21: {0, 2, (*Server).handleDeleteRecords},
+		22: {0, 5, (*Server).handleInitProducerID},
+		23: {0, 4, (*Server).handleOffsetForLeaderEpoch},
+		32: {0, 4, (*Server).handleDescribeConfigs},
+		33: {0, 2, (*Server).handleAlterConfigs},
+		37: {0, 3, (*Server).handleCreatePartitions},
+		44: {0, 1, (*Server).handleIncrementalAlterConfigs},
+		60: {0, 2, (*Server).handleDescribeCluster},
+	}
+	for key, a := range apis {
+		if a.max > kmsg.RequestForKey(key).MaxVersion() {
+			panic(fmt.Sprintf("kafka: %s advertised up to v%d but kmsg knows v%d", kmsg.NameForKey(key), a.max, kmsg.RequestForKey(key).MaxVersion()))
+		}
+	}
+}
+
+// errorCode maps an error from the broker (or a *kerr.Error a handler
+// wraps) to the Kafka error code clients act on. Unknown errors become
+// UNKNOWN_SERVER_ERROR (and should be logged by the caller).
+func errorCode(err error) int16 {
+	if err == nil {
+		return 0
+	}
+	var ke *kerr.Error
+	if errors.As(err, &ke) {
+		return ke.Code
+	}
+	for _, m := range errorCodes {
+		if errors.Is(err, m.err) {
+			return m.code.Code
+		}
+	}
+	return kerr.UnknownServerError.Code
+}
+
+var errorCodes = []struct {
+	err  error
+	code *kerr.Error
+}{
+	{broker.ErrUnknownTopicOrPartition, kerr.UnknownTopicOrPartition},
+	{broker.ErrUnknownTopicID, kerr.UnknownTopicID},
+	{broker.ErrTopicExists, kerr.TopicAlreadyExists},
+	{broker.ErrInvalidTopic, kerr.InvalidTopicException},
+	{broker.ErrInvalidPartitions, kerr.InvalidPartitions},
+	{broker.ErrInvalidReplicationFactor, kerr.InvalidReplicationFactor},
+	{broker.ErrInvalidReplicaAssignment, kerr.InvalidReplicaAssignment},
+	{broker.ErrInvalidConfig, kerr.InvalidConfig},
+	{broker.ErrCorruptMessage, kerr.CorruptMessage},
+	{broker.ErrInvalidRecord, kerr.InvalidRecord},
+	{broker.ErrUnsupportedMessageFormat, kerr.UnsupportedForMessageFormat},
+	{broker.ErrMessageTooLarge, kerr.MessageTooLarge},
+	{broker.ErrNotEnoughReplicas, kerr.NotEnoughReplicas},
+	{broker.ErrTransactionsUnsupported, kerr.TransactionalIDAuthorizationFailed},
+	{broker.ErrOffsetOutOfRange, kerr.OffsetOutOfRange},
+	{broker.ErrPolicyViolation, kerr.PolicyViolation},
+	{broker.ErrClosed, kerr.NotLeaderForPartition},
+	{producer.ErrOutOfOrderSequence, kerr.OutOfOrderSequenceNumber},
+	{producer.ErrInvalidProducerEpoch, kerr.InvalidProducerEpoch},
+	{context.Canceled, kerr.RequestTimedOut},
+	{context.DeadlineExceeded, kerr.RequestTimedOut},
+}
+
+// logUnknown logs errors that map to UNKNOWN_SERVER_ERROR: they are bugs or
+// I/O failures, not client mistakes.
+func (s *Server) logUnknown(op string, err error) {
+	if err != nil && errorCode(err) == kerr.UnknownServerError.Code {
+		s.logger.Error("kafka: "+op+" failed", "err", err)
+	}
+}
+
+// errMessage returns err's text for a response's ErrorMessage field.
+func errMessage(err error) *string {
+	if err == nil {
+		return nil
+	}
+	m := err.Error()
+	return &m
+}
+
+// checkLeaderEpoch applies KIP-320 fencing to a client's current leader
+// epoch (-1: not checked).
+func checkLeaderEpoch(p *broker.Partition, current int32) int16 {
+	switch {
+	case current < 0 || current == int32(p.LeaderEpoch()):
+		return 0
+	case current > int32(p.LeaderEpoch()):
+		return kerr.UnknownLeaderEpoch.Code
+	default:
+		return kerr.FencedLeaderEpoch.Code
+	}
+}

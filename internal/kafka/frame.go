@@ -1,0 +1,165 @@
+package kafka
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// DefaultMaxRequestBytes is Kafka's socket.request.max.bytes default.
+const DefaultMaxRequestBytes = 100 << 20
+
+// minFrameSize is the smallest request header: key, version, correlation id
+// and a client id length.
+const minFrameSize = 2 + 2 + 4 + 2
+
+// readChunk bounds how much a frame buffer grows before more bytes arrive.
+const readChunk = 256 << 10
+
+// ErrMalformed is wrapped by every framing and decoding error: the
+// connection that sent the frame is closed.
+var ErrMalformed = errors.New("kafka: malformed request")
+
+// readFrame reads one size-prefixed frame. buf is reused when large enough;
+// the frame grows only as bytes arrive, at most doubling per step, so memory
+// follows what the peer actually sent, not what its size field claims.
+func readFrame(r io.Reader, maxSize int32, buf []byte) ([]byte, error) {
+	var sz [4]byte
+	if _, err := io.ReadFull(r, sz[:]); err != nil {
+		return nil, err
+	}
+	n := int32(binary.BigEndian.Uint32(sz[:]))
+	if n < minFrameSize || n > maxSize {
+		return nil, fmt.Errorf("%w: frame size %d outside [%d, %d] (socket.request.max.bytes)", ErrMalformed, n, minFrameSize, maxSize)
+	}
+	size := int(n)
+	if cap(buf) >= size {
+		buf = buf[:size]
+		if _, err := io.ReadFull(r, buf); err != nil {
+			return nil, fmt.Errorf("%w: frame of %d bytes cut short: %w", ErrMalformed, size, err)
+		}
+		return buf, nil
+	}
+	buf = make([]byte, 0, min(size, max(readChunk, cap(buf))))
+	for len(buf) < size {
+		if len(buf) == cap(buf) {
+			grown := make([]byte, len(buf), min(size, max(2*cap(buf), readChunk)))
+			copy(grown, buf)
+			buf = grown
+		}
+		m, err := io.ReadFull(r, buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+m]
+		if err != nil {
+			return nil, fmt.Errorf("%w: frame of %d bytes cut short after %d: %w", ErrMalformed, size, len(buf), err)
+		}
+	}
+	return buf, nil
+}
+
+// request is a decoded request frame.
+type request struct {
+	key           int16
+	version       int16
+	correlationID int32
+	clientID      *string
+	// kreq is the decoded body; nil when unsupportedApiVersions is set.
+	kreq kmsg.Request
+	// unsupportedApiVersions marks an ApiVersions request at a version this
+	// server does not know: it is answered in the v0 format with
+	// UNSUPPORTED_VERSION, without decoding the body.
+	unsupportedApiVersions bool
+}
+
+// parseRequest decodes a request frame (without its size prefix): header,
+// then body with kmsg. It is the one parse path of the server (and of
+// FuzzRequest). Unknown keys and versions outside the served range are
+// errors, except ApiVersions (see request.unsupportedApiVersions).
+func parseRequest(frame []byte) (*request, error) {
+	if len(frame) < minFrameSize {
+		return nil, fmt.Errorf("%w: %d-byte frame shorter than a request header", ErrMalformed, len(frame))
+	}
+	be := binary.BigEndian
+	r := &request{
+		key:           int16(be.Uint16(frame[0:])),
+		version:       int16(be.Uint16(frame[2:])),
+		correlationID: int32(be.Uint32(frame[4:])),
+	}
+	rest := frame[8:]
+	idLen := int(int16(be.Uint16(rest)))
+	rest = rest[2:]
+	switch {
+	case idLen < -1 || idLen > len(rest):
+		return nil, fmt.Errorf("%w: client id length %d with %d bytes left", ErrMalformed, idLen, len(rest))
+	case idLen >= 0:
+		id := string(rest[:idLen])
+		r.clientID = &id
+		rest = rest[idLen:]
+	}
+	api, ok := apis[r.key]
+	if !ok {
+		return r, fmt.Errorf("%w: unknown or unsupported api key %d (%s)", ErrMalformed, r.key, kmsg.NameForKey(r.key))
+	}
+	if r.version < api.min || r.version > api.max {
+		if r.key == apiKeyApiVersions && r.version > api.max {
+			r.unsupportedApiVersions = true
+			return r, nil
+		}
+		return r, fmt.Errorf("%w: %s v%d not served (v%d-v%d)", ErrMalformed, kmsg.NameForKey(r.key), r.version, api.min, api.max)
+	}
+	kreq := kmsg.RequestForKey(r.key)
+	kreq.SetVersion(r.version)
+	if kreq.IsFlexible() {
+		var err error
+		if rest, err = skipTags(rest); err != nil {
+			return r, fmt.Errorf("%w: %s v%d header: %w", ErrMalformed, kmsg.NameForKey(r.key), r.version, err)
+		}
+	}
+	if err := kreq.ReadFrom(rest); err != nil {
+		return r, fmt.Errorf("%w: %s v%d body: %w", ErrMalformed, kmsg.NameForKey(r.key), r.version, err)
+	}
+	r.kreq = kreq
+	return r, nil
+}
+
+// skipTags skips a tagged-fields section (KIP-482): a uvarint count, then per
+// field a uvarint tag, a uvarint size and that many bytes. The request header
+// defines no tags, so all are skipped.
+func skipTags(b []byte) ([]byte, error) {
+	n, w := binary.Uvarint(b)
+	if w <= 0 || n > uint64(len(b)) {
+		return nil, errors.New("bad tagged field count")
+	}
+	b = b[w:]
+	for range n {
+		_, w := binary.Uvarint(b)
+		if w <= 0 {
+			return nil, errors.New("bad tag")
+		}
+		b = b[w:]
+		size, w := binary.Uvarint(b)
+		if w <= 0 || size > uint64(len(b)-w) {
+			return nil, errors.New("bad tag size")
+		}
+		b = b[w+int(size):]
+	}
+	return b, nil
+}
+
+// appendResponse appends a whole response frame: size, correlation id, the
+// response header's tags when flexible, and the body. ApiVersions responses
+// always use header v0, so that a client that does not yet know what this
+// server speaks can parse them.
+func appendResponse(dst []byte, correlationID int32, resp kmsg.Response) []byte {
+	start := len(dst)
+	dst = append(dst, 0, 0, 0, 0)
+	dst = binary.BigEndian.AppendUint32(dst, uint32(correlationID))
+	if resp.IsFlexible() && resp.Key() != apiKeyApiVersions {
+		dst = append(dst, 0) // no tagged fields
+	}
+	dst = resp.AppendTo(dst)
+	binary.BigEndian.PutUint32(dst[start:], uint32(len(dst)-start-4))
+	return dst
+}

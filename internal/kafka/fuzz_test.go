@@ -1,0 +1,144 @@
+package kafka
+
+import (
+	"bytes"
+	"encoding/binary"
+	"io"
+	"math/rand/v2"
+	"runtime"
+	"strconv"
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// allocBudget is what decoding a request of n bytes may allocate: kmsg sizes
+// every array by the bytes remaining, times a bounded per-element overhead
+// (Go structs are larger than their wire form), plus fixed costs.
+func allocBudget(n int) uint64 { return uint64(96*n) + 64<<10 }
+
+// seedFrames returns a valid frame (without size prefix) for every served
+// key at its oldest and newest version.
+func seedFrames() [][]byte {
+	var out [][]byte
+	for key, a := range apis {
+		for _, v := range []int16{a.min, a.max} {
+			req := kmsg.RequestForKey(key)
+			req.SetVersion(v)
+			b := kmsg.NewRequestFormatter(kmsg.FormatterClientID("fuzz")).AppendRequest(nil, req, 1)
+			out = append(out, b[4:])
+		}
+	}
+	return out
+}
+
+// FuzzRequest feeds arbitrary frames through the server's parse path. It
+// must never panic, and what it allocates must be bounded by the input's
+// size, however large the counts and lengths the input claims.
+func FuzzRequest(f *testing.F) {
+	for _, b := range seedFrames() {
+		f.Add(b)
+	}
+	// A Produce v9 header followed by a huge topic count.
+	f.Add([]byte{0, 0, 0, 9, 0, 0, 0, 1, 0, 0, 0, 0xff, 0xff, 0xff, 0xff, 0x0f})
+	// A Fetch v4 request whose topic array claims 2^31-1 entries.
+	f.Add(append([]byte{0, 1, 0, 4, 0, 0, 0, 1, 0, 0, 0xff, 0xff, 0xff, 0xff, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}, 0x7f, 0xff, 0xff, 0xff))
+	f.Fuzz(func(t *testing.T, frame []byte) {
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		r, err := parseRequest(frame)
+		runtime.ReadMemStats(&after)
+		if got := after.TotalAlloc - before.TotalAlloc; got > allocBudget(len(frame)) {
+			t.Fatalf("decoding %d bytes allocated %d bytes (budget %d)", len(frame), got, allocBudget(len(frame)))
+		}
+		if err == nil && r.kreq == nil && !r.unsupportedApiVersions {
+			t.Fatal("no error and no request")
+		}
+		if err == nil && r.kreq != nil {
+			// What decodes must re-encode without panicking.
+			_ = r.kreq.AppendTo(nil)
+		}
+		// The same bytes through the frame reader, in two halves.
+		sized := binary.BigEndian.AppendUint32(nil, uint32(len(frame)))
+		sized = append(sized, frame...)
+		half := len(sized) / 2
+		got, err := readFrame(io.MultiReader(bytes.NewReader(sized[:half]), bytes.NewReader(sized[half:])), DefaultMaxRequestBytes, nil)
+		if err == nil && !bytes.Equal(got, frame) {
+			t.Fatal("readFrame changed the frame")
+		}
+	})
+}
+
+func TestSeedFramesParse(t *testing.T) {
+	for _, b := range seedFrames() {
+		r, err := parseRequest(b)
+		if err != nil {
+			t.Fatalf("seed %x: %v", b[:4], err)
+		}
+		if r.kreq == nil {
+			t.Fatalf("seed %x: no request", b[:4])
+		}
+	}
+}
+
+// TestReadFrameAllocatesAsBytesArrive: a frame that claims 90 MiB but sends
+// a few KiB costs a few KiB, not 90 MiB. (Not parallel: it reads the
+// process's allocation counter.)
+func TestReadFrameAllocatesAsBytesArrive(t *testing.T) {
+	claim := binary.BigEndian.AppendUint32(nil, 90<<20)
+	input := io.MultiReader(bytes.NewReader(claim), bytes.NewReader(make([]byte, 5000)))
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	_, err := readFrame(input, DefaultMaxRequestBytes, nil)
+	runtime.ReadMemStats(&after)
+	if err == nil {
+		t.Fatal("a frame cut short must fail")
+	}
+	if got := after.TotalAlloc - before.TotalAlloc; got > 1<<20 {
+		t.Fatalf("reading 5000 bytes of a frame claiming 90 MiB allocated %d bytes", got)
+	}
+	if _, err := readFrame(bytes.NewReader(binary.BigEndian.AppendUint32(nil, 200<<20)), DefaultMaxRequestBytes, nil); err == nil {
+		t.Fatal("a frame above socket.request.max.bytes must be refused")
+	}
+}
+
+// TestEncodeFetchSplicesExactly: the spliced fetch response is byte for byte
+// kmsg's own encoding, in every served version.
+func TestEncodeFetchSplicesExactly(t *testing.T) {
+	t.Parallel()
+	rng := rand.New(rand.NewPCG(3, 4))
+	for v := apis[1].min; v <= apis[1].max; v++ {
+		for round := range 20 {
+			resp := kmsg.NewPtrFetchResponse()
+			resp.SetVersion(v)
+			for ti := range rng.IntN(3) + 1 {
+				st := kmsg.NewFetchResponseTopic()
+				st.Topic = "topic-" + strconv.Itoa(ti)
+				st.TopicID[0] = byte(ti + 1)
+				for pi := range rng.IntN(4) + 1 {
+					sp := kmsg.NewFetchResponseTopicPartition()
+					sp.Partition, sp.HighWatermark = int32(pi), rng.Int64N(1<<40)
+					size := []int{0, 10, spliceMin - 1, spliceMin, 70_000, 300}[rng.IntN(6)]
+					sp.RecordBatches = make([]byte, size)
+					for i := range sp.RecordBatches {
+						sp.RecordBatches[i] = byte(rng.Uint32())
+					}
+					st.Partitions = append(st.Partitions, sp)
+				}
+				resp.Topics = append(resp.Topics, st)
+			}
+			want := appendResponse(nil, int32(round), resp)
+			var got bytes.Buffer
+			bufs := encodeFetch(int32(round), resp)
+			if _, err := bufs.WriteTo(&got); err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(got.Bytes(), want) {
+				t.Fatalf("v%d round %d: spliced encoding differs from kmsg's (%d vs %d bytes)", v, round, got.Len(), len(want))
+			}
+			if again := appendResponse(nil, int32(round), resp); !bytes.Equal(again, want) {
+				t.Fatalf("v%d: encodeFetch did not restore the response", v)
+			}
+		}
+	}
+}

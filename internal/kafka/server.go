@@ -1,0 +1,176 @@
+package kafka
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"strconv"
+	"sync"
+	"sync/atomic"
+
+	"github.com/strandmq/strand/internal/broker"
+)
+
+// Config configures a Server.
+type Config struct {
+	// Broker serves the requests. Required.
+	Broker *broker.Broker
+	// AdvertisedAddr is the host:port clients are told to connect to
+	// (advertised.listeners). Default: the listener's own address, or this
+	// machine's host name when the listener is bound to a wildcard address.
+	AdvertisedAddr string
+	// MaxRequestBytes is socket.request.max.bytes; default 100 MiB.
+	MaxRequestBytes int32
+	// Logger; default slog.Default().
+	Logger *slog.Logger
+}
+
+// Server is a Kafka wire-protocol server in front of a broker.
+type Server struct {
+	cfg    Config
+	b      *broker.Broker
+	logger *slog.Logger
+
+	ctx    context.Context // cancelled by Close; parent of every connection's
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	advertised atomic.Pointer[endpoint]
+
+	mu struct {
+		sync.Mutex
+		listeners map[net.Listener]struct{}
+		conns     map[*conn]struct{}
+		closed    bool
+	}
+}
+
+type endpoint struct {
+	host string
+	port int32
+}
+
+// NewServer returns a server for cfg.Broker; call Serve to accept clients.
+func NewServer(cfg Config) (*Server, error) {
+	if cfg.Broker == nil {
+		return nil, errors.New("kafka: Config.Broker is nil")
+	}
+	if cfg.MaxRequestBytes <= 0 {
+		cfg.MaxRequestBytes = DefaultMaxRequestBytes
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	s := &Server{cfg: cfg, b: cfg.Broker, logger: cfg.Logger}
+	s.ctx, s.cancel = context.WithCancel(context.Background())
+	s.mu.listeners = make(map[net.Listener]struct{})
+	s.mu.conns = make(map[*conn]struct{})
+	if cfg.AdvertisedAddr != "" {
+		ep, err := parseEndpoint(cfg.AdvertisedAddr)
+		if err != nil {
+			return nil, fmt.Errorf("kafka: advertised address: %w", err)
+		}
+		s.advertised.Store(ep)
+	}
+	return s, nil
+}
+
+func parseEndpoint(addr string) (*endpoint, error) {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return nil, err
+	}
+	p, err := strconv.ParseUint(port, 10, 16)
+	if err != nil || p == 0 {
+		return nil, fmt.Errorf("bad port in %q", addr)
+	}
+	return &endpoint{host: host, port: int32(p)}, nil
+}
+
+// Serve accepts connections on ln until Close (returning nil) or an accept
+// error (returned). Without an AdvertisedAddr, the first listener's address
+// is advertised.
+func (s *Server) Serve(ln net.Listener) error {
+	s.mu.Lock()
+	if s.mu.closed {
+		s.mu.Unlock()
+		ln.Close()
+		return nil
+	}
+	s.mu.listeners[ln] = struct{}{}
+	s.mu.Unlock()
+	if s.advertised.Load() == nil {
+		ep, err := parseEndpoint(ln.Addr().String())
+		if err != nil {
+			return fmt.Errorf("kafka: listener address: %w", err)
+		}
+		if ip := net.ParseIP(ep.host); ip != nil && ip.IsUnspecified() {
+			if h, err := os.Hostname(); err == nil {
+				ep.host = h
+			}
+		}
+		s.advertised.CompareAndSwap(nil, ep)
+	}
+	for {
+		nc, err := ln.Accept()
+		if err != nil {
+			s.mu.Lock()
+			closed := s.mu.closed
+			delete(s.mu.listeners, ln)
+			s.mu.Unlock()
+			if closed {
+				return nil
+			}
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				continue
+			}
+			return fmt.Errorf("kafka: accept: %w", err)
+		}
+		s.startConn(nc)
+	}
+}
+
+// Close stops accepting, closes every connection (a long-polling fetch is
+// cancelled) and waits for all connection goroutines to finish.
+func (s *Server) Close() error {
+	s.mu.Lock()
+	if s.mu.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.mu.closed = true
+	var errs []error
+	for ln := range s.mu.listeners {
+		if err := ln.Close(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	for c := range s.mu.conns {
+		c.nc.Close()
+	}
+	s.mu.Unlock()
+	s.cancel()
+	s.wg.Wait()
+	return errors.Join(errs...)
+}
+
+// advertisedEndpoint is the host and port this node reports in Metadata.
+func (s *Server) advertisedEndpoint() endpoint {
+	if ep := s.advertised.Load(); ep != nil {
+		return *ep
+	}
+	return endpoint{host: "localhost", port: 9092}
+}
+
+// goTracked runs fn on a goroutine that Close waits for.
+func (s *Server) goTracked(fn func()) {
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		fn()
+	}()
+}

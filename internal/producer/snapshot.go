@@ -1,0 +1,60 @@
+package producer
+
+import (
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"sort"
+
+	"github.com/strandmq/strand/internal/record"
+	"github.com/strandmq/strand/internal/vfs"
+)
+
+// snapshot is the on-disk form of a State: JSON, because it is small (five
+// batches per producer) and written once per clean shutdown.
+type snapshot struct {
+	// Offset is the log end offset the state corresponds to.
+	Offset    record.Offset      `json:"offset"`
+	Producers []snapshotProducer `json:"producers"`
+}
+
+type snapshotProducer struct {
+	ID      ID      `json:"id"`
+	Epoch   Epoch   `json:"epoch"`
+	Batches []Batch `json:"batches"`
+}
+
+// SaveSnapshot atomically writes s, valid at log end offset at, to
+// dir/name.
+func SaveSnapshot(fs vfs.FS, dir, name string, at record.Offset, s *State) error {
+	snap := snapshot{Offset: at, Producers: make([]snapshotProducer, 0, len(s.entries))}
+	for id, e := range s.entries {
+		snap.Producers = append(snap.Producers, snapshotProducer{ID: id, Epoch: e.epoch, Batches: e.batches})
+	}
+	sort.Slice(snap.Producers, func(i, j int) bool { return snap.Producers[i].ID < snap.Producers[j].ID })
+	b, err := json.Marshal(snap)
+	if err != nil {
+		return fmt.Errorf("producer: encode snapshot: %w", err)
+	}
+	if err := vfs.WriteFileSync(fs, dir, filepath.Join(dir, name), b); err != nil {
+		return fmt.Errorf("producer: write snapshot %s: %w", name, err)
+	}
+	return nil
+}
+
+// DecodeSnapshot parses a snapshot written by SaveSnapshot and returns the
+// state and the log end offset it is valid at.
+func DecodeSnapshot(b []byte) (*State, record.Offset, error) {
+	var snap snapshot
+	if err := json.Unmarshal(b, &snap); err != nil {
+		return nil, 0, fmt.Errorf("producer: decode snapshot: %w", err)
+	}
+	s := NewState()
+	for _, p := range snap.Producers {
+		if len(p.Batches) > CachedBatches {
+			p.Batches = p.Batches[len(p.Batches)-CachedBatches:]
+		}
+		s.entries[p.ID] = &entry{epoch: p.Epoch, batches: append([]Batch(nil), p.Batches...)}
+	}
+	return s, snap.Offset, nil
+}

@@ -1,0 +1,135 @@
+// Package strand embeds a Strand broker — a Kafka-wire-compatible,
+// partitioned-log message broker — in a Go program:
+//
+//	b, err := strand.Start(ctx, strand.Config{Dir: dir})
+//	if err != nil { … }
+//	defer b.Close()
+//	client, _ := kgo.NewClient(kgo.SeedBrokers(b.Addr()))
+//
+// Start opens (or creates) the data directory, recovers every partition, and
+// serves the Kafka protocol on a TCP listener (a free loopback port unless
+// Config.Addr says otherwise). Any Kafka client can use it unchanged.
+//
+// This package is only the public face: it must never grow logic of its
+// own; everything lives in internal/broker (topics, partitions, configs) and
+// internal/kafka (the wire protocol). A *Broker is safe for concurrent use.
+package strand
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+
+	"github.com/strandmq/strand/internal/broker"
+	"github.com/strandmq/strand/internal/kafka"
+)
+
+// Config configures an embedded broker. Only Dir is required.
+type Config struct {
+	// Dir is the data directory; it is created if missing.
+	Dir string
+	// Addr is the TCP address to listen on; default "127.0.0.1:0", a free
+	// loopback port (see Broker.Addr).
+	Addr string
+	// AdvertisedAddr is the host:port clients are told to connect to;
+	// default: the listener's address.
+	AdvertisedAddr string
+	// NodeID is this broker's node id; default 0.
+	NodeID int32
+	// DisableAutoCreateTopics turns off auto.create.topics.enable.
+	DisableAutoCreateTopics bool
+	// DefaultPartitions is num.partitions for auto-created topics; default 1.
+	DefaultPartitions int32
+	// TopicDefaults overrides Kafka's topic config defaults broker-wide,
+	// keyed by topic config name (e.g. "retention.ms": "3600000").
+	TopicDefaults map[string]string
+	// MaxRequestBytes is socket.request.max.bytes; default 100 MiB.
+	MaxRequestBytes int32
+	// Logger; default slog.Default().
+	Logger *slog.Logger
+}
+
+// Broker is a running embedded broker.
+type Broker struct {
+	b      *broker.Broker
+	srv    *kafka.Server
+	ln     net.Listener
+	served chan error
+}
+
+// Start opens the data directory and starts serving. ctx bounds only the
+// start-up; the broker runs until Close.
+func Start(ctx context.Context, cfg Config) (*Broker, error) {
+	if cfg.Dir == "" {
+		return nil, errors.New("strand: Config.Dir is empty")
+	}
+	if cfg.Addr == "" {
+		cfg.Addr = "127.0.0.1:0"
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	b, err := broker.Open(broker.Config{
+		Dir:                     cfg.Dir,
+		NodeID:                  broker.NodeID(cfg.NodeID),
+		DisableAutoCreateTopics: cfg.DisableAutoCreateTopics,
+		DefaultPartitions:       cfg.DefaultPartitions,
+		TopicDefaults:           cfg.TopicDefaults,
+		Logger:                  cfg.Logger,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("strand: %w", err)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, errors.Join(fmt.Errorf("strand: start: %w", err), b.Close())
+	}
+	srv, err := kafka.NewServer(kafka.Config{
+		Broker:          b,
+		AdvertisedAddr:  cfg.AdvertisedAddr,
+		MaxRequestBytes: cfg.MaxRequestBytes,
+		Logger:          cfg.Logger,
+	})
+	if err != nil {
+		return nil, errors.Join(fmt.Errorf("strand: %w", err), b.Close())
+	}
+	var lc net.ListenConfig
+	ln, err := lc.Listen(ctx, "tcp", cfg.Addr)
+	if err != nil {
+		return nil, errors.Join(fmt.Errorf("strand: listen on %s: %w", cfg.Addr, err), b.Close())
+	}
+	sb := &Broker{b: b, srv: srv, ln: ln, served: make(chan error, 1)}
+	go func() { sb.served <- srv.Serve(ln) }()
+	return sb, nil
+}
+
+// Addr returns the address the broker listens on (host:port), for clients'
+// seed brokers.
+func (b *Broker) Addr() string { return b.ln.Addr().String() }
+
+// Dir returns the data directory.
+func (b *Broker) Dir() string { return b.b.Dir() }
+
+// Close stops serving (closing client connections), then closes every
+// partition cleanly. It returns the first error of either.
+func (b *Broker) Close() error {
+	err := b.srv.Close()
+	serveErr := <-b.served
+	b.served <- serveErr // a second Close gets the same answer
+	return errors.Join(err, serveErr, b.b.Close())
+}
+
+// CreateTopic creates a topic with partitions partitions (0: the default)
+// and config overrides (Kafka names, e.g. "retention.ms").
+func (b *Broker) CreateTopic(name string, partitions int32, configs map[string]string) error {
+	_, err := b.b.CreateTopic(broker.TopicSpec{Name: name, Partitions: partitions, Configs: configs})
+	return err
+}
+
+// Produce appends one record to the partition its key maps to (Kafka's
+// murmur2 partitioner) and returns the partition and offset.
+func (b *Broker) Produce(topic string, key, value []byte) (partition int32, offset int64, err error) {
+	p, o, err := b.b.Produce(topic, key, value)
+	return int32(p), int64(o), err
+}

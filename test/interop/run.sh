@@ -1,0 +1,177 @@
+#!/usr/bin/env bash
+# Non-Go interop: librdkafka (kcat) and kafka-python against `strand serve`.
+#
+#   test/interop/run.sh
+#
+# Builds cmd/strand (or uses $STRAND_BIN), starts it on a free loopback port
+# with a temp data directory, runs kcat.sh and kafka_python.py, restarts the
+# broker on the same data directory and checks that every acknowledged record
+# is still there, then stops it. Needs kcat and Debian's python3-kafka for
+# /usr/bin/python3 (python3-snappy, python3-lz4 and python3-zstandard enable
+# kafka-python's codec checks; without them those are skipped).
+#
+# Prints one line per check ("ok ...", "FAIL ...", "skip ..."), then
+# "interop: N passed, N failed, N skipped"; exits 1 if anything failed, and
+# then prints the tail of the broker's log.
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../.." && pwd)
+PY=/usr/bin/python3
+STARTUP_TIMEOUT=${STARTUP_TIMEOUT:-30}   # seconds for the port to accept
+TEST_TIMEOUT=${TEST_TIMEOUT:-900}        # seconds per test script
+
+for tool in kcat "$PY"; do
+  command -v "$tool" >/dev/null || { echo "FAIL interop: $tool not installed"; exit 1; }
+done
+"$PY" -c 'import kafka' 2>/dev/null || { echo "FAIL interop: python3-kafka missing for $PY"; exit 1; }
+
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/strand-interop.XXXXXX")
+export INTEROP_WORK=$tmp/work
+mkdir -p "$INTEROP_WORK"
+log=$tmp/broker.log
+pid=
+passed=0 failed=0 skipped=0
+
+stop_broker() {
+  [[ -n $pid ]] || return 0
+  if kill -0 "$pid" 2>/dev/null; then
+    kill -TERM "$pid" 2>/dev/null || true
+    for _ in $(seq 1 150); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+    if kill -0 "$pid" 2>/dev/null; then
+      echo "FAIL interop: broker did not exit within 15s of SIGTERM; killing it"
+      failed=$((failed + 1))
+      kill -KILL "$pid" 2>/dev/null || true
+    fi
+  fi
+  local rc=0
+  wait "$pid" 2>/dev/null || rc=$?
+  pid=
+  return $rc
+}
+
+log_shown=
+show_log() {
+  [[ -z $log_shown ]] || return 0
+  log_shown=1
+  echo
+  echo "== broker log (last 300 of $(wc -l <"$log" 2>/dev/null || echo 0) lines):"
+  tail -n 300 "$log" 2>/dev/null || true
+  echo "== end of broker log"
+}
+
+on_exit() {
+  local rc=$?
+  stop_broker || true
+  # kcat.sh idem-start's background producer, if it is somehow still there.
+  local pg
+  pg=$(cat "$INTEROP_WORK/kcat/interop-kcat-idem.pgid" 2>/dev/null || true)
+  if [[ -n $pg && $pg != "$(ps -o pgid= -p $$ | tr -d ' ')" ]]; then
+    kill -- "-$pg" 2>/dev/null || true
+  fi
+  if ((rc != 0 || failed > 0)); then show_log; fi
+  rm -rf "$tmp"
+}
+trap on_exit EXIT
+trap 'exit 130' INT TERM
+
+# --- build -----------------------------------------------------------------
+if [[ -n ${STRAND_BIN:-} ]]; then
+  bin=$STRAND_BIN
+else
+  bin=$tmp/strand
+  echo "== building ./cmd/strand"
+  (cd "$root" && go build -o "$bin" ./cmd/strand)
+fi
+
+port=$("$PY" -c 'import socket
+s = socket.socket()
+s.bind(("127.0.0.1", 0))
+print(s.getsockname()[1])')
+
+start_broker() {
+  echo "== starting: strand serve --listen 127.0.0.1:$port --data-dir $tmp/data"
+  echo "---- strand serve start $(date -u +%FT%TZ)" >>"$log"
+  "$bin" serve --listen "127.0.0.1:$port" --data-dir "$tmp/data" >>"$log" 2>&1 &
+  pid=$!
+  local deadline=$((SECONDS + STARTUP_TIMEOUT))
+  while ((SECONDS < deadline)); do
+    if ! kill -0 "$pid" 2>/dev/null; then
+      echo "FAIL interop: strand serve exited during startup"
+      failed=$((failed + 1)); pid=; return 1
+    fi
+    if "$PY" -c 'import socket, sys
+socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=1).close()' "$port" 2>/dev/null; then
+      return 0
+    fi
+    sleep 0.2
+  done
+  echo "FAIL interop: strand serve did not accept connections on 127.0.0.1:$port within ${STARTUP_TIMEOUT}s"
+  failed=$((failed + 1))
+  stop_broker || true
+  return 1
+}
+
+# run_test NAME CMD...: run one test script, echo its output, tally its lines.
+run_test() {
+  local name=$1; shift
+  local out=$tmp/$name.out rc=0
+  echo "== $name"
+  timeout "$TEST_TIMEOUT" "$@" >"$out" 2>&1 || rc=$?
+  cat "$out"
+  local p f s
+  p=$(grep -c '^ok ' "$out" || true)
+  f=$(grep -c '^FAIL' "$out" || true)
+  s=$(grep -c '^skip ' "$out" || true)
+  passed=$((passed + p)) failed=$((failed + f)) skipped=$((skipped + s))
+  if ((rc != 0 && f == 0)); then
+    if ((rc == 124)); then
+      echo "FAIL $name: timed out after ${TEST_TIMEOUT}s"
+    else
+      echo "FAIL $name: exited with status $rc without reporting a failed check"
+    fi
+    failed=$((failed + 1))
+  fi
+  if ! kill -0 "$pid" 2>/dev/null; then
+    echo "FAIL $name: the broker is no longer running"
+    failed=$((failed + 1)); pid=
+    return 1
+  fi
+}
+
+# summary: the broker's log if anything failed, then the closing count line.
+summary() {
+  if [[ -n $pid ]]; then
+    if stop_broker; then
+      echo "ok interop: broker exited cleanly on SIGTERM at the end"; passed=$((passed + 1))
+    else
+      echo "FAIL interop: broker exited with non-zero status on SIGTERM at the end"; failed=$((failed + 1))
+    fi
+  fi
+  if ((failed > 0)); then show_log; fi
+  echo
+  echo "interop: $passed passed, $failed failed, $skipped skipped"
+  ((failed == 0))
+}
+
+start_broker || { summary; exit 1; }
+run_test kcat "$here/kcat.sh" "$port" || true
+[[ -n $pid ]] && run_test kafka-python "$PY" "$here/kafka_python.py" "$port" || true
+[[ -n $pid ]] && run_test kcat-idempotent-start "$here/kcat.sh" "$port" idem-start || true
+
+# Restart on the same data directory: nothing acknowledged may be lost.
+if [[ -n $pid ]]; then
+  echo "== restarting the broker (SIGTERM, same data directory)"
+  if stop_broker; then
+    echo "ok interop: broker exited cleanly on SIGTERM"; passed=$((passed + 1))
+  else
+    echo "FAIL interop: broker exited with non-zero status on SIGTERM"; failed=$((failed + 1))
+  fi
+  if start_broker; then
+    run_test kcat-idempotent-finish "$here/kcat.sh" "$port" idem-finish || true
+    [[ -n $pid ]] && run_test kcat-after-restart "$here/kcat.sh" "$port" after-restart || true
+    [[ -n $pid ]] && run_test kafka-python-after-restart "$PY" "$here/kafka_python.py" "$port" --after-restart || true
+  fi
+fi
+
+summary
