@@ -360,3 +360,23 @@ func TestConfigTranslation(t *testing.T) {
 		t.Fatalf("retention.ms=-1: %v", lc.RetentionTime)
 	}
 }
+
+// TestCorruptBatchRefused: a CRC mismatch is refused on both timestamp
+// types (LogAppendTime rewrites the CRC, so it must check first).
+func TestCorruptBatchRefused(t *testing.T) {
+	t.Parallel()
+	b := open(t, vfs.NewMem(), "/d")
+	defer b.Close()
+	for _, ts := range []string{"CreateTime", "LogAppendTime"} {
+		mustCreate(t, b, TopicSpec{Name: ts, Partitions: 1, Configs: map[string]string{ConfigMessageTimestampType: ts}})
+		p, _ := b.Partition(ts, 0)
+		batch := encode(t, 3, record.DefaultBatchOptions())
+		batch[len(batch)-1] ^= 1
+		if _, err := p.Append(context.Background(), batch, AcksAll); !errors.Is(err, ErrCorruptMessage) {
+			t.Fatalf("%s: %v, want ErrCorruptMessage", ts, err)
+		}
+		if p.LogEndOffset() != 0 {
+			t.Fatalf("%s: corrupt batch written", ts)
+		}
+	}
+}

@@ -252,8 +252,22 @@ func (p *Partition) Append(ctx context.Context, batch []byte, acks Acks) (Append
 
 // checkBatch validates what a producer's batch must satisfy before it is
 // written.
+//
+// The CRC is verified here only for LogAppendTime topics, whose batches are
+// rewritten (and re-checksummed) before the append: a corrupt batch must not
+// get a fresh, valid CRC. Otherwise partlog.Append verifies it (once, not
+// twice: the CRC is the costliest check on the produce path), and a batch
+// that fails there is CORRUPT_MESSAGE all the same. A corrupt retry of a
+// batch already written may be answered as a duplicate: its original, intact
+// copy is what the log holds.
 func checkBatch(batch []byte, cfg *TopicConfig) (record.Header, error) {
-	h, err := record.Check(batch)
+	var h record.Header
+	var err error
+	if cfg.TimestampType() == LogAppendTime {
+		h, err = record.Check(batch)
+	} else if h, err = record.ParseHeader(batch); err == nil && len(batch) < h.Size() {
+		err = fmt.Errorf("%w: have %d of %d bytes", record.ErrShortBatch, len(batch), h.Size())
+	}
 	switch {
 	case errors.Is(err, record.ErrBadMagic):
 		return h, fmt.Errorf("%w: %w", ErrUnsupportedMessageFormat, err)
@@ -298,6 +312,9 @@ func (p *Partition) appendLocked(batch []byte, h record.Header, cfg *TopicConfig
 		res.LogAppendTime, maxTS = now, now
 	}
 	base, err := p.log.Append(batch)
+	if errors.Is(err, record.ErrCRC) {
+		return AppendResult{}, fmt.Errorf("%w: %s-%d: %w", ErrCorruptMessage, p.topic, p.id, err)
+	}
 	if err != nil {
 		return AppendResult{}, fmt.Errorf("broker: append to %s-%d: %w", p.topic, p.id, err)
 	}
@@ -329,7 +346,13 @@ type ReadResult struct {
 // watermark. An offset below the log start or above the log end fails with
 // an error wrapping ErrOffsetOutOfRange.
 func (p *Partition) Read(from record.Offset, maxBytes int) (ReadResult, error) {
-	b, err := p.log.Read(from, maxBytes)
+	return p.ReadInto(nil, from, maxBytes)
+}
+
+// ReadInto is Read into buf when buf's capacity suffices (the result then
+// aliases buf), so a server can recycle its read buffers.
+func (p *Partition) ReadInto(buf []byte, from record.Offset, maxBytes int) (ReadResult, error) {
+	b, err := p.log.ReadInto(buf, from, maxBytes, p.log.HighWatermark())
 	res := ReadResult{Batches: b, HighWatermark: p.log.HighWatermark(), LogStartOffset: p.log.LogStartOffset()}
 	if errors.Is(err, partlog.ErrOffsetOutOfRange) {
 		return res, fmt.Errorf("%w: %s-%d: %w", ErrOffsetOutOfRange, p.topic, p.id, err)

@@ -60,7 +60,7 @@ func (s *Server) handleProduce(ctx context.Context, kreq kmsg.Request) (kmsg.Res
 	// request names each partition once (appends to different partitions
 	// are independent; their write syscalls overlap).
 	var jobs []produceJob
-	errs := make(map[*kmsg.ProduceResponseTopicPartition]error)
+	var errs map[*kmsg.ProduceResponseTopicPartition]error // rare: allocated on first error
 	resp.Topics = make([]kmsg.ProduceResponseTopic, len(req.Topics))
 	for i, rt := range req.Topics {
 		st := &resp.Topics[i]
@@ -81,6 +81,9 @@ func (s *Server) handleProduce(ctx context.Context, kreq kmsg.Request) (kmsg.Res
 				p, err = t.Partition(broker.PartitionID(rp.Partition))
 			}
 			if err != nil {
+				if errs == nil {
+					errs = make(map[*kmsg.ProduceResponseTopicPartition]error)
+				}
 				errs[sp] = err
 				continue
 			}
@@ -91,6 +94,9 @@ func (s *Server) handleProduce(ctx context.Context, kreq kmsg.Request) (kmsg.Res
 	failed := false
 	for _, j := range jobs {
 		if j.err != nil {
+			if errs == nil {
+				errs = make(map[*kmsg.ProduceResponseTopicPartition]error)
+			}
 			errs[j.resp] = j.err
 		}
 	}
@@ -135,13 +141,15 @@ func (j *produceJob) run(ctx context.Context, acks broker.Acks) {
 // order holds).
 func runProduceJobs(ctx context.Context, jobs []produceJob, acks broker.Acks) {
 	distinct := len(jobs) > 1
-	seen := make(map[*broker.Partition]bool, len(jobs))
-	for _, j := range jobs {
-		if seen[j.p] {
-			distinct = false
-			break
+	if distinct {
+		seen := make(map[*broker.Partition]bool, len(jobs))
+		for _, j := range jobs {
+			if seen[j.p] {
+				distinct = false
+				break
+			}
+			seen[j.p] = true
 		}
-		seen[j.p] = true
 	}
 	if !distinct {
 		for i := range jobs {

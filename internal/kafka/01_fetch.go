@@ -3,6 +3,7 @@ package kafka
 import (
 	"context"
 	"reflect"
+	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -58,6 +59,7 @@ func (s *Server) handleFetch(ctx context.Context, kreq kmsg.Request) (kmsg.Respo
 		if done || deadline == nil || len(waits) == 0 {
 			return resp, nil
 		}
+		resp.recycle() // not sent: a fresh read follows the wait
 		cases := make([]reflect.SelectCase, 0, len(waits)+2)
 		cases = append(cases,
 			reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(deadline)},
@@ -79,8 +81,8 @@ func (s *Server) handleFetch(ctx context.Context, kreq kmsg.Request) (kmsg.Respo
 // wait channels of the partitions read (taken before reading, so an append
 // racing the read still wakes the waiter) and whether the response should be
 // sent at once (MinBytes reached, or an error to report).
-func (s *Server) fetchOnce(req *kmsg.FetchRequest) (*kmsg.FetchResponse, []<-chan struct{}, bool) {
-	resp := req.ResponseKind().(*kmsg.FetchResponse)
+func (s *Server) fetchOnce(req *kmsg.FetchRequest) (*fetchResponse, []<-chan struct{}, bool) {
+	resp := &fetchResponse{FetchResponse: req.ResponseKind().(*kmsg.FetchResponse)}
 	budget := int(req.MaxBytes)
 	if req.Version < 3 || budget <= 0 {
 		budget = int(^uint32(0) >> 1)
@@ -102,7 +104,7 @@ func (s *Server) fetchOnce(req *kmsg.FetchRequest) (*kmsg.FetchResponse, []<-cha
 					sp.ErrorCode = errorCode(err)
 				} else {
 					waits = append(waits, p.Wait())
-					n := s.fetchPartition(p, rp, budget-total, total == 0, &sp)
+					n := s.fetchPartition(resp, p, rp, budget-total, total == 0, &sp)
 					total += n
 				}
 			}
@@ -129,7 +131,7 @@ func (s *Server) fetchTopic(version int16, rt kmsg.FetchRequestTopic) (*broker.T
 // fetchPartition fills sp for one partition and returns the bytes added.
 // remaining is what is left of the response budget; first says no data has
 // been added yet, so one batch may exceed the limits.
-func (s *Server) fetchPartition(p *broker.Partition, rp kmsg.FetchRequestTopicPartition, remaining int, first bool, sp *kmsg.FetchResponseTopicPartition) int {
+func (s *Server) fetchPartition(resp *fetchResponse, p *broker.Partition, rp kmsg.FetchRequestTopicPartition, remaining int, first bool, sp *kmsg.FetchResponseTopicPartition) int {
 	sp.HighWatermark = int64(p.HighWatermark())
 	sp.LastStableOffset = sp.HighWatermark
 	sp.LogStartOffset = int64(p.LogStartOffset())
@@ -144,7 +146,9 @@ func (s *Server) fetchPartition(p *broker.Partition, rp kmsg.FetchRequestTopicPa
 		}
 		limit = 1 // KIP-74: at least one batch for the first partition with data
 	}
-	res, err := p.Read(record.Offset(rp.FetchOffset), limit)
+	buf := getReadBuf(limit)
+	res, err := p.ReadInto(buf, record.Offset(rp.FetchOffset), limit)
+	resp.keep(buf, res.Batches)
 	sp.HighWatermark = int64(res.HighWatermark)
 	sp.LastStableOffset = sp.HighWatermark
 	sp.LogStartOffset = int64(res.LogStartOffset)
@@ -158,4 +162,55 @@ func (s *Server) fetchPartition(p *broker.Partition, rp kmsg.FetchRequestTopicPa
 	}
 	sp.RecordBatches = res.Batches
 	return len(res.Batches)
+}
+
+// fetchResponse is a FetchResponse plus the pooled read buffers its record
+// sets live in: the connection's writer recycles them once the response is
+// written (never earlier: the writev reads them).
+type fetchResponse struct {
+	*kmsg.FetchResponse
+	bufs [][]byte
+}
+
+// keep records the buffer a read used, whichever of the pooled buffer or a
+// larger one the log allocated instead.
+func (r *fetchResponse) keep(pooled, got []byte) {
+	if cap(got) > 0 && cap(got) != cap(pooled) {
+		putReadBuf(pooled)
+		pooled = got
+	}
+	r.bufs = append(r.bufs, pooled)
+}
+
+// recycle returns the response's buffers to the pool; the response must not
+// be used afterwards.
+func (r *fetchResponse) recycle() {
+	for _, b := range r.bufs {
+		putReadBuf(b)
+	}
+	r.bufs = nil
+}
+
+// Read buffers are pooled: one fetch reads up to a partition's max bytes (1
+// MiB for most clients), and allocating (and zeroing) that afresh for every
+// partition of every fetch is most of what consuming costs the server.
+const (
+	readBufSize   = 1 << 20
+	maxPooledRead = 8 << 20
+)
+
+var readBufs sync.Pool
+
+func getReadBuf(n int) []byte {
+	if v, ok := readBufs.Get().(*[]byte); ok && cap(*v) >= n {
+		return (*v)[:0]
+	}
+	return make([]byte, 0, max(n, readBufSize))
+}
+
+func putReadBuf(b []byte) {
+	if cap(b) >= readBufSize && cap(b) <= maxPooledRead {
+		b = b[:0]
+		readBufs.Put(&b)
+	}
 }

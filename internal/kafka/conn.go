@@ -29,7 +29,7 @@ type conn struct {
 	nc     net.Conn
 	ctx    context.Context // cancelled when the connection or the server closes
 	cancel context.CancelFunc
-	out    chan net.Buffers
+	out    chan outbound
 }
 
 func (s *Server) startConn(nc net.Conn) {
@@ -39,7 +39,7 @@ func (s *Server) startConn(nc net.Conn) {
 		nc.Close()
 		return
 	}
-	c := &conn{s: s, nc: nc, out: make(chan net.Buffers, outQueue)}
+	c := &conn{s: s, nc: nc, out: make(chan outbound, outQueue)}
 	c.ctx, c.cancel = context.WithCancel(s.ctx)
 	s.mu.conns[c] = struct{}{}
 	s.mu.Unlock()
@@ -69,13 +69,12 @@ func (c *conn) readLoop() {
 			c.logEnd(err, clientID)
 			return
 		}
-		resp, err := c.handle(req)
+		b, err := c.handle(req)
 		if err != nil {
 			c.logEnd(err, clientID)
 			return
 		}
-		if resp != nil {
-			b := encodeResponse(req.correlationID, resp)
+		if b.bufs != nil {
 			select {
 			case c.out <- b:
 			case <-c.ctx.Done():
@@ -90,9 +89,10 @@ func (c *conn) readLoop() {
 	}
 }
 
-// handle runs the request's handler, turning a panic into an error that
-// closes this connection only.
-func (c *conn) handle(req *request) (resp kmsg.Response, err error) {
+// handle runs the request's handler and encodes its response (nil: none to
+// send), turning a panic in either into an error that closes this
+// connection only.
+func (c *conn) handle(req *request) (out outbound, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			c.s.logger.Error("kafka: handler panicked", "api", kmsg.NameForKey(req.key), "version", req.version,
@@ -100,10 +100,13 @@ func (c *conn) handle(req *request) (resp kmsg.Response, err error) {
 			err = fmt.Errorf("kafka: %s handler panicked: %v", kmsg.NameForKey(req.key), r)
 		}
 	}()
+	var resp kmsg.Response
 	if req.unsupportedApiVersions {
-		return c.s.apiVersionsUnsupported(), nil
+		resp = c.s.apiVersionsUnsupported()
+	} else if resp, err = apis[req.key].handle(c.s, c.ctx, req.kreq); err != nil || resp == nil {
+		return outbound{}, err
 	}
-	return apis[req.key].handle(c.s, c.ctx, req.kreq)
+	return encodeResponse(req.correlationID, resp), nil
 }
 
 func (c *conn) writeLoop() {
@@ -115,7 +118,11 @@ func (c *conn) writeLoop() {
 		c.s.mu.Unlock()
 	}()
 	for b := range c.out {
-		if _, err := b.WriteTo(c.nc); err != nil {
+		_, err := b.bufs.WriteTo(c.nc)
+		if b.recycle != nil {
+			b.recycle.recycle() // written (or failed): the log bytes are free
+		}
+		if err != nil {
 			c.s.logger.Debug("kafka: write failed; closing connection", "remote", c.nc.RemoteAddr().String(), "err", err)
 			c.cancel()
 			c.nc.Close()

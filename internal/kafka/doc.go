@@ -34,8 +34,16 @@
 // while a request is in flight); it is also what keeps a producer's
 // pipelined batches to one partition in sequence order. Pipelining still
 // pays: the next request is decoded while the previous response is written.
+// Within one produce request, batches for distinct partitions are appended
+// concurrently (at most maxParallelAppends at a time; sequentially if a
+// partition is named twice), and the handler returns only when all are done.
 // Handlers are safe for concurrent use across connections; all shared state
 // lives in the broker.
+//
+// Fetch responses are written with one writev: kmsg encodes the response
+// around small markers, and the log's bytes are spliced in place of the
+// markers (splice.go), so record batches are never copied into a response
+// buffer.
 //
 // # What it must never do
 //

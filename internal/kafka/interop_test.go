@@ -11,6 +11,7 @@ package kafka_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -23,6 +24,7 @@ import (
 	kafkago "github.com/segmentio/kafka-go"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/strandmq/strand"
@@ -483,4 +485,116 @@ func kafkaGoHeaders(hs []kafkago.Header) []header {
 		out = append(out, header{h.Key, h.Value})
 	}
 	return out
+}
+
+// TestKadmAdmin drives the admin APIs through franz-go's kadm, at the
+// versions kgo picks (the newest both sides speak).
+func TestKadmAdmin(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	defer cancel()
+	b := start(t, t.TempDir())
+	defer b.Close()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addr()), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+
+	retention := "3600000"
+	if r, err := adm.CreateTopic(ctx, 2, 1, map[string]*string{"retention.ms": &retention}, "admin"); err != nil || r.Err != nil {
+		t.Fatalf("create: %v %v", err, r.Err)
+	}
+	if r, err := adm.CreateTopic(ctx, 1, 3, nil, "rf3"); err == nil && r.Err == nil {
+		t.Fatal("replication factor 3 on one broker must fail")
+	}
+	md, err := adm.Metadata(ctx, "admin")
+	if err != nil || len(md.Brokers) != 1 || len(md.Topics["admin"].Partitions) != 2 {
+		t.Fatalf("metadata: %v %+v", err, md)
+	}
+	rcs, err := adm.DescribeTopicConfigs(ctx, "admin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc, err := rcs.On("admin", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, c := range rc.Configs {
+		if c.Key == "retention.ms" {
+			found = c.MaybeValue() == retention
+		}
+	}
+	if !found {
+		t.Fatal("retention.ms not described as set")
+	}
+	lat := "LogAppendTime"
+	acr, err := adm.AlterTopicConfigs(ctx, []kadm.AlterConfig{{Op: kadm.SetConfig, Name: "message.timestamp.type", Value: &lat}}, "admin")
+	if err != nil || acr[0].Err != nil {
+		t.Fatalf("alter: %v %v", err, acr)
+	}
+	bad := "x"
+	acr, _ = adm.AlterTopicConfigs(ctx, []kadm.AlterConfig{{Op: kadm.SetConfig, Name: "retention.ms", Value: &bad}}, "admin")
+	if len(acr) != 1 || !errors.Is(acr[0].Err, kerr.InvalidConfig) {
+		t.Fatalf("bad value: %+v", acr)
+	}
+	if _, err := adm.DescribeBrokerConfigs(ctx); err != nil {
+		t.Fatalf("broker configs: %v", err)
+	}
+	cpr, err := adm.CreatePartitions(ctx, 2, "admin")
+	if err != nil || cpr.Error() != nil {
+		t.Fatalf("create partitions: %v %v", err, cpr.Error())
+	}
+
+	before := time.Now().UnixMilli()
+	for i := range 20 {
+		if err := cl.ProduceSync(ctx, &kgo.Record{Topic: "admin", Partition: 0, Key: []byte{byte(i)}, Value: []byte("v")}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ends, err := adm.ListEndOffsets(ctx, "admin")
+	if err != nil || ends.Error() != nil {
+		t.Fatalf("end offsets: %v", err)
+	}
+	var total int64
+	ends.Each(func(o kadm.ListedOffset) { total += o.Offset })
+	if total != 20 {
+		t.Fatalf("end offsets sum to %d, want 20", total)
+	}
+	after, err := adm.ListOffsetsAfterMilli(ctx, before-1, "admin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o, ok := after.Lookup("admin", 0); !ok || o.Offset != 0 {
+		t.Fatalf("offset after %d: %+v", before, o)
+	}
+	if _, err := adm.ListMaxTimestampOffsets(ctx, "admin"); err != nil {
+		t.Fatalf("max timestamp: %v", err)
+	}
+	del := kadm.Offsets{}
+	for p := range int32(4) {
+		o, _ := ends.Lookup("admin", p)
+		del.Add(kadm.Offset{Topic: "admin", Partition: p, At: o.Offset / 2})
+	}
+	drs, err := adm.DeleteRecords(ctx, del)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d, _ := drs.Lookup("admin", 0); d.Err != nil || d.LowWatermark != ends["admin"][0].Offset/2 {
+		t.Fatalf("delete records: %+v", d)
+	}
+	starts, err := adm.ListStartOffsets(ctx, "admin")
+	if o, _ := starts.Lookup("admin", 0); err != nil || o.Offset != ends["admin"][0].Offset/2 {
+		t.Fatalf("start offset after delete records: %+v %v", o, err)
+	}
+	dtr, err := adm.DeleteTopics(ctx, "admin")
+	if err != nil || dtr.Error() != nil {
+		t.Fatalf("delete topics: %v %v", err, dtr.Error())
+	}
+	topics, err := adm.ListTopics(ctx)
+	if err != nil || topics.Has("admin") {
+		t.Fatalf("topic still listed after delete (%v)", err)
+	}
 }

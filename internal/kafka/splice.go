@@ -45,13 +45,23 @@ func marker(i int) []byte {
 	return m
 }
 
+// outbound is an encoded response: the buffers to write in order, and the
+// pooled read buffers to recycle once they are written.
+type outbound struct {
+	bufs    net.Buffers
+	recycle *fetchResponse
+}
+
 // encodeResponse returns the whole response frame as buffers to write in
 // order.
-func encodeResponse(correlationID int32, resp kmsg.Response) net.Buffers {
-	if fr, ok := resp.(*kmsg.FetchResponse); ok {
-		return encodeFetch(correlationID, fr)
+func encodeResponse(correlationID int32, resp kmsg.Response) outbound {
+	switch r := resp.(type) {
+	case *fetchResponse:
+		return outbound{bufs: encodeFetch(correlationID, r.FetchResponse), recycle: r}
+	case *kmsg.FetchResponse:
+		return outbound{bufs: encodeFetch(correlationID, r)}
 	}
-	return net.Buffers{appendResponse(nil, correlationID, resp)}
+	return outbound{bufs: net.Buffers{appendResponse(nil, correlationID, resp)}}
 }
 
 // encodeFetch encodes a fetch response, splicing large record sets in
