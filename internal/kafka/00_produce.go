@@ -5,16 +5,22 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strandmq/strand/internal/broker"
+	"github.com/strandmq/strand/internal/record"
 )
 
-// Produce: v3-v13.
+// Produce: v0-v13.
 //
 // Behavior:
+//   - v0–v2 carry legacy message sets (magic 0 and 1): each partition's set is
+//     checked (per-message CRC-32) and up-converted to one v2 batch with the
+//     producer's codec, as Kafka's log validator does. Magic-0 messages have
+//     no timestamp and get the broker's clock.
 //   - acks 0, 1 and -1 (all); any other value is INVALID_REQUIRED_ACKS for
 //     every partition. acks=0 gets no response; if any partition failed,
 //     the connection is closed instead (as Kafka does, so the client
@@ -87,7 +93,17 @@ func (s *Server) handleProduce(ctx context.Context, kreq kmsg.Request) (kmsg.Res
 				errs[sp] = err
 				continue
 			}
-			jobs = append(jobs, produceJob{p: p, records: rp.Records, resp: sp})
+			records := rp.Records
+			if req.Version < 3 {
+				if records, err = upConvert(rp.Records); err != nil {
+					if errs == nil {
+						errs = make(map[*kmsg.ProduceResponseTopicPartition]error)
+					}
+					errs[sp] = err
+					continue
+				}
+			}
+			jobs = append(jobs, produceJob{p: p, records: records, resp: sp})
 		}
 	}
 	runProduceJobs(ctx, jobs, acks)
@@ -102,6 +118,7 @@ func (s *Server) handleProduce(ctx context.Context, kreq kmsg.Request) (kmsg.Res
 	}
 	for sp, err := range errs {
 		sp.ErrorCode = errorCode(err)
+		sp.BaseOffset = -1 // as Kafka answers a failed partition
 		if req.Version >= 8 {
 			sp.ErrorMessage = errMessage(err)
 		}
@@ -177,4 +194,16 @@ func (s *Server) produceTopic(version int16, rt kmsg.ProduceRequestTopic) (*brok
 		return s.b.TopicByID(broker.TopicID(rt.TopicID))
 	}
 	return s.b.TopicOrCreate(rt.Topic)
+}
+
+// upConvert turns a Produce v0–v2 legacy message set into a v2 batch.
+func upConvert(set []byte) ([]byte, error) {
+	b, err := record.FromMessageSet(set, time.Now().UnixMilli())
+	switch {
+	case errors.Is(err, record.ErrCRC):
+		return nil, fmt.Errorf("%w: %w", broker.ErrCorruptMessage, err)
+	case err != nil:
+		return nil, fmt.Errorf("%w: %w", broker.ErrInvalidRecord, err)
+	}
+	return b, nil
 }

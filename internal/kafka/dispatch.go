@@ -24,13 +24,15 @@ type api struct {
 
 // apis is everything this server serves; ApiVersions advertises exactly
 // this table. Minimum versions are the oldest each handler honours: Produce
-// v3 is the first to carry v2 record batches, Fetch v4 the first with
-// isolation levels and last stable offsets.
+// v0–v2 carry legacy message sets, which are up-converted to v2 batches
+// (librdkafka before 2.11 compresses only when a broker advertises Produce
+// v0); Fetch v4 is the first with isolation levels and last stable offsets,
+// and Strand never down-converts batches for older fetchers.
 var apis map[int16]api
 
 func init() {
 	apis = map[int16]api{
-		0:  {3, 13, (*Server).handleProduce},
+		0:  {0, 13, (*Server).handleProduce},
 		1:  {4, 18, (*Server).handleFetch},
 		2:  {0, 11, (*Server).handleListOffsets},
 		3:  {0, 13, (*Server).handleMetadata},

@@ -84,7 +84,12 @@ func TestFromMessageSetRejects(t *testing.T) {
 		"crc":       {badCRC, ErrCRC},
 		"truncated": {good[:len(good)-1], ErrShortBatch},
 		"nested":    {legacyMessage(1, int8(CodecGzip), 1, nil, inner), ErrInvalid},
-		"magic2":    {func() []byte { b := append([]byte(nil), good...); b[16] = 2; binary.BigEndian.PutUint32(b[12:], crc32.ChecksumIEEE(b[16:])); return b }(), ErrBadMagic},
+		"magic2": {func() []byte {
+			b := append([]byte(nil), good...)
+			b[16] = 2
+			binary.BigEndian.PutUint32(b[12:], crc32.ChecksumIEEE(b[16:]))
+			return b
+		}(), ErrBadMagic},
 	}
 	for name, c := range cases {
 		if _, err := FromMessageSet(c.set, 0); !errors.Is(err, c.want) {
