@@ -69,7 +69,10 @@ func (b *Broker) openPartition(topic string, id PartitionID, tc TopicConfig) (*P
 	}
 	// A single node is its own ISR: the log's high watermark follows its
 	// end offset (partlog's automatic mode; SetHighWatermark would end it).
-	l.AssignEpoch(0)
+	if err := l.AssignEpoch(0); err != nil {
+		_ = l.Close()
+		return nil, fmt.Errorf("broker: open partition %s: %w", name, err)
+	}
 	p := &Partition{b: b, topic: topic, id: id, log: l}
 	p.config.Store(&tc)
 	if p.mu.producers, err = p.recoverProducers(); err != nil {

@@ -291,9 +291,16 @@ func (l *Log) publishHWM(o record.Offset) {
 
 func (l *Log) wake() {
 	l.waitMu.Lock()
+	defer l.waitMu.Unlock()
+	select {
+	case <-l.waitCh: // already closed: the log is closed
+		return
+	default:
+	}
 	close(l.waitCh)
-	l.waitCh = make(chan struct{})
-	l.waitMu.Unlock()
+	if !l.closed.Load() {
+		l.waitCh = make(chan struct{})
+	}
 }
 
 // SetConfig changes the log's tunables; they apply from the next operation.
@@ -331,12 +338,20 @@ func (l *Log) Size() int64 {
 	return n
 }
 
-// AssignEpoch sets the leader epoch stamped on batches appended from now on.
-// The first append in a new epoch records it in the leader epoch cache.
-func (l *Log) AssignEpoch(e record.Epoch) {
+// AssignEpoch sets the leader epoch stamped on batches appended from now on
+// and records that the epoch starts at the current end offset, as Kafka does
+// when a leader is elected, so EndOffsetForEpoch knows it before any append.
+func (l *Log) AssignEpoch(e record.Epoch) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.mu.epoch = e
+	if e == record.NoEpoch {
+		return nil
+	}
+	if err := l.epochs.assign(e, record.Offset(l.end.Load())); err != nil {
+		return fmt.Errorf("partlog: persist leader epoch %d: %w", e, err)
+	}
+	return nil
 }
 
 // EndOffsetForEpoch answers OffsetForLeaderEpoch (KIP-101): the largest epoch

@@ -403,3 +403,23 @@ func TestReadIntoReusesBuffer(t *testing.T) {
 		}
 	})
 }
+
+func TestAssignEpochRecordsStart(t *testing.T) {
+	forEachFS(t, func(t *testing.T, fs vfs.FS, dir string) {
+		l := mustOpen(t, fs, dir, Config{})
+		mustAppend(t, l, batch(t, 1, "a", "b"))
+		if err := l.AssignEpoch(4); err != nil {
+			t.Fatal(err)
+		}
+		// Known before any append in the epoch, as after a Kafka election.
+		if e, o := l.EndOffsetForEpoch(4); e != 4 || o != 2 {
+			t.Fatalf("EndOffsetForEpoch(4) = %d, %d; want 4, 2", e, o)
+		}
+		l.Close()
+		select {
+		case <-l.Wait():
+		default:
+			t.Fatal("Wait after Close returned an open channel")
+		}
+	})
+}
