@@ -142,6 +142,9 @@ func (b *Broker) DeleteTopic(name string) error {
 	if err := b.checkOpen(); err != nil {
 		return err
 	}
+	if IsInternalTopic(name) {
+		return fmt.Errorf("%w: %q is an internal topic", ErrInternalTopic, name)
+	}
 	b.admin.Lock()
 	defer b.admin.Unlock()
 	t, err := b.Topic(name)

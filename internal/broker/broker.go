@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/strandmq/strand/internal/group"
 	"github.com/strandmq/strand/internal/producer"
 	"github.com/strandmq/strand/internal/vfs"
 )
@@ -59,6 +60,15 @@ type Config struct {
 	// RetentionCheckInterval is how often time and size retention run
 	// (log.retention.check.interval.ms); default 5 minutes.
 	RetentionCheckInterval time.Duration
+	// GroupInitialRebalanceDelay is group.initial.rebalance.delay.ms: how
+	// long the first rebalance of an empty group waits for more members.
+	// Zero: Kafka's default (3s); negative: no delay.
+	GroupInitialRebalanceDelay time.Duration
+	// GroupMinSessionTimeout and GroupMaxSessionTimeout are
+	// group.min.session.timeout.ms and group.max.session.timeout.ms; zero:
+	// Kafka's defaults (6s, 30m).
+	GroupMinSessionTimeout time.Duration
+	GroupMaxSessionTimeout time.Duration
 	// Logger; default slog.Default().
 	Logger *slog.Logger
 	// Now is the clock; default time.Now.
@@ -95,6 +105,7 @@ type Broker struct {
 	clusterID string
 	defaults  map[string]string // validated TopicDefaults
 	ids       *producer.Allocator
+	groups    *group.Coordinator
 
 	stop chan struct{}
 	wg   sync.WaitGroup
@@ -172,6 +183,10 @@ func Open(cfg Config) (*Broker, error) {
 	}
 	if existed {
 		b.removeOrphans()
+	}
+	if err := b.openGroups(); err != nil {
+		b.closePartitions()
+		return nil, err
 	}
 	b.wg.Add(1)
 	go b.retentionLoop()
@@ -291,6 +306,8 @@ func (b *Broker) Close() error {
 	}
 	b.mu.closed = true
 	b.mu.Unlock()
+	// The coordinator first: it writes to __consumer_offsets.
+	b.groups.Close()
 	close(b.stop)
 	b.wg.Wait()
 	b.admin.Lock()

@@ -49,6 +49,9 @@ var (
 	// ErrPolicyViolation: the request is well formed but Strand refuses it
 	// (e.g. a config change Strand cannot apply).
 	ErrPolicyViolation = errors.New("broker: policy violation")
+	// ErrInternalTopic: the operation is not allowed on an internal topic
+	// (deleting __consumer_offsets).
+	ErrInternalTopic = errors.New("broker: not allowed on an internal topic")
 	// ErrClosed: the broker is shut down.
 	ErrClosed = errors.New("broker: closed")
 )

@@ -23,6 +23,7 @@ import (
 //     Kafka would first answer LEADER_NOT_AVAILABLE.
 //   - v10+: topic ids; a topic requested by id only is looked up by id
 //     (UNKNOWN_TOPIC_ID if none).
+//   - __consumer_offsets is listed with IsInternal set.
 //   - Authorized operations are not computed: reported as Kafka's "not
 //     requested" sentinel (-2147483648) even when requested.
 //
@@ -80,6 +81,7 @@ func (s *Server) metadataTopic(t *broker.Topic) kmsg.MetadataResponseTopic {
 	mt := kmsg.NewMetadataResponseTopic()
 	name := t.Name
 	mt.Topic, mt.TopicID = &name, t.ID
+	mt.IsInternal = broker.IsInternalTopic(name)
 	for i := range t.Partitions() {
 		p, _ := t.Partition(broker.PartitionID(i))
 		mp := kmsg.NewMetadataResponseTopicPartition()

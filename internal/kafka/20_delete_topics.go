@@ -15,6 +15,8 @@ import (
 //     unknown name, UNKNOWN_TOPIC_ID (v6+) for an unknown id.
 //   - v6+ names topics by name or, when the name is null, by id; the
 //     response carries both.
+//   - An internal topic (__consumer_offsets) cannot be deleted:
+//     INVALID_REQUEST, as Kafka's controller answers.
 //   - Deletion is synchronous; TimeoutMillis is not needed.
 
 func (s *Server) handleDeleteTopics(_ context.Context, kreq kmsg.Request) (kmsg.Response, error) {

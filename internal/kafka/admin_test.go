@@ -69,9 +69,14 @@ func TestMetadata(t *testing.T) {
 		if len(resp.Brokers) != 1 || resp.Brokers[0].NodeID != 3 || resp.Brokers[0].Host != "strand.example" || resp.Brokers[0].Port != 9999 {
 			t.Fatalf("v%d brokers: %+v", v, resp.Brokers)
 		}
-		if len(resp.Topics) != 1 || *resp.Topics[0].Topic != "m" || len(resp.Topics[0].Partitions) != 3 {
+		// Sorted by name: the internal __consumer_offsets, then m.
+		if len(resp.Topics) != 2 || *resp.Topics[0].Topic != broker.ConsumerOffsetsTopic || *resp.Topics[1].Topic != "m" || len(resp.Topics[1].Partitions) != 3 {
 			t.Fatalf("v%d topics: %+v", v, resp.Topics)
 		}
+		if v >= 1 && (!resp.Topics[0].IsInternal || resp.Topics[1].IsInternal) {
+			t.Fatalf("v%d: IsInternal %v, %v", v, resp.Topics[0].IsInternal, resp.Topics[1].IsInternal)
+		}
+		resp.Topics = resp.Topics[1:]
 		p := resp.Topics[0].Partitions[2]
 		if p.Leader != 3 || !slices.Equal(p.Replicas, []int32{3}) || !slices.Equal(p.ISR, []int32{3}) {
 			t.Fatalf("v%d partition: %+v", v, p)

@@ -94,6 +94,8 @@ var errorCodes = []struct {
 	{broker.ErrTransactionsUnsupported, kerr.TransactionalIDAuthorizationFailed},
 	{broker.ErrOffsetOutOfRange, kerr.OffsetOutOfRange},
 	{broker.ErrPolicyViolation, kerr.PolicyViolation},
+	{broker.ErrInternalTopic, kerr.InvalidRequest},
+	{broker.ErrGroupNotEmpty, kerr.NonEmptyGroup},
 	{broker.ErrClosed, kerr.NotLeaderForPartition},
 	{producer.ErrOutOfOrderSequence, kerr.OutOfOrderSequenceNumber},
 	{producer.ErrInvalidProducerEpoch, kerr.InvalidProducerEpoch},

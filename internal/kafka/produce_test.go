@@ -146,7 +146,7 @@ func TestProduceAcksZero(t *testing.T) {
 	c.send(req, 7)
 	md := kmsg.NewPtrMetadataRequest()
 	resp := c.do(md, 9).(*kmsg.MetadataResponse)
-	if len(resp.Topics) != 1 {
+	if len(resp.Topics) != 2 { // z and __consumer_offsets
 		t.Fatalf("metadata: %d topics", len(resp.Topics))
 	}
 	p, _ := ts.b.Partition("z", 0)
