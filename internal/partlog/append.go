@@ -100,7 +100,7 @@ func (l *Log) writeLocked(seg *segment, batch []byte, h *record.Header, pos, now
 	flushByCount := cfg.FlushMessages > 0 && l.mu.unflushed >= cfg.FlushMessages
 	flushByTime := cfg.FlushInterval > 0 && now-l.mu.lastFlush >= cfg.FlushInterval.Milliseconds()
 	if flushByCount || flushByTime {
-		if err := seg.sync(); err != nil {
+		if err := errors.Join(seg.flushIndexes(), seg.sync()); err != nil {
 			// The unsynced tail is in an unknown state: cut it and stop writing.
 			undo(err)
 			l.mu.failed = err
@@ -144,6 +144,9 @@ func (l *Log) shouldRollLocked(seg *segment, n int, now int64) bool {
 func (l *Log) rollLocked() (*segment, error) {
 	if err := l.flushErr(); err != nil {
 		l.mu.failed = err
+		return nil, err
+	}
+	if err := l.active().flushIndexes(); err != nil {
 		return nil, err
 	}
 	s, err := createSegment(l.fs, l.dir, record.Offset(l.end.Load()), l.mu.cfg.IndexIntervalBytes)

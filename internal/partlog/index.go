@@ -11,7 +11,10 @@ import (
 
 // Index files are append-only arrays of fixed-size big-endian entries, written
 // without fsync: they are caches of facts the log itself holds, and recovery
-// rebuilds any that fail validation.
+// rebuilds any that fail validation. New entries are buffered and written in
+// bulk (at indexFlushBytes, and whenever the segment is synced or closed), which
+// saves a syscall per batch on the append path; after an unclean shutdown the
+// segments that could have lost buffered entries are re-scanned in full anyway.
 //
 //	offset index (.index), 8 bytes an entry:
 //	+-----------------------+-----------------------+
@@ -26,6 +29,7 @@ import (
 const (
 	offsetEntrySize = 8
 	timeEntrySize   = 12
+	indexFlushBytes = 4096
 )
 
 type offsetEntry struct{ rel, pos uint32 }
@@ -38,8 +42,9 @@ type timeEntry struct {
 // offsetIndex maps relative offsets to byte positions, sparsely. One writer
 // appends; readers look up concurrently.
 type offsetIndex struct {
-	f  vfs.File
-	mu struct {
+	f       vfs.File
+	pending []byte // entries not yet written to f (writer-owned)
+	mu      struct {
 		sync.RWMutex
 		entries []offsetEntry
 	}
@@ -68,26 +73,64 @@ func (x *offsetIndex) last() (offsetEntry, bool) {
 }
 
 func (x *offsetIndex) append(rel, pos uint32) error {
-	var b [offsetEntrySize]byte
-	binary.BigEndian.PutUint32(b[0:], rel)
-	binary.BigEndian.PutUint32(b[4:], pos)
-	if _, err := x.f.Write(b[:]); err != nil {
-		return fmt.Errorf("partlog: write %s: %w", x.f.Name(), err)
-	}
+	x.pending = binary.BigEndian.AppendUint32(x.pending, rel)
+	x.pending = binary.BigEndian.AppendUint32(x.pending, pos)
 	x.mu.Lock()
 	x.mu.entries = append(x.mu.entries, offsetEntry{rel, pos})
 	x.mu.Unlock()
+	if len(x.pending) >= indexFlushBytes {
+		return x.flush()
+	}
+	return nil
+}
+
+// flush writes buffered entries to the file.
+func (x *offsetIndex) flush() error { return flushPending(x.f, &x.pending) }
+
+func flushPending(f vfs.File, pending *[]byte) error {
+	if len(*pending) == 0 {
+		return nil
+	}
+	if _, err := f.Write(*pending); err != nil {
+		return fmt.Errorf("partlog: write %s: %w", f.Name(), err)
+	}
+	*pending = (*pending)[:0]
 	return nil
 }
 
 // truncateFromPos drops entries at or after byte position pos.
 func (x *offsetIndex) truncateFromPos(pos int64) error {
+	x.pending = x.pending[:0] // the file is rewritten from the entries below
 	x.mu.Lock()
 	e := x.mu.entries
 	i := sort.Search(len(e), func(i int) bool { return int64(e[i].pos) >= pos })
 	x.mu.entries = e[:i]
 	x.mu.Unlock()
-	return x.f.Truncate(int64(i) * offsetEntrySize)
+	return rewriteIndex(x.f, i*offsetEntrySize, func(b []byte) []byte {
+		for _, en := range x.mu.entries {
+			b = binary.BigEndian.AppendUint32(b, en.rel)
+			b = binary.BigEndian.AppendUint32(b, en.pos)
+		}
+		return b
+	})
+}
+
+// rewriteIndex makes an index file hold exactly the first n bytes of its
+// entries: the file may lack buffered entries that were never written, so it
+// is truncated to what it holds and the missing tail is written out.
+func rewriteIndex(f vfs.File, n int, encode func([]byte) []byte) error {
+	size, err := f.Size()
+	if err != nil {
+		return err
+	}
+	if size >= int64(n) {
+		return f.Truncate(int64(n))
+	}
+	all := encode(make([]byte, 0, n))
+	if _, err := f.Write(all[size:n]); err != nil {
+		return fmt.Errorf("partlog: write %s: %w", f.Name(), err)
+	}
+	return nil
 }
 
 // decodeOffsetIndex parses and validates an offset index against the size of
@@ -112,8 +155,9 @@ func decodeOffsetIndex(b []byte, logSize int64) ([]offsetEntry, error) {
 
 // timeIndex maps timestamps to relative offsets, sparsely and monotonically.
 type timeIndex struct {
-	f  vfs.File
-	mu struct {
+	f       vfs.File
+	pending []byte // entries not yet written to f (writer-owned)
+	mu      struct {
 		sync.RWMutex
 		entries []timeEntry
 	}
@@ -133,26 +177,34 @@ func (x *timeIndex) lookup(ts int64) (rel uint32, ok bool) {
 }
 
 func (x *timeIndex) append(ts int64, rel uint32) error {
-	var b [timeEntrySize]byte
-	binary.BigEndian.PutUint64(b[0:], uint64(ts))
-	binary.BigEndian.PutUint32(b[8:], rel)
-	if _, err := x.f.Write(b[:]); err != nil {
-		return fmt.Errorf("partlog: write %s: %w", x.f.Name(), err)
-	}
+	x.pending = binary.BigEndian.AppendUint64(x.pending, uint64(ts))
+	x.pending = binary.BigEndian.AppendUint32(x.pending, rel)
 	x.mu.Lock()
 	x.mu.entries = append(x.mu.entries, timeEntry{ts, rel})
 	x.mu.Unlock()
+	if len(x.pending) >= indexFlushBytes {
+		return x.flush()
+	}
 	return nil
 }
 
+func (x *timeIndex) flush() error { return flushPending(x.f, &x.pending) }
+
 // truncateFromRel drops entries for relative offsets >= rel.
 func (x *timeIndex) truncateFromRel(rel uint32) error {
+	x.pending = x.pending[:0]
 	x.mu.Lock()
 	e := x.mu.entries
 	i := sort.Search(len(e), func(i int) bool { return e[i].rel >= rel })
 	x.mu.entries = e[:i]
 	x.mu.Unlock()
-	return x.f.Truncate(int64(i) * timeEntrySize)
+	return rewriteIndex(x.f, i*timeEntrySize, func(b []byte) []byte {
+		for _, en := range x.mu.entries {
+			b = binary.BigEndian.AppendUint64(b, uint64(en.ts))
+			b = binary.BigEndian.AppendUint32(b, en.rel)
+		}
+		return b
+	})
 }
 
 func decodeTimeIndex(b []byte, maxRel uint32) ([]timeEntry, error) {

@@ -386,7 +386,7 @@ func (l *Log) syncLocked() error {
 		if !s.dirty.Load() {
 			continue
 		}
-		if err := s.sync(); err != nil {
+		if err := errors.Join(s.flushIndexes(), s.sync()); err != nil {
 			l.mu.failed = err
 			return err
 		}

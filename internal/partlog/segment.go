@@ -94,6 +94,12 @@ func createSegment(fs vfs.FS, dir string, base record.Offset, indexEvery int64) 
 
 func (s *segment) close() error {
 	var errs []error
+	if s.index.f != nil {
+		errs = append(errs, s.index.flush())
+	}
+	if s.times.f != nil {
+		errs = append(errs, s.times.flush())
+	}
 	for _, f := range []vfs.File{s.log, s.index.f, s.times.f} {
 		if f != nil {
 			errs = append(errs, f.Close())
@@ -115,6 +121,14 @@ func (s *segment) remove(fs vfs.FS) error {
 	return errors.Join(errs...)
 }
 
+// flushIndexes writes buffered index entries. Only the writer calls it (the
+// buffers are writer-owned): at roll, Sync and close.
+func (s *segment) flushIndexes() error {
+	return errors.Join(s.index.flush(), s.times.flush())
+}
+
+// sync fsyncs the segment's files; the background flusher calls it on sealed
+// segments, whose index buffers were flushed when they were sealed.
 func (s *segment) sync() error {
 	s.dirty.Store(false)
 	if err := s.log.Sync(); err != nil {
