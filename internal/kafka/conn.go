@@ -103,7 +103,7 @@ func (c *conn) handle(req *request) (out outbound, err error) {
 	var resp kmsg.Response
 	if req.unsupportedApiVersions {
 		resp = c.s.apiVersionsUnsupported()
-	} else if resp, err = apis[req.key].handle(c.s, c.ctx, req.kreq); err != nil || resp == nil {
+	} else if resp, err = apis[req.key].handle(c.s, c.handlerContext(req), req.kreq); err != nil || resp == nil {
 		return outbound{}, err
 	}
 	return encodeResponse(req.correlationID, resp), nil
@@ -145,4 +145,33 @@ func (c *conn) logEnd(err error, clientID string) {
 	default:
 		c.s.logger.Info("kafka: connection ended", "remote", remote, "client_id", clientID, "err", err)
 	}
+}
+
+// clientKey carries a request's client id and host to the handlers that
+// record them (JoinGroup: DescribeGroups reports them per member).
+type clientKey struct{}
+
+type clientInfo struct{ id, host string }
+
+// handlerContext is the connection's context, with the client's id and host
+// for the API keys that need them.
+func (c *conn) handlerContext(req *request) context.Context {
+	if req.key != apiKeyJoinGroup {
+		return c.ctx
+	}
+	// Kafka reports the host as Java's InetAddress.toString: "/127.0.0.1".
+	ci := clientInfo{host: c.nc.RemoteAddr().String()}
+	if h, _, err := net.SplitHostPort(ci.host); err == nil {
+		ci.host = "/" + h
+	}
+	if req.clientID != nil {
+		ci.id = *req.clientID
+	}
+	return context.WithValue(c.ctx, clientKey{}, ci)
+}
+
+// clientFrom returns the client id and host handlerContext stored.
+func clientFrom(ctx context.Context) clientInfo {
+	ci, _ := ctx.Value(clientKey{}).(clientInfo)
+	return ci
 }

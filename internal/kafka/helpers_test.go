@@ -117,8 +117,18 @@ func (c *rawClient) recv(req kmsg.Request, corr int32) kmsg.Response {
 func (c *rawClient) tryRecv(req kmsg.Request, corr int32) (kmsg.Response, error) {
 	c.t.Helper()
 	_ = c.conn.SetReadDeadline(time.Now().Add(30 * time.Second))
-	frame, err := readFrame(c.conn, 1<<30, nil)
-	if err != nil {
+	// Not readFrame: its lower bound is for requests, and a response can be
+	// as short as 6 bytes (Heartbeat v0).
+	var size [4]byte
+	if _, err := io.ReadFull(c.conn, size[:]); err != nil {
+		return nil, err
+	}
+	n := binary.BigEndian.Uint32(size[:])
+	if n < 4 || n > 1<<30 {
+		c.t.Fatalf("response frame of %d bytes", n)
+	}
+	frame := make([]byte, n)
+	if _, err := io.ReadFull(c.conn, frame); err != nil {
 		return nil, err
 	}
 	if got := int32(binary.BigEndian.Uint32(frame)); got != corr {
@@ -127,6 +137,7 @@ func (c *rawClient) tryRecv(req kmsg.Request, corr int32) (kmsg.Response, error)
 	body := frame[4:]
 	resp := req.ResponseKind()
 	if resp.IsFlexible() && resp.Key() != apiKeyApiVersions {
+		var err error
 		if body, err = skipTags(body); err != nil {
 			c.t.Fatal(err)
 		}

@@ -1,0 +1,27 @@
+package kafka
+
+import (
+	"context"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// DeleteGroups: v0-v2.
+//
+// Behavior:
+//   - Deletes each group with its committed offsets (tombstones in
+//     __consumer_offsets), in request order. A group with members:
+//     NON_EMPTY_GROUP; an unknown group: GROUP_ID_NOT_FOUND; an empty id:
+//     INVALID_GROUP_ID.
+
+func (s *Server) handleDeleteGroups(ctx context.Context, kreq kmsg.Request) (kmsg.Response, error) {
+	req := kreq.(*kmsg.DeleteGroupsRequest)
+	resp := req.ResponseKind().(*kmsg.DeleteGroupsResponse)
+	codes := s.b.Groups().Delete(ctx, req.Groups)
+	for _, id := range req.Groups {
+		g := kmsg.NewDeleteGroupsResponseGroup()
+		g.Group, g.ErrorCode = id, int16(codes[id])
+		resp.Groups = append(resp.Groups, g)
+	}
+	return resp, nil
+}
