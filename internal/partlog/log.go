@@ -68,6 +68,9 @@ type Log struct {
 
 	waitMu sync.Mutex
 	waitCh chan struct{}
+
+	clean    sync.Mutex        // serialises ReplaceSegments
+	testHook func(step string) // called between the steps of a segment swap
 }
 
 // Open opens (creating if needed) the log in dir and recovers it: a torn or
@@ -136,6 +139,12 @@ func (l *Log) takeCleanMarker() (bool, error) {
 func (l *Log) openSegments(clean bool) error {
 	names, err := l.fs.ReadDir(l.dir)
 	if err != nil {
+		return fmt.Errorf("partlog: list %s: %w", l.dir, err)
+	}
+	if err := l.recoverSwaps(names); err != nil {
+		return err
+	}
+	if names, err = l.fs.ReadDir(l.dir); err != nil {
 		return fmt.Errorf("partlog: list %s: %w", l.dir, err)
 	}
 	var bases []record.Offset
