@@ -13,7 +13,7 @@ import (
 func main() {
 	if err := newRootCmd().Execute(); err != nil {
 		fmt.Fprintln(os.Stderr, "error:", err)
-		os.Exit(1)
+		os.Exit(exitCode(err))
 	}
 }
 
@@ -24,6 +24,10 @@ func newRootCmd() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
+		return &exitErr{code: exitUsage, err: err}
+	})
 	root.AddCommand(newServeCmd())
+	root.AddCommand(newTopicCmd())
 	return root
 }

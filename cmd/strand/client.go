@@ -1,0 +1,180 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// Exit codes of every client command. A script can tell "fix your command"
+// from "start the broker" from "the broker said no".
+const (
+	exitError       = 1 // the request failed (the broker refused, a topic is missing, …)
+	exitUsage       = 2 // bad flags or arguments
+	exitUnreachable = 3 // no broker answered at --brokers
+)
+
+// exitErr carries an exit code to main.
+type exitErr struct {
+	code int
+	err  error
+}
+
+func (e *exitErr) Error() string { return e.err.Error() }
+func (e *exitErr) Unwrap() error { return e.err }
+
+// usageErr marks err as the user's mistake (exit code 2).
+func usageErr(format string, args ...any) error {
+	return &exitErr{code: exitUsage, err: fmt.Errorf(format, args...)}
+}
+
+// exitCode maps an error returned by a command to the process exit code.
+func exitCode(err error) int {
+	var e *exitErr
+	if errors.As(err, &e) {
+		return e.code
+	}
+	return exitError
+}
+
+// defaultBrokers is --brokers' default when STRAND_BROKERS is unset.
+const defaultBrokers = "127.0.0.1:9092"
+
+// clientOptions are the flags every client command shares: where the
+// brokers are and how to print. Client commands speak only the Kafka
+// protocol (franz-go kgo/kadm), so they work against Apache Kafka and
+// Redpanda too.
+type clientOptions struct {
+	brokers string
+	output  string // "table" or "json"
+	timeout time.Duration
+}
+
+// addClientFlags registers --brokers and --timeout on fs, and --output when
+// the command prints something tabular.
+func addClientFlags(cmd *cobra.Command, o *clientOptions, persistent, tabular bool) {
+	fs := cmd.Flags()
+	if persistent {
+		fs = cmd.PersistentFlags()
+	}
+	def := os.Getenv("STRAND_BROKERS")
+	if def == "" {
+		def = defaultBrokers
+	}
+	fs.StringVar(&o.brokers, "brokers", def, "comma-separated seed brokers (env STRAND_BROKERS)")
+	fs.DurationVar(&o.timeout, "timeout", 15*time.Second, "give up on a request after this long")
+	if tabular {
+		fs.StringVarP(&o.output, "output", "o", "table", "table or json")
+	}
+}
+
+func (o *clientOptions) seeds() []string {
+	var s []string
+	for _, b := range strings.Split(o.brokers, ",") {
+		if b = strings.TrimSpace(b); b != "" {
+			s = append(s, b)
+		}
+	}
+	return s
+}
+
+func (o *clientOptions) json() (bool, error) {
+	switch o.output {
+	case "", "table":
+		return false, nil
+	case "json":
+		return true, nil
+	}
+	return false, usageErr("--output: want table or json, got %q", o.output)
+}
+
+// reachable dials the seed brokers once, so that a missing broker is
+// reported at once and plainly. Without it, the Kafka client would retry
+// dialing until --timeout and then return a less helpful error.
+func (o *clientOptions) reachable(ctx context.Context) error {
+	seeds := o.seeds()
+	if len(seeds) == 0 {
+		return usageErr("--brokers is empty: want host:port[,host:port…]")
+	}
+	var d net.Dialer
+	d.Timeout = 3 * time.Second
+	var last error
+	for _, s := range seeds {
+		c, err := d.DialContext(ctx, "tcp", s)
+		if err == nil {
+			c.Close()
+			return nil
+		}
+		last = err
+	}
+	return &exitErr{code: exitUnreachable, err: fmt.Errorf(
+		"no broker at %s — is \"strand serve\" running? (set --brokers or STRAND_BROKERS to point elsewhere)\n(%v)",
+		strings.Join(seeds, ","), last)}
+}
+
+// client checks the brokers are reachable and returns a Kafka client.
+func (o *clientOptions) client(ctx context.Context, opts ...kgo.Opt) (*kgo.Client, error) {
+	if err := o.reachable(ctx); err != nil {
+		return nil, err
+	}
+	opts = append([]kgo.Opt{
+		kgo.SeedBrokers(o.seeds()...),
+		kgo.RetryTimeout(o.timeout),
+		kgo.ClientID("strand-cli"),
+	}, opts...)
+	cl, err := kgo.NewClient(opts...)
+	if err != nil {
+		return nil, usageErr("kafka client: %v", err)
+	}
+	return cl, nil
+}
+
+// admin returns an admin client; closing it closes its Kafka client.
+func (o *clientOptions) admin(ctx context.Context) (*kadm.Client, error) {
+	cl, err := o.client(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return kadm.NewClient(cl), nil
+}
+
+// ctx bounds one command by --timeout.
+func (o *clientOptions) ctx(parent context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(parent, o.timeout)
+}
+
+// writeJSON prints v as indented JSON and a newline.
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+// newTable returns an aligned table writer; call Flush when done.
+func newTable(w io.Writer) *tabwriter.Writer {
+	return tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+}
+
+// parseKV parses repeated k=v flag values into a map.
+func parseKV(flag string, vals []string) (map[string]string, error) {
+	m := make(map[string]string, len(vals))
+	for _, kv := range vals {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || k == "" {
+			return nil, usageErr("--%s %q: want key=value", flag, kv)
+		}
+		m[k] = v
+	}
+	return m, nil
+}

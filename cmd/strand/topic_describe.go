@@ -1,0 +1,187 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// topicDescription is "strand topic describe"'s answer for one topic.
+type topicDescription struct {
+	Topic      string             `json:"topic"`
+	Partitions []partitionOffsets `json:"partitions"`
+	Configs    []topicConfig      `json:"configs"`
+}
+
+type partitionOffsets struct {
+	Partition   int32   `json:"partition"`
+	Leader      int32   `json:"leader"`
+	Replicas    []int32 `json:"replicas"`
+	ISR         []int32 `json:"isr"`
+	StartOffset int64   `json:"start_offset"`
+	EndOffset   int64   `json:"end_offset"`
+	Records     int64   `json:"records"` // end − start: an upper bound once compaction leaves gaps
+}
+
+type topicConfig struct {
+	Name   string `json:"name"`
+	Value  string `json:"value"`
+	Source string `json:"source"`
+}
+
+func newTopicDescribeCmd(o *clientOptions) *cobra.Command {
+	var allConfigs bool
+	cmd := &cobra.Command{
+		Use:   "describe <topic>...",
+		Short: "Show a topic's partitions (leader, replicas, start and end offsets) and configs",
+		Long: `Show a topic's partitions — leader, replicas, in-sync replicas, log start
+offset and end offset (the next offset to be written) — and the configs set on
+the topic (--all-configs: every config, with where its value comes from).`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, topics []string) error {
+			asJSON, err := o.json()
+			if err != nil {
+				return err
+			}
+			ctx, cancel := o.ctx(cmd.Context())
+			defer cancel()
+			adm, err := o.admin(ctx)
+			if err != nil {
+				return err
+			}
+			defer adm.Close()
+			details, err := adm.ListTopicsWithInternal(ctx, topics...)
+			if err != nil {
+				return fmt.Errorf("describe: %w", err)
+			}
+			for _, t := range topics {
+				d, ok := details[t]
+				if !ok || d.Err != nil {
+					if d.Err != nil && !errors.Is(d.Err, kerr.UnknownTopicOrPartition) {
+						return fmt.Errorf("describe %q: %w", t, d.Err)
+					}
+					return fmt.Errorf("no topic %q — \"strand topic list\" shows the topics there are", t)
+				}
+			}
+			starts, err := adm.ListStartOffsets(ctx, topics...)
+			if err != nil {
+				return fmt.Errorf("list start offsets: %w", err)
+			}
+			ends, err := adm.ListEndOffsets(ctx, topics...)
+			if err != nil {
+				return fmt.Errorf("list end offsets: %w", err)
+			}
+			rcs, err := adm.DescribeTopicConfigs(ctx, topics...)
+			if err != nil {
+				return fmt.Errorf("describe configs: %w", err)
+			}
+			var out []topicDescription
+			for _, t := range topics {
+				out = append(out, describeOne(details[t], starts, ends, rcs, allConfigs))
+			}
+			w := cmd.OutOrStdout()
+			if asJSON {
+				if len(out) == 1 {
+					return writeJSON(w, out[0])
+				}
+				return writeJSON(w, out)
+			}
+			for i, d := range out {
+				if i > 0 {
+					fmt.Fprintln(w)
+				}
+				if err := printDescription(w, d, allConfigs); err != nil {
+					return err
+				}
+			}
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&allConfigs, "all-configs", false, "show every config, not only those set on the topic")
+	return cmd
+}
+
+func describeOne(d kadm.TopicDetail, starts, ends kadm.ListedOffsets, rcs kadm.ResourceConfigs, all bool) topicDescription {
+	desc := topicDescription{Topic: d.Topic, Partitions: []partitionOffsets{}, Configs: []topicConfig{}}
+	for _, p := range d.Partitions.Sorted() {
+		po := partitionOffsets{
+			Partition: p.Partition, Leader: p.Leader,
+			Replicas: nonNil(p.Replicas), ISR: nonNil(p.ISR),
+			StartOffset: -1, EndOffset: -1,
+		}
+		if s, ok := starts.Lookup(d.Topic, p.Partition); ok && s.Err == nil {
+			po.StartOffset = s.Offset
+		}
+		if e, ok := ends.Lookup(d.Topic, p.Partition); ok && e.Err == nil {
+			po.EndOffset = e.Offset
+		}
+		if po.StartOffset >= 0 && po.EndOffset >= po.StartOffset {
+			po.Records = po.EndOffset - po.StartOffset
+		}
+		desc.Partitions = append(desc.Partitions, po)
+	}
+	if rc, err := rcs.On(d.Topic, nil); err == nil {
+		for _, c := range rc.Configs {
+			if !all && c.Source != kmsg.ConfigSourceDynamicTopicConfig {
+				continue
+			}
+			desc.Configs = append(desc.Configs, topicConfig{
+				Name: c.Key, Value: c.MaybeValue(), Source: c.Source.String(),
+			})
+		}
+	}
+	return desc
+}
+
+func nonNil(s []int32) []int32 {
+	if s == nil {
+		return []int32{}
+	}
+	return s
+}
+
+func printDescription(w io.Writer, d topicDescription, all bool) error {
+	var total int64
+	for _, p := range d.Partitions {
+		total += p.Records
+	}
+	fmt.Fprintf(w, "topic %s: %d partitions, %d records\n\n", d.Topic, len(d.Partitions), total)
+	tw := newTable(w)
+	fmt.Fprintln(tw, "PARTITION\tLEADER\tREPLICAS\tISR\tSTART\tEND\tRECORDS")
+	for _, p := range d.Partitions {
+		fmt.Fprintf(tw, "%d\t%d\t%s\t%s\t%d\t%d\t%d\n", p.Partition, p.Leader,
+			ints(p.Replicas), ints(p.ISR), p.StartOffset, p.EndOffset, p.Records)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintln(w)
+	if len(d.Configs) == 0 {
+		if all {
+			fmt.Fprintln(w, "no configs")
+		} else {
+			fmt.Fprintln(w, "configs: all defaults (--all-configs lists them)")
+		}
+		return nil
+	}
+	tw = newTable(w)
+	fmt.Fprintln(tw, "CONFIG\tVALUE\tSOURCE")
+	for _, c := range d.Configs {
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", c.Name, c.Value, c.Source)
+	}
+	return tw.Flush()
+}
+
+func ints(s []int32) string {
+	parts := make([]string, len(s))
+	for i, v := range s {
+		parts[i] = fmt.Sprint(v)
+	}
+	return strings.Join(parts, ",")
+}
