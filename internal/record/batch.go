@@ -190,6 +190,12 @@ type BatchOptions struct {
 	// offset range to it: the trailing gap compaction or quarantine leaves
 	// when it removes a batch's last records.
 	LastOffset Offset
+	// DeleteHorizon, when positive, is the time (ms) after which the
+	// compaction cleaner may remove the batch's tombstones (KIP-534): Encode
+	// sets AttrDeleteHorizon and stores it as BaseTimestamp, the records'
+	// timestamp deltas then being relative to it, so every reader still
+	// computes each record's own timestamp.
+	DeleteHorizon int64
 }
 
 // DefaultBatchOptions returns the options of an uncompressed batch from a
@@ -218,7 +224,17 @@ func (h *Header) Options() BatchOptions {
 		LogAppendTime: h.LogAppendTime(),
 		LeaderEpoch:   h.LeaderEpoch,
 		LastOffset:    h.LastOffset(),
+		DeleteHorizon: h.DeleteHorizon(),
 	}
+}
+
+// DeleteHorizon returns the batch's delete horizon (ms; see
+// BatchOptions.DeleteHorizon), or 0 if it has none.
+func (h *Header) DeleteHorizon() int64 {
+	if h.Attributes&AttrDeleteHorizon == 0 {
+		return 0
+	}
+	return h.BaseTimestamp
 }
 
 // LogAppendTime reports whether the batch's timestamps were set by the broker
@@ -234,8 +250,8 @@ func (h *Header) LogAppendTime() bool { return h.Attributes&AttrTimestampType !=
 // offsets baseOffset, baseOffset+1, …; the broker then moves it with
 // SetBaseOffset.
 //
-// BaseTimestamp is the first record's timestamp and MaxTimestamp the greatest
-// (both -1 for an empty batch). Encode compresses with opts.Codec and computes
+// BaseTimestamp is the first record's timestamp (or opts.DeleteHorizon) and
+// MaxTimestamp the greatest (both -1 for an empty batch without a horizon). Encode compresses with opts.Codec and computes
 // the CRC.
 func Encode(baseOffset Offset, records []Record, opts BatchOptions) ([]byte, error) {
 	return AppendBatch(nil, baseOffset, records, opts)
@@ -258,6 +274,9 @@ func AppendBatch(dst []byte, baseOffset Offset, records []Record, opts BatchOpti
 		for i := range records {
 			maxTs = max(maxTs, records[i].Timestamp)
 		}
+	}
+	if opts.DeleteHorizon > 0 {
+		baseTs = opts.DeleteHorizon
 	}
 	pid, epoch, seq := opts.ProducerID, opts.ProducerEpoch, opts.BaseSequence
 	if pid < 0 {
@@ -325,6 +344,9 @@ func (o *BatchOptions) attributes() (int16, error) {
 	}
 	if o.Control {
 		attrs |= AttrControl
+	}
+	if o.DeleteHorizon > 0 {
+		attrs |= AttrDeleteHorizon
 	}
 	return attrs, nil
 }
