@@ -21,6 +21,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"time"
 
 	"github.com/strandmq/strand/internal/broker"
 	"github.com/strandmq/strand/internal/kafka"
@@ -47,6 +48,10 @@ type Config struct {
 	TopicDefaults map[string]string
 	// MaxRequestBytes is socket.request.max.bytes; default 100 MiB.
 	MaxRequestBytes int32
+	// GroupInitialRebalanceDelay is group.initial.rebalance.delay.ms: how
+	// long the first rebalance of an empty consumer group waits for more
+	// members. Zero: Kafka's default (3s); negative: no delay.
+	GroupInitialRebalanceDelay time.Duration
 	// Logger; default slog.Default().
 	Logger *slog.Logger
 }
@@ -78,6 +83,8 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 		DefaultPartitions:       cfg.DefaultPartitions,
 		TopicDefaults:           cfg.TopicDefaults,
 		Logger:                  cfg.Logger,
+
+		GroupInitialRebalanceDelay: cfg.GroupInitialRebalanceDelay,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("strand: %w", err)
