@@ -8,7 +8,9 @@ import (
 	"io"
 	"net"
 	"os"
+	"os/signal"
 	"strings"
+	"syscall"
 	"text/tabwriter"
 	"time"
 
@@ -177,4 +179,10 @@ func parseKV(flag string, vals []string) (map[string]string, error) {
 		m[k] = v
 	}
 	return m, nil
+}
+
+// signalContext is parent, cancelled on SIGINT or SIGTERM, so that a
+// command stops cleanly (commits, flushes) when interrupted.
+func signalContext(parent context.Context) (context.Context, context.CancelFunc) {
+	return signal.NotifyContext(parent, os.Interrupt, syscall.SIGTERM)
 }

@@ -28,6 +28,6 @@ func newRootCmd() *cobra.Command {
 		return &exitErr{code: exitUsage, err: err}
 	})
 	root.AddCommand(newServeCmd())
-	root.AddCommand(newTopicCmd())
+	root.AddCommand(newTopicCmd(), newProduceCmd(), newConsumeCmd())
 	return root
 }

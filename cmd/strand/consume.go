@@ -1,0 +1,325 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+type consumeOptions struct {
+	client     clientOptions
+	from       string
+	group      string
+	format     string
+	count      int
+	follow     bool
+	partitions []int32
+	idle       time.Duration
+}
+
+const consumeLong = `Print a topic's records, one per --format line, from --from on.
+
+Without --follow, consume stops once it reaches the end offsets (high
+watermarks) the partitions had when it started; with --follow it waits for
+new records until interrupted. --count stops after that many records.
+
+--from is earliest (the default), latest, an offset (applied to every
+partition; clamped to what the log holds), -N (the last N records of each
+partition), or @<unix-ms> (the first record at or after that time).
+
+With --group, consume joins that consumer group: it reads only the partitions
+the group assigns it, starts at the group's committed offsets (--from applies
+to partitions without one), and commits what it printed.
+
+--format is like kcat's -f: %t topic, %p partition, %o offset, %k key,
+%s value, %K / %S key / value length, %h headers (k=v,k=v), %T timestamp
+(ms), %% a percent sign, and \n \t escapes. --output json prints one JSON
+object per record instead.`
+
+func newConsumeCmd() *cobra.Command {
+	o := &consumeOptions{}
+	cmd := &cobra.Command{
+		Use:   "consume <topic>",
+		Short: "Print a topic's records",
+		Long:  consumeLong,
+		Example: `  strand consume demo
+  strand consume demo --from @1767225600000 --format '%p %o %k=%s\n'
+  strand consume demo --group audit --follow`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx, stop := signalContext(cmd.Context())
+			defer stop()
+			return o.run(ctx, cmd.OutOrStdout(), args[0])
+		},
+	}
+	addClientFlags(cmd, &o.client, false, true)
+	f := cmd.Flags()
+	f.StringVar(&o.from, "from", "earliest", "earliest, latest, <offset>, -<N> or @<unix-ms>")
+	f.StringVarP(&o.group, "group", "g", "", "consume as a member of this consumer group, committing offsets")
+	f.StringVarP(&o.format, "format", "f", `%s\n`, "output format, like kcat -f")
+	f.IntVarP(&o.count, "count", "c", 0, "stop after this many records (0: no limit)")
+	f.BoolVar(&o.follow, "follow", false, "keep waiting for new records instead of stopping at the end")
+	f.Int32SliceVarP(&o.partitions, "partition", "p", nil, "consume only these partitions (not with --group)")
+	f.DurationVar(&o.idle, "idle-timeout", 10*time.Second, "without --follow, stop if no record arrives for this long before the end is reached")
+	return cmd
+}
+
+// startPoint is a parsed --from.
+type startPoint struct {
+	kind  string // "earliest", "latest", "offset", "last", "time"
+	value int64
+}
+
+func parseFrom(s string) (startPoint, error) {
+	switch s {
+	case "earliest", "beginning", "start":
+		return startPoint{kind: "earliest"}, nil
+	case "latest", "end":
+		return startPoint{kind: "latest"}, nil
+	}
+	if ms, ok := strings.CutPrefix(s, "@"); ok {
+		v, err := strconv.ParseInt(ms, 10, 64)
+		if err != nil || v < 0 {
+			return startPoint{}, usageErr("--from %q: want @<unix milliseconds>", s)
+		}
+		return startPoint{kind: "time", value: v}, nil
+	}
+	v, err := strconv.ParseInt(s, 10, 64)
+	if err != nil {
+		return startPoint{}, usageErr("--from %q: want earliest, latest, <offset>, -<N> or @<unix-ms>", s)
+	}
+	if v < 0 {
+		return startPoint{kind: "last", value: -v}, nil
+	}
+	return startPoint{kind: "offset", value: v}, nil
+}
+
+// resetOffset is the kgo offset a group member uses for partitions without
+// a committed offset.
+func (sp startPoint) resetOffset() kgo.Offset {
+	switch sp.kind {
+	case "latest":
+		return kgo.NewOffset().AtEnd()
+	case "offset":
+		return kgo.NewOffset().At(sp.value)
+	case "last":
+		return kgo.NewOffset().AtEnd().Relative(-sp.value)
+	case "time":
+		return kgo.NewOffset().AfterMilli(sp.value)
+	}
+	return kgo.NewOffset().AtStart()
+}
+
+func (o *consumeOptions) run(ctx context.Context, stdout io.Writer, topic string) error {
+	sp, err := parseFrom(o.from)
+	if err != nil {
+		return err
+	}
+	asJSON, err := o.client.json()
+	if err != nil {
+		return err
+	}
+	var format *recordFormat
+	if !asJSON {
+		if format, err = parseRecordFormat(o.format); err != nil {
+			return err
+		}
+	}
+	if o.group != "" && len(o.partitions) > 0 {
+		return usageErr("--partition and --group exclude each other: the group assigns partitions")
+	}
+	starts, ends, err := o.plan(ctx, topic, sp)
+	if err != nil {
+		return err
+	}
+	// pending: partitions still short of the end offset they had at start.
+	pending := map[int32]int64{}
+	for p, s := range starts {
+		if s < ends[p] {
+			pending[p] = ends[p]
+		}
+	}
+	if !o.follow && len(pending) == 0 {
+		return nil // nothing to read
+	}
+
+	opts := []kgo.Opt{kgo.FetchMaxWait(500 * time.Millisecond)}
+	if o.group != "" {
+		opts = append(opts, kgo.ConsumerGroup(o.group), kgo.ConsumeTopics(topic),
+			kgo.ConsumeResetOffset(sp.resetOffset()), kgo.AutoCommitMarks())
+	} else {
+		offsets := make(map[int32]kgo.Offset, len(starts))
+		for p, s := range starts {
+			offsets[p] = kgo.NewOffset().At(s)
+		}
+		opts = append(opts, kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: offsets}))
+	}
+	cl, err := o.client.client(ctx, opts...)
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+
+	w := bufio.NewWriterSize(stdout, 64<<10)
+	loopErr := o.loop(ctx, cl, w, format, pending)
+	flushErr := w.Flush()
+	var commitErr error
+	if o.group != "" {
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), o.client.timeout)
+		defer cancel()
+		if err := cl.CommitMarkedOffsets(cctx); err != nil {
+			commitErr = fmt.Errorf("commit offsets of group %q: %w", o.group, err)
+		}
+	}
+	return errors.Join(loopErr, flushErr, commitErr)
+}
+
+// loop polls and prints until the end, --count, the idle timeout or an
+// interrupt.
+func (o *consumeOptions) loop(ctx context.Context, cl *kgo.Client, w *bufio.Writer,
+	format *recordFormat, pending map[int32]int64) error {
+	var (
+		n   int
+		buf []byte
+	)
+	for {
+		pctx, cancel := ctx, context.CancelFunc(func() {})
+		if !o.follow {
+			pctx, cancel = context.WithTimeout(ctx, o.idle)
+		}
+		max := -1
+		if o.count > 0 {
+			max = o.count - n
+		}
+		fetches := cl.PollRecords(pctx, max)
+		idle := pctx.Err() != nil
+		cancel()
+		if ctx.Err() != nil || fetches.IsClientClosed() {
+			return nil // interrupted: what was printed is committed by the caller
+		}
+		for _, fe := range fetches.Errors() {
+			if errors.Is(fe.Err, context.DeadlineExceeded) || errors.Is(fe.Err, context.Canceled) {
+				continue
+			}
+			return fmt.Errorf("fetch %s[%d]: %w", fe.Topic, fe.Partition, fe.Err)
+		}
+		recs := fetches.Records()
+		if len(recs) == 0 && idle {
+			return nil // nothing arrived for --idle-timeout: the end is a gap
+		}
+		for _, r := range recs {
+			buf = buf[:0]
+			if format == nil {
+				buf = appendJSONRecord(buf, r)
+			} else {
+				buf = format.append(buf, r)
+			}
+			if _, err := w.Write(buf); err != nil {
+				return err
+			}
+			if o.group != "" {
+				cl.MarkCommitRecords(r)
+			}
+			if end, ok := pending[r.Partition]; ok && r.Offset+1 >= end {
+				delete(pending, r.Partition)
+			}
+			n++
+		}
+		if err := w.Flush(); err != nil {
+			return err
+		}
+		if (o.count > 0 && n >= o.count) || (!o.follow && len(pending) == 0) {
+			return nil
+		}
+	}
+}
+
+// plan resolves --from (or the group's committed offsets) to a start offset
+// per partition, and reads each partition's end offset now.
+func (o *consumeOptions) plan(ctx context.Context, topic string, sp startPoint) (starts, ends map[int32]int64, err error) {
+	actx, cancel := o.client.ctx(ctx)
+	defer cancel()
+	adm, err := o.client.admin(actx)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer adm.Close()
+	details, err := adm.ListTopics(actx, topic)
+	if err != nil {
+		return nil, nil, fmt.Errorf("metadata: %w", err)
+	}
+	d, ok := details[topic]
+	if !ok || d.Err != nil || len(d.Partitions) == 0 {
+		return nil, nil, fmt.Errorf("no topic %q — \"strand topic list\" shows the topics there are", topic)
+	}
+	los, err := adm.ListStartOffsets(actx, topic)
+	if err != nil {
+		return nil, nil, fmt.Errorf("list start offsets: %w", err)
+	}
+	leo, err := adm.ListEndOffsets(actx, topic)
+	if err != nil {
+		return nil, nil, fmt.Errorf("list end offsets: %w", err)
+	}
+	var byTime kadm.ListedOffsets
+	if sp.kind == "time" {
+		if byTime, err = adm.ListOffsetsAfterMilli(actx, sp.value, topic); err != nil {
+			return nil, nil, fmt.Errorf("list offsets by time: %w", err)
+		}
+	}
+	var committed kadm.OffsetResponses
+	if o.group != "" {
+		if committed, err = adm.FetchOffsets(actx, o.group); err != nil {
+			return nil, nil, fmt.Errorf("fetch committed offsets of group %q: %w", o.group, err)
+		}
+	}
+	want := map[int32]bool{}
+	for _, p := range o.partitions {
+		if _, ok := d.Partitions[p]; !ok {
+			return nil, nil, usageErr("topic %q has no partition %d (it has %d)", topic, p, len(d.Partitions))
+		}
+		want[p] = true
+	}
+	starts, ends = map[int32]int64{}, map[int32]int64{}
+	for _, p := range d.Partitions.Numbers() {
+		if len(want) > 0 && !want[p] {
+			continue
+		}
+		lo, _ := los.Lookup(topic, p)
+		hi, _ := leo.Lookup(topic, p)
+		if lo.Err != nil || hi.Err != nil {
+			return nil, nil, fmt.Errorf("list offsets of %s[%d]: %w", topic, p, errors.Join(lo.Err, hi.Err))
+		}
+		s := startOffset(sp, lo.Offset, hi.Offset, byTime, topic, p)
+		if c, ok := committed.Lookup(topic, p); ok && c.Err == nil && c.At >= 0 {
+			s = min(max(c.At, lo.Offset), hi.Offset)
+		}
+		starts[p], ends[p] = s, hi.Offset
+	}
+	return starts, ends, nil
+}
+
+func startOffset(sp startPoint, lo, hi int64, byTime kadm.ListedOffsets, topic string, p int32) int64 {
+	switch sp.kind {
+	case "latest":
+		return hi
+	case "offset":
+		return min(max(sp.value, lo), hi)
+	case "last":
+		return max(hi-sp.value, lo)
+	case "time":
+		if t, ok := byTime.Lookup(topic, p); ok && t.Err == nil && t.Offset >= 0 {
+			return min(max(t.Offset, lo), hi)
+		}
+		return hi // nothing at or after that time
+	}
+	return lo
+}

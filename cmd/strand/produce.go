@@ -1,0 +1,201 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+type produceOptions struct {
+	client    clientOptions
+	file      string
+	separator string
+	headers   []string
+	partition int32
+	maxLine   int
+}
+
+func newProduceCmd() *cobra.Command {
+	o := &produceOptions{}
+	cmd := &cobra.Command{
+		Use:   "produce <topic>",
+		Short: "Produce one record per input line (stdin or --file)",
+		Long: `Produce one record per line of stdin (or --file). Without --separator each
+line is a record's value; with it, "key<sep>value" (a line without the
+separator is a value without key). Keyed records go to the partition Kafka's
+partitioner picks (murmur2), unless --partition says otherwise.
+
+When the input is not a terminal, a summary ("produced N records in X s")
+goes to stderr at the end, with a live progress line while stderr is a
+terminal.`,
+		Example: `  printf 'k1:hello\nk2:world\n' | strand produce demo -K :
+  strand produce demo --file events.txt --header source=import`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx, stop := signalContext(cmd.Context())
+			defer stop()
+			return o.run(ctx, cmd, args[0])
+		},
+	}
+	addClientFlags(cmd, &o.client, false, false)
+	f := cmd.Flags()
+	f.StringVarP(&o.file, "file", "f", "", "read lines from this file instead of stdin")
+	f.StringVarP(&o.separator, "separator", "K", "", "split each line into key<sep>value at the first <sep>")
+	f.StringArrayVarP(&o.headers, "header", "H", nil, "add header key=value to every record (repeatable)")
+	f.Int32VarP(&o.partition, "partition", "p", -1, "produce every record to this partition")
+	f.IntVar(&o.maxLine, "max-line-bytes", 16<<20, "longest input line accepted")
+	return cmd
+}
+
+func (o *produceOptions) run(ctx context.Context, cmd *cobra.Command, topic string) error {
+	hdrs, err := parseHeaders(o.headers)
+	if err != nil {
+		return err
+	}
+	in, size, interactive, closeIn, err := o.input(cmd)
+	if err != nil {
+		return err
+	}
+	defer closeIn()
+
+	opts := []kgo.Opt{kgo.AllowAutoTopicCreation(), kgo.UnknownTopicRetries(3)}
+	if o.partition >= 0 {
+		opts = append(opts, kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	}
+	cl, err := o.client.client(ctx, opts...)
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+
+	var (
+		records  atomic.Int64
+		failMu   sync.Mutex
+		firstErr error
+		failed   int64
+	)
+	onDone := func(_ *kgo.Record, err error) {
+		if err == nil {
+			records.Add(1)
+			return
+		}
+		failMu.Lock()
+		failed++
+		if firstErr == nil {
+			firstErr = err
+		}
+		failMu.Unlock()
+	}
+	counter := &countingReader{r: in}
+	var bar *progress
+	if !interactive && isTerminal(os.Stderr) {
+		bar = startProgress(cmd.ErrOrStderr(), size, counter.n.Load, records.Load)
+	}
+	start := time.Now()
+	readErr := o.produceLines(ctx, cl, counter, topic, hdrs, onDone)
+	flushErr := cl.Flush(context.WithoutCancel(ctx))
+	bar.finish()
+	elapsed := time.Since(start)
+
+	if !interactive {
+		n := records.Load()
+		fmt.Fprintf(cmd.ErrOrStderr(), "produced %d records in %.2f s (%.0f rec/s)\n",
+			n, elapsed.Seconds(), float64(n)/max(elapsed.Seconds(), 1e-9))
+	}
+	if firstErr != nil {
+		return produceError(topic, failed, firstErr)
+	}
+	return errors.Join(readErr, flushErr)
+}
+
+// input opens --file or stdin and reports the size when it is known
+// (a regular file) and whether it is a terminal.
+func (o *produceOptions) input(cmd *cobra.Command) (r io.Reader, size int64, interactive bool, closeFn func(), err error) {
+	if o.file != "" && o.file != "-" {
+		f, err := os.Open(o.file)
+		if err != nil {
+			return nil, 0, false, nil, usageErr("--file: %v", err)
+		}
+		var size int64
+		if st, err := f.Stat(); err == nil && st.Mode().IsRegular() {
+			size = st.Size()
+		}
+		return f, size, false, func() { f.Close() }, nil
+	}
+	in := cmd.InOrStdin()
+	if f, ok := in.(*os.File); ok {
+		if st, err := f.Stat(); err == nil {
+			if st.Mode().IsRegular() {
+				size = st.Size()
+			}
+			interactive = st.Mode()&os.ModeCharDevice != 0
+		}
+	}
+	return in, size, interactive, func() {}, nil
+}
+
+func (o *produceOptions) produceLines(ctx context.Context, cl *kgo.Client, in io.Reader,
+	topic string, hdrs []kgo.RecordHeader, onDone func(*kgo.Record, error)) error {
+	sc := bufio.NewScanner(in)
+	sc.Buffer(make([]byte, 64<<10), o.maxLine)
+	sep := []byte(o.separator)
+	for sc.Scan() {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		line := bytes.TrimSuffix(sc.Bytes(), []byte("\r"))
+		rec := &kgo.Record{Topic: topic, Headers: hdrs}
+		if len(sep) > 0 {
+			if k, v, ok := bytes.Cut(line, sep); ok {
+				rec.Key = bytes.Clone(k)
+				line = v
+			}
+		}
+		rec.Value = bytes.Clone(line)
+		if o.partition >= 0 {
+			rec.Partition = o.partition
+		}
+		cl.Produce(ctx, rec, onDone)
+	}
+	if err := sc.Err(); err != nil {
+		if errors.Is(err, bufio.ErrTooLong) {
+			return usageErr("an input line is longer than --max-line-bytes (%d)", o.maxLine)
+		}
+		return fmt.Errorf("read input: %w", err)
+	}
+	return nil
+}
+
+func produceError(topic string, failed int64, err error) error {
+	switch {
+	case errors.Is(err, kerr.UnknownTopicOrPartition):
+		return fmt.Errorf("%d records not produced: no topic %q (or no such partition) — create it with \"strand topic create %s\"", failed, topic, topic)
+	case errors.Is(err, kerr.MessageTooLarge):
+		return fmt.Errorf("%d records not produced: a record is larger than the topic's max.message.bytes: %w", failed, err)
+	}
+	return fmt.Errorf("%d records not produced: %w", failed, err)
+}
+
+// parseHeaders parses repeated --header k=v values, keeping their order.
+func parseHeaders(vals []string) ([]kgo.RecordHeader, error) {
+	var hs []kgo.RecordHeader
+	for _, kv := range vals {
+		k, v, ok := bytes.Cut([]byte(kv), []byte("="))
+		if !ok || len(k) == 0 {
+			return nil, usageErr("--header %q: want key=value", kv)
+		}
+		hs = append(hs, kgo.RecordHeader{Key: string(k), Value: v})
+	}
+	return hs, nil
+}
