@@ -1,0 +1,72 @@
+// Package compact owns Strand's keyed-log-as-table semantics: View, the
+// compacted view of a log (the latest value per key; a tombstone, i.e. a null
+// value, deletes the key), and the Cleaner, which rewrites a partition log's
+// sealed segments so that reading the log from its start gives that same view
+// in far fewer records.
+//
+// # Invariants
+//
+//   - Folding the cleaned log gives exactly View of the log before cleaning
+//     (tombstones aside, once their delete horizon has passed: then the key is
+//     simply absent, which View also reports for a deleted key).
+//   - No offset ever changes. A kept record keeps its offset; a kept batch
+//     keeps its base offset, its last offset (so a trailing gap stays inside
+//     it), its producer id, epoch and base sequence, its codec, its
+//     transactional and timestamp-type flags and its leader epoch. A batch
+//     whose records are all removed disappears, leaving a gap, unless it is
+//     its producer's last batch in the cleaned range: then it stays as an
+//     empty batch so that the producer's sequence state survives a rebuild
+//     from the log (Kafka does the same).
+//   - The active segment is never touched: the cleaner works on sealed
+//     segments only, through partlog's ScanSegment and ReplaceSegments, whose
+//     swap is crash-atomic (the old set of segments or the new one survives,
+//     never a mix).
+//   - Control batches (transaction markers) are kept as they are.
+//
+// # Algorithm (Kafka's LogCleaner, simplified)
+//
+// A per-partition checkpoint, <dir>/cleaner-offset-checkpoint, records the
+// first dirty offset: everything below it has been cleaned. One Clean:
+//
+//  1. Choose the cleanable range: sealed segments from the log start up to,
+//     not including, the first dirty segment younger than
+//     min.compaction.lag.ms (its newest record is newer than now minus the
+//     lag). Skip the partition unless dirty bytes / (clean + dirty bytes) ≥
+//     min.cleanable.dirty.ratio, or the oldest dirty segment is older than
+//     max.compaction.lag.ms, or a kept tombstone's delete horizon has passed.
+//  2. Offset map: read the dirty segments of the range and map every key to
+//     its latest offset (and every producer to its last batch).
+//  3. Rewrite the range in groups of consecutive segments whose total size
+//     fits segment.bytes, each group becoming one segment: a record survives
+//     if no later offset of its key is in the map, it has a key (Kafka drops
+//     keyless records in a compacted topic, so does Strand), and it is not a
+//     tombstone whose batch's delete horizon has passed. A batch with nothing
+//     removed and no horizon to set is copied byte for byte.
+//  4. Write the checkpoint: the end of the range and the earliest pending
+//     delete horizon. A crash before this step only makes the next Clean
+//     redo work; cleaning is idempotent.
+//
+// Tombstones follow KIP-534: the first clean that keeps a tombstone stamps
+// its batch with a delete horizon (now + delete.retention.ms) in
+// BaseTimestamp under attribute bit 6 (record.AttrDeleteHorizon); record
+// timestamps are unchanged, being stored relative to it. A later clean after
+// the horizon drops the tombstone. So a consumer that starts from the log
+// start and reads to the end within delete.retention.ms of a tombstone's
+// first clean is sure to see it.
+//
+// Deviations from Kafka, on purpose: the offset map is a Go map from the
+// whole key (exact; memory grows with the distinct keys of the dirty range;
+// Kafka bounds it with a fixed array of 16-byte key hashes and cleans only as
+// much of the dirty range as fits); transactions' aborted records and markers
+// are not removed (Strand has no transactions yet); max.compaction.lag.ms is
+// measured from a dirty segment's newest record, not its oldest (a clean may
+// come up to one segment.ms later than Kafka's).
+//
+// # Thread-safety
+//
+// View and Fold are pure. A Cleaner may clean different logs concurrently but
+// must not clean the same log from two goroutines at once (the broker runs one
+// cleaner loop). Cleaning never blocks appends or reads of the log.
+//
+// The package never speaks the wire protocol and never knows about topics.
+package compact

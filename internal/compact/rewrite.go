@@ -1,0 +1,164 @@
+package compact
+
+import (
+	"fmt"
+
+	"github.com/strandmq/strand/internal/partlog"
+	"github.com/strandmq/strand/internal/record"
+)
+
+// rewriter holds one Clean's offset map and does its reading and writing.
+type rewriter struct {
+	now     int64 // ms
+	horizon int64 // the delete horizon given to newly kept tombstones
+
+	// keys maps a key to its index in latest: looking a []byte key up in
+	// a map[string] does not allocate, so only a new key costs a string.
+	keys   map[string]int
+	latest []record.Offset
+	// last maps a producer id to the base offset of its last batch in the
+	// cleaned range.
+	last map[int64]record.Offset
+
+	pending int64 // earliest delete horizon of a kept tombstone; 0: none
+	buf     []byte
+	stats   *Stats
+}
+
+// buildMap reads the range: producers' last batches everywhere, and the latest
+// offset of every key in the dirty segments (step 2).
+func (w *rewriter) buildMap(l Log, pl plan) error {
+	for i, s := range pl.segs {
+		dirty := i >= pl.firstDirty
+		err := l.ScanSegment(s.Base, func(b []byte) error {
+			h, err := record.ParseHeader(b)
+			if err != nil {
+				return err
+			}
+			if h.ProducerID >= 0 {
+				w.last[h.ProducerID] = h.BaseOffset
+			}
+			if !dirty || h.IsControl() {
+				return nil
+			}
+			batch, err := record.Decode(b)
+			if err != nil {
+				return err
+			}
+			for j := range batch.Records {
+				r := &batch.Records[j]
+				if r.Key == nil {
+					continue
+				}
+				if k, ok := w.keys[string(r.Key)]; ok {
+					w.latest[k] = r.Offset
+					continue
+				}
+				w.keys[string(r.Key)] = len(w.latest)
+				w.latest = append(w.latest, r.Offset)
+			}
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("compact: %s: map segment %d: %w", l.Dir(), s.Base, err)
+		}
+	}
+	return nil
+}
+
+// rewrite replaces one group of segments by their cleaned batches (step 3).
+func (w *rewriter) rewrite(l Log, group []partlog.SegmentInfo) error {
+	bases := make([]record.Offset, len(group))
+	for i, s := range group {
+		bases[i] = s.Base
+	}
+	err := l.ReplaceSegments(bases, func(emit func([]byte) error) error {
+		for _, s := range group {
+			w.stats.Segments++
+			w.stats.BytesRead += s.Size
+			err := l.ScanSegment(s.Base, func(b []byte) error {
+				out, keep, err := w.filter(b)
+				if err != nil || !keep {
+					return err
+				}
+				w.stats.BytesWritten += int64(len(out))
+				return emit(out)
+			})
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("compact: %s: clean segments %v: %w", l.Dir(), bases, err)
+	}
+	return nil
+}
+
+// filter returns the cleaned form of batch b: b itself when nothing changes,
+// a re-encoded batch, or keep=false when the batch disappears.
+func (w *rewriter) filter(b []byte) (out []byte, keep bool, err error) {
+	h, err := record.ParseHeader(b)
+	if err != nil {
+		return nil, false, err
+	}
+	if h.IsControl() {
+		return b, true, nil
+	}
+	batch, err := record.Decode(b)
+	if err != nil {
+		return nil, false, err
+	}
+	horizon := h.DeleteHorizon()
+	kept := batch.Records[:0]
+	tombstones := false
+	for i := range batch.Records {
+		r := batch.Records[i]
+		w.stats.RecordsRead++
+		switch {
+		case r.Key == nil:
+			w.stats.KeylessDropped++
+			continue
+		case w.superseded(&r):
+			w.stats.Superseded++
+			continue
+		case r.Value == nil && horizon > 0 && w.now >= horizon:
+			w.stats.TombstonesDropped++
+			continue
+		}
+		tombstones = tombstones || r.Value == nil
+		kept = append(kept, r)
+	}
+	w.stats.RecordsKept += int64(len(kept))
+	if tombstones {
+		if horizon == 0 {
+			horizon = w.horizon
+		}
+		if w.pending == 0 || horizon < w.pending {
+			w.pending = horizon
+		}
+	}
+	if len(kept) == 0 && (h.ProducerID < 0 || w.last[h.ProducerID] != h.BaseOffset) {
+		return nil, false, nil // a gap, unless the producer's state needs the batch
+	}
+	if len(kept) == len(batch.Records) && horizon == h.DeleteHorizon() {
+		return b, true, nil // unchanged: copy the bytes as they are
+	}
+	opts := h.Options()
+	opts.DeleteHorizon = 0
+	if tombstones {
+		opts.DeleteHorizon = horizon
+	}
+	w.buf, err = record.AppendBatch(w.buf[:0], h.BaseOffset, kept, opts)
+	if err != nil {
+		return nil, false, fmt.Errorf("re-encode batch at offset %d: %w", h.BaseOffset, err)
+	}
+	return w.buf, true, nil
+}
+
+// superseded reports whether a later record of r's key is in the offset map.
+func (w *rewriter) superseded(r *record.Record) bool {
+	k, ok := w.keys[string(r.Key)]
+	return ok && w.latest[k] > r.Offset
+}
