@@ -28,6 +28,7 @@ func newRootCmd() *cobra.Command {
 		return &exitErr{code: exitUsage, err: err}
 	})
 	root.AddCommand(newServeCmd())
+	root.AddCommand(newBenchCmd())
 	root.AddCommand(newTopicCmd(), newProduceCmd(), newConsumeCmd())
 	return root
 }
