@@ -21,10 +21,12 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/http"
 	"time"
 
 	"github.com/strandmq/strand/internal/broker"
 	"github.com/strandmq/strand/internal/kafka"
+	"github.com/strandmq/strand/internal/metrics"
 )
 
 // Config configures an embedded broker. Only Dir is required.
@@ -54,6 +56,10 @@ type Config struct {
 	GroupInitialRebalanceDelay time.Duration
 	// Logger; default slog.Default().
 	Logger *slog.Logger
+	// MetricsAddr, if set, is the TCP address of an HTTP listener serving
+	// Prometheus metrics on /metrics and a health check on /healthz (see
+	// Broker.MetricsAddr). Empty: no metrics are collected at all.
+	MetricsAddr string
 }
 
 // Broker is a running embedded broker.
@@ -62,6 +68,9 @@ type Broker struct {
 	srv    *kafka.Server
 	ln     net.Listener
 	served chan error
+
+	metricsLn  net.Listener // nil without Config.MetricsAddr
+	metricsSrv *http.Server
 }
 
 // Start opens the data directory and starts serving. ctx bounds only the
@@ -92,12 +101,18 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, errors.Join(fmt.Errorf("strand: start: %w", err), b.Close())
 	}
-	srv, err := kafka.NewServer(kafka.Config{
+	kcfg := kafka.Config{
 		Broker:          b,
 		AdvertisedAddr:  cfg.AdvertisedAddr,
 		MaxRequestBytes: cfg.MaxRequestBytes,
 		Logger:          cfg.Logger,
-	})
+	}
+	var m *metrics.Metrics
+	if cfg.MetricsAddr != "" {
+		m = metrics.New(b)
+		kcfg.Observer = m
+	}
+	srv, err := kafka.NewServer(kcfg)
 	if err != nil {
 		return nil, errors.Join(fmt.Errorf("strand: %w", err), b.Close())
 	}
@@ -107,8 +122,25 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 		return nil, errors.Join(fmt.Errorf("strand: listen on %s: %w", cfg.Addr, err), b.Close())
 	}
 	sb := &Broker{b: b, srv: srv, ln: ln, served: make(chan error, 1)}
+	if m != nil {
+		m.ObserveConnections(srv.Connections)
+		if sb.metricsLn, err = lc.Listen(ctx, "tcp", cfg.MetricsAddr); err != nil {
+			return nil, errors.Join(fmt.Errorf("strand: metrics listener on %s: %w", cfg.MetricsAddr, err), ln.Close(), srv.Close(), b.Close())
+		}
+		sb.metricsSrv = &http.Server{Handler: m.Handler(), ReadHeaderTimeout: 10 * time.Second}
+		go func() { _ = sb.metricsSrv.Serve(sb.metricsLn) }() // ends with ErrServerClosed on Close
+	}
 	go func() { sb.served <- srv.Serve(ln) }()
 	return sb, nil
+}
+
+// MetricsAddr returns the address of the metrics listener (host:port), or
+// "" without Config.MetricsAddr.
+func (b *Broker) MetricsAddr() string {
+	if b.metricsLn == nil {
+		return ""
+	}
+	return b.metricsLn.Addr().String()
 }
 
 // Addr returns the address the broker listens on (host:port), for clients'
@@ -121,7 +153,13 @@ func (b *Broker) Dir() string { return b.b.Dir() }
 // Close stops serving (closing client connections), then closes every
 // partition cleanly. It returns the first error of either.
 func (b *Broker) Close() error {
-	err := b.srv.Close()
+	var merr error
+	if b.metricsSrv != nil {
+		if merr = b.metricsSrv.Close(); errors.Is(merr, http.ErrServerClosed) {
+			merr = nil
+		}
+	}
+	err := errors.Join(merr, b.srv.Close())
 	serveErr := <-b.served
 	b.served <- serveErr // a second Close gets the same answer
 	return errors.Join(err, serveErr, b.b.Close())

@@ -33,6 +33,7 @@ type serveOptions struct {
 	maxRequestBytes   int32
 	logLevel          string
 	logFormat         string
+	metricsListen     string
 	topicDefaults     map[string]string
 }
 
@@ -45,7 +46,7 @@ producer state flushed).
 --config names a file of "key = value" lines ('#' starts a comment). Keys are
 the long flag names (listen, advertised-addr, data-dir, node-id,
 auto-create-topics, default-partitions, max-request-bytes, log-level,
-log-format), and "topic.<config>" sets a broker-wide default for a topic
+log-format, metrics-listen), and "topic.<config>" sets a broker-wide default for a topic
 config, e.g.:
 
     listen = 0.0.0.0:9092
@@ -85,6 +86,7 @@ func newServeCmd() *cobra.Command {
 	f.Int32Var(&o.maxRequestBytes, "max-request-bytes", 100<<20, "largest request accepted (socket.request.max.bytes)")
 	f.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error")
 	f.StringVar(&o.logFormat, "log-format", "text", "text or json")
+	f.StringVar(&o.metricsListen, "metrics-listen", "127.0.0.1:9644", `address serving Prometheus /metrics and /healthz over HTTP ("" disables)`)
 	return cmd
 }
 
@@ -164,6 +166,7 @@ func (o *serveOptions) run(ctx context.Context, logOut io.Writer) error {
 		MaxRequestBytes:         o.maxRequestBytes,
 		TopicDefaults:           o.topicDefaults,
 		Logger:                  logger,
+		MetricsAddr:             o.metricsListen,
 	})
 	if err != nil {
 		return err
@@ -176,6 +179,9 @@ func (o *serveOptions) run(ctx context.Context, logOut io.Writer) error {
 		"listen", b.Addr(), "advertised", advertised, "data_dir", dir, "node_id", o.nodeID,
 		"auto_create_topics", o.autoCreate, "default_partitions", o.defaultPartitions,
 		"pid", strconv.Itoa(os.Getpid()))
+	if addr := b.MetricsAddr(); addr != "" {
+		logger.Info("strand: metrics on http://"+addr+"/metrics", "metrics", addr)
+	}
 	<-ctx.Done()
 	logger.Info("strand: shutting down")
 	if err := b.Close(); err != nil && !errors.Is(err, context.Canceled) {

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/strandmq/strand/internal/ingest"
 	"github.com/strandmq/strand/internal/partlog"
 )
 
@@ -61,12 +62,12 @@ const maxLongText = "9223372036854775807"
 
 var configDefs = []*ConfigDef{
 	{Name: ConfigCleanupPolicy, Default: "delete", Type: TypeList, check: checkCleanupPolicy,
-		Doc: "delete, compact or both. Strand stores the value; compaction is not implemented yet, so compact behaves as delete."},
+		Doc: "delete (time and size retention), compact (the background cleaner keeps the latest record per key) or both. A compacted topic drops records without a key when it cleans them (Kafka refuses them at produce; Strand does not yet)."},
 	{Name: ConfigCompressionType, Default: "producer", Type: TypeString,
 		check: checkEnum("producer", "uncompressed", "gzip", "snappy", "lz4", "zstd"),
 		Doc:   "Strand always keeps batches as the producer compressed them (producer); other values are stored but not applied."},
 	{Name: ConfigDeleteRetentionMs, Default: "86400000", Type: TypeLong, check: checkLong(0, math.MaxInt64),
-		Doc: "How long tombstones are kept in a compacted topic (reserved for compaction)."},
+		Doc: "How long a compacted topic keeps a tombstone after the cleaner first kept it."},
 	{Name: ConfigFlushMessages, Default: maxLongText, Type: TypeLong, check: checkLong(1, math.MaxInt64),
 		Doc: "fsync after this many records; the default leaves durability to the page cache, as Kafka does."},
 	{Name: ConfigFlushMs, Default: maxLongText, Type: TypeLong, check: checkLong(0, math.MaxInt64),
@@ -90,6 +91,15 @@ var configDefs = []*ConfigDef{
 		Doc: "Roll the active segment once it is this old."},
 	{Name: ConfigRetentionRecords, Default: "-1", Type: TypeLong, check: checkRetentionRecords,
 		Doc: "Strand: keep only the newest N offsets (the seed's retain_count); -1: no limit."},
+}
+
+// configDefs also holds the validation configs (ingest.go).
+func init() {
+	configDefs = append(configDefs, ingestConfigDefs...)
+	for _, d := range ingestConfigDefs {
+		configByName[d.Name] = d
+	}
+	slices.SortFunc(configDefs, func(x, y *ConfigDef) int { return strings.Compare(x.Name, y.Name) })
 }
 
 var configByName = func() map[string]*ConfigDef {
@@ -184,6 +194,7 @@ const (
 type TopicConfig struct {
 	overrides map[string]string // the topic's own settings, normalised
 	defaults  map[string]string // broker-level defaults (Config.TopicDefaults)
+	validator *ingest.Validator // compiled from the strand.validation configs; nil: none
 }
 
 // parseConfigs validates and normalises a set of topic settings.
@@ -208,7 +219,11 @@ func newTopicConfig(overrides, defaults map[string]string) (TopicConfig, error) 
 	if err != nil {
 		return TopicConfig{}, err
 	}
-	return TopicConfig{overrides: o, defaults: defaults}, nil
+	tc := TopicConfig{overrides: o, defaults: defaults}
+	if err := tc.compileValidator(); err != nil {
+		return TopicConfig{}, err
+	}
+	return tc, nil
 }
 
 // Get returns the effective value of a config and where it comes from.
@@ -281,6 +296,9 @@ func (c TopicConfig) logConfig(now func() time.Time, logger *slog.Logger) partlo
 		cfg.RetentionBytes = -1
 	} else {
 		cfg.RetentionBytes = max(n, 1)
+	}
+	if !c.hasPolicy("delete") { // compact only: no time or size retention, as in Kafka
+		cfg.RetentionTime, cfg.RetentionBytes = -1, -1
 	}
 	if n := c.long(ConfigFlushMessages); n != math.MaxInt64 {
 		cfg.FlushMessages = n

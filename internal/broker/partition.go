@@ -233,6 +233,9 @@ func (p *Partition) Append(ctx context.Context, batch []byte, acks Acks) (Append
 			ErrNotEnoughReplicas, p.topic, p.id, cfg.MinInsyncReplicas())
 	}
 	res, err := p.appendLocked(batch, h, cfg)
+	if err == nil && !res.Duplicate {
+		p.b.stats.countIn(p.topic, len(batch), h.NumRecords)
+	}
 	if err != nil || acks != AcksAll || res.Duplicate {
 		return res, err
 	}

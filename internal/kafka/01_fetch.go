@@ -161,6 +161,7 @@ func (s *Server) fetchPartition(resp *fetchResponse, p *broker.Partition, rp kms
 		return 0 // (an oversized batch is only for the first partition)
 	}
 	sp.RecordBatches = res.Batches
+	p.CountOut(res.Batches)
 	return len(res.Batches)
 }
 

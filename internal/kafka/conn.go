@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"runtime/debug"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -93,6 +94,7 @@ func (c *conn) readLoop() {
 // send), turning a panic in either into an error that closes this
 // connection only.
 func (c *conn) handle(req *request) (out outbound, err error) {
+	defer func(start time.Time) { c.s.observe(req.key, start, err) }(time.Now()) // after the recover below
 	defer func() {
 		if r := recover(); r != nil {
 			c.s.logger.Error("kafka: handler panicked", "api", kmsg.NameForKey(req.key), "version", req.version,

@@ -26,6 +26,8 @@ type Config struct {
 	MaxRequestBytes int32
 	// Logger; default slog.Default().
 	Logger *slog.Logger
+	// Observer, if set, is told about every request (observe.go).
+	Observer Observer
 }
 
 // Server is a Kafka wire-protocol server in front of a broker.

@@ -1,0 +1,297 @@
+package broker
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/strandmq/strand/internal/ingest"
+	"github.com/strandmq/strand/internal/record"
+)
+
+// This file is validation at ingress (DESIGN.md invariant 7) on the produce
+// path: for a topic with strand.validation or
+// strand.validation.key.required, Partition.Append decodes the batch and
+// judges every record (screen); invalid records go to the topic's DLQ with
+// the reason attached, and the valid ones are appended in a batch that keeps
+// the producer's offset range, so each quarantined offset is a gap, exactly
+// like a compacted-away record, and every valid record has the offset its
+// producer was told.
+//
+// Order under the source partition's lock (appendLocked): the idempotence
+// check first (a retried batch is answered from producer state and
+// quarantines nothing), then the DLQ append, then the source append. The DLQ
+// goes first so that a failure leaves nothing acknowledged without its
+// quarantined records: if the DLQ append fails, the produce fails and nothing
+// was written; if the source append fails after it, the retry quarantines
+// those records a second time (duplicates in the DLQ, never losses). The
+// alternative order would lose poison records silently when the DLQ append
+// failed after the producer's batch was already in the log.
+//
+// Lock order: source Partition.mu → DLQ Partition.mu. A DLQ topic must not
+// itself be validated (resolveDLQ refuses it), so the DLQ append never nests
+// further and two topics cannot be each other's DLQ.
+
+// IngestStats are a topic's validation counters since the broker opened.
+// They only grow (a topic deleted and created again keeps counting), as
+// Prometheus counters must.
+type IngestStats struct {
+	Topic string
+	// Validated counts records judged on the produce path, Accepted those
+	// appended to the topic, Quarantined those sent to its DLQ (Validated =
+	// Accepted + Quarantined).
+	Validated, Accepted, Quarantined int64
+	// Redriven counts DLQ records produced back into the topic by Redrive
+	// (in-process); a redrive through the wire (strand dlq redrive) is
+	// counted as ordinary produce traffic.
+	Redriven int64
+}
+
+type ingestCounters struct {
+	validated, accepted, quarantined, redriven atomic.Int64
+}
+
+// ingestStats maps topic names to their counters (*ingestCounters).
+type ingestStats struct{ topics sync.Map }
+
+func (s *ingestStats) counters(topic string) *ingestCounters {
+	if c, ok := s.topics.Load(topic); ok {
+		return c.(*ingestCounters)
+	}
+	c, _ := s.topics.LoadOrStore(topic, &ingestCounters{})
+	return c.(*ingestCounters)
+}
+
+// IngestStats returns the validation counters of every topic that has had a
+// record validated or redriven, sorted by topic.
+func (b *Broker) IngestStats() []IngestStats {
+	var out []IngestStats
+	b.ingest.topics.Range(func(k, v any) bool {
+		c := v.(*ingestCounters)
+		out = append(out, IngestStats{
+			Topic:     k.(string),
+			Validated: c.validated.Load(), Accepted: c.accepted.Load(),
+			Quarantined: c.quarantined.Load(), Redriven: c.redriven.Load(),
+		})
+		return true
+	})
+	slices.SortFunc(out, func(x, y IngestStats) int { return strings.Compare(x.Topic, y.Topic) })
+	return out
+}
+
+// TopicIngestStats returns one topic's validation counters (zero if none).
+func (b *Broker) TopicIngestStats(topic string) IngestStats {
+	c := b.ingest.counters(topic)
+	return IngestStats{Topic: topic, Validated: c.validated.Load(), Accepted: c.accepted.Load(),
+		Quarantined: c.quarantined.Load(), Redriven: c.redriven.Load()}
+}
+
+// Validation topic config names.
+const (
+	ConfigValidation            = "strand.validation"
+	ConfigValidationSchema      = "strand.validation.schema"
+	ConfigValidationKeyRequired = "strand.validation.key.required"
+	ConfigDLQTopic              = "strand.dlq.topic"
+)
+
+// ingestConfigDefs are appended to configDefs.
+var ingestConfigDefs = []*ConfigDef{
+	{Name: ConfigValidation, Default: string(ingest.ModeNone), Type: TypeString,
+		check: checkEnum(string(ingest.ModeNone), string(ingest.ModeJSON), string(ingest.ModeJSONSchema)),
+		Doc:   "Strand: validate records at ingress: none, json (the value must be a JSON document) or jsonschema (it must satisfy strand.validation.schema). Invalid records go to strand.dlq.topic; the producer is not failed."},
+	{Name: ConfigValidationSchema, Default: "", Type: TypeString, check: checkSchema,
+		Doc: "Strand: the JSON Schema (text) of strand.validation=jsonschema; references must stay inside it."},
+	{Name: ConfigValidationKeyRequired, Default: "false", Type: TypeBoolean, check: checkEnum("true", "false"),
+		Doc: "Strand: quarantine records with a null or empty key."},
+	{Name: ConfigDLQTopic, Default: "", Type: TypeString, check: checkDLQTopic,
+		Doc: "Strand: the topic invalid records go to; empty: <topic>.dlq, created on first use with the topic's partition count."},
+}
+
+func checkSchema(v string) (string, error) {
+	if strings.TrimSpace(v) == "" {
+		return "", nil
+	}
+	if _, err := ingest.Compile(ingest.Spec{Mode: ingest.ModeJSONSchema, Schema: v}); err != nil {
+		return "", errInvalidValue(err.Error())
+	}
+	return v, nil
+}
+
+func checkDLQTopic(v string) (string, error) {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return "", nil
+	}
+	if err := validateTopicName(v); err != nil {
+		return "", errInvalidValue(err.Error())
+	}
+	if IsInternalTopic(v) {
+		return "", errInvalidValue("an internal topic cannot be a DLQ")
+	}
+	return v, nil
+}
+
+// ValidationSpec returns the topic's validation settings.
+func (c TopicConfig) ValidationSpec() ingest.Spec {
+	mode, _ := c.Get(ConfigValidation)
+	schema, _ := c.Get(ConfigValidationSchema)
+	key, _ := c.Get(ConfigValidationKeyRequired)
+	return ingest.Spec{Mode: ingest.Mode(mode), Schema: schema, KeyRequired: key == "true"}
+}
+
+// DLQTopic returns the name of the topic's DLQ.
+func (c TopicConfig) DLQTopic(topic string) string {
+	if v, _ := c.Get(ConfigDLQTopic); v != "" {
+		return v
+	}
+	return ingest.DefaultDLQTopic(topic)
+}
+
+// Validator returns the topic's compiled validator (nil: no validation).
+func (c TopicConfig) Validator() *ingest.Validator { return c.validator }
+
+// compileValidator compiles the config's validator once per config change
+// (ingest caches compiled Specs, so partitions and topics with the same
+// settings share one).
+func (c *TopicConfig) compileValidator() error {
+	v, err := ingest.Compile(c.ValidationSpec())
+	if err != nil {
+		name := ConfigValidation
+		if c.ValidationSpec().Mode == ingest.ModeJSONSchema {
+			name = ConfigValidationSchema
+		}
+		return &ConfigError{Name: name, Reason: err.Error()}
+	}
+	c.validator = v
+	return nil
+}
+
+// quarantine is what screen found in one batch: the records to send to the
+// DLQ, with their reasons, and where they go.
+type quarantine struct {
+	validated int32
+	records   []record.Record // offsets relative to the batch (producer's base offset + delta)
+	reasons   []string
+	base      record.Offset // the producer's base offset, to make offsets relative
+	codec     record.Codec
+	dlq       *Partition // nil when nothing is invalid
+}
+
+// screen decodes a batch of a validated topic and judges every record. When
+// all are valid it returns the batch unchanged (the fast path: the
+// producer's bytes are stored as sent). Otherwise it returns a new batch of
+// the valid records with the producer's offset range, producer id, epoch,
+// base sequence and codec (an empty batch, still spanning the range, when no
+// record is valid), and the invalid records to quarantine.
+func (p *Partition) screen(batch []byte, h record.Header, v *ingest.Validator, cfg *TopicConfig) ([]byte, record.Header, *quarantine, error) {
+	decoded, err := record.Decode(batch)
+	if err != nil {
+		return nil, h, nil, fmt.Errorf("%w: %s-%d: %w", ErrCorruptMessage, p.topic, p.id, err)
+	}
+	q := &quarantine{validated: h.NumRecords, base: h.BaseOffset, codec: h.Compression()}
+	var kept []record.Record
+	for i := range decoded.Records {
+		r := &decoded.Records[i]
+		reason := v.Validate(r.Key, r.Value)
+		if reason == "" {
+			if q.records != nil {
+				kept = append(kept, *r)
+			}
+			continue
+		}
+		if q.records == nil { // first invalid record: keep the valid ones before it
+			kept = append(make([]record.Record, 0, len(decoded.Records)), decoded.Records[:i]...)
+		}
+		q.records = append(q.records, *r)
+		q.reasons = append(q.reasons, reason)
+	}
+	if len(q.records) == 0 {
+		return batch, h, q, nil
+	}
+	if q.dlq, err = p.b.resolveDLQ(p, cfg); err != nil {
+		return nil, h, nil, err
+	}
+	opts := h.Options()
+	if len(kept) == 0 {
+		opts.Codec = record.CodecNone // nothing to compress
+	}
+	nb, err := record.Encode(h.BaseOffset, kept, opts)
+	if err != nil {
+		return nil, h, nil, fmt.Errorf("broker: %s-%d: re-encode the valid records: %w", p.topic, p.id, err)
+	}
+	nh, err := record.ParseHeader(nb)
+	if err != nil {
+		return nil, h, nil, fmt.Errorf("broker: %s-%d: re-encoded batch: %w", p.topic, p.id, err)
+	}
+	return nb, nh, q, nil
+}
+
+// errDLQValidated refuses a DLQ topic that is validated itself.
+var errDLQValidated = errors.New("a DLQ topic must not be validated itself")
+
+// resolveDLQ returns the DLQ partition for a partition of a validated topic:
+// the same index in the DLQ topic (modulo its partition count, should it
+// have fewer), creating the topic with the source's partition count if it
+// does not exist. It runs before the source partition's lock is taken
+// (creating a topic takes the broker's locks).
+func (b *Broker) resolveDLQ(p *Partition, cfg *TopicConfig) (*Partition, error) {
+	name := cfg.DLQTopic(p.topic)
+	t, err := b.Topic(name)
+	if errors.Is(err, ErrUnknownTopicOrPartition) {
+		src, serr := b.Topic(p.topic)
+		if serr != nil {
+			return nil, serr
+		}
+		t, err = b.CreateTopic(TopicSpec{Name: name, Partitions: src.Partitions(), ReplicationFactor: -1})
+		if errors.Is(err, ErrTopicExists) {
+			t, err = b.Topic(name)
+		}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("broker: DLQ %q of %s-%d: %w", name, p.topic, p.id, err)
+	}
+	if t.Config.Validator() != nil || name == p.topic {
+		return nil, fmt.Errorf("%w: DLQ %q of topic %q: %w", ErrInvalidConfig, name, p.topic, errDLQValidated)
+	}
+	return t.partitions[int(p.id)%len(t.partitions)], nil
+}
+
+// writeLocked appends the quarantined records to the DLQ partition, as if
+// the source batch were appended at base. The source partition's lock is
+// held (so base is the offset its append will assign).
+func (q *quarantine) writeLocked(src *Partition, base record.Offset) error {
+	if q.dlq == nil {
+		return nil
+	}
+	recs := make([]record.Record, len(q.records))
+	for i, r := range q.records {
+		at := base + (r.Offset - q.base)
+		recs[i] = ingest.Quarantine(r, q.reasons[i], ingest.Source{Topic: src.topic, Partition: int32(src.id), Offset: at})
+		recs[i].Offset = record.Offset(i)
+	}
+	opts := record.DefaultBatchOptions()
+	opts.Codec = q.codec
+	batch, err := record.Encode(0, recs, opts)
+	if err != nil {
+		return fmt.Errorf("broker: quarantine from %s-%d: %w", src.topic, src.id, err)
+	}
+	h, err := record.ParseHeader(batch)
+	if err != nil {
+		return fmt.Errorf("broker: quarantine from %s-%d: %w", src.topic, src.id, err)
+	}
+	if _, err := q.dlq.appendLocked(batch, h, q.dlq.config.Load(), nil); err != nil {
+		return fmt.Errorf("broker: quarantine from %s-%d to %s-%d: %w", src.topic, src.id, q.dlq.topic, q.dlq.id, err)
+	}
+	return nil
+}
+
+// count adds a written batch's outcome to the topic's counters.
+func (q *quarantine) count(b *Broker, topic string) {
+	c := b.ingest.counters(topic)
+	c.validated.Add(int64(q.validated))
+	c.accepted.Add(int64(q.validated) - int64(len(q.records)))
+	c.quarantined.Add(int64(len(q.records)))
+}

@@ -1,0 +1,246 @@
+package broker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/strandmq/strand/internal/ingest"
+	"github.com/strandmq/strand/internal/record"
+	"github.com/strandmq/strand/internal/vfs"
+)
+
+// batchOf encodes values (nil key) as one producer batch at offsets 0…n-1.
+func batchOf(t *testing.T, opts record.BatchOptions, values ...string) []byte {
+	t.Helper()
+	recs := make([]record.Record, len(values))
+	for i, v := range values {
+		recs[i] = record.Record{Offset: record.Offset(i), Timestamp: 1000 + int64(i), Value: []byte(v),
+			Headers: []record.RecordHeader{{Key: "h", Value: []byte(fmt.Sprint(i))}}}
+	}
+	b, err := record.Encode(0, recs, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func valuesAt(t *testing.T, b *Broker, topic string, p PartitionID) map[record.Offset]string {
+	t.Helper()
+	recs, err := b.Fetch(topic, p, 0, 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[record.Offset]string{}
+	for _, r := range recs {
+		out[r.Offset] = string(r.Value)
+	}
+	return out
+}
+
+func TestValidatedProduce(t *testing.T) {
+	filesystems(t, func(t *testing.T, fs vfs.FS, dir string) {
+		b := open(t, fs, dir)
+		defer b.Close()
+		mustCreate(t, b, TopicSpec{Name: "orders", Partitions: 2, Configs: map[string]string{ConfigValidation: "json"}})
+		p, _ := b.Partition("orders", 1)
+		ctx := context.Background()
+
+		for _, codec := range []record.Codec{record.CodecNone, record.CodecGzip, record.CodecSnappy, record.CodecLZ4, record.CodecZstd} {
+			t.Run(codec.String(), func(t *testing.T) {
+				opts := record.DefaultBatchOptions()
+				opts.Codec = codec
+				end := p.LogEndOffset()
+				res, err := p.Append(ctx, batchOf(t, opts, `{"a":1}`, `{bad`, `[2]`, `nope`), AcksAll)
+				if err != nil || res.BaseOffset != end {
+					t.Fatalf("append: %+v, %v", res, err)
+				}
+				if p.LogEndOffset() != end+4 {
+					t.Fatalf("end %d, want %d: quarantined offsets must stay gaps", p.LogEndOffset(), end+4)
+				}
+				got := valuesAt(t, b, "orders", 1)
+				if got[end] != `{"a":1}` || got[end+2] != `[2]` || len(got) != int(end/2+2) {
+					t.Fatalf("main topic %v", got)
+				}
+				for _, o := range []record.Offset{end + 1, end + 3} {
+					if _, ok := got[o]; ok {
+						t.Fatalf("offset %d is not a gap", o)
+					}
+				}
+			})
+		}
+		dlq, err := b.Fetch("orders.dlq", 1, 0, 1<<20)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(dlq) != 10 {
+			t.Fatalf("%d DLQ records, want 10", len(dlq))
+		}
+		for i, r := range dlq {
+			q := ingest.Inspect(r.Headers)
+			wantOff := record.Offset(4*(i/2) + 1 + 2*(i%2))
+			if !q.OK || q.Source != (ingest.Source{Topic: "orders", Partition: 1, Offset: wantOff}) || !strings.HasPrefix(q.Reason, "json: ") {
+				t.Fatalf("DLQ record %d: %+v", i, q)
+			}
+			if len(q.Headers) != 1 || r.Timestamp != 1000+int64(wantOff%4) {
+				t.Fatalf("DLQ record %d lost its headers or timestamp: %+v", i, r)
+			}
+		}
+		if s := b.TopicIngestStats("orders"); s.Validated != 20 || s.Accepted != 10 || s.Quarantined != 10 {
+			t.Fatalf("stats %+v", s)
+		}
+		dt, _ := b.Topic("orders.dlq")
+		if dt.Partitions() != 2 {
+			t.Fatalf("DLQ has %d partitions", dt.Partitions())
+		}
+	})
+}
+
+func TestValidatedProduceAllInvalidAndIdempotentRetry(t *testing.T) {
+	b := open(t, vfs.NewMem(), "/data")
+	defer b.Close()
+	mustCreate(t, b, TopicSpec{Name: "t", Configs: map[string]string{ConfigValidation: "json", ConfigDLQTopic: "poison"}})
+	p, _ := b.Partition("t", 0)
+	ctx := context.Background()
+
+	res, err := p.Append(ctx, batchOf(t, record.DefaultBatchOptions(), "x", "y"), AcksAll)
+	if err != nil || res.BaseOffset != 0 || p.LogEndOffset() != 2 {
+		t.Fatalf("all invalid: %+v %v, end %d", res, err, p.LogEndOffset())
+	}
+	opts := record.DefaultBatchOptions()
+	opts.ProducerID, opts.ProducerEpoch, opts.BaseSequence = 7, 0, 0
+	batch := batchOf(t, opts, `1`, `bad`, `3`)
+	for range 2 {
+		res, err := p.Append(ctx, append([]byte(nil), batch...), AcksAll)
+		if err != nil || res.BaseOffset != 2 {
+			t.Fatalf("idempotent: %+v %v", res, err)
+		}
+	}
+	if p.LogEndOffset() != 5 {
+		t.Fatalf("end %d", p.LogEndOffset())
+	}
+	dlq, _ := b.Fetch("poison", 0, 0, 1<<20)
+	if len(dlq) != 3 {
+		t.Fatalf("%d DLQ records, want 3 (the retry must not quarantine again)", len(dlq))
+	}
+	// The next batch in sequence is accepted: producer state saw the rewritten batch.
+	opts.BaseSequence = 3
+	if res, err := p.Append(ctx, batchOf(t, opts, `4`), AcksAll); err != nil || res.BaseOffset != 5 {
+		t.Fatalf("next sequence: %+v %v", res, err)
+	}
+	got := valuesAt(t, b, "t", 0)
+	if len(got) != 3 || got[2] != "1" || got[4] != "3" || got[5] != "4" {
+		t.Fatalf("main %v", got)
+	}
+}
+
+func TestValidationConfigs(t *testing.T) {
+	b := open(t, vfs.NewMem(), "/data")
+	defer b.Close()
+	for _, cfg := range []map[string]string{
+		{ConfigValidation: "xml"},
+		{ConfigValidation: "jsonschema"},
+		{ConfigValidation: "jsonschema", ConfigValidationSchema: "{"},
+		{ConfigValidationSchema: `{"type":"bogus"}`},
+		{ConfigValidationKeyRequired: "maybe"},
+		{ConfigDLQTopic: "bad name"},
+	} {
+		if _, err := b.CreateTopic(TopicSpec{Name: "t", Configs: cfg}); !errors.Is(err, ErrInvalidConfig) {
+			t.Errorf("%v: %v, want ErrInvalidConfig", cfg, err)
+		}
+	}
+	mustCreate(t, b, TopicSpec{Name: "t"})
+	if err := b.AlterConfigs("t", map[string]string{ConfigValidation: "jsonschema", ConfigValidationSchema: "[1"}, false); !errors.Is(err, ErrInvalidConfig) {
+		t.Fatalf("alter: %v", err)
+	}
+	// A validated DLQ is refused at produce time (it would nest validation).
+	mustCreate(t, b, TopicSpec{Name: "a", Configs: map[string]string{ConfigValidation: "json", ConfigDLQTopic: "b"}})
+	mustCreate(t, b, TopicSpec{Name: "b", Configs: map[string]string{ConfigValidation: "json", ConfigDLQTopic: "a"}})
+	if _, err := b.ProduceRecords(context.Background(), "a", 0, []record.Record{{Value: []byte("x")}}); !errors.Is(err, ErrInvalidConfig) {
+		t.Fatalf("validated DLQ: %v", err)
+	}
+}
+
+const amountSchema = `{"type":"object","properties":{"amount":{"type":"number"}},"required":["amount"]}`
+
+func TestRedrive(t *testing.T) {
+	b := open(t, vfs.NewMem(), "/data")
+	defer b.Close()
+	ctx := context.Background()
+	mustCreate(t, b, TopicSpec{Name: "pay", Partitions: 2, Configs: map[string]string{ConfigValidation: "jsonschema", ConfigValidationSchema: amountSchema}})
+	for p := range PartitionID(2) {
+		var recs []record.Record
+		for i := range 10 {
+			v := fmt.Sprintf(`{"amount":%d}`, i)
+			if i%2 == 1 {
+				v = fmt.Sprintf(`{"amount":"%d"}`, i)
+			}
+			if i == 9 {
+				v = "garbage"
+			}
+			recs = append(recs, record.Record{Key: []byte{byte(i)}, Value: []byte(v)})
+		}
+		if _, err := b.ProduceRecords(ctx, "pay", p, recs); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dlq, _ := b.Fetch("pay.dlq", 0, 0, 1<<20)
+	if len(dlq) != 5 || !strings.Contains(ingest.Inspect(dlq[0].Headers).Reason, "/amount: got string, want number") {
+		t.Fatalf("DLQ %d records, first reason %q", len(dlq), ingest.Inspect(dlq[0].Headers).Reason)
+	}
+	// Still the old schema: nothing moves.
+	res, err := b.Redrive(ctx, "pay", RedriveOptions{})
+	if err != nil || res != (RedriveResult{StillInvalid: 10}) {
+		t.Fatalf("first redrive %+v %v", res, err)
+	}
+	if err := b.Group(ingest.RedriveGroup("pay")).Seek(ctx, "pay.dlq", 0, 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Group(ingest.RedriveGroup("pay")).Seek(ctx, "pay.dlq", 1, 0); err != nil {
+		t.Fatal(err)
+	}
+	accept := `{"type":"object","properties":{"amount":{"type":["number","string"]}},"required":["amount"]}`
+	if err := b.IncrementalAlterConfigs("pay", []ConfigChange{{Name: ConfigValidationSchema, Op: OpSet, Value: accept}}, false); err != nil {
+		t.Fatal(err)
+	}
+	// Interrupted after the first step (one DLQ batch: partition 0's five
+	// records), then resumed.
+	cctx, cancel := context.WithCancel(ctx)
+	res, err = b.Redrive(cctx, "pay", RedriveOptions{ChunkBytes: 1, Progress: func(RedriveResult, int64) { cancel() }})
+	if !errors.Is(err, context.Canceled) || res != (RedriveResult{Redriven: 4, StillInvalid: 1}) {
+		t.Fatalf("interrupted redrive %+v %v", res, err)
+	}
+	res, err = b.Redrive(ctx, "pay", RedriveOptions{})
+	if err != nil || res != (RedriveResult{Redriven: 4, StillInvalid: 1, AlreadyDone: 5}) {
+		t.Fatalf("resumed redrive %+v %v", res, err)
+	}
+	res, err = b.Redrive(ctx, "pay", RedriveOptions{})
+	if err != nil || res != (RedriveResult{AlreadyDone: 10}) {
+		t.Fatalf("rerun %+v %v", res, err)
+	}
+	for p := range PartitionID(2) {
+		recs, _ := b.Fetch("pay", p, 0, 1<<20)
+		seen := map[string]int{}
+		for _, r := range recs {
+			seen[string(r.Value)]++
+			for _, h := range r.Headers {
+				if strings.HasPrefix(h.Key, "strand.dlq.") {
+					t.Fatalf("redriven record kept %s", h.Key)
+				}
+			}
+		}
+		if len(recs) != 9 {
+			t.Fatalf("partition %d has %d records, want 9", p, len(recs))
+		}
+		for v, n := range seen {
+			if n != 1 {
+				t.Fatalf("partition %d: %s written %d times", p, v, n)
+			}
+		}
+	}
+	if s := b.TopicIngestStats("pay"); s.Redriven != 8 {
+		t.Fatalf("stats %+v", s)
+	}
+}

@@ -1,0 +1,119 @@
+package metrics
+
+import (
+	"context"
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strandmq/strand/internal/broker"
+	"github.com/strandmq/strand/internal/kafka"
+)
+
+// Metrics is one broker's Prometheus registry. It implements
+// kafka.Observer: pass it as kafka.Config.Observer.
+type Metrics struct {
+	reg      *prometheus.Registry
+	requests *prometheus.CounterVec
+	failures *prometheus.CounterVec
+	latency  *prometheus.HistogramVec
+	// byKey caches the per-API children, so observing a request does not
+	// look labels up in a map under a lock.
+	byKey [maxAPIKey + 1]apiMetrics
+}
+
+type apiMetrics struct {
+	requests, failures prometheus.Counter
+	latency            prometheus.Observer
+}
+
+// maxAPIKey bounds the API keys cached; larger keys are looked up.
+const maxAPIKey = 127
+
+var _ kafka.Observer = (*Metrics)(nil)
+
+// latencyBuckets span a sub-millisecond metadata request to a fetch long
+// poll (fetch.max.wait.ms is at most a few seconds).
+var latencyBuckets = []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10}
+
+// New returns metrics reading from b. Call ObserveConnections once the wire
+// server exists.
+func New(b *broker.Broker) *Metrics {
+	m := &Metrics{reg: prometheus.NewRegistry()}
+	m.requests = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "strand_requests_total", Help: "Kafka requests handled, by API.",
+	}, []string{"api"})
+	m.failures = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "strand_request_errors_total", Help: "Kafka requests that failed and closed their connection, by API.",
+	}, []string{"api"})
+	m.latency = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name: "strand_request_duration_seconds", Help: "Time to handle a Kafka request and encode its response, by API.",
+		Buckets: latencyBuckets,
+	}, []string{"api"})
+	for key := range m.byKey {
+		name := kmsg.NameForKey(int16(key))
+		if name == "Unknown" || name == "" {
+			continue
+		}
+		m.byKey[key] = apiMetrics{
+			requests: m.requests.WithLabelValues(name),
+			failures: m.failures.WithLabelValues(name),
+			latency:  m.latency.WithLabelValues(name),
+		}
+	}
+	m.reg.MustRegister(m.requests, m.failures, m.latency,
+		&brokerCollector{b: b, scrapeTimeout: 5 * time.Second},
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+	)
+	return m
+}
+
+// Request implements kafka.Observer.
+func (m *Metrics) Request(key int16, elapsed time.Duration, failed bool) {
+	var a apiMetrics
+	if key >= 0 && int(key) < len(m.byKey) {
+		a = m.byKey[key]
+	}
+	if a.requests == nil {
+		name := kmsg.NameForKey(key)
+		a = apiMetrics{m.requests.WithLabelValues(name), m.failures.WithLabelValues(name), m.latency.WithLabelValues(name)}
+	}
+	a.requests.Inc()
+	a.latency.Observe(elapsed.Seconds())
+	if failed {
+		a.failures.Inc()
+	}
+}
+
+// ObserveConnections exports the number of open connections, read from
+// count at scrape time (kafka.Server.Connections).
+func (m *Metrics) ObserveConnections(count func() int) {
+	m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "strand_connections", Help: "Open Kafka client connections.",
+	}, func() float64 { return float64(count()) }))
+}
+
+// Registry returns the registry, to gather from or add to.
+func (m *Metrics) Registry() *prometheus.Registry { return m.reg }
+
+// Handler serves /metrics (the Prometheus text format) and /healthz (200
+// "ok" while the process serves: enough for a liveness probe).
+func (m *Metrics) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{Registry: m.reg}))
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		_, _ = w.Write([]byte("ok\n"))
+	})
+	return mux
+}
+
+// scrapeContext bounds the broker reads of one scrape.
+func scrapeContext(d time.Duration) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.Background(), d)
+}

@@ -1,0 +1,235 @@
+package metrics
+
+import (
+	"context"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"go.uber.org/goleak"
+
+	"github.com/strandmq/strand/internal/broker"
+	"github.com/strandmq/strand/internal/kafka"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// start runs a broker and a wire server observed by a Metrics.
+func start(t *testing.T) (*Metrics, string) {
+	t.Helper()
+	b, err := broker.Open(broker.Config{Dir: t.TempDir(), GroupInitialRebalanceDelay: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := New(b)
+	srv, err := kafka.NewServer(kafka.Config{Broker: b, Observer: m})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.ObserveConnections(srv.Connections)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	t.Cleanup(func() {
+		if err := srv.Close(); err != nil {
+			t.Error(err)
+		}
+		if err := <-served; err != nil {
+			t.Error(err)
+		}
+		if err := b.Close(); err != nil {
+			t.Error(err)
+		}
+	})
+	return m, ln.Addr().String()
+}
+
+// value returns the value of the sample of family name whose labels include
+// want, and whether there is one.
+func value(t *testing.T, m *Metrics, name string, want map[string]string) (float64, bool) {
+	t.Helper()
+	fams, err := m.Registry().Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range fams {
+		if f.GetName() != name {
+			continue
+		}
+	samples:
+		for _, s := range f.GetMetric() {
+			have := map[string]string{}
+			for _, l := range s.GetLabel() {
+				have[l.GetName()] = l.GetValue()
+			}
+			for k, v := range want {
+				if have[k] != v {
+					continue samples
+				}
+			}
+			return sampleValue(f.GetType(), s), true
+		}
+	}
+	return 0, false
+}
+
+func sampleValue(typ dto.MetricType, s *dto.Metric) float64 {
+	switch typ {
+	case dto.MetricType_COUNTER:
+		return s.GetCounter().GetValue()
+	case dto.MetricType_GAUGE:
+		return s.GetGauge().GetValue()
+	case dto.MetricType_HISTOGRAM:
+		return float64(s.GetHistogram().GetSampleCount())
+	}
+	return 0
+}
+
+func mustValue(t *testing.T, m *Metrics, name string, labels map[string]string) float64 {
+	t.Helper()
+	v, ok := value(t, m, name, labels)
+	if !ok {
+		t.Fatalf("no sample %s%v", name, labels)
+	}
+	return v
+}
+
+// TestScrapeAfterProduceConsume produces, consumes and commits through the
+// wire, then checks that every family moved as it should.
+func TestScrapeAfterProduceConsume(t *testing.T) {
+	m, addr := start(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ConsumeTopics("orders"),
+		kgo.ProducerBatchCompression(kgo.NoCompression()), kgo.RecordPartitioner(kgo.ManualPartitioner()),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	if _, err := adm.CreateTopic(ctx, 2, 1, nil, "orders"); err != nil {
+		t.Fatal(err)
+	}
+	topic := map[string]string{"topic": "orders"}
+	if v := mustValue(t, m, "strand_topic_partitions", topic); v != 2 {
+		t.Fatalf("strand_topic_partitions = %v, want 2", v)
+	}
+
+	const n = 10
+	for i := range n {
+		r := &kgo.Record{Topic: "orders", Partition: 0, Value: []byte(strings.Repeat("x", 100+i))}
+		if err := cl.ProduceSync(ctx, r).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if v := mustValue(t, m, "strand_topic_records_in_total", topic); v != n {
+		t.Errorf("records in = %v, want %d", v, n)
+	}
+	bytesIn := mustValue(t, m, "strand_topic_bytes_in_total", topic)
+	if bytesIn < n*100 {
+		t.Errorf("bytes in = %v, want ≥ %d", bytesIn, n*100)
+	}
+	p0 := map[string]string{"topic": "orders", "partition": "0"}
+	if v := mustValue(t, m, "strand_partition_log_end_offset", p0); v != n {
+		t.Errorf("log end offset = %v, want %d", v, n)
+	}
+	if v := mustValue(t, m, "strand_partition_log_start_offset", p0); v != 0 {
+		t.Errorf("log start offset = %v, want 0", v)
+	}
+	if v := mustValue(t, m, "strand_partition_size_bytes", p0); v < bytesIn {
+		t.Errorf("size = %v, want ≥ bytes in %v", v, bytesIn)
+	}
+
+	for got := 0; got < n; {
+		fs := cl.PollFetches(ctx)
+		if err := fs.Err0(); err != nil {
+			t.Fatal(err)
+		}
+		got += fs.NumRecords()
+	}
+	if v := mustValue(t, m, "strand_topic_records_out_total", topic); v < n {
+		t.Errorf("records out = %v, want ≥ %d", v, n)
+	}
+	if v := mustValue(t, m, "strand_topic_bytes_out_total", topic); v < bytesIn {
+		t.Errorf("bytes out = %v, want ≥ bytes in %v", v, bytesIn)
+	}
+
+	// A group that committed offset 4 of partition 0 lags 10 − 4 there and
+	// 0 on the empty partition 1.
+	commit := func(at int64) {
+		t.Helper()
+		var offs kadm.Offsets
+		offs.AddOffset("orders", 0, at, -1)
+		resp, err := adm.CommitOffsets(ctx, "audit", offs)
+		if err == nil {
+			err = resp.Error()
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	commit(4)
+	if v := mustValue(t, m, "strand_group_lag", map[string]string{"group": "audit", "topic": "orders", "partition": "0"}); v != n-4 {
+		t.Errorf("group lag = %v, want %d", v, n-4)
+	}
+	if v := mustValue(t, m, "strand_group_lag_total", map[string]string{"group": "audit"}); v != n-4 {
+		t.Errorf("group lag total = %v, want %d", v, n-4)
+	}
+	// Seeking back (committing an earlier offset) makes the lag jump.
+	commit(1)
+	if v := mustValue(t, m, "strand_group_lag_total", map[string]string{"group": "audit"}); v != n-1 {
+		t.Errorf("group lag total after seeking back = %v, want %d", v, n-1)
+	}
+
+	produce := map[string]string{"api": "Produce"}
+	if v := mustValue(t, m, "strand_requests_total", produce); v < n {
+		t.Errorf("Produce requests = %v, want ≥ %d", v, n)
+	}
+	if v := mustValue(t, m, "strand_request_duration_seconds", produce); v < n {
+		t.Errorf("Produce latency samples = %v, want ≥ %d", v, n)
+	}
+	if v := mustValue(t, m, "strand_connections", nil); v < 1 {
+		t.Errorf("connections = %v, want ≥ 1", v)
+	}
+}
+
+func TestHandlerServesMetricsAndHealth(t *testing.T) {
+	m, _ := start(t)
+	hs := httptest.NewServer(m.Handler())
+	defer hs.Close()
+	get := func(path string) string {
+		resp, err := http.Get(hs.URL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		body, err := io.ReadAll(resp.Body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("GET %s: %s", path, resp.Status)
+		}
+		return string(body)
+	}
+	if got := get("/healthz"); got != "ok\n" {
+		t.Errorf("/healthz = %q", got)
+	}
+	body := get("/metrics")
+	for _, name := range []string{"go_goroutines", "process_cpu_seconds_total", "strand_connections"} {
+		if !strings.Contains(body, name) {
+			t.Errorf("/metrics lacks %s", name)
+		}
+	}
+}
