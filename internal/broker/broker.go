@@ -113,7 +113,8 @@ type Broker struct {
 	defaults  map[string]string // validated TopicDefaults
 	ids       *producer.Allocator
 	groups    *group.Coordinator
-	stats     stats // traffic counters (stats.go)
+	ingest    ingestStats // validation counters (ingest.go)
+	stats     stats       // traffic counters (stats.go)
 
 	stop chan struct{}
 	wg   sync.WaitGroup

@@ -232,7 +232,13 @@ func (p *Partition) Append(ctx context.Context, batch []byte, acks Acks) (Append
 		return AppendResult{}, fmt.Errorf("%w: %s-%d has 1 in-sync replica, min.insync.replicas is %d",
 			ErrNotEnoughReplicas, p.topic, p.id, cfg.MinInsyncReplicas())
 	}
-	res, err := p.appendLocked(batch, h, cfg)
+	var q *quarantine
+	if v := cfg.Validator(); v != nil {
+		if batch, h, q, err = p.screen(batch, h, v, cfg); err != nil {
+			return AppendResult{}, err
+		}
+	}
+	res, err := p.appendLocked(batch, h, cfg, q)
 	if err == nil && !res.Duplicate {
 		p.b.stats.countIn(p.topic, len(batch), h.NumRecords)
 	}
@@ -293,7 +299,10 @@ func checkBatch(batch []byte, cfg *TopicConfig) (record.Header, error) {
 	return h, nil
 }
 
-func (p *Partition) appendLocked(batch []byte, h record.Header, cfg *TopicConfig) (AppendResult, error) {
+// appendLocked appends a checked batch under the partition lock. q, for a
+// validated topic, holds the batch's invalid records: they are written to
+// the DLQ after the idempotence check and before the batch (see ingest.go).
+func (p *Partition) appendLocked(batch []byte, h record.Header, cfg *TopicConfig, q *quarantine) (AppendResult, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.mu.closed {
@@ -308,6 +317,11 @@ func (p *Partition) appendLocked(batch []byte, h record.Header, cfg *TopicConfig
 		}
 		if dup {
 			return AppendResult{BaseOffset: cached.BaseOffset, LogAppendTime: -1, LogStartOffset: p.log.LogStartOffset(), Duplicate: true}, nil
+		}
+	}
+	if q != nil {
+		if err := q.writeLocked(p, p.log.LogEndOffset()); err != nil {
+			return AppendResult{}, err
 		}
 	}
 	res := AppendResult{LogAppendTime: -1}
@@ -326,6 +340,9 @@ func (p *Partition) appendLocked(batch []byte, h record.Header, cfg *TopicConfig
 	}
 	res.BaseOffset = base
 	res.LogStartOffset = p.log.LogStartOffset()
+	if q != nil {
+		q.count(p.b, p.topic)
+	}
 	if idempotent {
 		p.mu.producers.Update(pid, pepoch, producer.Batch{
 			FirstSeq: h.BaseSequence, LastSeq: h.LastSequence(),
