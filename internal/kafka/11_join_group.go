@@ -1,6 +1,7 @@
 package kafka
 
 import (
+	"bytes"
 	"context"
 	"time"
 
@@ -58,7 +59,9 @@ func (s *Server) handleJoinGroup(ctx context.Context, kreq kmsg.Request) (kmsg.R
 		greq.Reason = *req.Reason
 	}
 	for _, p := range req.Protocols {
-		greq.Protocols = append(greq.Protocols, group.Protocol{Name: p.Name, Metadata: p.Metadata})
+		// The coordinator keeps the metadata; the request's bytes alias the
+		// connection's frame buffer, which the next request reuses.
+		greq.Protocols = append(greq.Protocols, group.Protocol{Name: p.Name, Metadata: bytes.Clone(p.Metadata)})
 	}
 	r := s.b.Groups().Join(ctx, greq)
 	resp.ErrorCode = int16(r.Code)

@@ -1,6 +1,7 @@
 package kafka
 
 import (
+	"bytes"
 	"context"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -35,7 +36,9 @@ func (s *Server) handleSyncGroup(ctx context.Context, kreq kmsg.Request) (kmsg.R
 		greq.Protocol = *req.Protocol
 	}
 	for _, a := range req.GroupAssignment {
-		greq.Assignments = append(greq.Assignments, group.MemberAssignment{MemberID: a.MemberID, Assignment: a.MemberAssignment})
+		// Copied: the coordinator keeps it, and the request's bytes alias the
+		// connection's frame buffer, which the next request reuses.
+		greq.Assignments = append(greq.Assignments, group.MemberAssignment{MemberID: a.MemberID, Assignment: bytes.Clone(a.MemberAssignment)})
 	}
 	r := s.b.Groups().Sync(ctx, greq)
 	resp.ErrorCode = int16(r.Code)

@@ -5,6 +5,7 @@ import (
 	"net"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -135,6 +136,18 @@ func TestGroupLifecycleEveryVersion(t *testing.T) {
 			t.Fatalf("sync v%d: protocol %v", sv, sr.Protocol)
 		}
 
+		// A larger request on the same connection reuses (overwrites) the
+		// frame buffer the JoinGroup and SyncGroup bytes were read into: the
+		// coordinator must have copied the metadata and assignment.
+		filler := kmsg.NewPtrMetadataRequest()
+		for i := range 64 {
+			rt := kmsg.NewMetadataRequestTopic()
+			name := fmt.Sprintf("%s-%d", strings.Repeat("x", 60), i)
+			rt.Topic = &name
+			filler.Topics = append(filler.Topics, rt)
+		}
+		c.do(filler, 4)
+
 		hv := min(v, 4)
 		hb := kmsg.NewPtrHeartbeatRequest()
 		hb.Group, hb.Generation, hb.MemberID = gid, j.Generation, j.MemberID
@@ -151,7 +164,8 @@ func TestGroupLifecycleEveryVersion(t *testing.T) {
 			t.Fatalf("describe v%d: %+v", dv, d.Groups)
 		}
 		m := d.Groups[0].Members[0]
-		if m.MemberID != j.MemberID || m.ClientID != "test" || m.ClientHost != "/127.0.0.1" || string(m.MemberAssignment) != "assignment" {
+		if m.MemberID != j.MemberID || m.ClientID != "test" || m.ClientHost != "/127.0.0.1" ||
+			string(m.MemberAssignment) != "assignment" || string(m.ProtocolMetadata) != "sub" {
 			t.Fatalf("describe v%d member: %+v", dv, m)
 		}
 
