@@ -29,6 +29,6 @@ func newRootCmd() *cobra.Command {
 	})
 	root.AddCommand(newServeCmd())
 	root.AddCommand(newBenchCmd())
-	root.AddCommand(newTopicCmd(), newProduceCmd(), newConsumeCmd())
+	root.AddCommand(newTopicCmd(), newProduceCmd(), newConsumeCmd(), newGroupCmd())
 	return root
 }

@@ -3,7 +3,12 @@
 // configs with Kafka's names, defaults and validation, persistence of both
 // across restarts, idempotent-producer bookkeeping on the produce path, and
 // the in-process API that mirrors the seed's mini broker (Produce, Fetch,
-// ListOffsets, CreateTopic, …) for the embed API and tests.
+// ListOffsets, CreateTopic, …, and Group(g).Poll/CommitThrough/Seek/Lag)
+// for the embed API and tests. It owns the consumer-group coordinator
+// (package group) and its storage: the internal topic __consumer_offsets
+// (offsets.go), created at open with one partition (a single node has
+// nothing to spread), cleanup.policy=compact and no time or size retention;
+// it is listed as internal and cannot be deleted.
 //
 // # Layout on disk
 //

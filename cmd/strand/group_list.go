@@ -1,0 +1,59 @@
+package main
+
+import (
+	"fmt"
+	"sort"
+
+	"github.com/spf13/cobra"
+)
+
+// groupSummary is one row of "strand group list".
+type groupSummary struct {
+	Group        string `json:"group"`
+	State        string `json:"state"`
+	ProtocolType string `json:"protocol_type"`
+}
+
+func newGroupListCmd(o *clientOptions) *cobra.Command {
+	var states []string
+	cmd := &cobra.Command{
+		Use:     "list",
+		Aliases: []string{"ls"},
+		Short:   "List consumer groups",
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			asJSON, err := o.json()
+			if err != nil {
+				return err
+			}
+			ctx, cancel := o.ctx(cmd.Context())
+			defer cancel()
+			adm, err := o.admin(ctx)
+			if err != nil {
+				return err
+			}
+			defer adm.Close()
+			listed, err := adm.ListGroups(ctx, states...)
+			if err != nil {
+				return fmt.Errorf("list groups: %w", err)
+			}
+			rows := []groupSummary{}
+			for _, g := range listed {
+				rows = append(rows, groupSummary{Group: g.Group, State: g.State, ProtocolType: g.ProtocolType})
+			}
+			sort.Slice(rows, func(i, j int) bool { return rows[i].Group < rows[j].Group })
+			w := cmd.OutOrStdout()
+			if asJSON {
+				return writeJSON(w, rows)
+			}
+			tw := newTable(w)
+			fmt.Fprintln(tw, "GROUP\tSTATE\tPROTOCOL TYPE")
+			for _, r := range rows {
+				fmt.Fprintf(tw, "%s\t%s\t%s\n", r.Group, r.State, r.ProtocolType)
+			}
+			return tw.Flush()
+		},
+	}
+	cmd.Flags().StringSliceVar(&states, "state", nil, "only groups in these states (Empty, Stable, PreparingRebalance, CompletingRebalance)")
+	return cmd
+}
