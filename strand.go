@@ -54,6 +54,15 @@ type Config struct {
 	// long the first rebalance of an empty consumer group waits for more
 	// members. Zero: Kafka's default (3s); negative: no delay.
 	GroupInitialRebalanceDelay time.Duration
+	// RetentionCheckInterval is log.retention.check.interval.ms: how often
+	// time and size retention run on every partition; default 30 s.
+	RetentionCheckInterval time.Duration
+	// CleanerBackoff is log.cleaner.backoff.ms: how often the compaction
+	// cleaner looks for dirty compacted partitions; default 15 s.
+	CleanerBackoff time.Duration
+	// Now is the broker's clock (retention, compaction, LogAppendTime);
+	// default time.Now. Tests inject one.
+	Now func() time.Time
 	// Logger; default slog.Default().
 	Logger *slog.Logger
 	// MetricsAddr, if set, is the TCP address of an HTTP listener serving
@@ -92,6 +101,9 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 		DefaultPartitions:       cfg.DefaultPartitions,
 		TopicDefaults:           cfg.TopicDefaults,
 		Logger:                  cfg.Logger,
+		RetentionCheckInterval:  cfg.RetentionCheckInterval,
+		CleanerBackoff:          cfg.CleanerBackoff,
+		Now:                     cfg.Now,
 
 		GroupInitialRebalanceDelay: cfg.GroupInitialRebalanceDelay,
 	})
