@@ -31,9 +31,14 @@ import (
 //     UNSUPPORTED_FOR_MESSAGE_FORMAT, several batches, control batches and a
 //     record count that does not match the offset delta are INVALID_RECORD.
 //     Batches are stored as sent, compressed with any of the four codecs;
-//     records are not decompressed.
+//     records are not decompressed (except to validate them, see below).
 //   - LogAppendTime topics: the batch is stamped with the broker's clock and
 //     LogAppendTime is returned.
+//   - Validated topics (strand.validation, strand.validation.key.required;
+//     a Strand extension): invalid records go to the topic's DLQ with the
+//     reason attached and the produce still succeeds with the batch's
+//     usual base offset; their offsets are gaps in the topic, as after
+//     compaction (see broker/ingest.go).
 //   - Idempotent producers: a retry of one of the producer's last five
 //     batches is answered with the original base offset and not written
 //     again; OUT_OF_ORDER_SEQUENCE_NUMBER and INVALID_PRODUCER_EPOCH as
@@ -44,6 +49,9 @@ import (
 //   - acks=-1 with fewer in-sync replicas than min.insync.replicas:
 //     NOT_ENOUGH_REPLICAS, nothing written.
 //   - v8+: ErrorMessage says what was wrong.
+//   - Clients cannot write to an internal topic (__consumer_offsets):
+//     INVALID_TOPIC_EXCEPTION, as Kafka; only the group coordinator writes
+//     there.
 //
 // Deviations:
 //   - Transactions are not implemented: a request with a transactional id,
@@ -190,10 +198,19 @@ func runProduceJobs(ctx context.Context, jobs []produceJob, acks broker.Acks) {
 const maxParallelAppends = 8
 
 func (s *Server) produceTopic(version int16, rt kmsg.ProduceRequestTopic) (*broker.Topic, error) {
+	var (
+		t   *broker.Topic
+		err error
+	)
 	if version >= 13 {
-		return s.b.TopicByID(broker.TopicID(rt.TopicID))
+		t, err = s.b.TopicByID(broker.TopicID(rt.TopicID))
+	} else {
+		t, err = s.b.TopicOrCreate(rt.Topic)
 	}
-	return s.b.TopicOrCreate(rt.Topic)
+	if err == nil && broker.IsInternalTopic(t.Name) {
+		return nil, fmt.Errorf("%w: cannot append to internal topic %s", broker.ErrInvalidTopic, t.Name)
+	}
+	return t, err
 }
 
 // upConvert turns a Produce v0–v2 legacy message set into a v2 batch.
