@@ -1,0 +1,130 @@
+package broker
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/strandmq/strand/internal/record"
+	"github.com/strandmq/strand/internal/vfs"
+)
+
+// countRecords returns how many records the partition holds from its start.
+func countRecords(t *testing.T, b *Broker, topic string) int {
+	t.Helper()
+	p, err := b.Partition(topic, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for off := p.log.LogStartOffset(); off < p.log.HighWatermark(); {
+		buf, err := p.log.Read(off, 1<<20)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sc := record.Batches(buf)
+		for sc.Next() {
+			h := sc.Header()
+			n += int(h.NumRecords)
+			off = h.NextOffset()
+		}
+	}
+	return n
+}
+
+// TestCleanerCompactsConsumerOffsets: __consumer_offsets is compacted by the
+// same cleaner, and the latest commit survives it and a restart.
+func TestCleanerCompactsConsumerOffsets(t *testing.T) {
+	filesystems(t, func(t *testing.T, fs vfs.FS, dir string) {
+		ctx := context.Background()
+		b := open(t, fs, dir, noDelay)
+		mustCreate(t, b, TopicSpec{Name: "t", Partitions: 1})
+		for range 20 {
+			if _, err := b.ProduceRecords(ctx, "t", 0, []record.Record{{Value: []byte("v")}}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for i := range 20 {
+			if err := b.Group("g").CommitThrough(ctx, "t", 0, record.Offset(i)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		p, _ := b.Partition(ConsumerOffsetsTopic, 0)
+		if err := p.Roll(); err != nil {
+			t.Fatal(err)
+		}
+		before := countRecords(t, b, ConsumerOffsetsTopic)
+		b.CleanLogs()
+		after := countRecords(t, b, ConsumerOffsetsTopic)
+		if before < 20 || after >= before/2 {
+			t.Fatalf("__consumer_offsets: %d records before cleaning, %d after", before, after)
+		}
+		if err := b.Close(); err != nil {
+			t.Fatal(err)
+		}
+		b = open(t, fs, dir, noDelay)
+		defer b.Close()
+		if o, err := b.Group("g").Committed(ctx, "t", 0); err != nil || o != 20 {
+			t.Fatalf("committed after cleaning and restart: %d, %v; want 20", o, err)
+		}
+	})
+}
+
+// TestCompactOnlyTopicHasNoTimeRetention: cleanup.policy=compact turns
+// retention.ms and retention.bytes off, as in Kafka; compact,delete keeps
+// them.
+func TestCompactOnlyTopicHasNoTimeRetention(t *testing.T) {
+	var now atomic.Int64
+	now.Store(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano())
+	clock := func() time.Time { return time.Unix(0, now.Load()) }
+	b := open(t, vfs.NewMem(), "/data", func(c *Config) { c.Now = clock })
+	defer b.Close()
+	ctx := context.Background()
+	topics := map[string]string{"compact": "compact", "both": "compact,delete", "delete": "delete"}
+	for name, policy := range topics {
+		mustCreate(t, b, TopicSpec{Name: name, Partitions: 1, Configs: map[string]string{
+			ConfigCleanupPolicy: policy, ConfigRetentionMs: "1000", ConfigSegmentBytes: "100"}})
+		for i := range 3 {
+			rec := record.Record{Key: []byte{'k', byte('0' + i)}, Value: []byte("v"), Timestamp: clock().UnixMilli()}
+			if _, err := b.ProduceRecords(ctx, name, 0, []record.Record{rec}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	now.Add(int64(time.Hour))
+	b.ApplyRetention()
+	for name, want := range map[string]record.Offset{"compact": 0, "both": 3, "delete": 3} {
+		if got, err := b.ListOffsets(name, 0, TimestampEarliest); err != nil || got != want {
+			t.Errorf("%s: earliest %d, %v; want %d", name, got, err, want)
+		}
+	}
+}
+
+func TestCompactionConfigs(t *testing.T) {
+	b := open(t, vfs.NewMem(), "/data")
+	defer b.Close()
+	tp := mustCreate(t, b, TopicSpec{Name: "c", Partitions: 1, Configs: map[string]string{
+		ConfigCleanupPolicy: "compact", ConfigMinCleanableDirtyRatio: "0.25",
+		ConfigMinCompactionLagMs: "1000", ConfigMaxCompactionLagMs: "60000", ConfigDeleteRetentionMs: "5000"}})
+	p := tp.Config.compactPolicy()
+	if !tp.Config.Compacted() || p.MinDirtyRatio != 0.25 || p.MinCompactionLag != time.Second ||
+		p.MaxCompactionLag != time.Minute || p.DeleteRetention != 5*time.Second {
+		t.Fatalf("policy %+v", p)
+	}
+	if d := mustCreate(t, b, TopicSpec{Name: "d", Partitions: 1}).Config; d.Compacted() || d.compactPolicy().MaxCompactionLag != 0 ||
+		d.compactPolicy().MinDirtyRatio != 0.5 || d.compactPolicy().DeleteRetention != 24*time.Hour {
+		t.Fatalf("defaults: compacted %v policy %+v", d.Compacted(), d.compactPolicy())
+	}
+	var ce *ConfigError
+	for _, bad := range []string{"1.5", "-0.1", "x"} {
+		_, err := b.CreateTopic(TopicSpec{Name: "e", Partitions: 1, Configs: map[string]string{ConfigMinCleanableDirtyRatio: bad}})
+		if !errors.As(err, &ce) {
+			t.Errorf("ratio %q: %v", bad, err)
+		}
+	}
+	if _, ok := LookupConfig(ConfigMaxCompactionLagMs); !ok {
+		t.Fatal("max.compaction.lag.ms is not described")
+	}
+}
