@@ -1,0 +1,310 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/strandmq/strand"
+)
+
+// The CLI tests run the built binary, as a user does: exit codes, stdout
+// and stderr are what they check.
+
+var (
+	binOnce sync.Once
+	binDir  string
+	binPath string
+	binErr  error
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m, goleak.Cleanup(func(code int) {
+		if binDir != "" {
+			os.RemoveAll(binDir)
+		}
+		os.Exit(code)
+	}))
+}
+
+// strandBin builds cmd/strand once per test binary and returns its path.
+func strandBin(t *testing.T) string {
+	t.Helper()
+	binOnce.Do(func() {
+		if binDir, binErr = os.MkdirTemp("", "strand-cli-test"); binErr != nil {
+			return
+		}
+		binPath = filepath.Join(binDir, "strand")
+		if runtime.GOOS == "windows" {
+			binPath += ".exe"
+		}
+		out, err := exec.Command("go", "build", "-o", binPath, ".").CombinedOutput()
+		if err != nil {
+			binErr = errors.New("go build: " + err.Error() + "\n" + string(out))
+		}
+	})
+	if binErr != nil {
+		t.Fatal(binErr)
+	}
+	return binPath
+}
+
+// startBroker starts an embedded broker (metrics on a free port) that the
+// test closes.
+func startBroker(t *testing.T) *strand.Broker {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	b, err := strand.Start(ctx, strand.Config{
+		Dir:         t.TempDir(),
+		MetricsAddr: "127.0.0.1:0",
+		Logger:      slog.New(slog.NewTextHandler(io.Discard, nil)),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := b.Close(); err != nil {
+			t.Error(err)
+		}
+	})
+	return b
+}
+
+type cliResult struct {
+	stdout, stderr string
+	code           int
+}
+
+// runCLI runs the binary with STRAND_BROKERS=brokers and stdin.
+func runCLI(t *testing.T, brokers, stdin string, args ...string) cliResult {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, strandBin(t), args...)
+	cmd.Env = append(os.Environ(), "STRAND_BROKERS="+brokers)
+	cmd.Stdin = strings.NewReader(stdin)
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	err := cmd.Run()
+	res := cliResult{stdout: out.String(), stderr: errOut.String()}
+	var ee *exec.ExitError
+	switch {
+	case errors.As(err, &ee):
+		res.code = ee.ExitCode()
+	case err != nil:
+		t.Fatalf("strand %v: %v", args, err)
+	}
+	return res
+}
+
+// ok runs the CLI and fails the test unless it exits 0.
+func ok(t *testing.T, brokers, stdin string, args ...string) cliResult {
+	t.Helper()
+	r := runCLI(t, brokers, stdin, args...)
+	if r.code != 0 {
+		t.Fatalf("strand %s: exit %d\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), r.code, r.stdout, r.stderr)
+	}
+	return r
+}
+
+func decodeJSON(t *testing.T, s string, v any) {
+	t.Helper()
+	if err := json.Unmarshal([]byte(s), v); err != nil {
+		t.Fatalf("not JSON: %v\n%s", err, s)
+	}
+}
+
+func TestCLITopicLifecycle(t *testing.T) {
+	t.Parallel()
+	b := startBroker(t)
+	addr := b.Addr()
+
+	r := ok(t, addr, "", "topic", "create", "orders", "--partitions", "2", "--config", "retention.ms=3600000")
+	if !strings.Contains(r.stdout, `created topic "orders" (2 partitions`) {
+		t.Errorf("create said %q", r.stdout)
+	}
+	r = runCLI(t, addr, "", "topic", "create", "orders")
+	if r.code != exitError || !strings.Contains(r.stderr, `topic "orders" already exists`) {
+		t.Errorf("second create: exit %d, stderr %q", r.code, r.stderr)
+	}
+	ok(t, addr, "", "topic", "create", "orders", "--if-not-exists")
+
+	r = ok(t, addr, "", "topic", "list")
+	lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
+	if len(lines) != 2 || !strings.HasPrefix(lines[0], "TOPIC   PARTITIONS  REPLICAS") ||
+		strings.Join(strings.Fields(lines[1]), " ") != "orders 2 1" {
+		t.Errorf("topic list table:\n%s", r.stdout)
+	}
+	// Columns line up: each header starts where its values do.
+	if strings.Index(lines[0], "PARTITIONS") != strings.Index(lines[1], "2") {
+		t.Errorf("topic list columns are not aligned:\n%s", r.stdout)
+	}
+	var list []topicSummary
+	decodeJSON(t, ok(t, addr, "", "topic", "list", "-o", "json").stdout, &list)
+	if len(list) != 1 || list[0] != (topicSummary{Topic: "orders", Partitions: 2, Replication: 1}) {
+		t.Errorf("topic list json: %+v", list)
+	}
+
+	ok(t, addr, "a\nb\nc\n", "produce", "orders", "--partition", "1")
+	var desc topicDescription
+	decodeJSON(t, ok(t, addr, "", "topic", "describe", "orders", "-o", "json").stdout, &desc)
+	if len(desc.Partitions) != 2 || desc.Partitions[1].EndOffset != 3 || desc.Partitions[0].EndOffset != 0 ||
+		desc.Partitions[1].StartOffset != 0 || desc.Partitions[1].Records != 3 {
+		t.Errorf("describe offsets: %+v", desc.Partitions)
+	}
+	if len(desc.Configs) != 1 || desc.Configs[0].Name != "retention.ms" || desc.Configs[0].Value != "3600000" {
+		t.Errorf("describe configs: %+v", desc.Configs)
+	}
+	r = ok(t, addr, "", "topic", "describe", "orders")
+	for _, want := range []string{"topic orders: 2 partitions, 3 records", "PARTITION  LEADER  REPLICAS  ISR  START  END  RECORDS", "retention.ms  3600000"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("describe table lacks %q:\n%s", want, r.stdout)
+		}
+	}
+
+	ok(t, addr, "", "topic", "alter", "orders", "--partitions", "3", "--config", "retention.bytes=1048576", "--delete-config", "retention.ms")
+	decodeJSON(t, ok(t, addr, "", "topic", "describe", "orders", "-o", "json").stdout, &desc)
+	if len(desc.Partitions) != 3 || len(desc.Configs) != 1 || desc.Configs[0].Name != "retention.bytes" {
+		t.Errorf("after alter: %d partitions, configs %+v", len(desc.Partitions), desc.Configs)
+	}
+	if r := runCLI(t, addr, "", "topic", "alter", "orders"); r.code != exitUsage {
+		t.Errorf("alter without changes: exit %d, want %d", r.code, exitUsage)
+	}
+
+	r = runCLI(t, addr, "", "topic", "describe", "nope")
+	if r.code != exitError || !strings.Contains(r.stderr, `no topic "nope"`) {
+		t.Errorf("describe unknown topic: exit %d, stderr %q", r.code, r.stderr)
+	}
+	ok(t, addr, "", "topic", "delete", "orders")
+	if r := ok(t, addr, "", "topic", "list", "-o", "json"); strings.TrimSpace(r.stdout) != "[]" {
+		t.Errorf("list after delete: %s", r.stdout)
+	}
+	if r := runCLI(t, addr, "", "topic", "delete", "orders"); r.code != exitError {
+		t.Errorf("deleting a deleted topic: exit %d", r.code)
+	}
+	ok(t, addr, "", "topic", "delete", "orders", "--if-exists")
+}
+
+func TestCLIProduceConsume(t *testing.T) {
+	t.Parallel()
+	b := startBroker(t)
+	addr := b.Addr()
+	ok(t, addr, "", "topic", "create", "events", "-p", "3")
+
+	r := ok(t, addr, "k1:v1\nk2:v2\nk1:v3\nnokey\n", "produce", "events", "-K", ":", "-H", "src=test", "-H", "n=1")
+	if !strings.HasPrefix(r.stderr, "produced 4 records in ") || !strings.Contains(r.stderr, "rec/s)") {
+		t.Errorf("produce summary: %q", r.stderr)
+	}
+	file := filepath.Join(t.TempDir(), "in.txt")
+	if err := os.WriteFile(file, []byte("f1\nf2\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ok(t, addr, "", "produce", "events", "--file", file, "--partition", "2")
+
+	// All six, in offset order per partition; same key, same partition.
+	r = ok(t, addr, "", "consume", "events", "--format", `%p|%o|%k|%s|%h\n`)
+	recs := strings.Split(strings.TrimSpace(r.stdout), "\n")
+	if len(recs) != 6 {
+		t.Fatalf("consume printed %d records:\n%s", len(recs), r.stdout)
+	}
+	part := map[string]string{}
+	for _, line := range recs {
+		f := strings.Split(line, "|")
+		if f[2] != "" {
+			if p, seen := part[f[2]]; seen && p != f[0] {
+				t.Errorf("key %s in partitions %s and %s", f[2], p, f[0])
+			}
+			part[f[2]] = f[0]
+		}
+		if strings.HasPrefix(f[3], "v") && f[4] != "src=test,n=1" {
+			t.Errorf("headers of %q: %q", line, f[4])
+		}
+	}
+	for _, v := range []string{"f1", "f2"} {
+		found := false
+		for _, line := range recs {
+			found = found || strings.HasPrefix(line, "2|") && strings.HasSuffix(line, "||"+v+"|")
+		}
+		if !found {
+			t.Errorf("record %s of --file is not in partition 2 without key or headers:\n%s", v, r.stdout)
+		}
+	}
+
+	// --count, an offset, the last N, JSON lines.
+	if r := ok(t, addr, "", "consume", "events", "--count", "2"); strings.Count(r.stdout, "\n") != 2 {
+		t.Errorf("--count 2 printed:\n%s", r.stdout)
+	}
+	r = ok(t, addr, "", "consume", "events", "--partition", "2", "--from", "-1", "-o", "json")
+	var jr jsonRecord
+	decodeJSON(t, r.stdout, &jr)
+	if jr.Partition != 2 || jr.Value == nil || *jr.Value != "f2" || jr.Key != nil {
+		t.Errorf("last record of partition 2: %+v", jr)
+	}
+	if r := ok(t, addr, "", "consume", "events", "--from", "latest"); r.stdout != "" {
+		t.Errorf("--from latest printed %q", r.stdout)
+	}
+
+	// A group commits what it printed: a second run prints only what is new.
+	if r := ok(t, addr, "", "consume", "events", "--group", "g1"); strings.Count(r.stdout, "\n") != 6 {
+		t.Errorf("group's first run printed:\n%s", r.stdout)
+	}
+	ok(t, addr, "late\n", "produce", "events", "--partition", "0")
+	if r := ok(t, addr, "", "consume", "events", "--group", "g1"); r.stdout != "late\n" {
+		t.Errorf("group's second run printed %q, want only the new record", r.stdout)
+	}
+
+	for _, args := range [][]string{
+		{"consume", "events", "--from", "yesterday"},
+		{"consume", "events", "--format", "%x"},
+		{"consume", "events", "--group", "g", "--partition", "0"},
+		{"produce", "events", "--header", "novalue"},
+		{"topic", "list", "-o", "yaml"},
+		{"topic", "list", "--no-such-flag"},
+	} {
+		if r := runCLI(t, addr, "", args...); r.code != exitUsage {
+			t.Errorf("strand %s: exit %d, want %d (stderr %q)", strings.Join(args, " "), r.code, exitUsage, r.stderr)
+		}
+	}
+	if r := runCLI(t, addr, "", "consume", "nope"); r.code != exitError || !strings.Contains(r.stderr, `no topic "nope"`) {
+		t.Errorf("consume unknown topic: exit %d, stderr %q", r.code, r.stderr)
+	}
+}
+
+// TestCLIMissingBroker: every client command says there is no broker, and
+// what to do, with exit code 3.
+func TestCLIMissingBroker(t *testing.T) {
+	t.Parallel()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close() // nothing listens there now
+	for _, args := range [][]string{
+		{"topic", "list"},
+		{"topic", "create", "x"},
+		{"produce", "x"},
+		{"consume", "x"},
+	} {
+		r := runCLI(t, addr, "v\n", args...)
+		want := "error: no broker at " + addr + ` — is "strand serve" running?`
+		if r.code != exitUnreachable || !strings.HasPrefix(r.stderr, want) {
+			t.Errorf("strand %s: exit %d, stderr %q; want exit %d and %q", strings.Join(args, " "), r.code, r.stderr, exitUnreachable, want)
+		}
+	}
+}
