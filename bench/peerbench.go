@@ -1,10 +1,12 @@
-// Package bench compares Strand with franz-go's kfake under one franz-go
-// client configuration: bulk produce throughput, bulk consume throughput and
-// single-record produce round-trip latency.
+// Package bench compares Strand with its peers — franz-go's kfake and NATS
+// JetStream — on the same machine in one run: bulk produce of 1 KB and
+// 100 B records, bulk consume, single-record produce round trips,
+// end-to-end latency at a fixed rate, and produce throughput at 1, 8 and 64
+// partitions.
 //
-// It lives in its own module so that kfake (and kadm) never reach Strand's
-// main binary. The command is ./cmd/peerbench; Run is the harness it and the
-// test drive.
+// It lives in its own module so that kfake, kadm, nats-server and gonum/plot
+// never reach Strand's main binary. The command is ./cmd/peerbench; Run is
+// the harness it and the test drive.
 package bench
 
 import (
@@ -13,81 +15,89 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
-	"log/slog"
 	"os"
 	"runtime"
 	"runtime/debug"
 	"slices"
-	"sort"
-	"sync"
 	"time"
-
-	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kfake"
-	"github.com/twmb/franz-go/pkg/kgo"
-
-	"github.com/strandmq/strand"
 )
+
+// AllPeers are the peers Run knows, in report order.
+var AllPeers = []string{"strand", "kfake", "jetstream"}
 
 // Options configures a Run. Zero fields take the defaults in DefaultOptions.
 type Options struct {
-	Records        int           // records produced (and consumed) per run
-	Size           int           // value bytes per record
-	Partitions     int           // partitions of the benchmark topic
-	Runs           int           // repetitions per peer; figures are medians
-	Peers          []string      // "strand", "kfake"
-	LatencyRecords int           // sequential ProduceSync calls in workload C
-	Warmup         int           // records produced and consumed before timing
-	Window         int           // produce records in flight (not yet acknowledged)
-	Linger         time.Duration // kgo.ProducerLinger, the same for every peer
-	Timeout        time.Duration // bound on each workload of each run
-	Dir            string        // parent of the per-run data directories; "" = os.TempDir()
-	Logf           func(format string, args ...any)
+	Records         int           // 1 KB records produced (and consumed) per run
+	Size            int           // value bytes of the main workload
+	SmallRecords    int           // records of the small-record produce workload
+	SmallSize       int           // value bytes of the small-record workload
+	ScaleRecords    int           // records per partition-scaling produce
+	ScalePartitions []int         // partition counts of the scaling workload
+	Partitions      int           // partitions of the main topics
+	Runs            int           // repetitions per peer; figures are medians
+	Peers           []string      // of AllPeers
+	LatencyRecords  int           // sequential single-record produces
+	E2ERate         int           // records/s of the end-to-end workload
+	E2EDuration     time.Duration // how long the end-to-end workload sends
+	Warmup          int           // records produced and consumed before timing
+	Window          int           // produce records in flight (not yet acknowledged)
+	Linger          time.Duration // kgo.ProducerLinger, the same for both Kafka peers
+	Timeout         time.Duration // bound on each workload of each run
+	Dir             string        // parent of the per-run data directories; "" = os.TempDir()
+	Logf            func(format string, args ...any)
 }
 
-// DefaultOptions are the workload: 500,000 records of 1 KiB into 8
-// partitions, five runs per peer (a run of both peers takes a few seconds
-// on two cores, and single runs vary by ±15%).
+// DefaultOptions keep a full run (3 peers × 3 runs) under 5 minutes on two
+// cores: JetStream, the slowest peer, takes most of it.
 func DefaultOptions() Options {
 	return Options{
-		Records:        500_000,
-		Size:           1024,
-		Partitions:     8,
-		Runs:           5,
-		Peers:          []string{"strand", "kfake"},
-		LatencyRecords: 2_000,
-		Warmup:         10_000,
-		Window:         50_000,
-		Linger:         10 * time.Millisecond,
-		Timeout:        2 * time.Minute,
+		Records:         500_000,
+		Size:            1024,
+		SmallRecords:    1_000_000,
+		SmallSize:       100,
+		ScaleRecords:    200_000,
+		ScalePartitions: []int{1, 8, 64},
+		Partitions:      8,
+		Runs:            3,
+		Peers:           slices.Clone(AllPeers),
+		LatencyRecords:  2_000,
+		E2ERate:         5_000,
+		E2EDuration:     5 * time.Second,
+		Warmup:          10_000,
+		Window:          50_000,
+		Linger:          10 * time.Millisecond,
+		Timeout:         2 * time.Minute,
 	}
 }
 
 func (o *Options) fill() {
 	d := DefaultOptions()
-	if o.Records <= 0 {
-		o.Records = d.Records
+	setInt := func(v *int, def int) {
+		if *v <= 0 {
+			*v = def
+		}
 	}
-	if o.Size <= 0 {
-		o.Size = d.Size
-	}
-	if o.Partitions <= 0 {
-		o.Partitions = d.Partitions
-	}
-	if o.Runs <= 0 {
-		o.Runs = d.Runs
+	setInt(&o.Records, d.Records)
+	setInt(&o.Size, d.Size)
+	setInt(&o.SmallRecords, d.SmallRecords)
+	setInt(&o.SmallSize, d.SmallSize)
+	setInt(&o.ScaleRecords, d.ScaleRecords)
+	setInt(&o.Partitions, d.Partitions)
+	setInt(&o.Runs, d.Runs)
+	setInt(&o.LatencyRecords, d.LatencyRecords)
+	setInt(&o.E2ERate, d.E2ERate)
+	setInt(&o.Window, d.Window)
+	if len(o.ScalePartitions) == 0 {
+		o.ScalePartitions = d.ScalePartitions
 	}
 	if len(o.Peers) == 0 {
 		o.Peers = d.Peers
 	}
-	if o.LatencyRecords <= 0 {
-		o.LatencyRecords = d.LatencyRecords
+	if o.E2EDuration <= 0 {
+		o.E2EDuration = d.E2EDuration
 	}
 	if o.Warmup < 0 {
 		o.Warmup = 0
-	}
-	if o.Window <= 0 {
-		o.Window = d.Window
 	}
 	if o.Linger < 0 {
 		o.Linger = 0
@@ -100,18 +110,9 @@ func (o *Options) fill() {
 	}
 }
 
-// RunResult is one run of all three workloads against one peer.
-type RunResult struct {
-	ProduceElapsed time.Duration
-	ConsumeElapsed time.Duration
-	ProduceMiBps   float64
-	ProduceRecps   float64
-	ConsumeMiBps   float64
-	ConsumeRecps   float64
-	LatencyP50     time.Duration
-	LatencyP99     time.Duration
-	LatencyMax     time.Duration
-}
+// RunResult is one run of every workload against one peer: metric ID →
+// value (MiB/s, records/s, or nanoseconds for latencies; see Metrics).
+type RunResult map[string]float64
 
 // PeerResult is every run against one peer and their medians.
 type PeerResult struct {
@@ -151,48 +152,33 @@ func (r *Report) Err() error {
 	return errors.Join(errs...)
 }
 
-// peer is a running broker.
-type peer struct {
-	addr  string
-	close func() error
+// target is a running peer: a broker and the clients that drive it. A
+// "topic" is a Kafka topic, or a JetStream stream with one subject per
+// partition.
+type target interface {
+	createTopic(ctx context.Context, topic string, partitions int) error
+	// produce sends n records of pl.value(0..n-1), acks=all, at most
+	// o.Window unacknowledged, and returns once all are acknowledged, with
+	// what consume should verify against.
+	produce(ctx context.Context, topic string, pl *payload, n int) (time.Duration, any, error)
+	// consume reads the first n records from the start with a fresh
+	// consumer, checks them and returns the time taken.
+	consume(ctx context.Context, topic string, pl *payload, n int, produced any) (time.Duration, error)
+	// roundTrips: o.LatencyRecords sequential single-record produces, sorted.
+	roundTrips(ctx context.Context, topic string, pl *payload) ([]time.Duration, error)
+	// endToEnd: send→receive latencies at o.E2ERate for o.E2EDuration, sorted.
+	endToEnd(ctx context.Context, topic string, pl *payload) ([]time.Duration, error)
+	close() error
 }
 
-// startPeer starts a fresh broker named name with its data in dir.
-func startPeer(ctx context.Context, name, dir string) (*peer, error) {
+func startTarget(ctx context.Context, o Options, name, dir string) (target, error) {
 	switch name {
-	case "strand":
-		// No fsync: Strand's default flush policy.
-		b, err := strand.Start(ctx, strand.Config{
-			Dir:    dir,
-			Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
-		})
-		if err != nil {
-			return nil, err
-		}
-		return &peer{addr: b.Addr(), close: b.Close}, nil
-	case "kfake":
-		// DataDir persists segments to dir; without SyncWrites nothing is
-		// fsynced per batch (kfake's default, like Kafka's).
-		c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.DataDir(dir))
-		if err != nil {
-			return nil, err
-		}
-		return &peer{addr: c.ListenAddrs()[0], close: func() error { c.Close(); return nil }}, nil
-	default:
-		return nil, fmt.Errorf("unknown peer %q (want strand or kfake)", name)
+	case "strand", "kfake":
+		return startKafka(ctx, o, name, dir)
+	case "jetstream":
+		return startJetStream(ctx, o, dir)
 	}
-}
-
-// ClientOpts are the franz-go settings every peer gets; seed is the broker.
-// Everything not listed is kgo's default (idempotent producer, 1 MB batches,
-// 50 MiB / 1 MiB-per-partition fetches, FetchMaxWait 5s).
-func ClientOpts(seed string, linger time.Duration) []kgo.Opt {
-	return []kgo.Opt{
-		kgo.SeedBrokers(seed),
-		kgo.RequiredAcks(kgo.AllISRAcks()),
-		kgo.ProducerBatchCompression(kgo.NoCompression()),
-		kgo.ProducerLinger(linger),
-	}
+	return nil, fmt.Errorf("unknown peer %q (want one of %v)", name, AllPeers)
 }
 
 // payload is the value pool: distinct crypto/rand values, reused round-robin
@@ -200,6 +186,7 @@ func ClientOpts(seed string, linger time.Duration) []kgo.Opt {
 // batch is compressible) with their CRC-32C precomputed so the consumer can
 // verify it read every byte.
 type payload struct {
+	size int
 	vals [][]byte
 	crcs []uint32
 }
@@ -212,7 +199,7 @@ func newPayload(size int) (*payload, error) {
 	if _, err := rand.Read(buf); err != nil {
 		return nil, err
 	}
-	p := &payload{vals: make([][]byte, n), crcs: make([]uint32, n)}
+	p := &payload{size: size, vals: make([][]byte, n), crcs: make([]uint32, n)}
 	for i := range n {
 		p.vals[i] = buf[i*size : (i+1)*size : (i+1)*size]
 		p.crcs[i] = crc32.Checksum(p.vals[i], castagnoli)
@@ -234,10 +221,14 @@ func (p *payload) sum(n int) uint64 {
 
 // Run runs the workloads against every peer o.Runs times, each run on a
 // fresh broker with a fresh data directory. The peers take turns (the order
-// alternates each run) so neither always runs on a colder or hotter machine.
+// rotates each run) so none always runs on a colder or hotter machine.
 func Run(ctx context.Context, o Options) (*Report, error) {
 	o.fill()
-	pl, err := newPayload(o.Size)
+	big, err := newPayload(o.Size)
+	if err != nil {
+		return nil, err
+	}
+	small, err := newPayload(o.SmallSize)
 	if err != nil {
 		return nil, err
 	}
@@ -248,27 +239,19 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		rep.Peers = append(rep.Peers, PeerResult{Peer: name})
 	}
 	for run := range o.Runs {
-		idx := make([]int, len(rep.Peers))
-		for i := range idx {
-			idx[i] = i
-		}
-		if run%2 == 1 {
-			slices.Reverse(idx)
-		}
-		for _, i := range idx {
-			pr := &rep.Peers[i]
+		for k := range rep.Peers {
+			pr := &rep.Peers[(k+run)%len(rep.Peers)]
 			if pr.Err != nil {
 				continue
 			}
 			o.Logf("run %d/%d: %s", run+1, o.Runs, pr.Peer)
-			res, err := runOnce(ctx, o, pl, pr.Peer)
+			res, err := runOnce(ctx, o, big, small, pr.Peer)
 			if err != nil {
 				pr.Err = fmt.Errorf("run %d: %w", run+1, err)
 				o.Logf("run %d/%d: %s FAILED: %v", run+1, o.Runs, pr.Peer, err)
 				continue
 			}
-			o.Logf("run %d/%d: %s produce %.0f MiB/s (%.0f rec/s), consume %.0f MiB/s, latency p50 %v p99 %v",
-				run+1, o.Runs, pr.Peer, res.ProduceMiBps, res.ProduceRecps, res.ConsumeMiBps, res.LatencyP50, res.LatencyP99)
+			o.Logf("run %d/%d: %s %s", run+1, o.Runs, pr.Peer, res.summary())
 			pr.Runs = append(pr.Runs, res)
 		}
 		if ctx.Err() != nil {
@@ -281,10 +264,12 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	return rep, ctx.Err()
 }
 
-func runOnce(ctx context.Context, o Options, pl *payload, name string) (res RunResult, err error) {
+const mib = 1 << 20
+
+func runOnce(ctx context.Context, o Options, big, small *payload, name string) (res RunResult, err error) {
 	dir, err := os.MkdirTemp(o.Dir, "peerbench-"+name+"-")
 	if err != nil {
-		return res, err
+		return nil, err
 	}
 	defer func() {
 		if rerr := os.RemoveAll(dir); rerr != nil && err == nil {
@@ -296,347 +281,120 @@ func runOnce(ctx context.Context, o Options, pl *payload, name string) (res RunR
 	runtime.GC()
 	debug.FreeOSMemory()
 
-	p, err := startPeer(ctx, name, dir)
+	t, err := startTarget(ctx, o, name, dir)
 	if err != nil {
-		return res, fmt.Errorf("start: %w", err)
+		return nil, fmt.Errorf("start: %w", err)
 	}
 	defer func() {
-		if cerr := p.close(); cerr != nil && err == nil {
+		if cerr := t.close(); cerr != nil && err == nil {
 			err = fmt.Errorf("close: %w", cerr)
 		}
 	}()
 
-	const (
-		warmTopic    = "peerbench-warmup"
-		benchTopic   = "peerbench"
-		latencyTopic = "peerbench-latency"
-	)
-	admin, err := kgo.NewClient(ClientOpts(p.addr, o.Linger)...)
-	if err != nil {
-		return res, err
+	topics := []struct {
+		name       string
+		partitions int
+	}{
+		{"warmup", o.Partitions}, {"bulk", o.Partitions}, {"small", o.Partitions},
+		{"latency", o.Partitions}, {"e2e", o.Partitions},
 	}
-	defer admin.Close()
-	adm := kadm.NewClient(admin)
-	for _, t := range []string{warmTopic, benchTopic, latencyTopic} {
-		if err := createTopic(ctx, adm, t, int32(o.Partitions), o.Timeout); err != nil {
-			return res, err
+	for _, p := range o.ScalePartitions {
+		topics = append(topics, struct {
+			name       string
+			partitions int
+		}{fmt.Sprintf("scale%d", p), p})
+	}
+	for _, tp := range topics {
+		if err := t.createTopic(ctx, tp.name, tp.partitions); err != nil {
+			return nil, err
 		}
 	}
+	res = make(RunResult)
 
-	prod, err := kgo.NewClient(ClientOpts(p.addr, o.Linger)...)
-	if err != nil {
-		return res, err
-	}
-	defer prod.Close()
-
-	// Warm-up, not timed: the producer's connections, producer id and
-	// metadata; the broker's produce and fetch paths.
+	// Warm-up, not timed: connections, producer ids, metadata; the
+	// broker's produce and fetch paths.
 	if o.Warmup > 0 {
-		if _, err := produce(ctx, o, prod, pl, warmTopic, o.Warmup); err != nil {
-			return res, fmt.Errorf("warm-up produce: %w", err)
+		_, prod, err := t.produce(ctx, "warmup", big, o.Warmup)
+		if err != nil {
+			return nil, fmt.Errorf("warm-up produce: %w", err)
 		}
-		if _, _, err := consume(ctx, o, p.addr, pl, warmTopic, o.Warmup, nil); err != nil {
-			return res, fmt.Errorf("warm-up consume: %w", err)
+		if _, err := t.consume(ctx, "warmup", big, o.Warmup, prod); err != nil {
+			return nil, fmt.Errorf("warm-up consume: %w", err)
 		}
 	}
 
-	bytes := float64(o.Records) * float64(o.Size)
-	const mib = 1 << 20
+	throughput := func(prefix string, n, size int, d time.Duration) {
+		res[prefix+"_mibps"] = float64(n) * float64(size) / mib / d.Seconds()
+		res[prefix+"_recps"] = float64(n) / d.Seconds()
+	}
 
-	// Workload A: bulk produce.
-	stats, err := produce(ctx, o, prod, pl, benchTopic, o.Records)
+	// Bulk produce of 1 KB records, then consume them all.
+	d, prod, err := t.produce(ctx, "bulk", big, o.Records)
 	if err != nil {
-		return res, fmt.Errorf("produce: %w", err)
+		return nil, fmt.Errorf("produce: %w", err)
 	}
-	res.ProduceElapsed = stats.elapsed
-	res.ProduceMiBps = bytes / mib / stats.elapsed.Seconds()
-	res.ProduceRecps = float64(o.Records) / stats.elapsed.Seconds()
+	throughput(MetricProduce, o.Records, o.Size, d)
+	if d, err = t.consume(ctx, "bulk", big, o.Records, prod); err != nil {
+		return nil, fmt.Errorf("consume: %w", err)
+	}
+	throughput(MetricConsume, o.Records, o.Size, d)
 
-	// Workload B: bulk consume of everything A wrote.
-	elapsed, _, err := consume(ctx, o, p.addr, pl, benchTopic, o.Records, stats.parts)
+	// Bulk produce of small records, consumed back (untimed) to check them.
+	d, prod, err = t.produce(ctx, "small", small, o.SmallRecords)
 	if err != nil {
-		return res, fmt.Errorf("consume: %w", err)
+		return nil, fmt.Errorf("small produce: %w", err)
 	}
-	res.ConsumeElapsed = elapsed
-	res.ConsumeMiBps = bytes / mib / elapsed.Seconds()
-	res.ConsumeRecps = float64(o.Records) / elapsed.Seconds()
-
-	// The log holds exactly what was acknowledged: no duplicates beyond
-	// the records the consumer stopped at.
-	if err := checkLogSize(ctx, adm, benchTopic, int64(o.Records), o.Timeout); err != nil {
-		return res, err
+	throughput(MetricProduceSmall, o.SmallRecords, o.SmallSize, d)
+	if _, err = t.consume(ctx, "small", small, o.SmallRecords, prod); err != nil {
+		return nil, fmt.Errorf("small consume (check): %w", err)
 	}
 
-	// Workload C: sequential single-record produce round trips.
-	lat, err := latency(ctx, o, prod, pl, latencyTopic)
+	// Produce throughput by partition count.
+	for _, p := range o.ScalePartitions {
+		topic := fmt.Sprintf("scale%d", p)
+		d, _, err := t.produce(ctx, topic, big, o.ScaleRecords)
+		if err != nil {
+			return nil, fmt.Errorf("produce to %d partitions: %w", p, err)
+		}
+		throughput(ScaleMetric(p), o.ScaleRecords, o.Size, d)
+	}
+
+	// Sequential single-record produce round trips.
+	lat, err := t.roundTrips(ctx, "latency", big)
 	if err != nil {
-		return res, fmt.Errorf("latency: %w", err)
+		return nil, fmt.Errorf("round trips: %w", err)
 	}
-	res.LatencyP50 = percentile(lat, 50)
-	res.LatencyP99 = percentile(lat, 99)
-	res.LatencyMax = lat[len(lat)-1]
+	res[MetricRTT+"_p50"] = float64(percentile(lat, 50))
+	res[MetricRTT+"_p99"] = float64(percentile(lat, 99))
+	res[MetricRTT+"_max"] = float64(lat[len(lat)-1])
+
+	// End-to-end latency at a fixed rate.
+	lat, err = t.endToEnd(ctx, "e2e", big)
+	if err != nil {
+		return nil, fmt.Errorf("end to end: %w", err)
+	}
+	res[MetricE2E+"_p50"] = float64(percentile(lat, 50))
+	res[MetricE2E+"_p99"] = float64(percentile(lat, 99))
+	res[MetricE2E+"_max"] = float64(lat[len(lat)-1])
 	return res, nil
 }
 
-func createTopic(ctx context.Context, adm *kadm.Client, topic string, partitions int32, timeout time.Duration) error {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	resp, err := adm.CreateTopic(ctx, partitions, 1, nil, topic)
-	if err == nil {
-		err = resp.Err
-	}
-	if err != nil {
-		return fmt.Errorf("create topic %s: %w", topic, err)
-	}
-	// Wait until metadata shows every partition with a leader.
-	for {
-		md, err := adm.Metadata(ctx, topic)
-		if err == nil {
-			if td, ok := md.Topics[topic]; ok && td.Err == nil && len(td.Partitions) == int(partitions) {
-				ready := true
-				for _, pd := range td.Partitions {
-					if pd.Err != nil || pd.Leader < 0 {
-						ready = false
-					}
-				}
-				if ready {
-					return nil
-				}
-			}
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("topic %s never became ready: %w", topic, ctx.Err())
-		case <-time.After(20 * time.Millisecond):
-		}
-	}
-}
+// Metric ID prefixes of RunResult.
+const (
+	MetricProduce      = "produce"       // _mibps, _recps: bulk produce, Size-byte values
+	MetricConsume      = "consume"       // _mibps, _recps: bulk consume of those
+	MetricProduceSmall = "produce_small" // _mibps, _recps: bulk produce, SmallSize-byte values
+	MetricRTT          = "rtt"           // _p50, _p99, _max: single-record produce round trip (ns)
+	MetricE2E          = "e2e"           // _p50, _p99, _max: produce → consume at E2ERate (ns)
+)
 
-// partStats summarises the offsets of one partition.
-type partStats struct {
-	n        int64
-	min, max int64
-	sum      int64
-}
+// ScaleMetric is the metric ID prefix of produce throughput at p partitions.
+func ScaleMetric(p int) string { return fmt.Sprintf("produce_p%d", p) }
 
-func (s *partStats) add(off int64) {
-	if s.n == 0 || off < s.min {
-		s.min = off
-	}
-	if s.n == 0 || off > s.max {
-		s.max = off
-	}
-	s.n++
-	s.sum += off
-}
-
-type produceStats struct {
-	elapsed time.Duration
-	parts   map[int32]*partStats
-}
-
-// produce sends n records asynchronously with at most o.Window of them
-// unacknowledged and returns once every one is acknowledged. The window is a
-// pool of o.Window records: a record is reused once its promise has run, so
-// the client side allocates no record per send and keeps no pointer-heavy
-// garbage on the heap the broker shares.
-func produce(ctx context.Context, o Options, cl *kgo.Client, pl *payload, topic string, n int) (produceStats, error) {
-	ctx, cancel := context.WithTimeout(ctx, o.Timeout)
-	defer cancel()
-	window := min(o.Window, n)
-	free := make(chan *kgo.Record, window)
-	pool := make([]kgo.Record, window)
-	for i := range pool {
-		free <- &pool[i]
-	}
-	var (
-		mu       sync.Mutex
-		firstErr error
-		acked    int64
-		parts    = make(map[int32]*partStats)
-		wg       sync.WaitGroup
-	)
-	// Promises run serially per partition but possibly concurrently
-	// across partitions, hence the mutex.
-	promise := func(r *kgo.Record, err error) {
-		mu.Lock()
-		if err != nil {
-			if firstErr == nil {
-				firstErr = err
-			}
-		} else {
-			ps := parts[r.Partition]
-			if ps == nil {
-				ps = new(partStats)
-				parts[r.Partition] = ps
-			}
-			ps.add(r.Offset)
-			acked++
-		}
-		mu.Unlock()
-		free <- r
-		wg.Done()
-	}
-	start := time.Now()
-	for i := range n {
-		var r *kgo.Record
-		select {
-		case r = <-free:
-		case <-ctx.Done():
-			return produceStats{}, fmt.Errorf("after %d of %d records: %w", i, n, ctx.Err())
-		}
-		*r = kgo.Record{Topic: topic, Value: pl.value(i)}
-		wg.Add(1)
-		cl.Produce(ctx, r, promise)
-	}
-	wg.Wait()
-	elapsed := time.Since(start)
-	if firstErr != nil {
-		return produceStats{}, firstErr
-	}
-	if acked != int64(n) {
-		return produceStats{}, fmt.Errorf("%d of %d records acknowledged", acked, n)
-	}
-	return produceStats{elapsed: elapsed, parts: parts}, nil
-}
-
-// consume reads topic from the start with a fresh direct (non-group) client
-// until it has n records, checksumming every value byte. The clock includes
-// the client's start (a connection and a metadata request on loopback).
-// want, if set, is what the producer was told: each partition's consumed
-// offsets must match it.
-func consume(ctx context.Context, o Options, addr string, pl *payload, topic string, n int, want map[int32]*partStats) (time.Duration, uint64, error) {
-	ctx, cancel := context.WithTimeout(ctx, o.Timeout)
-	defer cancel()
-	start := time.Now()
-	cl, err := kgo.NewClient(append(ClientOpts(addr, o.Linger),
-		kgo.ConsumeTopics(topic),
-		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
-	)...)
-	if err != nil {
-		return 0, 0, err
-	}
-	defer cl.Close()
-	var (
-		got   int
-		sum   uint64
-		bytes int64
-		parts = make(map[int32]*partStats)
-		last  = make(map[int32]int64)
-		order error
-	)
-	for got < n {
-		fs := cl.PollFetches(ctx)
-		if err := ctx.Err(); err != nil {
-			return 0, 0, fmt.Errorf("consumed %d of %d records: %w", got, n, err)
-		}
-		if errs := fs.Errors(); len(errs) > 0 {
-			return 0, 0, fmt.Errorf("fetch %s[%d]: %w", errs[0].Topic, errs[0].Partition, errs[0].Err)
-		}
-		fs.EachRecord(func(r *kgo.Record) {
-			got++
-			bytes += int64(len(r.Value))
-			sum += uint64(crc32.Checksum(r.Value, castagnoli))
-			if l, ok := last[r.Partition]; ok && r.Offset <= l && order == nil {
-				order = fmt.Errorf("partition %d: offset %d after %d", r.Partition, r.Offset, l)
-			}
-			last[r.Partition] = r.Offset
-			ps := parts[r.Partition]
-			if ps == nil {
-				ps = new(partStats)
-				parts[r.Partition] = ps
-			}
-			ps.add(r.Offset)
-		})
-	}
-	elapsed := time.Since(start)
-	if order != nil {
-		return 0, 0, order
-	}
-	if got != n {
-		return 0, 0, fmt.Errorf("consumed %d records, want exactly %d", got, n)
-	}
-	if bytes != int64(n)*int64(o.Size) {
-		return 0, 0, fmt.Errorf("consumed %d value bytes, want %d", bytes, int64(n)*int64(o.Size))
-	}
-	if exp := pl.sum(n); sum != exp {
-		return 0, 0, fmt.Errorf("value checksum %d, want %d: records corrupted, duplicated or lost", sum, exp)
-	}
-	if want != nil {
-		if len(parts) != len(want) {
-			return 0, 0, fmt.Errorf("consumed from %d partitions, produced to %d", len(parts), len(want))
-		}
-		for p, w := range want {
-			if g := parts[p]; g == nil || *g != *w {
-				return 0, 0, fmt.Errorf("partition %d: consumed offsets %+v, acknowledged %+v", p, g, w)
-			}
-		}
-	}
-	return elapsed, sum, nil
-}
-
-// checkLogSize checks the topic holds exactly n records (end − start summed
-// over partitions).
-func checkLogSize(ctx context.Context, adm *kadm.Client, topic string, n int64, timeout time.Duration) error {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	starts, err := adm.ListStartOffsets(ctx, topic)
-	if err != nil {
-		return fmt.Errorf("list start offsets: %w", err)
-	}
-	ends, err := adm.ListEndOffsets(ctx, topic)
-	if err != nil {
-		return fmt.Errorf("list end offsets: %w", err)
-	}
-	var total int64
-	var ferr error
-	ends.Each(func(e kadm.ListedOffset) {
-		if e.Err != nil {
-			ferr = cmpErr(ferr, fmt.Errorf("end offset of %s[%d]: %w", e.Topic, e.Partition, e.Err))
-			return
-		}
-		s, ok := starts.Lookup(e.Topic, e.Partition)
-		if !ok || s.Err != nil {
-			ferr = cmpErr(ferr, fmt.Errorf("no start offset for %s[%d]", e.Topic, e.Partition))
-			return
-		}
-		total += e.Offset - s.Offset
-	})
-	if ferr != nil {
-		return ferr
-	}
-	if total != n {
-		return fmt.Errorf("log holds %d records (sum of end − start offsets), want %d", total, n)
-	}
-	return nil
-}
-
-func cmpErr(have, next error) error {
-	if have != nil {
-		return have
-	}
-	return next
-}
-
-// latency runs o.LatencyRecords sequential ProduceSync calls of one record
-// each (after a few untimed ones) and returns the sorted round trips.
-func latency(ctx context.Context, o Options, cl *kgo.Client, pl *payload, topic string) ([]time.Duration, error) {
-	ctx, cancel := context.WithTimeout(ctx, o.Timeout)
-	defer cancel()
-	const warm = 50
-	out := make([]time.Duration, 0, o.LatencyRecords)
-	for i := range warm + o.LatencyRecords {
-		r := &kgo.Record{Topic: topic, Value: pl.value(i)}
-		start := time.Now()
-		if err := cl.ProduceSync(ctx, r).FirstErr(); err != nil {
-			return nil, fmt.Errorf("record %d: %w", i, err)
-		}
-		if d := time.Since(start); i >= warm {
-			out = append(out, d)
-		}
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
-	return out, nil
+func (r RunResult) summary() string {
+	return fmt.Sprintf("produce %.0f MiB/s, small %.0f rec/s, consume %.0f MiB/s, rtt p99 %v, e2e p99 %v",
+		r[MetricProduce+"_mibps"], r[MetricProduceSmall+"_recps"], r[MetricConsume+"_mibps"],
+		time.Duration(r[MetricRTT+"_p99"]), time.Duration(r[MetricE2E+"_p99"]))
 }
 
 // percentile returns the nearest-rank percentile of sorted durations.
@@ -650,32 +408,23 @@ func percentile(sorted []time.Duration, p int) time.Duration {
 
 // median takes each figure's median across runs independently.
 func median(runs []RunResult) RunResult {
+	out := make(RunResult)
 	if len(runs) == 0 {
-		return RunResult{}
+		return out
 	}
-	f := func(get func(RunResult) float64) float64 {
-		v := make([]float64, len(runs))
-		for i, r := range runs {
-			v[i] = get(r)
+	for k := range runs[0] {
+		v := make([]float64, 0, len(runs))
+		for _, r := range runs {
+			if x, ok := r[k]; ok {
+				v = append(v, x)
+			}
 		}
 		slices.Sort(v)
 		if len(v)%2 == 1 {
-			return v[len(v)/2]
+			out[k] = v[len(v)/2]
+		} else {
+			out[k] = (v[len(v)/2-1] + v[len(v)/2]) / 2
 		}
-		return (v[len(v)/2-1] + v[len(v)/2]) / 2
 	}
-	d := func(get func(RunResult) time.Duration) time.Duration {
-		return time.Duration(f(func(r RunResult) float64 { return float64(get(r)) }))
-	}
-	return RunResult{
-		ProduceElapsed: d(func(r RunResult) time.Duration { return r.ProduceElapsed }),
-		ConsumeElapsed: d(func(r RunResult) time.Duration { return r.ConsumeElapsed }),
-		ProduceMiBps:   f(func(r RunResult) float64 { return r.ProduceMiBps }),
-		ProduceRecps:   f(func(r RunResult) float64 { return r.ProduceRecps }),
-		ConsumeMiBps:   f(func(r RunResult) float64 { return r.ConsumeMiBps }),
-		ConsumeRecps:   f(func(r RunResult) float64 { return r.ConsumeRecps }),
-		LatencyP50:     d(func(r RunResult) time.Duration { return r.LatencyP50 }),
-		LatencyP99:     d(func(r RunResult) time.Duration { return r.LatencyP99 }),
-		LatencyMax:     d(func(r RunResult) time.Duration { return r.LatencyMax }),
-	}
+	return out
 }

@@ -2,6 +2,8 @@ package bench
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -15,18 +17,24 @@ import (
 // intact values, and latency measured. It asserts nothing about speed.
 func TestRunSmall(t *testing.T) {
 	o := Options{
-		Records:        2_000,
-		Size:           1024,
-		Partitions:     8,
-		Runs:           1,
-		Peers:          []string{"strand", "kfake"},
-		LatencyRecords: 50,
-		Warmup:         100,
-		Window:         500,
-		Linger:         10 * time.Millisecond,
-		Timeout:        time.Minute,
-		Dir:            t.TempDir(),
-		Logf:           t.Logf,
+		Records:         2_000,
+		Size:            1024,
+		SmallRecords:    3_000,
+		SmallSize:       100,
+		ScaleRecords:    500,
+		ScalePartitions: []int{1, 8, 64},
+		Partitions:      8,
+		Runs:            1,
+		Peers:           AllPeers,
+		LatencyRecords:  50,
+		E2ERate:         2_000,
+		E2EDuration:     300 * time.Millisecond,
+		Warmup:          100,
+		Window:          500,
+		Linger:          10 * time.Millisecond,
+		Timeout:         time.Minute,
+		Dir:             t.TempDir(),
+		Logf:            t.Logf,
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
@@ -37,22 +45,36 @@ func TestRunSmall(t *testing.T) {
 	if err := rep.Err(); err != nil {
 		t.Fatal(err)
 	}
+	rows := rep.Options.Rows()
 	for _, name := range o.Peers {
 		p := rep.Peer(name)
 		if p == nil || len(p.Runs) != 1 {
 			t.Fatalf("%s: want 1 run, got %+v", name, p)
 		}
 		m := p.Median
-		if m.ProduceMiBps <= 0 || m.ConsumeMiBps <= 0 || m.LatencyP50 <= 0 || m.LatencyP99 < m.LatencyP50 {
-			t.Errorf("%s: implausible figures %+v", name, m)
+		for _, rw := range rows {
+			if m[rw.Metric] <= 0 {
+				t.Errorf("%s: %s (%s) = %v", name, rw.Name, rw.Metric, m[rw.Metric])
+			}
+		}
+		if m[MetricRTT+"_p99"] < m[MetricRTT+"_p50"] || m[MetricE2E+"_p99"] < m[MetricE2E+"_p50"] {
+			t.Errorf("%s: p99 below p50: %v", name, m)
 		}
 	}
 	table := rep.Table()
-	md := rep.Markdown("go test", time.Now())
-	for _, want := range []string{"A produce throughput", "B consume throughput", "C produce latency p99", "Strand/kfake", "kfake/Strand"} {
+	md := rep.Markdown("go test", time.Now(), "chart.png")
+	for _, want := range []string{"produce 1 KB", "produce 100 B", "consume 1 KB", "produce round trip p99",
+		"end-to-end p99", "64 partition(s)", "Strand vs kfake", "Strand vs JetStream"} {
 		if !strings.Contains(table, want) || !strings.Contains(md, want) {
 			t.Errorf("report lacks %q:\n%s\n%s", want, table, md)
 		}
+	}
+	png := filepath.Join(t.TempDir(), "chart.png")
+	if err := rep.WriteChart(png); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(png); err != nil || len(b) < 1000 || string(b[1:4]) != "PNG" {
+		t.Fatalf("chart: %d bytes, %v", len(b), err)
 	}
 	t.Logf("\n%s", table)
 }
@@ -63,7 +85,7 @@ func TestConsumeDetectsLoss(t *testing.T) {
 	o := Options{Records: 100, Size: 64, Partitions: 2, Runs: 1, LatencyRecords: 1, Window: 10, Timeout: 3 * time.Second}
 	o.fill()
 	ctx := context.Background()
-	p, err := startPeer(ctx, "kfake", t.TempDir())
+	p, err := startKafka(ctx, o, "kfake", t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,12 +1,13 @@
-// Command peerbench compares Strand with franz-go's kfake, both with their
-// data on disk and neither fsyncing, under the same franz-go client settings:
+// Command peerbench compares Strand with franz-go's kfake (same franz-go
+// client settings) and NATS JetStream (nats.go, async publish), all with
+// their data on disk and none fsyncing: bulk produce of 1 KB and 100 B
+// records (acks=all), bulk consume, single-record produce round trips,
+// end-to-end latency at a fixed rate, and produce at 1, 8 and 64
+// partitions. See bench/README.md.
 //
-//	A  bulk produce:   -records values of -size random bytes, acks=all,
-//	                   no compression, async with a bounded window
-//	B  bulk consume:   every record of A from the start, direct consumer
-//	C  produce latency: sequential ProduceSync of one record, p50/p99
+// Run it from the bench module:
 //
-// Run it from the bench module: cd bench && go run ./cmd/peerbench.
+//	cd bench && go run ./cmd/peerbench -out ../docs/BENCHMARKS.md -chart ../docs/benchmarks.png
 package main
 
 import (
@@ -15,7 +16,10 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"runtime/pprof"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -37,13 +41,21 @@ func run() error {
 		out        string
 		cpuprofile string
 		memprofile string
+		chart      string
+		scale      string
 		quiet      bool
 	)
 	flag.IntVar(&o.Records, "records", d.Records, "records to produce and consume per run")
 	flag.IntVar(&o.Size, "size", d.Size, "value size in bytes")
-	flag.IntVar(&o.Partitions, "partitions", d.Partitions, "partitions of the benchmark topic")
+	flag.IntVar(&o.Partitions, "partitions", d.Partitions, "partitions of the main topics")
+	flag.IntVar(&o.SmallRecords, "small-records", d.SmallRecords, "records of the small-record produce workload")
+	flag.IntVar(&o.SmallSize, "small-size", d.SmallSize, "value size of the small-record produce workload")
+	flag.IntVar(&o.ScaleRecords, "scale-records", d.ScaleRecords, "records per partition-scaling produce")
+	flag.StringVar(&scale, "scale-partitions", joinInts(d.ScalePartitions), "partition counts of the scaling workload")
+	flag.IntVar(&o.E2ERate, "e2e-rate", d.E2ERate, "records/s of the end-to-end latency workload")
+	flag.DurationVar(&o.E2EDuration, "e2e-duration", d.E2EDuration, "how long the end-to-end workload sends")
 	flag.IntVar(&o.Runs, "runs", d.Runs, "runs per peer (fresh broker each); figures are medians")
-	flag.StringVar(&peers, "peers", strings.Join(d.Peers, ","), "comma-separated peers: strand, kfake")
+	flag.StringVar(&peers, "peers", strings.Join(d.Peers, ","), "comma-separated peers: strand, kfake, jetstream")
 	flag.IntVar(&o.LatencyRecords, "latency-records", d.LatencyRecords, "sequential single-record produces in workload C")
 	flag.IntVar(&o.Warmup, "warmup", d.Warmup, "untimed records produced and consumed before workload A")
 	flag.IntVar(&o.Window, "window", d.Window, "most produced records not yet acknowledged")
@@ -51,6 +63,7 @@ func run() error {
 	flag.DurationVar(&o.Timeout, "timeout", d.Timeout, "bound on each workload")
 	flag.StringVar(&o.Dir, "dir", "", "parent directory for data directories (default: the OS temp dir)")
 	flag.StringVar(&out, "out", "", "also write the results as markdown to this file")
+	flag.StringVar(&chart, "chart", "", "also draw the medians as a PNG chart to this file")
 	flag.StringVar(&cpuprofile, "cpuprofile", "", "write a CPU profile of the whole run (broker and client share the process)")
 	flag.StringVar(&memprofile, "memprofile", "", "write an allocation profile at the end")
 	flag.BoolVar(&quiet, "q", false, "no per-run progress on stderr")
@@ -61,14 +74,22 @@ func run() error {
 	o.Peers = nil
 	for _, p := range strings.Split(peers, ",") {
 		if p = strings.TrimSpace(p); p != "" {
-			if p != "strand" && p != "kfake" {
-				return fmt.Errorf("-peers: unknown peer %q (want strand, kfake)", p)
+			if !slices.Contains(bench.AllPeers, p) {
+				return fmt.Errorf("-peers: unknown peer %q (want %s)", p, strings.Join(bench.AllPeers, ", "))
 			}
 			o.Peers = append(o.Peers, p)
 		}
 	}
 	if len(o.Peers) == 0 {
 		return fmt.Errorf("-peers is empty")
+	}
+	o.ScalePartitions = nil
+	for _, f := range strings.Split(scale, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n <= 0 {
+			return fmt.Errorf("-scale-partitions: want positive integers, got %q", scale)
+		}
+		o.ScalePartitions = append(o.ScalePartitions, n)
 	}
 	if !quiet {
 		o.Logf = func(format string, args ...any) {
@@ -98,12 +119,24 @@ func run() error {
 	fmt.Print(rep.Table())
 	fmt.Printf("\ntotal %v\n", time.Since(start).Round(time.Second))
 
+	if chart != "" {
+		if cerr := rep.WriteChart(chart); cerr != nil {
+			return cerr
+		}
+		fmt.Printf("wrote %s\n", chart)
+	}
 	if out != "" {
 		cmd := "cd bench && go run ./cmd/peerbench"
 		if len(os.Args) > 1 {
 			cmd += " " + strings.Join(os.Args[1:], " ")
 		}
-		if werr := os.WriteFile(out, []byte(rep.Markdown(cmd, start)), 0o644); werr != nil {
+		rel := ""
+		if chart != "" {
+			if r, rerr := filepath.Rel(filepath.Dir(out), chart); rerr == nil {
+				rel = filepath.ToSlash(r)
+			}
+		}
+		if werr := os.WriteFile(out, []byte(rep.Markdown(cmd, start, rel)), 0o644); werr != nil {
 			return werr
 		}
 		fmt.Printf("wrote %s\n", out)
@@ -122,4 +155,12 @@ func run() error {
 		return err
 	}
 	return rep.Err()
+}
+
+func joinInts(v []int) string {
+	s := make([]string, len(v))
+	for i, n := range v {
+		s[i] = strconv.Itoa(n)
+	}
+	return strings.Join(s, ",")
 }
