@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -34,6 +35,8 @@ type serveOptions struct {
 	logLevel          string
 	logFormat         string
 	metricsListen     string
+	retentionCheck    time.Duration
+	cleanerBackoff    time.Duration
 	topicDefaults     map[string]string
 }
 
@@ -46,7 +49,7 @@ producer state flushed).
 --config names a file of "key = value" lines ('#' starts a comment). Keys are
 the long flag names (listen, advertised-addr, data-dir, node-id,
 auto-create-topics, default-partitions, max-request-bytes, log-level,
-log-format, metrics-listen), and "topic.<config>" sets a broker-wide default for a topic
+log-format, metrics-listen, retention-check-interval, log-cleaner-backoff), and "topic.<config>" sets a broker-wide default for a topic
 config, e.g.:
 
     listen = 0.0.0.0:9092
@@ -87,6 +90,8 @@ func newServeCmd() *cobra.Command {
 	f.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error")
 	f.StringVar(&o.logFormat, "log-format", "text", "text or json")
 	f.StringVar(&o.metricsListen, "metrics-listen", "127.0.0.1:9644", `address serving Prometheus /metrics and /healthz over HTTP ("" disables)`)
+	f.DurationVar(&o.retentionCheck, "retention-check-interval", 30*time.Second, "how often retention.ms and retention.bytes are applied (log.retention.check.interval.ms)")
+	f.DurationVar(&o.cleanerBackoff, "log-cleaner-backoff", 15*time.Second, "how often the compaction cleaner looks for dirty compacted partitions (log.cleaner.backoff.ms)")
 	return cmd
 }
 
@@ -167,6 +172,8 @@ func (o *serveOptions) run(ctx context.Context, logOut io.Writer) error {
 		TopicDefaults:           o.topicDefaults,
 		Logger:                  logger,
 		MetricsAddr:             o.metricsListen,
+		RetentionCheckInterval:  o.retentionCheck,
+		CleanerBackoff:          o.cleanerBackoff,
 	})
 	if err != nil {
 		return err
