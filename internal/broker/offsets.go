@@ -18,8 +18,8 @@ import (
 // live on different brokers; on a single node there is nothing to spread,
 // and one partition keeps the replay in one pass. Replication will revisit
 // this. Its config is cleanup.policy=compact, as in Kafka, with no time or
-// size retention: compaction is not built yet, so the topic grows, but
-// nothing ever deletes committed offsets from under a group.
+// size retention: the broker's cleaner (cleaner.go) keeps the latest record
+// of each key, and nothing ever deletes committed offsets from under a group.
 
 // ConsumerOffsetsTopic is the internal topic holding committed offsets and
 // group metadata.
