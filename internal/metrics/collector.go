@@ -28,6 +28,12 @@ var (
 		"Records of the topic sent to consumers in fetch responses.", []string{"topic"}, nil)
 	descBytesOut = prometheus.NewDesc("strand_topic_bytes_out_total",
 		"Record-batch bytes of the topic sent to consumers in fetch responses.", []string{"topic"}, nil)
+	descValidated = prometheus.NewDesc("strand_topic_records_validated_total",
+		"Records of the topic judged by its validator (strand.validation) on the produce path.", []string{"topic"}, nil)
+	descQuarantined = prometheus.NewDesc("strand_dlq_quarantined_total",
+		"Invalid records of the topic sent to its dead-letter topic instead.", []string{"topic"}, nil)
+	descRedriven = prometheus.NewDesc("strand_dlq_redriven_total",
+		"Records of the topic's dead-letter topic produced back into it by an in-process redrive.", []string{"topic"}, nil)
 	descGroupLag = prometheus.NewDesc("strand_group_lag",
 		"A consumer group's lag on one partition: end offset − committed offset (from the log start without a commit).",
 		[]string{"group", "topic", "partition"}, nil)
@@ -43,7 +49,8 @@ type brokerCollector struct {
 
 func (c *brokerCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descLogStart, descLogEnd, descHighWatermark, descSize,
-		descPartitions, descRecordsIn, descBytesIn, descRecordsOut, descBytesOut, descGroupLag, descGroupLagTotal} {
+		descPartitions, descRecordsIn, descBytesIn, descRecordsOut, descBytesOut,
+		descValidated, descQuarantined, descRedriven, descGroupLag, descGroupLagTotal} {
 		ch <- d
 	}
 }
@@ -75,6 +82,11 @@ func (c *brokerCollector) Collect(ch chan<- prometheus.Metric) {
 		counter(descBytesIn, s.BytesIn, s.Topic)
 		counter(descRecordsOut, s.RecordsOut, s.Topic)
 		counter(descBytesOut, s.BytesOut, s.Topic)
+	}
+	for _, s := range c.b.IngestStats() {
+		counter(descValidated, s.Validated, s.Topic)
+		counter(descQuarantined, s.Quarantined, s.Topic)
+		counter(descRedriven, s.Redriven, s.Topic)
 	}
 	c.collectLag(gauge)
 }

@@ -1,7 +1,8 @@
 // Package metrics exposes a Strand broker to Prometheus: what the broker
 // holds (per-partition log start, end offset, high watermark and size;
-// per-topic records and bytes in and out; consumer-group lag per partition
-// and in total), what the wire server does (requests and their latency per
+// per-topic records and bytes in and out; records validated, quarantined to
+// the dead-letter topic and redriven; consumer-group lag per partition and
+// in total), what the wire server does (requests and their latency per
 // API key; open connections), and the Go runtime and process.
 //
 // Broker state is read at scrape time by a pull collector, so the broker
@@ -22,6 +23,9 @@
 //	topic_bytes_in_total{topic}                   counter: record-batch bytes appended
 //	topic_records_out_total{topic}                counter: records sent to consumers
 //	topic_bytes_out_total{topic}                  counter: record-batch bytes sent
+//	topic_records_validated_total{topic}          counter: records judged by strand.validation
+//	dlq_quarantined_total{topic}                  counter: invalid records sent to the topic's DLQ
+//	dlq_redriven_total{topic}                     counter: DLQ records redriven in-process
 //	group_lag{group,topic,partition}              gauge: end − committed offset
 //	group_lag_total{group}                        gauge: Σ group_lag (DESIGN.md invariant 3)
 //	requests_total{api}                           counter

@@ -204,6 +204,38 @@ func TestScrapeAfterProduceConsume(t *testing.T) {
 	}
 }
 
+// TestQuarantineCounted: an invalid record on a validated topic is counted
+// as quarantined, a valid one as validated only.
+func TestQuarantineCounted(t *testing.T) {
+	m, addr := start(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	v := "json"
+	if _, err := kadm.NewClient(cl).CreateTopic(ctx, 1, 1, map[string]*string{broker.ConfigValidation: &v}, "payments"); err != nil {
+		t.Fatal(err)
+	}
+	for _, val := range []string{`{"ok":true}`, `not json`} {
+		if err := cl.ProduceSync(ctx, &kgo.Record{Topic: "payments", Value: []byte(val)}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	topic := map[string]string{"topic": "payments"}
+	if v := mustValue(t, m, "strand_topic_records_validated_total", topic); v != 2 {
+		t.Errorf("validated = %v, want 2", v)
+	}
+	if v := mustValue(t, m, "strand_dlq_quarantined_total", topic); v != 1 {
+		t.Errorf("quarantined = %v, want 1", v)
+	}
+	if v := mustValue(t, m, "strand_topic_records_in_total", topic); v != 1 {
+		t.Errorf("records in = %v, want 1 (the valid one)", v)
+	}
+}
+
 func TestHandlerServesMetricsAndHealth(t *testing.T) {
 	m, _ := start(t)
 	hs := httptest.NewServer(m.Handler())
