@@ -1,0 +1,215 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/strandmq/strand/internal/ingest"
+	"github.com/strandmq/strand/internal/record"
+)
+
+// dlqEntry is one row of "strand dlq list".
+type dlqEntry struct {
+	Partition       int32  `json:"partition"`
+	Offset          int64  `json:"offset"`
+	SourceTopic     string `json:"source_topic"`
+	SourcePartition int32  `json:"source_partition"`
+	SourceOffset    int64  `json:"source_offset"`
+	Timestamp       string `json:"timestamp"`
+	Key             string `json:"key"`
+	Value           string `json:"value"`
+	Reason          string `json:"reason"`
+}
+
+func newDLQListCmd(o *clientOptions) *cobra.Command {
+	var limit int
+	cmd := &cobra.Command{
+		Use:   "list <topic>",
+		Short: "Print a topic's quarantined records with the reason each was rejected",
+		Long: `Print the records of a topic's DLQ (strand.dlq.topic, default <topic>.dlq):
+where each came from (source partition and offset, now a gap in the topic),
+its key and value, and why validation rejected it.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			asJSON, err := o.json()
+			if err != nil {
+				return err
+			}
+			ctx, cancel := o.ctx(cmd.Context())
+			defer cancel()
+			rows, err := listDLQ(ctx, o, args[0], limit)
+			if err != nil {
+				return err
+			}
+			w := cmd.OutOrStdout()
+			if asJSON {
+				return writeJSON(w, rows)
+			}
+			tw := newTable(w)
+			fmt.Fprintln(tw, "PARTITION\tOFFSET\tSOURCE\tKEY\tVALUE\tREASON")
+			for _, r := range rows {
+				fmt.Fprintf(tw, "%d\t%d\t%s-%d@%d\t%s\t%s\t%s\n", r.Partition, r.Offset,
+					r.SourceTopic, r.SourcePartition, r.SourceOffset, clip(r.Key, 20), clip(r.Value, 40), r.Reason)
+			}
+			return tw.Flush()
+		},
+	}
+	cmd.Flags().IntVar(&limit, "limit", 0, "print at most this many records (0: all)")
+	return cmd
+}
+
+// clip shortens s for a table cell and keeps it on one line.
+func clip(s string, n int) string {
+	s = strings.Map(func(r rune) rune {
+		if r == '\n' || r == '\t' || r == '\r' {
+			return ' '
+		}
+		return r
+	}, s)
+	if r := []rune(s); len(r) > n {
+		return string(r[:n-1]) + "…"
+	}
+	return s
+}
+
+// listDLQ reads the DLQ from its start to its current end.
+func listDLQ(ctx context.Context, o *clientOptions, topic string, limit int) ([]dlqEntry, error) {
+	adm, err := o.admin(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer adm.Close()
+	info, err := describeDLQ(ctx, adm, topic)
+	if err != nil {
+		return nil, err
+	}
+	starts, ends, err := dlqBounds(ctx, adm, info.dlq)
+	if err != nil {
+		return nil, err
+	}
+	rows := []dlqEntry{}
+	err = readDLQ(ctx, o, info.dlq, starts, ends, func(recs []*kgo.Record) error {
+		for _, r := range recs {
+			if limit > 0 && len(rows) >= limit {
+				return errStopReading
+			}
+			rows = append(rows, dlqRow(r))
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, errStopReading) {
+		return nil, err
+	}
+	sort.Slice(rows, func(i, j int) bool {
+		if rows[i].Partition != rows[j].Partition {
+			return rows[i].Partition < rows[j].Partition
+		}
+		return rows[i].Offset < rows[j].Offset
+	})
+	return rows, nil
+}
+
+func dlqRow(r *kgo.Record) dlqEntry {
+	q := ingest.Inspect(recordHeaders(r))
+	return dlqEntry{
+		Partition: r.Partition, Offset: r.Offset,
+		SourceTopic: q.Source.Topic, SourcePartition: q.Source.Partition, SourceOffset: int64(q.Source.Offset),
+		Timestamp: r.Timestamp.UTC().Format(time.RFC3339Nano),
+		Key:       string(r.Key), Value: string(r.Value), Reason: q.Reason,
+	}
+}
+
+// dlqBounds returns the DLQ's start and end offsets per partition.
+func dlqBounds(ctx context.Context, adm *kadm.Client, dlq string) (map[int32]int64, map[int32]int64, error) {
+	st, err := adm.ListStartOffsets(ctx, dlq)
+	if err == nil {
+		err = st.Error()
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("DLQ %s: %w", dlq, err)
+	}
+	en, err := adm.ListEndOffsets(ctx, dlq)
+	if err == nil {
+		err = en.Error()
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("DLQ %s: %w", dlq, err)
+	}
+	starts, ends := map[int32]int64{}, map[int32]int64{}
+	st.Each(func(l kadm.ListedOffset) { starts[l.Partition] = l.Offset })
+	en.Each(func(l kadm.ListedOffset) { ends[l.Partition] = l.Offset })
+	return starts, ends, nil
+}
+
+var errStopReading = errors.New("stop reading")
+
+// readDLQ consumes each partition of dlq from[p] up to (not including)
+// to[p], handing fn the records of each poll, partition by partition in
+// offset order. fn's error stops the read and is returned.
+func readDLQ(ctx context.Context, o *clientOptions, dlq string, from, to map[int32]int64, fn func([]*kgo.Record) error) error {
+	parts := map[int32]kgo.Offset{}
+	for p, f := range from {
+		if f < to[p] {
+			parts[p] = kgo.NewOffset().At(f)
+		}
+	}
+	if len(parts) == 0 {
+		return nil
+	}
+	cl, err := o.client(ctx, kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{dlq: parts}))
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	for len(parts) > 0 {
+		fs := cl.PollFetches(ctx)
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if err := fs.Err0(); err != nil {
+			return fmt.Errorf("read %s: %w", dlq, err)
+		}
+		var ferr error
+		fs.EachPartition(func(fp kgo.FetchTopicPartition) {
+			if ferr == nil {
+				ferr = ctx.Err() // stop between chunks
+			}
+			if ferr != nil {
+				return
+			}
+			var recs []*kgo.Record
+			for _, r := range fp.Records {
+				if r.Offset < to[fp.Partition] {
+					recs = append(recs, r)
+				}
+			}
+			if len(recs) > 0 {
+				ferr = fn(recs)
+			}
+			if n := len(fp.Records); n > 0 && fp.Records[n-1].Offset >= to[fp.Partition]-1 {
+				delete(parts, fp.Partition)
+			}
+		})
+		if ferr != nil {
+			return ferr
+		}
+	}
+	return nil
+}
+
+// recordHeaders converts a Kafka record's headers for package ingest.
+func recordHeaders(r *kgo.Record) []record.RecordHeader {
+	hs := make([]record.RecordHeader, len(r.Headers))
+	for i, h := range r.Headers {
+		hs[i] = record.RecordHeader{Key: h.Key, Value: h.Value}
+	}
+	return hs
+}
