@@ -49,6 +49,9 @@ func (b *Broker) Produce(topic string, key, value []byte) (PartitionID, record.O
 // with acks=all and returns the first record's offset. Records' offsets are
 // ignored; a zero Timestamp means now.
 func (b *Broker) ProduceRecords(ctx context.Context, topic string, partition PartitionID, recs []record.Record) (record.Offset, error) {
+	if IsInternalTopic(topic) {
+		return record.NoOffset, fmt.Errorf("%w: cannot append to internal topic %s", ErrInvalidTopic, topic)
+	}
 	p, err := b.Partition(topic, partition)
 	if err != nil {
 		return record.NoOffset, err

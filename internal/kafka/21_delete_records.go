@@ -2,6 +2,7 @@ package kafka
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -18,6 +19,8 @@ import (
 //   - An offset above the high watermark (or below -1) is
 //     OFFSET_OUT_OF_RANGE; an offset at or below the current start is a
 //     no-op reporting the current start.
+//   - An internal topic (__consumer_offsets): INVALID_TOPIC_EXCEPTION, as
+//     Kafka; committed offsets are never deleted from under a group.
 //   - Synchronous; TimeoutMillis is not needed.
 
 func (s *Server) handleDeleteRecords(_ context.Context, kreq kmsg.Request) (kmsg.Response, error) {
@@ -27,6 +30,9 @@ func (s *Server) handleDeleteRecords(_ context.Context, kreq kmsg.Request) (kmsg
 		st := kmsg.NewDeleteRecordsResponseTopic()
 		st.Topic = rt.Topic
 		t, terr := s.b.Topic(rt.Topic)
+		if terr == nil && broker.IsInternalTopic(t.Name) {
+			terr = fmt.Errorf("%w: cannot delete records of internal topic %s", broker.ErrInvalidTopic, t.Name)
+		}
 		for _, rp := range rt.Partitions {
 			sp := kmsg.NewDeleteRecordsResponseTopicPartition()
 			sp.Partition, sp.LowWatermark = rp.Partition, -1

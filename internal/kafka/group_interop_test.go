@@ -524,3 +524,102 @@ func TestSaramaConsumerGroup(t *testing.T) {
 		t.Fatalf("describe after close: %v %+v", err, described[group])
 	}
 }
+
+// TestFranzGoReplayBySeek is the seed's "replay = seek" with a real
+// consumer: a group consumes a topic to the end and commits (lag 0); with
+// the group empty, its offsets are moved back to the start (what "strand
+// group seek --to-earliest" does); lag jumps back to the log's length, and
+// the next consumer of the group re-delivers every record from the start.
+func TestFranzGoReplayBySeek(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	defer cancel()
+	b := startGroups(t, t.TempDir())
+	defer b.Close()
+	const topic, group, n = "replay", "replayers", 2000
+	adm := adminClient(t, b.Addr())
+	if r, err := adm.CreateTopic(ctx, 4, 1, nil, topic); err != nil || r.Err != nil {
+		t.Fatalf("create topic: %v %v", err, r.Err)
+	}
+	pcl, err := kgo.NewClient(kgo.SeedBrokers(b.Addr()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs := make([]*kgo.Record, n)
+	for i := range recs {
+		recs[i] = groupRecord(topic, i)
+	}
+	if err := pcl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	pcl.Close()
+
+	consumeAll := func() map[int32][]int64 {
+		t.Helper()
+		cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addr()), kgo.ConsumerGroup(group), kgo.ConsumeTopics(topic),
+			kgo.DisableAutoCommit(), kgo.ConsumeResetOffset(kgo.NewOffset().AtEnd()), kgo.FetchMaxWait(100*time.Millisecond))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer cl.Close()
+		got := map[int32][]int64{}
+		for total := 0; total < n; {
+			fs := cl.PollFetches(ctx)
+			if ctx.Err() != nil {
+				t.Fatalf("%d of %d records: %v", total, n, ctx.Err())
+			}
+			fs.EachRecord(func(r *kgo.Record) { got[r.Partition] = append(got[r.Partition], r.Offset) })
+			total += fs.NumRecords()
+			if err := cl.CommitUncommittedOffsets(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return got
+	}
+	totalLag := func() int64 {
+		t.Helper()
+		lags, err := adm.Lag(ctx, group)
+		if err != nil {
+			t.Fatal(err)
+		}
+		l := lags[group]
+		if err := l.Error(); err != nil {
+			t.Fatal(err)
+		}
+		return l.Lag.Total()
+	}
+
+	// Start the group at the start of the log by committing there: the
+	// consumer's reset policy (AtEnd) would otherwise skip everything.
+	starts, err := adm.ListStartOffsets(ctx, topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r, err := adm.CommitOffsets(ctx, group, starts.Offsets()); err != nil || r.Error() != nil {
+		t.Fatalf("commit start offsets: %v %v", err, r.Error())
+	}
+	if l := totalLag(); l != n {
+		t.Fatalf("lag before consuming: %d, want %d", l, n)
+	}
+	first := consumeAll()
+	if l := totalLag(); l != 0 {
+		t.Fatalf("lag after consuming everything: %d", l)
+	}
+
+	// Seek back to the start while the group is empty: lag jumps back up.
+	if r, err := adm.CommitOffsets(ctx, group, starts.Offsets()); err != nil || r.Error() != nil {
+		t.Fatalf("seek to earliest: %v %v", err, r.Error())
+	}
+	if l := totalLag(); l != n {
+		t.Fatalf("lag after seek to earliest: %d, want %d", l, n)
+	}
+	again := consumeAll()
+	for p, offs := range first {
+		if len(again[p]) != len(offs) || again[p][0] != 0 {
+			t.Fatalf("partition %d: replay delivered %d records from %v, first pass %d", p, len(again[p]), again[p][:min(1, len(again[p]))], len(offs))
+		}
+	}
+	if l := totalLag(); l != 0 {
+		t.Fatalf("lag after the replay: %d", l)
+	}
+}

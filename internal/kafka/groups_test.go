@@ -1,12 +1,15 @@
 package kafka
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"net"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -381,4 +384,188 @@ func TestDeleteInternalTopicRefused(t *testing.T) {
 	if _, err := ts.b.Topic(broker.ConsumerOffsetsTopic); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// TestProduceToInternalTopicRefused: only the coordinator writes to
+// __consumer_offsets; a record a client wrote there could fail its replay.
+func TestProduceToInternalTopicRefused(t *testing.T) {
+	t.Parallel()
+	ts, c := groupServer(t)
+	sp := producePartition(t, c.do(produceReq(broker.ConsumerOffsetsTopic, 0, batch(t, 2, -1, -1, -1)), 9))
+	wantCode(t, "produce to __consumer_offsets", sp.ErrorCode, kerr.InvalidTopicException)
+	dr := kmsg.NewPtrDeleteRecordsRequest()
+	drt := kmsg.NewDeleteRecordsRequestTopic()
+	drt.Topic = broker.ConsumerOffsetsTopic
+	drt.Partitions = []kmsg.DeleteRecordsRequestTopicPartition{{Partition: 0, Offset: -1}}
+	dr.Topics = []kmsg.DeleteRecordsRequestTopic{drt}
+	resp := c.do(dr, 2).(*kmsg.DeleteRecordsResponse)
+	wantCode(t, "delete records of __consumer_offsets", resp.Topics[0].Partitions[0].ErrorCode, kerr.InvalidTopicException)
+	if _, err := ts.b.ProduceRecords(context.Background(), broker.ConsumerOffsetsTopic, 0, nil); !errors.Is(err, broker.ErrInvalidTopic) {
+		t.Fatalf("in-process produce to __consumer_offsets: %v", err)
+	}
+	p, _ := ts.b.Partition(broker.ConsumerOffsetsTopic, 0)
+	if p.LogEndOffset() != 0 {
+		t.Fatalf("__consumer_offsets has %d records", p.LogEndOffset())
+	}
+}
+
+// TestGroupBadInput: Kafka's error codes for invalid group ids, oversized
+// commit metadata and bad session timeouts, with no state left behind.
+func TestGroupBadInput(t *testing.T) {
+	t.Parallel()
+	_, c := groupServer(t)
+	jr := kmsg.NewPtrJoinGroupRequest()
+	jr.ProtocolType, jr.SessionTimeoutMillis, jr.RebalanceTimeoutMillis = "consumer", 10_000, 10_000
+	jr.Protocols = []kmsg.JoinGroupRequestProtocol{{Name: "range"}}
+	wantCode(t, "join with an empty group id", c.do(jr, 5).(*kmsg.JoinGroupResponse).ErrorCode, kerr.InvalidGroupID)
+	jr.Group, jr.SessionTimeoutMillis = "g", 10
+	wantCode(t, "join with a 10ms session", c.do(jr, 5).(*kmsg.JoinGroupResponse).ErrorCode, kerr.InvalidSessionTimeout)
+
+	cr := commitReq("", map[int32]int64{0: 1})
+	wantCode(t, "commit with an empty group id", c.do(cr, 8).(*kmsg.OffsetCommitResponse).Topics[0].Partitions[0].ErrorCode, kerr.InvalidGroupID)
+	cr = commitReq("g", map[int32]int64{0: 1})
+	big := strings.Repeat("m", 4097)
+	cr.Topics[0].Partitions[0].Metadata = &big
+	wantCode(t, "commit with 4097 bytes of metadata", c.do(cr, 8).(*kmsg.OffsetCommitResponse).Topics[0].Partitions[0].ErrorCode, kerr.OffsetMetadataTooLarge)
+
+	fr := kmsg.NewPtrOffsetFetchRequest()
+	wantCode(t, "fetch with an empty group id", c.do(fr, 7).(*kmsg.OffsetFetchResponse).ErrorCode, kerr.InvalidGroupID)
+	fr.Group = "g"
+	if r := c.do(fr, 7).(*kmsg.OffsetFetchResponse); r.ErrorCode != 0 || len(r.Topics) != 0 {
+		t.Fatalf("fetch after failed commits: %+v", r)
+	}
+	hb := kmsg.NewPtrHeartbeatRequest()
+	hb.Group, hb.MemberID, hb.Generation = "g", "nobody", 1
+	wantCode(t, "heartbeat from an unknown member", c.do(hb, 4).(*kmsg.HeartbeatResponse).ErrorCode, kerr.UnknownMemberID)
+	sr := kmsg.NewPtrSyncGroupRequest()
+	sr.Group, sr.MemberID, sr.Generation = "g", "nobody", 1
+	wantCode(t, "sync from an unknown member", c.do(sr, 5).(*kmsg.SyncGroupResponse).ErrorCode, kerr.UnknownMemberID)
+	lr := kmsg.NewPtrListGroupsRequest()
+	if r := c.do(lr, 4).(*kmsg.ListGroupsResponse); len(r.Groups) != 0 {
+		t.Fatalf("groups after bad input: %+v", r.Groups)
+	}
+}
+
+// TestManyJoinsOneRebalance: 200 members joining at once (each on its own
+// connection) complete one rebalance: one generation, one leader, who gets
+// all 200 members.
+func TestManyJoinsOneRebalance(t *testing.T) {
+	t.Parallel()
+	ts := startServer(t, broker.Config{GroupInitialRebalanceDelay: time.Second}, Config{})
+	const n = 200
+	req := kmsg.NewPtrJoinGroupRequest()
+	req.Group, req.ProtocolType = "crowd", "consumer"
+	req.SessionTimeoutMillis, req.RebalanceTimeoutMillis = 30_000, 30_000
+	req.Protocols = []kmsg.JoinGroupRequestProtocol{{Name: "range", Metadata: []byte("m")}}
+	clients := make([]*rawClient, n)
+	corrs := make([]int32, n)
+	for i := range clients {
+		clients[i] = dial(t, ts.addr)
+		corrs[i] = clients[i].send(req, 3) // v3: no MEMBER_ID_REQUIRED round trip
+	}
+	leaders := map[string]int{}
+	for i, c := range clients {
+		r := c.recv(req, corrs[i]).(*kmsg.JoinGroupResponse)
+		if r.ErrorCode != 0 || r.Generation != 1 {
+			t.Fatalf("member %d: %v generation %d", i, kerr.ErrorForCode(r.ErrorCode), r.Generation)
+		}
+		leaders[r.LeaderID]++
+		if r.MemberID == r.LeaderID && len(r.Members) != n {
+			t.Fatalf("leader got %d members", len(r.Members))
+		}
+	}
+	if len(leaders) != 1 {
+		t.Fatalf("%d distinct leaders", len(leaders))
+	}
+}
+
+// TestSessionExpiryReassigns: a member that stops heartbeating is removed
+// after its session timeout, and the group rebalances without it.
+func TestSessionExpiryReassigns(t *testing.T) {
+	t.Parallel()
+	ts := startServer(t, broker.Config{GroupInitialRebalanceDelay: -1, GroupMinSessionTimeout: 10 * time.Millisecond}, Config{})
+	c1, c2 := dial(t, ts.addr), dial(t, ts.addr)
+	joinReq := func(memberID string) *kmsg.JoinGroupRequest {
+		r := kmsg.NewPtrJoinGroupRequest()
+		r.Group, r.ProtocolType, r.MemberID = "expiring", "consumer", memberID
+		r.SessionTimeoutMillis, r.RebalanceTimeoutMillis = 500, 10_000
+		r.Protocols = []kmsg.JoinGroupRequestProtocol{{Name: "range", Metadata: []byte("m")}}
+		return r
+	}
+	syncAll := func(gen int32, leader string, members map[string]*rawClient) {
+		t.Helper()
+		corrs := map[string]int32{}
+		req := map[string]*kmsg.SyncGroupRequest{}
+		for id, c := range members {
+			if id == leader {
+				continue // the leader syncs last
+			}
+			r := kmsg.NewPtrSyncGroupRequest()
+			r.Group, r.Generation, r.MemberID = "expiring", gen, id
+			req[id], corrs[id] = r, c.send(r, 3)
+		}
+		r := kmsg.NewPtrSyncGroupRequest()
+		r.Group, r.Generation, r.MemberID = "expiring", gen, leader
+		for other := range members {
+			r.GroupAssignment = append(r.GroupAssignment, kmsg.SyncGroupRequestGroupAssignment{MemberID: other, MemberAssignment: []byte(other)})
+		}
+		req[leader], corrs[leader] = r, members[leader].send(r, 3)
+		for id, c := range members {
+			resp := c.recv(req[id], corrs[id]).(*kmsg.SyncGroupResponse)
+			if resp.ErrorCode != 0 || string(resp.MemberAssignment) != id {
+				t.Fatalf("sync gen %d %s: %v %q", gen, id, kerr.ErrorForCode(resp.ErrorCode), resp.MemberAssignment)
+			}
+		}
+	}
+	heartbeat := func(c *rawClient, gen int32, id string) int16 {
+		r := kmsg.NewPtrHeartbeatRequest()
+		r.Group, r.Generation, r.MemberID = "expiring", gen, id
+		return c.do(r, 3).(*kmsg.HeartbeatResponse).ErrorCode
+	}
+
+	j1 := c1.do(joinReq(""), 3).(*kmsg.JoinGroupResponse)
+	if j1.ErrorCode != 0 || j1.Generation != 1 {
+		t.Fatalf("first join: %v gen %d", kerr.ErrorForCode(j1.ErrorCode), j1.Generation)
+	}
+	syncAll(1, j1.MemberID, map[string]*rawClient{j1.MemberID: c1})
+
+	// A second member joins; the first learns of it by heartbeat and rejoins.
+	req2 := joinReq("")
+	corr2 := c2.send(req2, 3)
+	deadline := time.Now().Add(30 * time.Second)
+	for heartbeat(c1, 1, j1.MemberID) != kerr.RebalanceInProgress.Code {
+		if time.Now().After(deadline) {
+			t.Fatal("no REBALANCE_IN_PROGRESS after a second member joined")
+		}
+		time.Sleep(20 * time.Millisecond) // the heartbeat interval
+	}
+	j1 = c1.do(joinReq(j1.MemberID), 3).(*kmsg.JoinGroupResponse)
+	j2 := c2.recv(req2, corr2).(*kmsg.JoinGroupResponse)
+	if j1.Generation != 2 || j2.Generation != 2 || j1.LeaderID != j2.LeaderID {
+		t.Fatalf("second generation: %+v / %+v", j1, j2)
+	}
+	syncAll(2, j1.LeaderID, map[string]*rawClient{j1.MemberID: c1, j2.MemberID: c2})
+
+	// Member 1 goes silent; member 2 keeps heartbeating until the group
+	// rebalances without member 1.
+	start := time.Now()
+	for {
+		code := heartbeat(c2, 2, j2.MemberID)
+		if code == kerr.RebalanceInProgress.Code {
+			break
+		}
+		if code != 0 || time.Now().After(deadline) {
+			t.Fatalf("heartbeat: %v", kerr.ErrorForCode(code))
+		}
+		time.Sleep(50 * time.Millisecond) // the heartbeat interval
+	}
+	if waited := time.Since(start); waited < 400*time.Millisecond {
+		t.Fatalf("member 1 removed after %v, before its 500ms session timeout", waited)
+	}
+	j2 = c2.do(joinReq(j2.MemberID), 3).(*kmsg.JoinGroupResponse)
+	if j2.ErrorCode != 0 || j2.Generation != 3 || j2.LeaderID != j2.MemberID || len(j2.Members) != 1 {
+		t.Fatalf("third generation: %v %+v", kerr.ErrorForCode(j2.ErrorCode), j2)
+	}
+	syncAll(3, j2.MemberID, map[string]*rawClient{j2.MemberID: c2})
+	wantCode(t, "expired member's heartbeat", heartbeat(c1, 2, j1.MemberID), kerr.UnknownMemberID)
 }
