@@ -1,12 +1,16 @@
 package broker
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"fmt"
+	"maps"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/strandmq/strand/internal/compact"
 	"github.com/strandmq/strand/internal/record"
 	"github.com/strandmq/strand/internal/vfs"
 )
@@ -126,5 +130,115 @@ func TestCompactionConfigs(t *testing.T) {
 	}
 	if _, ok := LookupConfig(ConfigMaxCompactionLagMs); !ok {
 		t.Fatal("max.compaction.lag.ms is not described")
+	}
+}
+
+// TestCleanWhileProducingAndReading: cleaning runs while a producer appends
+// (rolling small segments) and a reader scans the partition from its start;
+// the reader never sees a torn or out-of-order batch, and the final log folds
+// to the view of everything produced.
+func TestCleanWhileProducingAndReading(t *testing.T) {
+	b := open(t, vfs.NewMem(), "/data")
+	defer b.Close()
+	mustCreate(t, b, TopicSpec{Name: "c", Partitions: 1, Configs: map[string]string{
+		ConfigCleanupPolicy: "compact", ConfigSegmentBytes: "1024", ConfigMinCleanableDirtyRatio: "0"}})
+	p, _ := b.Partition("c", 0)
+	ctx := context.Background()
+	var (
+		all  []record.Record
+		done = make(chan struct{})
+		errs = make(chan error, 2)
+	)
+	go func() { // producer
+		defer close(done)
+		for i := 0; i < 1500; {
+			n := 1 + i%4
+			var batch []record.Record
+			for j := range n {
+				r := record.Record{Key: []byte{'k', byte('a' + (i+j)%40)}, Value: []byte{byte(i + j)}}
+				if (i+j)%13 == 0 {
+					r.Value = nil
+				}
+				batch = append(batch, r)
+			}
+			base, err := b.ProduceRecords(ctx, "c", 0, batch)
+			if err != nil {
+				errs <- err
+				return
+			}
+			for j := range batch {
+				batch[j].Offset = base + record.Offset(j)
+			}
+			all = append(all, batch...)
+			i += n
+		}
+	}()
+	go func() { // reader
+		for {
+			select {
+			case <-done:
+				errs <- nil
+				return
+			default:
+			}
+			last := record.Offset(-1)
+			for off := p.log.LogStartOffset(); off < p.log.HighWatermark(); {
+				buf, err := p.log.Read(off, 4096)
+				if err != nil {
+					errs <- err
+					return
+				}
+				sc := record.Batches(buf)
+				for sc.Next() {
+					batch, err := record.Decode(sc.Batch())
+					if err != nil {
+						errs <- err
+						return
+					}
+					if batch.BaseOffset <= last {
+						errs <- fmt.Errorf("batch at %d after one ending at %d", batch.BaseOffset, last)
+						return
+					}
+					last, off = batch.LastOffset(), batch.NextOffset()
+				}
+			}
+		}
+	}()
+	for cleaning := true; cleaning; {
+		select {
+		case <-done:
+			cleaning = false
+		default:
+			b.CleanLogs()
+		}
+	}
+	if err := <-errs; err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Roll(); err != nil {
+		t.Fatal(err)
+	}
+	b.CleanLogs()
+	want := compact.View(all)
+	got := map[string][]byte{}
+	for off := p.log.LogStartOffset(); off < p.log.HighWatermark(); {
+		buf, err := p.log.Read(off, 1<<20)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := compact.FoldBatches(got, buf); err != nil {
+			t.Fatal(err)
+		}
+		sc := record.Batches(buf)
+		for sc.Next() {
+			h := sc.Header()
+			off = h.NextOffset()
+		}
+	}
+	if !maps.EqualFunc(got, want, bytes.Equal) {
+		t.Fatalf("view after cleaning %q, want %q", got, want)
+	}
+	if n := countRecords(t, b, "c"); n > 40 {
+		t.Fatalf("%d records left for 40 keys", n)
 	}
 }
