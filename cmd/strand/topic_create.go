@@ -80,7 +80,7 @@ func newTopicCreateCmd(o *clientOptions) *cobra.Command {
 						fmt.Fprintf(w, "topic %q already exists\n", c.Topic)
 						continue
 					}
-					fmt.Fprintf(w, "created topic %q (%d partitions, replication factor %d)\n", c.Topic, c.Partitions, c.Replication)
+					fmt.Fprintf(w, "created topic %q (%s, replication factor %d)\n", c.Topic, plural(int(c.Partitions), "partition"), c.Replication)
 				}
 			}
 			return errors.Join(errs...)
@@ -92,6 +92,14 @@ func newTopicCreateCmd(o *clientOptions) *cobra.Command {
 	f.StringArrayVarP(&configs, "config", "c", nil, "topic config key=value (repeatable), e.g. retention.ms=3600000")
 	f.BoolVar(&ifNotExists, "if-not-exists", false, "succeed if the topic already exists")
 	return cmd
+}
+
+// plural is "1 partition", "3 partitions".
+func plural(n int, noun string) string {
+	if n == 1 {
+		return fmt.Sprintf("%d %s", n, noun)
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }
 
 // detail formats a broker's optional error message as a suffix.
