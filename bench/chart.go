@@ -19,6 +19,7 @@ var peerColors = map[string]color.Color{
 	"strand":    color.RGBA{R: 0x1f, G: 0x77, B: 0xb4, A: 0xff},
 	"kfake":     color.RGBA{R: 0xff, G: 0x7f, B: 0x0e, A: 0xff},
 	"jetstream": color.RGBA{R: 0x2c, G: 0xa0, B: 0x2c, A: 0xff},
+	"null":      color.RGBA{R: 0x99, G: 0x99, B: 0x99, A: 0xff},
 }
 
 // WriteChart draws the medians as a PNG of four grouped bar charts —
@@ -102,7 +103,9 @@ func (r *Report) WriteChart(path string) error {
 			labels := make([]string, len(vals))
 			for j, v := range vals {
 				xys[j] = plotter.XY{X: float64(j), Y: v}
-				labels[j] = chartNumber(v)
+				if _, ok := pr.Median[pn.groups[j].metric]; ok {
+					labels[j] = chartNumber(v)
+				}
 			}
 			lb, err := plotter.NewLabels(plotter.XYLabels{XYs: xys, Labels: labels})
 			if err != nil {

@@ -44,7 +44,7 @@ type kafkaPeer struct {
 
 // startKafka starts a fresh Strand or kfake broker with its data in dir.
 func startKafka(ctx context.Context, o Options, name, dir string) (*kafkaPeer, error) {
-	p := &kafkaPeer{o: o}
+	p := &kafkaPeer{}
 	switch name {
 	case "strand":
 		// No fsync: Strand's default flush policy.
@@ -67,6 +67,13 @@ func startKafka(ctx context.Context, o Options, name, dir string) (*kafkaPeer, e
 	default:
 		return nil, fmt.Errorf("unknown Kafka peer %q", name)
 	}
+	return newKafkaClients(o, p.addr, p.stop)
+}
+
+// newKafkaClients connects the admin and producer clients to a broker at
+// addr; stop stops the broker (also on failure here).
+func newKafkaClients(o Options, addr string, stop func() error) (*kafkaPeer, error) {
+	p := &kafkaPeer{o: o, addr: addr, stop: stop}
 	admin, err := kgo.NewClient(ClientOpts(p.addr, o.Linger)...)
 	if err != nil {
 		p.stop()
@@ -533,4 +540,3 @@ func latency(ctx context.Context, o Options, cl *kgo.Client, pl *payload, topic 
 	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
 	return out, nil
 }
-

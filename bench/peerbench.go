@@ -19,11 +19,12 @@ import (
 	"runtime"
 	"runtime/debug"
 	"slices"
+	"strings"
 	"time"
 )
 
 // AllPeers are the peers Run knows, in report order.
-var AllPeers = []string{"strand", "kfake", "jetstream"}
+var AllPeers = []string{"strand", "kfake", "jetstream", "null"}
 
 // Options configures a Run. Zero fields take the defaults in DefaultOptions.
 type Options struct {
@@ -177,6 +178,8 @@ func startTarget(ctx context.Context, o Options, name, dir string) (target, erro
 		return startKafka(ctx, o, name, dir)
 	case "jetstream":
 		return startJetStream(ctx, o, dir)
+	case "null":
+		return startNull(ctx, o)
 	}
 	return nil, fmt.Errorf("unknown peer %q (want one of %v)", name, AllPeers)
 }
@@ -318,7 +321,7 @@ func runOnce(ctx context.Context, o Options, big, small *payload, name string) (
 		if err != nil {
 			return nil, fmt.Errorf("warm-up produce: %w", err)
 		}
-		if _, err := t.consume(ctx, "warmup", big, o.Warmup, prod); err != nil {
+		if _, err := t.consume(ctx, "warmup", big, o.Warmup, prod); err != nil && !errors.Is(err, errUnsupported) {
 			return nil, fmt.Errorf("warm-up consume: %w", err)
 		}
 	}
@@ -334,10 +337,13 @@ func runOnce(ctx context.Context, o Options, big, small *payload, name string) (
 		return nil, fmt.Errorf("produce: %w", err)
 	}
 	throughput(MetricProduce, o.Records, o.Size, d)
-	if d, err = t.consume(ctx, "bulk", big, o.Records, prod); err != nil {
+	switch d, err = t.consume(ctx, "bulk", big, o.Records, prod); {
+	case errors.Is(err, errUnsupported):
+	case err != nil:
 		return nil, fmt.Errorf("consume: %w", err)
+	default:
+		throughput(MetricConsume, o.Records, o.Size, d)
 	}
-	throughput(MetricConsume, o.Records, o.Size, d)
 
 	// Bulk produce of small records, consumed back (untimed) to check them.
 	d, prod, err = t.produce(ctx, "small", small, o.SmallRecords)
@@ -345,7 +351,7 @@ func runOnce(ctx context.Context, o Options, big, small *payload, name string) (
 		return nil, fmt.Errorf("small produce: %w", err)
 	}
 	throughput(MetricProduceSmall, o.SmallRecords, o.SmallSize, d)
-	if _, err = t.consume(ctx, "small", small, o.SmallRecords, prod); err != nil {
+	if _, err = t.consume(ctx, "small", small, o.SmallRecords, prod); err != nil && !errors.Is(err, errUnsupported) {
 		return nil, fmt.Errorf("small consume (check): %w", err)
 	}
 
@@ -370,6 +376,9 @@ func runOnce(ctx context.Context, o Options, big, small *payload, name string) (
 
 	// End-to-end latency at a fixed rate.
 	lat, err = t.endToEnd(ctx, "e2e", big)
+	if errors.Is(err, errUnsupported) {
+		return res, nil
+	}
 	if err != nil {
 		return nil, fmt.Errorf("end to end: %w", err)
 	}
@@ -392,9 +401,18 @@ const (
 func ScaleMetric(p int) string { return fmt.Sprintf("produce_p%d", p) }
 
 func (r RunResult) summary() string {
-	return fmt.Sprintf("produce %.0f MiB/s, small %.0f rec/s, consume %.0f MiB/s, rtt p99 %v, e2e p99 %v",
-		r[MetricProduce+"_mibps"], r[MetricProduceSmall+"_recps"], r[MetricConsume+"_mibps"],
-		time.Duration(r[MetricRTT+"_p99"]), time.Duration(r[MetricE2E+"_p99"]))
+	var parts []string
+	add := func(format, key string, scale float64) {
+		if v, ok := r[key]; ok {
+			parts = append(parts, fmt.Sprintf(format, v/scale))
+		}
+	}
+	add("produce %.0f MiB/s", MetricProduce+"_mibps", 1)
+	add("small %.0f rec/s", MetricProduceSmall+"_recps", 1)
+	add("consume %.0f MiB/s", MetricConsume+"_mibps", 1)
+	add("rtt p99 %.0fµs", MetricRTT+"_p99", 1e3)
+	add("e2e p99 %.2fms", MetricE2E+"_p99", 1e6)
+	return strings.Join(parts, ", ")
 }
 
 // percentile returns the nearest-rank percentile of sorted durations.

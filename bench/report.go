@@ -91,6 +91,8 @@ func PeerLabel(name string) string {
 		return "Strand"
 	case "jetstream":
 		return "JetStream"
+	case "null":
+		return "null broker"
 	}
 	return name
 }
@@ -130,7 +132,12 @@ func (r *Report) cells(rw Row) []string {
 			c = append(c, "FAILED")
 			continue
 		}
-		c = append(c, rw.format(p.Median[rw.Metric]))
+		v, ok := p.Median[rw.Metric]
+		if !ok {
+			c = append(c, "–")
+			continue
+		}
+		c = append(c, rw.format(v))
 	}
 	for _, o := range r.others() {
 		if v, ok := r.Ratio(rw, o); ok {
@@ -242,7 +249,12 @@ func (r *Report) Markdown(cmdline string, when time.Time, chart string) string {
 		for i, run := range p.Runs {
 			fmt.Fprintf(&b, "| %s | %d |", PeerLabel(p.Peer), i+1)
 			for _, rw := range rows {
-				v := run[rw.Metric]
+				v, ok := run[rw.Metric]
+				switch {
+				case !ok:
+					fmt.Fprintf(&b, " – |")
+					continue
+				}
 				switch rw.Unit {
 				case "MiB/s":
 					fmt.Fprintf(&b, " %.1f |", v)
@@ -261,6 +273,21 @@ func (r *Report) Markdown(cmdline string, when time.Time, chart string) string {
 		}
 	}
 	return b.String()
+}
+
+// KeptHeading starts the hand-written part of the markdown report (the
+// analysis of where Strand stands, with its profiles): regenerating the
+// report keeps it, from this heading to the end of the file.
+const KeptHeading = "## Where Strand stands"
+
+// KeptSection returns the hand-written section of an existing report (from
+// KeptHeading to its end), or "".
+func KeptSection(old string) string {
+	i := strings.Index(old, "\n"+KeptHeading)
+	if i < 0 {
+		return ""
+	}
+	return old[i:]
 }
 
 func cpuInfo() (model string, n int) {

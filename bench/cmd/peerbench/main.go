@@ -136,7 +136,13 @@ func run() error {
 				rel = filepath.ToSlash(r)
 			}
 		}
-		if werr := os.WriteFile(out, []byte(rep.Markdown(cmd, start, rel)), 0o644); werr != nil {
+		md := rep.Markdown(cmd, start, rel)
+		// A hand-written analysis in the existing file survives the
+		// regeneration (see bench.KeptSection).
+		if old, rerr := os.ReadFile(out); rerr == nil {
+			md += bench.KeptSection(string(old))
+		}
+		if werr := os.WriteFile(out, []byte(md), 0o644); werr != nil {
 			return werr
 		}
 		fmt.Printf("wrote %s\n", out)
