@@ -275,6 +275,9 @@ func TestCLIProduceConsume(t *testing.T) {
 		{"produce", "events", "--header", "novalue"},
 		{"topic", "list", "-o", "yaml"},
 		{"topic", "list", "--no-such-flag"},
+		{"consume"},
+		{"topic", "describe"},
+		{"topic", "frobnicate"},
 	} {
 		if r := runCLI(t, addr, "", args...); r.code != exitUsage {
 			t.Errorf("strand %s: exit %d, want %d (stderr %q)", strings.Join(args, " "), r.code, exitUsage, r.stderr)

@@ -186,3 +186,20 @@ func parseKV(flag string, vals []string) (map[string]string, error) {
 func signalContext(parent context.Context) (context.Context, context.CancelFunc) {
 	return signal.NotifyContext(parent, os.Interrupt, syscall.SIGTERM)
 }
+
+// markUsageErrors makes the argument checks of c and every command below it
+// fail with exit code 2, like bad flags: a wrong argument count is the
+// user's mistake, not the broker's answer.
+func markUsageErrors(c *cobra.Command) {
+	if check := c.Args; check != nil {
+		c.Args = func(cmd *cobra.Command, args []string) error {
+			if err := check(cmd, args); err != nil {
+				return &exitErr{code: exitUsage, err: err}
+			}
+			return nil
+		}
+	}
+	for _, sub := range c.Commands() {
+		markUsageErrors(sub)
+	}
+}

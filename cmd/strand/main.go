@@ -21,6 +21,7 @@ func newRootCmd() *cobra.Command {
 	root := &cobra.Command{
 		Use:           "strand",
 		Short:         "Strand: a Kafka-wire-compatible partitioned-log broker",
+		Long:          rootLong,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
@@ -31,5 +32,15 @@ func newRootCmd() *cobra.Command {
 	root.AddCommand(newBenchCmd())
 	root.AddCommand(newTopicCmd(), newProduceCmd(), newConsumeCmd(), newGroupCmd())
 	root.AddCommand(newDLQCmd())
+	markUsageErrors(root)
 	return root
 }
+
+const rootLong = `Strand: a Kafka-wire-compatible partitioned-log broker.
+
+"strand serve" runs a broker. Every other command is a Kafka client: it
+talks to --brokers (default 127.0.0.1:9092, or $STRAND_BROKERS), so it works
+against Apache Kafka and Redpanda as well; -o json prints JSON for scripts.
+
+Exit codes: 0 success; 1 the request failed; 2 bad flags or arguments;
+3 no broker reachable at --brokers.`

@@ -31,7 +31,10 @@ func newTopicCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "topic",
 		Short: "Create, list, describe, alter and delete topics",
-		Args:  cobra.NoArgs,
+		// NoArgs with a RunE makes an unknown verb an error (exit 2), not
+		// a help page that exits 0.
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
 	addClientFlags(cmd, o, true, true)
 	for _, build := range topicSubcommands {
