@@ -4,7 +4,7 @@
 #   test/interop/run.sh
 #
 # Builds cmd/strand (or uses $STRAND_BIN), starts it on a free loopback port
-# with a temp data directory, runs kcat.sh and kafka_python.py, restarts the
+# with a temp data directory, runs kcat.sh, kafka_python.py and groups.py, restarts the
 # broker on the same data directory and checks that every acknowledged record
 # is still there, then stops it. Needs kcat and Debian's python3-kafka for
 # /usr/bin/python3 (python3-snappy, python3-lz4 and python3-zstandard enable
@@ -157,6 +157,7 @@ summary() {
 start_broker || { summary; exit 1; }
 run_test kcat "$here/kcat.sh" "$port" || true
 [[ -n $pid ]] && run_test kafka-python "$PY" "$here/kafka_python.py" "$port" || true
+[[ -n $pid ]] && run_test groups "$PY" "$here/groups.py" "$port" || true
 [[ -n $pid ]] && run_test kcat-idempotent-start "$here/kcat.sh" "$port" idem-start || true
 
 # Restart on the same data directory: nothing acknowledged may be lost.
@@ -171,6 +172,7 @@ if [[ -n $pid ]]; then
     run_test kcat-idempotent-finish "$here/kcat.sh" "$port" idem-finish || true
     [[ -n $pid ]] && run_test kcat-after-restart "$here/kcat.sh" "$port" after-restart || true
     [[ -n $pid ]] && run_test kafka-python-after-restart "$PY" "$here/kafka_python.py" "$port" --after-restart || true
+    [[ -n $pid ]] && run_test groups-after-restart "$PY" "$here/groups.py" "$port" --after-restart || true
   fi
 fi
 
