@@ -52,8 +52,10 @@ func newBenchCmd() *cobra.Command {
 
 "bench produce" sends --records records of --size random (incompressible) bytes
 and reports records/s, MiB/s of value bytes, and each record's ack latency
-(from Produce to its acknowledgement). Every record carries its send time in
-the header ` + benchStampHeader + `.
+(from Produce to its acknowledgement, so it includes the time a record waits in
+the client behind up to --window others: lower --window or --linger for latency,
+raise them for throughput). Every record carries its send time in the header
+` + benchStampHeader + `.
 
 "bench consume" reads a topic from the earliest offset and reports records/s,
 MiB/s and, for records that carry that header, end-to-end latency (send →
