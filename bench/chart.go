@@ -69,7 +69,6 @@ func (r *Report) WriteChart(path string) error {
 		return fmt.Errorf("chart: no peer has results")
 	}
 	plots := [][]*plot.Plot{make([]*plot.Plot, 2), make([]*plot.Plot, 2)}
-	barW := vg.Points(150 / float64(len(peers)+1))
 	for i, pn := range panels {
 		p := plot.New()
 		p.Title.Text = pn.title
@@ -82,8 +81,20 @@ func (r *Report) WriteChart(path string) error {
 		for _, g := range pn.groups {
 			names = append(names, g.label)
 		}
+		// Only the peers with a figure in this panel (the null broker
+		// has no consume or end-to-end figures).
+		var in []PeerResult
+		for _, pr := range peers {
+			for _, g := range pn.groups {
+				if _, ok := pr.Median[g.metric]; ok {
+					in = append(in, pr)
+					break
+				}
+			}
+		}
+		barW := vg.Points(150 / float64(len(in)+1))
 		top := 0.0
-		for k, pr := range peers {
+		for k, pr := range in {
 			vals := make(plotter.Values, len(pn.groups))
 			for j, g := range pn.groups {
 				vals[j] = pr.Median[g.metric] / pn.div
@@ -95,7 +106,7 @@ func (r *Report) WriteChart(path string) error {
 			}
 			bars.Color = peerColors[pr.Peer]
 			bars.LineStyle.Width = 0
-			bars.Offset = barW * vg.Length(float64(k)-float64(len(peers)-1)/2)
+			bars.Offset = barW * vg.Length(float64(k)-float64(len(in)-1)/2)
 			p.Add(bars)
 			p.Legend.Add(PeerLabel(pr.Peer), bars)
 			// The value above each bar.
@@ -118,7 +129,7 @@ func (r *Report) WriteChart(path string) error {
 			}
 			p.Add(lb)
 		}
-		p.Y.Max = top * 1.25 // room for the labels and the legend
+		p.Y.Max = top * (1.15 + 0.06*float64(len(in))) // room for the labels and the legend
 		p.NominalX(names...)
 		plots[i/2][i%2] = p
 	}
