@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"slices"
@@ -187,6 +188,9 @@ type quarantine struct {
 // base sequence and codec (an empty batch, still spanning the range, when no
 // record is valid), and the invalid records to quarantine.
 func (p *Partition) screen(batch []byte, h record.Header, v *ingest.Validator, cfg *TopicConfig) ([]byte, record.Header, *quarantine, error) {
+	if allValid(batch, h, v) {
+		return batch, h, &quarantine{validated: h.NumRecords}, nil
+	}
 	decoded, err := record.Decode(batch)
 	if err != nil {
 		return nil, h, nil, fmt.Errorf("%w: %s-%d: %w", ErrCorruptMessage, p.topic, p.id, err)
@@ -294,4 +298,56 @@ func (q *quarantine) count(b *Broker, topic string) {
 	c.validated.Add(int64(q.validated))
 	c.accepted.Add(int64(q.validated) - int64(len(q.records)))
 	c.quarantined.Add(int64(len(q.records)))
+}
+
+// allValid is screen's fast path: it walks the batch's records section
+// (decompressed if need be) just far enough to find each key and value, and
+// reports whether the validator accepts them all. Anything unexpected (a
+// malformed record, a failed decompression) answers false, and record.Decode
+// then judges the batch properly and says what is wrong with it. Decoding
+// every record into a Record (with its canonical-encoding check) cost as
+// much as validating the JSON in it.
+func allValid(batch []byte, h record.Header, v *ingest.Validator) bool {
+	if len(batch) < h.Size() || h.Size() < record.HeaderSize {
+		return false
+	}
+	payload, err := record.Decompress(h.Compression(), batch[record.HeaderSize:h.Size()])
+	if err != nil {
+		return false
+	}
+	for range h.NumRecords {
+		size, n := binary.Varint(payload)
+		if n <= 0 || size < 1 || size > int64(len(payload)-n) {
+			return false
+		}
+		rec := payload[n+1 : n+int(size)] // after the attributes byte
+		payload = payload[n+int(size):]
+		for range 2 { // timestamp delta, offset delta
+			if _, n = binary.Varint(rec); n <= 0 {
+				return false
+			}
+			rec = rec[n:]
+		}
+		key, rec, ok := varBytes(rec)
+		if !ok {
+			return false
+		}
+		value, _, ok := varBytes(rec)
+		if !ok || v.Validate(key, value) != "" {
+			return false
+		}
+	}
+	return len(payload) == 0
+}
+
+// varBytes reads a varint-length-prefixed nullable byte string.
+func varBytes(b []byte) (field, rest []byte, ok bool) {
+	l, n := binary.Varint(b)
+	switch {
+	case n <= 0 || l < -1 || l > int64(len(b)-n):
+		return nil, nil, false
+	case l == -1:
+		return nil, b[n:], true
+	}
+	return b[n : n+int(l)], b[n+int(l):], true
 }

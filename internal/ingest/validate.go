@@ -79,7 +79,7 @@ func (v *Validator) Validate(key, value []byte) string {
 	}
 	switch v.spec.Mode {
 	case ModeJSON:
-		if json.Valid(value) {
+		if validJSON(value) {
 			return ""
 		}
 		return "json: " + syntaxReason(value)
