@@ -150,13 +150,22 @@ type member struct {
 	cl     *kgo.Client
 	cancel context.CancelFunc
 	done   chan struct{}
+	// assigned is closed when the member is first assigned partitions.
+	assigned chan struct{}
 }
 
 func startMember(t *testing.T, ctx context.Context, addr, group, topic, name string, balancer kgo.GroupBalancer, tr *tracker) *member {
 	t.Helper()
+	assigned := make(chan struct{})
+	var once sync.Once
 	cl, err := kgo.NewClient(
 		kgo.SeedBrokers(addr),
 		kgo.ClientID(name),
+		kgo.OnPartitionsAssigned(func(_ context.Context, _ *kgo.Client, ps map[string][]int32) {
+			if len(ps) > 0 {
+				once.Do(func() { close(assigned) })
+			}
+		}),
 		kgo.ConsumerGroup(group),
 		kgo.ConsumeTopics(topic),
 		kgo.Balancers(balancer),
@@ -171,7 +180,7 @@ func startMember(t *testing.T, ctx context.Context, addr, group, topic, name str
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(ctx)
-	m := &member{name: name, cl: cl, cancel: cancel, done: make(chan struct{})}
+	m := &member{name: name, cl: cl, cancel: cancel, done: make(chan struct{}), assigned: assigned}
 	go func() {
 		defer close(m.done)
 		for {
@@ -251,7 +260,12 @@ func testFranzGoGroup(t *testing.T, balancer kgo.GroupBalancer) {
 		}
 	}()
 
-	// Produce while the group consumes.
+	// Produce while the group consumes, in three phases, so that records
+	// keep arriving through the churn: the first 12,000 to three members;
+	// then one member leaves and 9,000 more arrive; then a new member
+	// joins and the last 9,000 arrive.
+	phases := []int{12_000, 21_000, groupRecords}
+	next := make(chan struct{})
 	produced := make(chan error, 1)
 	go func() {
 		pcl, err := kgo.NewClient(kgo.SeedBrokers(b.Addr()), kgo.RequiredAcks(kgo.AllISRAcks()))
@@ -264,14 +278,26 @@ func testFranzGoGroup(t *testing.T, balancer kgo.GroupBalancer) {
 			mu    sync.Mutex
 			first error
 		)
-		for i := range groupRecords {
-			pcl.Produce(ctx, groupRecord(topic, i), func(_ *kgo.Record, err error) {
-				if err != nil {
-					mu.Lock()
-					first = cmpErr(first, err)
-					mu.Unlock()
+		from := 0
+		for k, to := range phases {
+			if k > 0 {
+				select {
+				case <-next:
+				case <-ctx.Done():
+					produced <- ctx.Err()
+					return
 				}
-			})
+			}
+			for i := from; i < to; i++ {
+				pcl.Produce(ctx, groupRecord(topic, i), func(_ *kgo.Record, err error) {
+					if err != nil {
+						mu.Lock()
+						first = cmpErr(first, err)
+						mu.Unlock()
+					}
+				})
+			}
+			from = to
 		}
 		err = pcl.Flush(ctx)
 		mu.Lock()
@@ -279,16 +305,36 @@ func testFranzGoGroup(t *testing.T, balancer kgo.GroupBalancer) {
 		produced <- cmpErr(first, err)
 	}()
 
+	advance := func() {
+		select {
+		case next <- struct{}{}:
+		case err := <-produced:
+			t.Fatalf("produce: %v", err)
+		case <-ctx.Done():
+			t.Fatal(ctx.Err())
+		}
+	}
+
 	// Churn: one member leaves mid-stream, another joins.
-	if err := tr.waitFor(ctx, groupRecords/3); err != nil {
+	if err := tr.waitFor(ctx, 10_000); err != nil {
 		t.Fatal(err)
 	}
 	members[0].stop()
 	members = members[1:]
-	if err := tr.waitFor(ctx, groupRecords/2); err != nil {
+	advance()
+	if err := tr.waitFor(ctx, 18_000); err != nil {
 		t.Fatal(err)
 	}
-	members = append(members, startMember(t, ctx, b.Addr(), group, topic, "m3", balancer, tr))
+	m3 := startMember(t, ctx, b.Addr(), group, topic, "m3", balancer, tr)
+	members = append(members, m3)
+	// The last records arrive once the new member has partitions, so that
+	// it consumes some of them.
+	select {
+	case <-m3.assigned:
+	case <-ctx.Done():
+		t.Fatal("m3 was never assigned partitions")
+	}
+	advance()
 
 	if err := <-produced; err != nil {
 		t.Fatalf("produce: %v", err)
@@ -301,6 +347,11 @@ func testFranzGoGroup(t *testing.T, balancer kgo.GroupBalancer) {
 		dups += n - 1
 	}
 	t.Logf("%s: %d records, %d delivered more than once (before a commit)", balancer.ProtocolName(), groupRecords, dups)
+	for _, m := range []string{"m0", "m1", "m2", "m3"} {
+		if tr.last[m] == nil {
+			t.Errorf("member %s consumed nothing", m)
+		}
+	}
 
 	// Everything consumed is committed: lag drains to 0, the group is Stable
 	// with its three members, and it is listed.
