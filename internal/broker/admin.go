@@ -253,6 +253,10 @@ func (b *Broker) alterConfigs(name string, validateOnly bool, next func(TopicCon
 	if err != nil {
 		return fmt.Errorf("broker: alter configs of %q: %w", name, err)
 	}
+	if IsInternalTopic(name) && tc.validator != nil {
+		// Validation would quarantine the coordinator's binary records.
+		return fmt.Errorf("%w: ingress validation cannot be enabled on internal topic %q", ErrPolicyViolation, name)
+	}
 	if validateOnly {
 		return nil
 	}

@@ -182,3 +182,44 @@ func TestSeekRefusedWithLiveMembers(t *testing.T) {
 		t.Fatalf("seek after the member left: %v", err)
 	}
 }
+
+// TestOffsetsTopicIgnoresHostileDefaults: broker-wide topic defaults that
+// would drop or divert records (retention, ingress validation) do not apply
+// to __consumer_offsets, and validation cannot be switched on there later.
+func TestOffsetsTopicIgnoresHostileDefaults(t *testing.T) {
+	ctx := context.Background()
+	fs := vfs.NewMem()
+	hostile := func(c *Config) {
+		c.GroupInitialRebalanceDelay = -1
+		c.TopicDefaults = map[string]string{
+			ConfigValidation: "json", ConfigRetentionRecords: "1", ConfigRetentionMs: "1", ConfigRetentionBytes: "1",
+		}
+	}
+	b := open(t, fs, "/data", hostile)
+	mustCreate(t, b, TopicSpec{Name: "t", Partitions: 1})
+	if _, err := b.ProduceRecords(ctx, "t", 0, []record.Record{{Value: []byte(`{"a":1}`)}, {Value: []byte(`{"a":2}`)}}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range record.Offset(2) {
+		if err := b.Group("g").CommitThrough(ctx, "t", 0, i); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b.ApplyRetention()
+	err := b.IncrementalAlterConfigs(ConsumerOffsetsTopic, []ConfigChange{{Name: ConfigValidation, Op: OpSet, Value: "json"}}, false)
+	if !errors.Is(err, ErrPolicyViolation) {
+		t.Fatalf("validation on __consumer_offsets: %v", err)
+	}
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	b = open(t, fs, "/data", hostile)
+	defer b.Close()
+	if got, err := b.Group("g").Committed(ctx, "t", 0); err != nil || got != 2 {
+		t.Fatalf("committed after restart: %d, %v", got, err)
+	}
+	p, _ := b.Partition(ConsumerOffsetsTopic, 0)
+	if p.LogStartOffset() != 0 || p.LogEndOffset() != 2 {
+		t.Fatalf("__consumer_offsets log [%d, %d)", p.LogStartOffset(), p.LogEndOffset())
+	}
+}

@@ -38,11 +38,17 @@ func offsetsTopicSpec() TopicSpec {
 	return TopicSpec{
 		Name:       ConsumerOffsetsTopic,
 		Partitions: 1,
+		// Every config that could drop or divert the coordinator's records
+		// is pinned, whatever the broker-wide TopicDefaults say.
 		Configs: map[string]string{
-			ConfigCleanupPolicy:   "compact",
-			ConfigRetentionMs:     "-1",
-			ConfigRetentionBytes:  "-1",
-			ConfigMaxMessageBytes: strconv.Itoa(offsetsTopicMaxBatch),
+			ConfigCleanupPolicy:         "compact",
+			ConfigRetentionMs:           "-1",
+			ConfigRetentionBytes:        "-1",
+			ConfigRetentionRecords:      "-1",
+			ConfigMinInsyncReplicas:     "1",
+			ConfigMaxMessageBytes:       strconv.Itoa(offsetsTopicMaxBatch),
+			ConfigValidation:            "none",
+			ConfigValidationKeyRequired: "false",
 		},
 	}
 }
