@@ -36,7 +36,10 @@
 // broker never speaks the Kafka wire protocol (no kmsg/kerr types: the wire
 // layer maps the sentinel errors here to error codes), and never re-encodes a
 // producer's batch: it validates the header and CRC and hands the bytes to
-// partlog, which assigns offsets in place.
+// partlog, which assigns offsets in place. The one exception is a batch of a
+// validated topic (strand.validation) holding invalid records: those go to
+// the DLQ, and the valid ones are re-encoded into a batch that keeps the
+// producer's offset range, producer id, sequence and codec (ingest.go).
 //
 // # Thread-safety
 //

@@ -4,7 +4,7 @@
 #   test/interop/run.sh
 #
 # Builds cmd/strand (or uses $STRAND_BIN), starts it on a free loopback port
-# with a temp data directory, runs kcat.sh, kafka_python.py and groups.py, restarts the
+# with a temp data directory, runs kcat.sh, kafka_python.py, groups.py and dlq.sh, restarts the
 # broker on the same data directory and checks that every acknowledged record
 # is still there, then stops it. Needs kcat and Debian's python3-kafka for
 # /usr/bin/python3 (python3-snappy, python3-lz4 and python3-zstandard enable
@@ -158,6 +158,7 @@ start_broker || { summary; exit 1; }
 run_test kcat "$here/kcat.sh" "$port" || true
 [[ -n $pid ]] && run_test kafka-python "$PY" "$here/kafka_python.py" "$port" || true
 [[ -n $pid ]] && run_test groups "$PY" "$here/groups.py" "$port" || true
+[[ -n $pid ]] && run_test dlq "$here/dlq.sh" "$port" "$bin" || true
 [[ -n $pid ]] && run_test kcat-idempotent-start "$here/kcat.sh" "$port" idem-start || true
 
 # Restart on the same data directory: nothing acknowledged may be lost.
