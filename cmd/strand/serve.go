@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -38,6 +39,7 @@ type serveOptions struct {
 	retentionCheck    time.Duration
 	cleanerBackoff    time.Duration
 	topicDefaults     map[string]string
+	groupDelay        time.Duration
 }
 
 const serveLong = `Run a Strand broker: Kafka clients connect to --listen; data lives in --data-dir.
@@ -49,7 +51,8 @@ producer state flushed).
 --config names a file of "key = value" lines ('#' starts a comment). Keys are
 the long flag names (listen, advertised-addr, data-dir, node-id,
 auto-create-topics, default-partitions, max-request-bytes, log-level,
-log-format, metrics-listen, retention-check-interval, log-cleaner-backoff), and "topic.<config>" sets a broker-wide default for a topic
+log-format, metrics-listen, retention-check-interval, log-cleaner-backoff,
+group-initial-rebalance-delay), and "topic.<config>" sets a broker-wide default for a topic
 config, e.g.:
 
     listen = 0.0.0.0:9092
@@ -91,6 +94,7 @@ func newServeCmd() *cobra.Command {
 	f.StringVar(&o.logFormat, "log-format", "text", "text or json")
 	f.StringVar(&o.metricsListen, "metrics-listen", "127.0.0.1:9644", `address serving Prometheus /metrics and /healthz over HTTP ("" disables)`)
 	f.DurationVar(&o.retentionCheck, "retention-check-interval", 30*time.Second, "how often retention.ms and retention.bytes are applied (log.retention.check.interval.ms)")
+	f.DurationVar(&o.groupDelay, "group-initial-rebalance-delay", 3*time.Second, "how long a consumer group's first rebalance waits for more members (group.initial.rebalance.delay.ms; 0: none)")
 	f.DurationVar(&o.cleanerBackoff, "log-cleaner-backoff", 15*time.Second, "how often the compaction cleaner looks for dirty compacted partitions (log.cleaner.backoff.ms)")
 	return cmd
 }
@@ -174,6 +178,8 @@ func (o *serveOptions) run(ctx context.Context, logOut io.Writer) error {
 		MetricsAddr:             o.metricsListen,
 		RetentionCheckInterval:  o.retentionCheck,
 		CleanerBackoff:          o.cleanerBackoff,
+		// strand.Config: zero is Kafka's default, negative is none.
+		GroupInitialRebalanceDelay: cmp.Or(o.groupDelay, -1),
 	})
 	if err != nil {
 		return err
