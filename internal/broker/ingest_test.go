@@ -298,3 +298,25 @@ func TestValidatedProduceSurvivesRestart(t *testing.T) {
 		})
 	}
 }
+
+// TestInternalTopicNotValidated: a broker-wide strand.validation default
+// does not apply to __consumer_offsets (the group coordinator's records are
+// not the user's to judge), and the topic refuses it as its own config.
+func TestInternalTopicNotValidated(t *testing.T) {
+	b := open(t, vfs.NewMem(), "/data", func(c *Config) { c.TopicDefaults = map[string]string{ConfigValidation: "json"} })
+	defer b.Close()
+	ctx := context.Background()
+	if err := b.IncrementalAlterConfigs(ConsumerOffsetsTopic, []ConfigChange{{Name: ConfigValidation, Op: OpSet, Value: "json"}}, false); err == nil {
+		t.Fatal("validation enabled on the internal topic")
+	}
+	mustCreate(t, b, TopicSpec{Name: "t"})
+	if err := b.Group("g").Seek(ctx, "t", 0, 0); err != nil {
+		t.Fatal(err)
+	}
+	if off, err := b.Group("g").Committed(ctx, "t", 0); err != nil || off != 0 {
+		t.Fatalf("committed %d, %v", off, err)
+	}
+	if _, err := b.Topic(ConsumerOffsetsTopic + ".dlq"); err == nil {
+		t.Fatal("a DLQ was created for __consumer_offsets")
+	}
+}

@@ -233,7 +233,7 @@ func (p *Partition) Append(ctx context.Context, batch []byte, acks Acks) (Append
 			ErrNotEnoughReplicas, p.topic, p.id, cfg.MinInsyncReplicas())
 	}
 	var q *quarantine
-	if v := cfg.Validator(); v != nil {
+	if v := cfg.Validator(); v != nil && !IsInternalTopic(p.topic) { // the group coordinator's records are not the user's to judge
 		if batch, h, q, err = p.screen(batch, h, v, cfg); err != nil {
 			return AppendResult{}, err
 		}
