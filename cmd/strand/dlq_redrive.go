@@ -2,9 +2,12 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
+	"strconv"
+	"strings"
 	"sync/atomic"
 
 	"github.com/spf13/cobra"
@@ -40,10 +43,13 @@ the DLQ.
 
 Progress is the committed offset of the consumer group
 strand-redrive-<topic> on the DLQ: a run starts where the last one stopped,
-so an interrupted redrive (Ctrl-C) resumes and a rerun writes nothing
-twice. Each chunk is produced (idempotently, acks=all) and then committed;
-Ctrl-C stops between chunks. Only a crash between a chunk's produce and its
-commit can redrive it twice; the copies carry the same strand.redrive.source.`,
+so an interrupted redrive resumes and a rerun writes nothing twice. Each
+chunk is produced (idempotently, acks=all) and then committed; Ctrl-C stops
+between chunks. Before producing a chunk, the redrive commits its unchanged
+position with metadata naming the chunk and the topic's end offsets; a run
+killed between the produce and the final commit leaves that metadata, and
+the next run reads the topic from those end offsets and skips the DLQ
+records it finds there (by their strand.redrive.source header).`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			asJSON, err := o.json()
@@ -113,11 +119,17 @@ func redriveDLQ(ctx context.Context, o *clientOptions, topic string, onStart, on
 		return sum, fmt.Errorf("fetch the progress of group %s: %w", sum.Group, err)
 	}
 	from := map[int32]int64{}
+	skip := map[int32]map[int64]bool{} // DLQ offsets an interrupted run produced but did not commit
 	var todo int64
 	for p, start := range starts {
 		f := start
-		if c, ok := committed.Lookup(info.dlq, p); ok && c.Err == nil && c.At > f {
-			f = c.At
+		if c, ok := committed.Lookup(info.dlq, p); ok && c.Err == nil {
+			f = max(f, c.At)
+			if c.Metadata != "" {
+				if skip[p], err = alreadyRedriven(setup, o, info, p, c.Metadata); err != nil {
+					return sum, err
+				}
+			}
 		}
 		from[p] = f
 		sum.AlreadyDone += f - start
@@ -134,6 +146,10 @@ func redriveDLQ(ctx context.Context, o *clientOptions, topic string, onStart, on
 	err = readDLQ(ctx, o, info.dlq, from, ends, func(recs []*kgo.Record) error {
 		var out []*kgo.Record
 		for _, r := range recs {
+			if skip[r.Partition][r.Offset] {
+				sum.AlreadyDone++
+				continue
+			}
 			if v.Validate(r.Key, r.Value) != "" {
 				sum.StillInvalid++
 				continue
@@ -145,20 +161,28 @@ func redriveDLQ(ctx context.Context, o *clientOptions, topic string, onStart, on
 		// again on the next run.
 		step, cancel := o.ctx(context.WithoutCancel(ctx))
 		defer cancel()
+		first, last := recs[0], recs[len(recs)-1]
 		if len(out) > 0 {
+			// Say what is about to be produced, so that a run that dies
+			// before the commit below is not redriven twice by the next.
+			intent, err := redriveIntentFor(step, adm, topic, last.Offset, out)
+			if err != nil {
+				return err
+			}
+			if err := commitPosition(step, adm, sum.Group, info.dlq, first.Partition, first.Offset, intent); err != nil {
+				return err
+			}
 			if err := prod.ProduceSync(step, out...).FirstErr(); err != nil {
 				return fmt.Errorf("produce to %s: %w", topic, err)
 			}
+			if redriveAfterProduce != nil {
+				if err := redriveAfterProduce(); err != nil {
+					return err
+				}
+			}
 		}
-		last := recs[len(recs)-1]
-		var offs kadm.Offsets
-		offs.Add(kadm.Offset{Topic: info.dlq, Partition: last.Partition, At: last.Offset + 1, LeaderEpoch: -1})
-		resp, err := adm.CommitOffsets(step, sum.Group, offs)
-		if err == nil {
-			err = resp.Error()
-		}
-		if err != nil {
-			return fmt.Errorf("commit progress to group %s: %w", sum.Group, err)
+		if err := commitPosition(step, adm, sum.Group, info.dlq, last.Partition, last.Offset+1, ""); err != nil {
+			return err
 		}
 		sum.Redriven += int64(len(out))
 		seen += int64(len(recs))
@@ -185,4 +209,94 @@ func redriven(r *kgo.Record, info dlqTopicInfo) *kgo.Record {
 	hs = append(hs, kgo.RecordHeader{Key: ingest.HeaderRedriveSource,
 		Value: []byte(ingest.RedriveSource(info.dlq, r.Partition, record.Offset(r.Offset)))})
 	return &kgo.Record{Topic: info.topic, Partition: p, Key: r.Key, Value: r.Value, Headers: hs, Timestamp: r.Timestamp}
+}
+
+// redriveAfterProduce, when set (tests), runs after a chunk is produced and
+// before its commit; its error ends the redrive there, as a crash would.
+var redriveAfterProduce func() error
+
+// redriveIntent is the metadata committed with a DLQ partition's position
+// while a chunk is being produced: the chunk's last DLQ offset and the end
+// offsets, before the produce, of the topic partitions it goes to.
+type redriveIntent struct {
+	Through int64           `json:"through"`
+	Ends    map[int32]int64 `json:"ends"`
+}
+
+func redriveIntentFor(ctx context.Context, adm *kadm.Client, topic string, through int64, out []*kgo.Record) (string, error) {
+	ends, err := adm.ListEndOffsets(ctx, topic)
+	if err == nil {
+		err = ends.Error()
+	}
+	if err != nil {
+		return "", fmt.Errorf("end offsets of %s: %w", topic, err)
+	}
+	in := redriveIntent{Through: through, Ends: map[int32]int64{}}
+	for _, r := range out {
+		if l, ok := ends.Lookup(topic, r.Partition); ok {
+			in.Ends[r.Partition] = l.Offset
+		}
+	}
+	b, err := json.Marshal(in)
+	return string(b), err
+}
+
+func commitPosition(ctx context.Context, adm *kadm.Client, group, dlq string, p int32, at int64, metadata string) error {
+	var offs kadm.Offsets
+	offs.Add(kadm.Offset{Topic: dlq, Partition: p, At: at, LeaderEpoch: -1, Metadata: metadata})
+	resp, err := adm.CommitOffsets(ctx, group, offs)
+	if err == nil {
+		err = resp.Error()
+	}
+	if err != nil {
+		return fmt.Errorf("commit progress to group %s: %w", group, err)
+	}
+	return nil
+}
+
+// alreadyRedriven reads the topic from the end offsets an interrupted run
+// recorded and returns the offsets of DLQ partition p that it finds
+// redriven there.
+func alreadyRedriven(ctx context.Context, o *clientOptions, info dlqTopicInfo, p int32, metadata string) (map[int64]bool, error) {
+	var in redriveIntent
+	if err := json.Unmarshal([]byte(metadata), &in); err != nil || len(in.Ends) == 0 {
+		return nil, nil // not ours, or nothing was to be produced
+	}
+	adm, err := o.admin(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer adm.Close()
+	ends, err := adm.ListEndOffsets(ctx, info.topic)
+	if err == nil {
+		err = ends.Error()
+	}
+	if err != nil {
+		return nil, fmt.Errorf("end offsets of %s: %w", info.topic, err)
+	}
+	to := map[int32]int64{}
+	for tp := range in.Ends {
+		if l, ok := ends.Lookup(info.topic, tp); ok {
+			to[tp] = l.Offset
+		}
+	}
+	prefix := info.dlq + "/" + strconv.Itoa(int(p)) + "/"
+	found := map[int64]bool{}
+	err = readDLQ(ctx, o, info.topic, in.Ends, to, func(recs []*kgo.Record) error {
+		for _, r := range recs {
+			for _, h := range r.Headers {
+				if h.Key != ingest.HeaderRedriveSource || !strings.HasPrefix(string(h.Value), prefix) {
+					continue
+				}
+				if off, err := strconv.ParseInt(strings.TrimPrefix(string(h.Value), prefix), 10, 64); err == nil && off <= in.Through {
+					found[off] = true
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("look for records an interrupted redrive produced: %w", err)
+	}
+	return found, nil
 }

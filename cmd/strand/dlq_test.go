@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -114,5 +115,74 @@ func TestDLQCommands(t *testing.T) {
 	}
 	if len(seen) != 20 {
 		t.Fatalf("%d distinct keys", len(seen))
+	}
+}
+
+// TestDLQRedriveCrashBeforeCommit: a redrive that dies after producing a
+// chunk and before committing it (the at-least-once window) leaves intent
+// metadata; the next run finds that chunk's records in the topic and does
+// not produce them again, and redrives the rest.
+func TestDLQRedriveCrashBeforeCommit(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	b, err := strand.Start(ctx, strand.Config{Dir: t.TempDir(), Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	addr := b.Addr()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.DefaultProduceTopic("crash"), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	if _, err := adm.CreateTopic(ctx, 2, 1, map[string]*string{"strand.validation": kadm.StringPtr("json")}, "crash"); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 12 {
+		v := fmt.Sprintf(`{"i":%d}`, i)
+		if i%2 == 1 {
+			v = fmt.Sprintf(`bad %d`, i)
+		}
+		if err := cl.ProduceSync(ctx, &kgo.Record{Partition: int32((i / 2) % 2), Key: fmt.Appendf(nil, "k%d", i), Value: []byte(v)}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := adm.AlterTopicConfigs(ctx, []kadm.AlterConfig{{Name: "strand.validation", Value: kadm.StringPtr("none")}}, "crash"); err != nil {
+		t.Fatal(err)
+	}
+	o := &clientOptions{brokers: addr, timeout: 30 * time.Second}
+	crash := errors.New("crash")
+	redriveAfterProduce = func() error { return crash }
+	sum, err := redriveDLQ(ctx, o, "crash", func(int64) {}, func(int64) {})
+	redriveAfterProduce = nil
+	if !errors.Is(err, crash) || sum.Interrupted {
+		t.Fatalf("crashed redrive: %+v %v", sum, err)
+	}
+	sum, err = redriveDLQ(ctx, o, "crash", func(int64) {}, func(int64) {})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.Redriven+sum.AlreadyDone != 6 || sum.AlreadyDone == 0 || sum.Redriven == 0 {
+		t.Fatalf("resumed redrive %+v: want the crashed chunk already done and the rest redriven", sum)
+	}
+	cons, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ConsumeTopics("crash"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cons.Close()
+	seen := map[string]int{}
+	for n := 0; n < 12; {
+		fs := cons.PollFetches(ctx)
+		if ctx.Err() != nil {
+			t.Fatalf("consumed %d of 12", n)
+		}
+		fs.EachRecord(func(r *kgo.Record) { seen[string(r.Key)]++; n++ })
+	}
+	for k, n := range seen {
+		if n != 1 {
+			t.Fatalf("%s is in the topic %d times", k, n)
+		}
 	}
 }
