@@ -311,7 +311,23 @@ func allValid(batch []byte, h record.Header, v *ingest.Validator) bool {
 	if len(batch) < h.Size() || h.Size() < record.HeaderSize {
 		return false
 	}
-	payload, err := record.Decompress(h.Compression(), batch[record.HeaderSize:h.Size()])
+	var buf *[]byte
+	if h.Compression() != record.CodecNone {
+		buf = decompressBufs.Get().(*[]byte)
+		defer func() {
+			if cap(*buf) <= maxPooledDecompress {
+				decompressBufs.Put(buf)
+			}
+		}()
+	}
+	var payload []byte
+	var err error
+	if buf != nil {
+		payload, err = record.DecompressInto(*buf, h.Compression(), batch[record.HeaderSize:h.Size()])
+		*buf = payload[:0]
+	} else {
+		payload = batch[record.HeaderSize:h.Size()]
+	}
 	if err != nil {
 		return false
 	}
@@ -339,6 +355,13 @@ func allValid(batch []byte, h record.Header, v *ingest.Validator) bool {
 	}
 	return len(payload) == 0
 }
+
+// Decompressed records sections are recycled across validated batches (the
+// values only need to live while they are judged); a buffer grown past
+// maxPooledDecompress is left to the garbage collector.
+const maxPooledDecompress = 4 << 20
+
+var decompressBufs = sync.Pool{New: func() any { return new([]byte) }}
 
 // varBytes reads a varint-length-prefixed nullable byte string.
 func varBytes(b []byte) (field, rest []byte, ok bool) {

@@ -96,6 +96,18 @@ func Decompress(c Codec, src []byte) ([]byte, error) {
 // memory is bounded by MaxDecompressedSize and the smaller limit is checked on
 // the result.
 func DecompressLimit(c Codec, src []byte, limit int) (out []byte, err error) {
+	return decompress(nil, c, src, limit)
+}
+
+// DecompressInto is Decompress writing into buf's storage when it is large
+// enough (the result then aliases buf; for CodecNone it is src itself), so
+// that a caller can recycle one buffer across batches.
+func DecompressInto(buf []byte, c Codec, src []byte) ([]byte, error) {
+	return decompress(buf[:0], c, src, MaxDecompressedSize)
+}
+
+// decompress decompresses into buf's storage (buf is empty; nil: allocate).
+func decompress(buf []byte, c Codec, src []byte, limit int) (out []byte, err error) {
 	if limit <= 0 || limit > MaxDecompressedSize {
 		limit = MaxDecompressedSize
 	}
@@ -115,12 +127,12 @@ func DecompressLimit(c Codec, src []byte, limit int) (out []byte, err error) {
 		}
 		return src, nil
 	case CodecGzip:
-		return gunzip(src, limit)
+		return gunzip(buf, src, limit)
 	case CodecSnappy:
 		if bytes.HasPrefix(src, xerialMagic) {
-			return unsnappyXerial(src, limit)
+			return unsnappyXerial(buf, src, limit)
 		}
-		return unsnappyBlock(nil, src, limit)
+		return unsnappyBlock(buf, src, limit)
 	case CodecLZ4:
 		if len(src) == 0 {
 			// The lz4 reader takes no input as an empty stream; it is not a frame.
@@ -128,7 +140,7 @@ func DecompressLimit(c Codec, src []byte, limit int) (out []byte, err error) {
 		}
 		r := lz4Readers.Get().(*lz4.Reader)
 		r.Reset(bytes.NewReader(src))
-		out, err := readAllLimit(r, len(src), limit)
+		out, err := readAllLimit(buf, r, len(src), limit)
 		r.Reset(nil)
 		if err != nil {
 			return nil, streamErr(c, err)
@@ -136,18 +148,18 @@ func DecompressLimit(c Codec, src []byte, limit int) (out []byte, err error) {
 		lz4Readers.Put(r)
 		return out, nil
 	case CodecZstd:
-		return unzstd(src, limit)
+		return unzstd(buf, src, limit)
 	}
 	return nil, fmt.Errorf("%w: %d", ErrCodec, int8(c))
 }
 
-func gunzip(src []byte, limit int) ([]byte, error) {
+func gunzip(buf, src []byte, limit int) ([]byte, error) {
 	r := gzipReaders.Get().(*gzip.Reader)
 	if err := r.Reset(bytes.NewReader(src)); err != nil {
 		gzipReaders.Put(r)
 		return nil, streamErr(CodecGzip, err)
 	}
-	out, err := readAllLimit(r, len(src), limit)
+	out, err := readAllLimit(buf, r, len(src), limit)
 	if err != nil {
 		return nil, streamErr(CodecGzip, err)
 	}
@@ -162,12 +174,12 @@ var xerialMagic = []byte("\x82SNAPPY\x00")
 
 const xerialHeaderSize = 16 // magic + version + minimum compatible version
 
-func unsnappyXerial(src []byte, limit int) ([]byte, error) {
+func unsnappyXerial(buf, src []byte, limit int) ([]byte, error) {
 	if len(src) < xerialHeaderSize {
 		return nil, fmt.Errorf("%w: snappy: xerial header cut at %d bytes", ErrCorrupt, len(src))
 	}
 	p := src[xerialHeaderSize:]
-	var out []byte
+	out := buf
 	for len(p) > 0 {
 		if len(p) < 4 {
 			return nil, fmt.Errorf("%w: snappy: xerial block length cut at %d bytes", ErrCorrupt, len(p))
@@ -214,7 +226,7 @@ func unsnappyBlock(dst, block []byte, limit int) ([]byte, error) {
 	return dst[:len(dst)+n], nil
 }
 
-func unzstd(src []byte, limit int) ([]byte, error) {
+func unzstd(buf, src []byte, limit int) ([]byte, error) {
 	// A frame that declares its size is checked before any decoding.
 	var fh zstd.Header
 	if err := fh.Decode(src); err != nil {
@@ -225,7 +237,7 @@ func unzstd(src []byte, limit int) ([]byte, error) {
 	}
 	// No preallocation from the declared size: it is only a claim. DecodeAll
 	// itself caps its first allocation by what the input can expand to.
-	out, err := zstdDecoder().DecodeAll(src, nil)
+	out, err := zstdDecoder().DecodeAll(src, buf)
 	switch {
 	case errors.Is(err, zstd.ErrDecoderSizeExceeded) || errors.Is(err, zstd.ErrWindowSizeExceeded):
 		return nil, fmt.Errorf("%w: zstd: %w", ErrTooLarge, err)
@@ -243,9 +255,12 @@ func unzstd(src []byte, limit int) ([]byte, error) {
 // readAllLimit reads r to its end, failing with ErrTooLarge once more than
 // limit bytes come out. It starts from a guess based on the input size rather
 // than on anything the stream claims.
-func readAllLimit(r io.Reader, inputSize, limit int) ([]byte, error) {
-	size := min(max(4*inputSize, 512), limit+1)
-	buf := make([]byte, 0, size)
+//
+// It reads into buf's storage (buf is empty) when it has any.
+func readAllLimit(buf []byte, r io.Reader, inputSize, limit int) ([]byte, error) {
+	if cap(buf) == 0 {
+		buf = make([]byte, 0, min(max(4*inputSize, 512), limit+1))
+	}
 	for empty := 0; ; {
 		if len(buf) == cap(buf) {
 			if len(buf) > limit {

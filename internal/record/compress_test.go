@@ -207,3 +207,26 @@ func TestCodecsConcurrent(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+// TestDecompressInto: decompressing into a recycled buffer gives what
+// Decompress gives, reuses the buffer when it is large enough, and grows
+// past it when not.
+func TestDecompressInto(t *testing.T) {
+	t.Parallel()
+	src := bytes.Repeat([]byte("strand decompress into "), 500)
+	for _, c := range []Codec{CodecNone, CodecGzip, CodecSnappy, CodecLZ4, CodecZstd} {
+		comp, err := Compress(c, src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, buf := range [][]byte{nil, {}, make([]byte, 0, 16), make([]byte, 0, 64<<10)} {
+			out, err := DecompressInto(buf, c, comp)
+			if err != nil || !bytes.Equal(out, src) {
+				t.Fatalf("%v into cap %d: %v, equal %v", c, cap(buf), err, bytes.Equal(out, src))
+			}
+			if c != CodecNone && cap(buf) >= 64<<10 && &out[0] != &buf[:1][0] {
+				t.Errorf("%v: a large enough buffer was not reused", c)
+			}
+		}
+	}
+}
