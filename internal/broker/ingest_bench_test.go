@@ -17,6 +17,10 @@ import (
 // batches are compressed (validation must decompress them).
 //
 //	go test -run '^$' -bench ProduceValidation ./internal/broker
+//
+// On a shared 2-core container (medians of 5, page-cache writes): json /
+// none throughput ≈ 0.77 uncompressed and ≈ 0.53 with lz4 (the unvalidated
+// path never decompresses; the validated one must).
 func BenchmarkProduceValidation(b *testing.B) {
 	for _, codec := range []record.Codec{record.CodecNone, record.CodecLZ4} {
 		for _, mode := range []string{"none", "json"} {
