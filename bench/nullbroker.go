@@ -93,51 +93,50 @@ func (b *nullBroker) accept() {
 	}
 }
 
-// serve reads requests and answers each in order; a writer goroutine lets
-// the client pipeline requests as it would with a real broker.
+// serve reads requests and answers each in order. Responses are buffered
+// and flushed once no further request is already waiting, so a client that
+// pipelines requests gets their responses in few writes. The request buffer
+// is reused: nothing in a response refers to it.
 func (b *nullBroker) serve(c net.Conn) {
-	out := make(chan []byte, 64)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		w := bufio.NewWriterSize(c, 64<<10)
-		for buf := range out {
-			if _, err := w.Write(buf); err != nil {
-				c.Close()
-				continue
-			}
-			if len(out) == 0 && w.Flush() != nil {
-				c.Close()
-			}
-		}
-	}()
-	defer func() { close(out); <-done }()
-	r := bufio.NewReaderSize(c, 1<<20)
-	var size [4]byte
+	r := bufio.NewReaderSize(c, 64<<10)
+	w := bufio.NewWriterSize(c, 64<<10)
+	var (
+		size [4]byte
+		body []byte
+		out  []byte
+	)
 	for {
 		if _, err := io.ReadFull(r, size[:]); err != nil {
 			return
 		}
-		n := binary.BigEndian.Uint32(size[:])
+		n := int(binary.BigEndian.Uint32(size[:]))
 		if n < 8 || n > 200<<20 {
 			return
 		}
-		body := make([]byte, n)
+		if cap(body) < n {
+			body = make([]byte, n)
+		}
+		body = body[:n]
 		if _, err := io.ReadFull(r, body); err != nil {
 			return
 		}
-		resp, err := b.handle(body)
-		if err != nil {
+		var err error
+		if out, err = b.handle(body, out[:0]); err != nil {
 			return
 		}
-		if resp != nil { // acks=0: no response
-			out <- resp
+		if len(out) > 0 { // acks=0 has no response
+			if _, err := w.Write(out); err != nil {
+				return
+			}
+		}
+		if r.Buffered() == 0 && w.Flush() != nil {
+			return
 		}
 	}
 }
 
-// handle decodes one request and returns the framed response.
-func (b *nullBroker) handle(body []byte) ([]byte, error) {
+// handle decodes one request and appends the framed response to buf.
+func (b *nullBroker) handle(body, buf []byte) ([]byte, error) {
 	key := int16(binary.BigEndian.Uint16(body))
 	version := int16(binary.BigEndian.Uint16(body[2:]))
 	corr := binary.BigEndian.Uint32(body[4:])
@@ -167,9 +166,9 @@ func (b *nullBroker) handle(body []byte) ([]byte, error) {
 	}
 	resp := b.respond(req)
 	if resp == nil {
-		return nil, nil
+		return buf, nil
 	}
-	buf := make([]byte, 8, 256)
+	buf = append(buf, 0, 0, 0, 0, 0, 0, 0, 0)
 	binary.BigEndian.PutUint32(buf[4:], corr)
 	if req.IsFlexible() && key != int16(kmsg.ApiVersions) {
 		buf = append(buf, 0) // no tagged fields in the response header
