@@ -20,6 +20,7 @@ import (
 	"runtime/debug"
 	"slices"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -45,6 +46,7 @@ type Options struct {
 	Linger          time.Duration // kgo.ProducerLinger, the same for both Kafka peers
 	Timeout         time.Duration // bound on each workload of each run
 	Dir             string        // parent of the per-run data directories; "" = os.TempDir()
+	NoSync          bool          // skip the sync(2) before each timed workload
 	Logf            func(format string, args ...any)
 }
 
@@ -56,7 +58,7 @@ func DefaultOptions() Options {
 		Size:            1024,
 		SmallRecords:    1_000_000,
 		SmallSize:       100,
-		ScaleRecords:    200_000,
+		ScaleRecords:    500_000,
 		ScalePartitions: []int{1, 8, 64},
 		Partitions:      8,
 		Runs:            3,
@@ -326,17 +328,28 @@ func runOnce(ctx context.Context, o Options, big, small *payload, name string) (
 		}
 	}
 
+	// Each timed workload starts with no dirty pages: otherwise the kernel
+	// writes back what earlier workloads wrote (the peers that write to
+	// disk wrote gigabytes by then) on the cores a later workload runs on,
+	// and the order of the workloads would decide their figures.
+	settle := func() {
+		if !o.NoSync {
+			syscall.Sync()
+		}
+	}
 	throughput := func(prefix string, n, size int, d time.Duration) {
 		res[prefix+"_mibps"] = float64(n) * float64(size) / mib / d.Seconds()
 		res[prefix+"_recps"] = float64(n) / d.Seconds()
 	}
 
 	// Bulk produce of 1 KB records, then consume them all.
+	settle()
 	d, prod, err := t.produce(ctx, "bulk", big, o.Records)
 	if err != nil {
 		return nil, fmt.Errorf("produce: %w", err)
 	}
 	throughput(MetricProduce, o.Records, o.Size, d)
+	settle()
 	switch d, err = t.consume(ctx, "bulk", big, o.Records, prod); {
 	case errors.Is(err, errUnsupported):
 	case err != nil:
@@ -346,6 +359,7 @@ func runOnce(ctx context.Context, o Options, big, small *payload, name string) (
 	}
 
 	// Bulk produce of small records, consumed back (untimed) to check them.
+	settle()
 	d, prod, err = t.produce(ctx, "small", small, o.SmallRecords)
 	if err != nil {
 		return nil, fmt.Errorf("small produce: %w", err)
@@ -358,6 +372,7 @@ func runOnce(ctx context.Context, o Options, big, small *payload, name string) (
 	// Produce throughput by partition count.
 	for _, p := range o.ScalePartitions {
 		topic := fmt.Sprintf("scale%d", p)
+		settle()
 		d, _, err := t.produce(ctx, topic, big, o.ScaleRecords)
 		if err != nil {
 			return nil, fmt.Errorf("produce to %d partitions: %w", p, err)
@@ -366,6 +381,7 @@ func runOnce(ctx context.Context, o Options, big, small *payload, name string) (
 	}
 
 	// Sequential single-record produce round trips.
+	settle()
 	lat, err := t.roundTrips(ctx, "latency", big)
 	if err != nil {
 		return nil, fmt.Errorf("round trips: %w", err)
@@ -375,6 +391,7 @@ func runOnce(ctx context.Context, o Options, big, small *payload, name string) (
 	res[MetricRTT+"_max"] = float64(lat[len(lat)-1])
 
 	// End-to-end latency at a fixed rate.
+	settle()
 	lat, err = t.endToEnd(ctx, "e2e", big)
 	if errors.Is(err, errUnsupported) {
 		return res, nil

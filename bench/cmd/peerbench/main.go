@@ -62,6 +62,7 @@ func run() error {
 	flag.DurationVar(&o.Linger, "linger", d.Linger, "kgo.ProducerLinger for every peer (kgo's default is 10ms)")
 	flag.DurationVar(&o.Timeout, "timeout", d.Timeout, "bound on each workload")
 	flag.StringVar(&o.Dir, "dir", "", "parent directory for data directories (default: the OS temp dir)")
+	flag.BoolVar(&o.NoSync, "nosync", false, "skip the sync(2) (untimed) before each timed workload that flushes earlier workloads' dirty pages")
 	flag.StringVar(&out, "out", "", "also write the results as markdown to this file")
 	flag.StringVar(&chart, "chart", "", "also draw the medians as a PNG chart to this file")
 	flag.StringVar(&cpuprofile, "cpuprofile", "", "write a CPU profile of the whole run (broker and client share the process)")
