@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/strandmq/strand/internal/ingest"
 	"github.com/strandmq/strand/internal/record"
@@ -53,7 +54,14 @@ type IngestStats struct {
 
 type ingestCounters struct {
 	validated, accepted, quarantined, redriven atomic.Int64
+
+	// A quarantine burst is logged as one line: the first quarantine after a
+	// quiet quarantineLogEvery, then the count since, at most that often.
+	lastLog, sinceLog atomic.Int64
 }
+
+// quarantineLogEvery bounds quarantine log lines to one per topic per period.
+const quarantineLogEvery = 10 * time.Second
 
 // ingestStats maps topic names to their counters (*ingestCounters).
 type ingestStats struct{ topics sync.Map }
@@ -298,6 +306,21 @@ func (q *quarantine) count(b *Broker, topic string) {
 	c.validated.Add(int64(q.validated))
 	c.accepted.Add(int64(q.validated) - int64(len(q.records)))
 	c.quarantined.Add(int64(len(q.records)))
+	if len(q.records) == 0 {
+		return
+	}
+	pending := c.sinceLog.Add(int64(len(q.records)))
+	now, last := time.Now().UnixNano(), c.lastLog.Load()
+	if now-last < int64(quarantineLogEvery) || !c.lastLog.CompareAndSwap(last, now) {
+		return
+	}
+	c.sinceLog.Add(-pending)
+	dlq := ""
+	if q.dlq != nil {
+		dlq = q.dlq.topic
+	}
+	b.logger.Warn("broker: records quarantined", "topic", topic, "dlq", dlq, "records", pending,
+		"reason", q.reasons[0], "log_every", quarantineLogEvery)
 }
 
 // allValid is screen's fast path: it walks the batch's records section

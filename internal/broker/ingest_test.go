@@ -1,10 +1,13 @@
 package broker
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/strandmq/strand/internal/ingest"
@@ -319,4 +322,44 @@ func TestInternalTopicNotValidated(t *testing.T) {
 	if _, err := b.Topic(ConsumerOffsetsTopic + ".dlq"); err == nil {
 		t.Fatal("a DLQ was created for __consumer_offsets")
 	}
+}
+
+// TestQuarantineBurstLogsOnce: a burst of quarantines is one log line with
+// its count, not a line per record.
+func TestQuarantineBurstLogsOnce(t *testing.T) {
+	var buf syncBuffer
+	b := open(t, vfs.NewMem(), "/q", func(c *Config) { c.Logger = slog.New(slog.NewTextHandler(&buf, nil)) })
+	defer b.Close()
+	mustCreate(t, b, TopicSpec{Name: "events", Partitions: 1, Configs: map[string]string{ConfigValidation: "json"}})
+	p, _ := b.Partition("events", 0)
+	for range 5 {
+		if _, err := p.Append(context.Background(), batchOf(t, record.DefaultBatchOptions(), `{}`, `bad`, `worse`), AcksAll); err != nil {
+			t.Fatal(err)
+		}
+	}
+	lines := strings.Count(buf.String(), "records quarantined")
+	if lines != 1 || !strings.Contains(buf.String(), "records=2") || !strings.Contains(buf.String(), "dlq=events.dlq") {
+		t.Fatalf("want one quarantine line for the burst (records=2 at its start), got %d:\n%s", lines, buf.String())
+	}
+	if got := b.TopicIngestStats("events").Quarantined; got != 10 {
+		t.Fatalf("quarantined counter %d, want 10", got)
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for a logger and a test to share.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.buf.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.buf.String()
 }
