@@ -90,7 +90,11 @@ func FuzzDecode(f *testing.F) {
 		if !reflect.DeepEqual(b2.Records, b.Records) && !(len(b.Records) == 0 && len(b2.Records) == 0) {
 			t.Fatalf("records changed through Encode:\n%+v\n%+v", b.Records, b2.Records)
 		}
-		if b2.LastOffsetDelta != b.LastOffsetDelta || b2.Attributes != b.Attributes&(AttrCompressionMask|AttrTimestampType|AttrTransactional|AttrControl) {
+		wantAttrs := b.Attributes & (AttrCompressionMask | AttrTimestampType | AttrTransactional | AttrControl)
+		if b.DeleteHorizon() > 0 { // KIP-534: the horizon travels through Options
+			wantAttrs |= AttrDeleteHorizon
+		}
+		if b2.LastOffsetDelta != b.LastOffsetDelta || b2.Attributes != wantAttrs {
 			t.Fatalf("header changed through Encode:\n%+v\n%+v", b.Header, b2.Header)
 		}
 	})
