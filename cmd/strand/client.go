@@ -203,3 +203,20 @@ func markUsageErrors(c *cobra.Command) {
 		markUsageErrors(sub)
 	}
 }
+
+// adminRun is the shape every admin command shares: read --output, bound the
+// work by --timeout, connect to --brokers, and hand fn the admin client.
+func (o *clientOptions) adminRun(cmd *cobra.Command, fn func(ctx context.Context, adm *kadm.Client, asJSON bool) error) error {
+	asJSON, err := o.json()
+	if err != nil {
+		return err
+	}
+	ctx, cancel := o.ctx(cmd.Context())
+	defer cancel()
+	adm, err := o.admin(ctx)
+	if err != nil {
+		return err
+	}
+	defer adm.Close()
+	return fn(ctx, adm, asJSON)
+}

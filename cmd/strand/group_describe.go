@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"strconv"
@@ -34,63 +35,54 @@ func newGroupDescribeCmd(o *clientOptions) *cobra.Command {
 		Short: "Describe consumer groups: state, protocol and members with their partitions",
 		Args:  cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, groups []string) error {
-			asJSON, err := o.json()
-			if err != nil {
-				return err
-			}
-			ctx, cancel := o.ctx(cmd.Context())
-			defer cancel()
-			adm, err := o.admin(ctx)
-			if err != nil {
-				return err
-			}
-			defer adm.Close()
-			described, err := adm.DescribeGroups(ctx, groups...)
-			if err != nil {
-				return fmt.Errorf("describe groups: %w", err)
-			}
-			var out []groupDescription
-			for _, id := range groups {
-				d, ok := described[id]
-				if !ok {
-					return fmt.Errorf("describe group %q: no answer", id)
+			return o.adminRun(cmd, func(ctx context.Context, adm *kadm.Client, asJSON bool) error {
+				described, err := adm.DescribeGroups(ctx, groups...)
+				if err != nil {
+					return fmt.Errorf("describe groups: %w", err)
 				}
-				if d.Err != nil {
-					return fmt.Errorf("describe group %q: %w", id, d.Err)
+				var out []groupDescription
+				for _, id := range groups {
+					d, ok := described[id]
+					if !ok {
+						return fmt.Errorf("describe group %q: no answer", id)
+					}
+					if d.Err != nil {
+						return fmt.Errorf("describe group %q: %w", id, d.Err)
+					}
+					out = append(out, describeGroup(d))
 				}
-				out = append(out, describeGroup(d))
-			}
-			w := cmd.OutOrStdout()
-			if asJSON {
-				return writeJSON(w, out)
-			}
-			for i, d := range out {
-				if i > 0 {
+				w := cmd.OutOrStdout()
+				if asJSON {
+					return writeJSON(w, out)
+				}
+				for i, d := range out {
+					if i > 0 {
+						fmt.Fprintln(w)
+					}
+					tw := newTable(w)
+					fmt.Fprintf(tw, "GROUP\t%s\n", d.Group)
+					fmt.Fprintf(tw, "STATE\t%s\n", d.State)
+					fmt.Fprintf(tw, "PROTOCOL\t%s/%s\n", orDash(d.ProtocolType), orDash(d.Protocol))
+					fmt.Fprintf(tw, "COORDINATOR\t%d\n", d.Coordinator)
+					fmt.Fprintf(tw, "MEMBERS\t%d\n", len(d.Members))
+					if err := tw.Flush(); err != nil {
+						return err
+					}
+					if len(d.Members) == 0 {
+						continue
+					}
 					fmt.Fprintln(w)
+					tw = newTable(w)
+					fmt.Fprintln(tw, "MEMBER\tCLIENT ID\tHOST\tASSIGNED")
+					for _, m := range d.Members {
+						fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", m.MemberID, m.ClientID, m.ClientHost, formatAssigned(m.Assigned))
+					}
+					if err := tw.Flush(); err != nil {
+						return err
+					}
 				}
-				tw := newTable(w)
-				fmt.Fprintf(tw, "GROUP\t%s\n", d.Group)
-				fmt.Fprintf(tw, "STATE\t%s\n", d.State)
-				fmt.Fprintf(tw, "PROTOCOL\t%s/%s\n", orDash(d.ProtocolType), orDash(d.Protocol))
-				fmt.Fprintf(tw, "COORDINATOR\t%d\n", d.Coordinator)
-				fmt.Fprintf(tw, "MEMBERS\t%d\n", len(d.Members))
-				if err := tw.Flush(); err != nil {
-					return err
-				}
-				if len(d.Members) == 0 {
-					continue
-				}
-				fmt.Fprintln(w)
-				tw = newTable(w)
-				fmt.Fprintln(tw, "MEMBER\tCLIENT ID\tHOST\tASSIGNED")
-				for _, m := range d.Members {
-					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", m.MemberID, m.ClientID, m.ClientHost, formatAssigned(m.Assigned))
-				}
-				if err := tw.Flush(); err != nil {
-					return err
-				}
-			}
-			return nil
+				return nil
+			})
 		},
 	}
 }

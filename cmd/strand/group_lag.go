@@ -1,7 +1,9 @@
 package main
 
 import (
+	"context"
 	"fmt"
+	"github.com/twmb/franz-go/pkg/kadm"
 	"strconv"
 
 	"github.com/spf13/cobra"
@@ -34,61 +36,52 @@ func newGroupLagCmd(o *clientOptions) *cobra.Command {
 		Short: "Show a group's lag per partition (end − committed) and its total",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			asJSON, err := o.json()
-			if err != nil {
-				return err
-			}
-			ctx, cancel := o.ctx(cmd.Context())
-			defer cancel()
-			adm, err := o.admin(ctx)
-			if err != nil {
-				return err
-			}
-			defer adm.Close()
-			group := args[0]
-			lags, err := adm.Lag(ctx, group)
-			if err != nil {
-				return fmt.Errorf("lag of group %q: %w", group, err)
-			}
-			l, ok := lags[group]
-			if !ok {
-				return fmt.Errorf("lag of group %q: no answer", group)
-			}
-			if err := l.Error(); err != nil {
-				return fmt.Errorf("lag of group %q: %w", group, err)
-			}
-			rep := groupLagReport{Group: group, State: l.State, Partitions: []partitionLag{}}
-			for _, ml := range l.Lag.Sorted() {
-				pl := partitionLag{Topic: ml.Topic, Partition: ml.Partition, Committed: ml.Commit.At,
-					Start: ml.Start.Offset, End: ml.End.Offset, Lag: ml.Lag}
-				if ml.Member != nil {
-					pl.Member = ml.Member.ClientID + " " + ml.Member.MemberID
+			return o.adminRun(cmd, func(ctx context.Context, adm *kadm.Client, asJSON bool) error {
+				group := args[0]
+				lags, err := adm.Lag(ctx, group)
+				if err != nil {
+					return fmt.Errorf("lag of group %q: %w", group, err)
 				}
-				if ml.Err != nil {
-					pl.Error = ml.Err.Error()
-				} else {
-					rep.Total += ml.Lag
+				l, ok := lags[group]
+				if !ok {
+					return fmt.Errorf("lag of group %q: no answer", group)
 				}
-				rep.Partitions = append(rep.Partitions, pl)
-			}
-			w := cmd.OutOrStdout()
-			if asJSON {
-				return writeJSON(w, rep)
-			}
-			tw := newTable(w)
-			fmt.Fprintln(tw, "TOPIC\tPARTITION\tEND\tCOMMITTED\tLAG\tMEMBER")
-			for _, p := range rep.Partitions {
-				committed, lag := strconv.FormatInt(p.Committed, 10), strconv.FormatInt(p.Lag, 10)
-				if p.Committed < 0 {
-					committed = "-"
+				if err := l.Error(); err != nil {
+					return fmt.Errorf("lag of group %q: %w", group, err)
 				}
-				if p.Error != "" {
-					lag = "error: " + p.Error
+				rep := groupLagReport{Group: group, State: l.State, Partitions: []partitionLag{}}
+				for _, ml := range l.Lag.Sorted() {
+					pl := partitionLag{Topic: ml.Topic, Partition: ml.Partition, Committed: ml.Commit.At,
+						Start: ml.Start.Offset, End: ml.End.Offset, Lag: ml.Lag}
+					if ml.Member != nil {
+						pl.Member = ml.Member.ClientID + " " + ml.Member.MemberID
+					}
+					if ml.Err != nil {
+						pl.Error = ml.Err.Error()
+					} else {
+						rep.Total += ml.Lag
+					}
+					rep.Partitions = append(rep.Partitions, pl)
 				}
-				fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%s\t%s\n", p.Topic, p.Partition, p.End, committed, lag, orDash(p.Member))
-			}
-			fmt.Fprintf(tw, "TOTAL\t\t\t\t%d\t\n", rep.Total)
-			return tw.Flush()
+				w := cmd.OutOrStdout()
+				if asJSON {
+					return writeJSON(w, rep)
+				}
+				tw := newTable(w)
+				fmt.Fprintln(tw, "TOPIC\tPARTITION\tEND\tCOMMITTED\tLAG\tMEMBER")
+				for _, p := range rep.Partitions {
+					committed, lag := strconv.FormatInt(p.Committed, 10), strconv.FormatInt(p.Lag, 10)
+					if p.Committed < 0 {
+						committed = "-"
+					}
+					if p.Error != "" {
+						lag = "error: " + p.Error
+					}
+					fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%s\t%s\n", p.Topic, p.Partition, p.End, committed, lag, orDash(p.Member))
+				}
+				fmt.Fprintf(tw, "TOTAL\t\t\t\t%d\t\n", rep.Total)
+				return tw.Flush()
+			})
 		},
 	}
 }

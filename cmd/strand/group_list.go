@@ -1,7 +1,9 @@
 package main
 
 import (
+	"context"
 	"fmt"
+	"github.com/twmb/franz-go/pkg/kadm"
 	"sort"
 
 	"github.com/spf13/cobra"
@@ -22,36 +24,27 @@ func newGroupListCmd(o *clientOptions) *cobra.Command {
 		Short:   "List consumer groups",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			asJSON, err := o.json()
-			if err != nil {
-				return err
-			}
-			ctx, cancel := o.ctx(cmd.Context())
-			defer cancel()
-			adm, err := o.admin(ctx)
-			if err != nil {
-				return err
-			}
-			defer adm.Close()
-			listed, err := adm.ListGroups(ctx, states...)
-			if err != nil {
-				return fmt.Errorf("list groups: %w", err)
-			}
-			rows := []groupSummary{}
-			for _, g := range listed {
-				rows = append(rows, groupSummary{Group: g.Group, State: g.State, ProtocolType: g.ProtocolType})
-			}
-			sort.Slice(rows, func(i, j int) bool { return rows[i].Group < rows[j].Group })
-			w := cmd.OutOrStdout()
-			if asJSON {
-				return writeJSON(w, rows)
-			}
-			tw := newTable(w)
-			fmt.Fprintln(tw, "GROUP\tSTATE\tPROTOCOL TYPE")
-			for _, r := range rows {
-				fmt.Fprintf(tw, "%s\t%s\t%s\n", r.Group, r.State, r.ProtocolType)
-			}
-			return tw.Flush()
+			return o.adminRun(cmd, func(ctx context.Context, adm *kadm.Client, asJSON bool) error {
+				listed, err := adm.ListGroups(ctx, states...)
+				if err != nil {
+					return fmt.Errorf("list groups: %w", err)
+				}
+				rows := []groupSummary{}
+				for _, g := range listed {
+					rows = append(rows, groupSummary{Group: g.Group, State: g.State, ProtocolType: g.ProtocolType})
+				}
+				sort.Slice(rows, func(i, j int) bool { return rows[i].Group < rows[j].Group })
+				w := cmd.OutOrStdout()
+				if asJSON {
+					return writeJSON(w, rows)
+				}
+				tw := newTable(w)
+				fmt.Fprintln(tw, "GROUP\tSTATE\tPROTOCOL TYPE")
+				for _, r := range rows {
+					fmt.Fprintf(tw, "%s\t%s\t%s\n", r.Group, r.State, r.ProtocolType)
+				}
+				return tw.Flush()
+			})
 		},
 	}
 	cmd.Flags().StringSliceVar(&states, "state", nil, "only groups in these states (Empty, Stable, PreparingRebalance, CompletingRebalance)")

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"strconv"
@@ -70,129 +71,124 @@ Without --topic, every topic the group has committed offsets for is moved.`,
 				return usageErr("--partition needs exactly one --topic")
 			}
 			group := args[0]
-			ctx, cancel := o.ctx(cmd.Context())
-			defer cancel()
-			adm, err := o.admin(ctx)
-			if err != nil {
-				return err
-			}
-			defer adm.Close()
+			return o.adminRun(cmd, func(ctx context.Context, adm *kadm.Client, _ bool) error {
 
-			described, err := adm.DescribeGroups(ctx, group)
-			if err != nil {
-				return fmt.Errorf("describe group %q: %w", group, err)
-			}
-			if d := described[group]; d.Err != nil {
-				return fmt.Errorf("describe group %q: %w", group, d.Err)
-			} else if len(d.Members) > 0 || (d.State != "Empty" && d.State != "Dead") {
-				return fmt.Errorf("group %q has %d live member(s) (state %s): stop its consumers before seeking — "+
-					"a live consumer owns its positions and would overwrite the new offsets", group, len(d.Members), d.State)
-			}
-			current, err := adm.FetchOffsets(ctx, group)
-			if err != nil {
-				return fmt.Errorf("fetch offsets of group %q: %w", group, err)
-			}
-			if err := current.Error(); err != nil {
-				return fmt.Errorf("fetch offsets of group %q: %w", group, err)
-			}
-			if len(topics) == 0 {
-				for t := range current {
-					topics = append(topics, t)
-				}
-				slices.Sort(topics)
-				if len(topics) == 0 {
-					return fmt.Errorf("group %q has no committed offsets: name the topics with --topic", group)
-				}
-			}
-			var listed kadm.ListedOffsets
-			switch {
-			case earliest, cmd.Flags().Changed("to-offset"):
-				listed, err = adm.ListStartOffsets(ctx, topics...)
-			case latest:
-				listed, err = adm.ListEndOffsets(ctx, topics...)
-			default:
-				listed, err = adm.ListOffsetsAfterMilli(ctx, millis, topics...)
-			}
-			if err != nil {
-				return fmt.Errorf("list offsets: %w", err)
-			}
-			if err := listed.Error(); err != nil {
-				return fmt.Errorf("list offsets: %w", err)
-			}
-			var ends kadm.ListedOffsets
-			if cmd.Flags().Changed("to-offset") {
-				if ends, err = adm.ListEndOffsets(ctx, topics...); err != nil {
-					return fmt.Errorf("list end offsets: %w", err)
-				}
-			}
-			var rows []seekRow
-			to := kadm.Offsets{}
-			for _, t := range topics {
-				ps, ok := listed[t]
-				if !ok {
-					return fmt.Errorf("topic %q does not exist", t)
-				}
-				for p, lo := range ps {
-					if len(partitions) > 0 && !slices.Contains(partitions, p) {
-						continue
-					}
-					target := lo.Offset
-					if cmd.Flags().Changed("to-offset") {
-						// Clamp into [log start, end], as kafka-consumer-groups does.
-						end, _ := ends.Lookup(t, p)
-						target = min(max(offset, lo.Offset), end.Offset)
-					}
-					from := int64(-1)
-					if c, ok := current.Lookup(t, p); ok {
-						from = c.At
-					}
-					rows = append(rows, seekRow{Topic: t, Partition: p, From: from, To: target})
-					to.Add(kadm.Offset{Topic: t, Partition: p, At: target, LeaderEpoch: -1})
-				}
-			}
-			for _, p := range partitions {
-				if !slices.ContainsFunc(rows, func(r seekRow) bool { return r.Partition == p }) {
-					return fmt.Errorf("topic %q has no partition %d", topics[0], p)
-				}
-			}
-			slices.SortFunc(rows, func(a, b seekRow) int {
-				if a.Topic != b.Topic {
-					if a.Topic < b.Topic {
-						return -1
-					}
-					return 1
-				}
-				return int(a.Partition - b.Partition)
-			})
-			if !dryRun {
-				resps, err := adm.CommitOffsets(ctx, group, to)
+				described, err := adm.DescribeGroups(ctx, group)
 				if err != nil {
-					return fmt.Errorf("commit offsets of group %q: %w", group, err)
+					return fmt.Errorf("describe group %q: %w", group, err)
 				}
-				if err := resps.Error(); err != nil {
-					return fmt.Errorf("commit offsets of group %q (did a consumer join meanwhile?): %w", group, err)
+				if d := described[group]; d.Err != nil {
+					return fmt.Errorf("describe group %q: %w", group, d.Err)
+				} else if len(d.Members) > 0 || (d.State != "Empty" && d.State != "Dead") {
+					return fmt.Errorf("group %q has %d live member(s) (state %s): stop its consumers before seeking — "+
+						"a live consumer owns its positions and would overwrite the new offsets", group, len(d.Members), d.State)
 				}
-			}
-			w := cmd.OutOrStdout()
-			if asJSON {
-				return writeJSON(w, map[string]any{"group": group, "dry_run": dryRun, "partitions": rows})
-			}
-			tw := newTable(w)
-			fmt.Fprintln(tw, "TOPIC\tPARTITION\tFROM\tTO")
-			for _, r := range rows {
-				from := strconv.FormatInt(r.From, 10)
-				if r.From < 0 {
-					from = "-"
+				current, err := adm.FetchOffsets(ctx, group)
+				if err != nil {
+					return fmt.Errorf("fetch offsets of group %q: %w", group, err)
 				}
-				fmt.Fprintf(tw, "%s\t%d\t%s\t%d\n", r.Topic, r.Partition, from, r.To)
-			}
-			if err := tw.Flush(); err != nil {
-				return err
-			}
-			if dryRun {
-				fmt.Fprintln(w, "(dry run: nothing committed)")
-			}
-			return nil
+				if err := current.Error(); err != nil {
+					return fmt.Errorf("fetch offsets of group %q: %w", group, err)
+				}
+				if len(topics) == 0 {
+					for t := range current {
+						topics = append(topics, t)
+					}
+					slices.Sort(topics)
+					if len(topics) == 0 {
+						return fmt.Errorf("group %q has no committed offsets: name the topics with --topic", group)
+					}
+				}
+				var listed kadm.ListedOffsets
+				switch {
+				case earliest, cmd.Flags().Changed("to-offset"):
+					listed, err = adm.ListStartOffsets(ctx, topics...)
+				case latest:
+					listed, err = adm.ListEndOffsets(ctx, topics...)
+				default:
+					listed, err = adm.ListOffsetsAfterMilli(ctx, millis, topics...)
+				}
+				if err != nil {
+					return fmt.Errorf("list offsets: %w", err)
+				}
+				if err := listed.Error(); err != nil {
+					return fmt.Errorf("list offsets: %w", err)
+				}
+				var ends kadm.ListedOffsets
+				if cmd.Flags().Changed("to-offset") {
+					if ends, err = adm.ListEndOffsets(ctx, topics...); err != nil {
+						return fmt.Errorf("list end offsets: %w", err)
+					}
+				}
+				var rows []seekRow
+				to := kadm.Offsets{}
+				for _, t := range topics {
+					ps, ok := listed[t]
+					if !ok {
+						return fmt.Errorf("topic %q does not exist", t)
+					}
+					for p, lo := range ps {
+						if len(partitions) > 0 && !slices.Contains(partitions, p) {
+							continue
+						}
+						target := lo.Offset
+						if cmd.Flags().Changed("to-offset") {
+							// Clamp into [log start, end], as kafka-consumer-groups does.
+							end, _ := ends.Lookup(t, p)
+							target = min(max(offset, lo.Offset), end.Offset)
+						}
+						from := int64(-1)
+						if c, ok := current.Lookup(t, p); ok {
+							from = c.At
+						}
+						rows = append(rows, seekRow{Topic: t, Partition: p, From: from, To: target})
+						to.Add(kadm.Offset{Topic: t, Partition: p, At: target, LeaderEpoch: -1})
+					}
+				}
+				for _, p := range partitions {
+					if !slices.ContainsFunc(rows, func(r seekRow) bool { return r.Partition == p }) {
+						return fmt.Errorf("topic %q has no partition %d", topics[0], p)
+					}
+				}
+				slices.SortFunc(rows, func(a, b seekRow) int {
+					if a.Topic != b.Topic {
+						if a.Topic < b.Topic {
+							return -1
+						}
+						return 1
+					}
+					return int(a.Partition - b.Partition)
+				})
+				if !dryRun {
+					resps, err := adm.CommitOffsets(ctx, group, to)
+					if err != nil {
+						return fmt.Errorf("commit offsets of group %q: %w", group, err)
+					}
+					if err := resps.Error(); err != nil {
+						return fmt.Errorf("commit offsets of group %q (did a consumer join meanwhile?): %w", group, err)
+					}
+				}
+				w := cmd.OutOrStdout()
+				if asJSON {
+					return writeJSON(w, map[string]any{"group": group, "dry_run": dryRun, "partitions": rows})
+				}
+				tw := newTable(w)
+				fmt.Fprintln(tw, "TOPIC\tPARTITION\tFROM\tTO")
+				for _, r := range rows {
+					from := strconv.FormatInt(r.From, 10)
+					if r.From < 0 {
+						from = "-"
+					}
+					fmt.Fprintf(tw, "%s\t%d\t%s\t%d\n", r.Topic, r.Partition, from, r.To)
+				}
+				if err := tw.Flush(); err != nil {
+					return err
+				}
+				if dryRun {
+					fmt.Fprintln(w, "(dry run: nothing committed)")
+				}
+				return nil
+			})
 		},
 	}
 	f := cmd.Flags()

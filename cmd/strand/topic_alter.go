@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 
@@ -29,52 +30,47 @@ func newTopicAlterCmd(o *clientOptions) *cobra.Command {
 			if partitions <= 0 && len(kv) == 0 && len(del) == 0 {
 				return usageErr("nothing to alter: pass --partitions, --config or --delete-config")
 			}
-			ctx, cancel := o.ctx(cmd.Context())
-			defer cancel()
-			adm, err := o.admin(ctx)
-			if err != nil {
-				return err
-			}
-			defer adm.Close()
-			w := cmd.OutOrStdout()
-			if partitions > 0 {
-				resps, err := adm.UpdatePartitions(ctx, partitions, topic)
+			return o.adminRun(cmd, func(ctx context.Context, adm *kadm.Client, _ bool) error {
+				w := cmd.OutOrStdout()
+				if partitions > 0 {
+					resps, err := adm.UpdatePartitions(ctx, partitions, topic)
+					if err != nil {
+						return fmt.Errorf("alter partitions: %w", err)
+					}
+					r, err := resps.On(topic, nil)
+					if err == nil {
+						err = r.Err
+					}
+					if err != nil {
+						return fmt.Errorf("alter %q to %d partitions: %w%s", topic, partitions, err, detail(r.ErrMessage))
+					}
+					fmt.Fprintf(w, "topic %q now has %d partitions\n", topic, partitions)
+				}
+				if len(kv) == 0 && len(del) == 0 {
+					return nil
+				}
+				var alters []kadm.AlterConfig
+				for k, v := range kv {
+					alters = append(alters, kadm.AlterConfig{Op: kadm.SetConfig, Name: k, Value: &v})
+				}
+				for _, k := range del {
+					alters = append(alters, kadm.AlterConfig{Op: kadm.DeleteConfig, Name: k})
+				}
+				resps, err := adm.AlterTopicConfigs(ctx, alters, topic)
 				if err != nil {
-					return fmt.Errorf("alter partitions: %w", err)
+					return fmt.Errorf("alter configs: %w", err)
 				}
-				r, err := resps.On(topic, nil)
-				if err == nil {
-					err = r.Err
+				var errs []error
+				for _, r := range resps {
+					if r.Err != nil {
+						errs = append(errs, fmt.Errorf("alter configs of %q: %w%s", r.Name, r.Err, detail(r.ErrMessage)))
+					}
 				}
-				if err != nil {
-					return fmt.Errorf("alter %q to %d partitions: %w%s", topic, partitions, err, detail(r.ErrMessage))
+				if len(errs) == 0 {
+					fmt.Fprintf(w, "topic %q configs updated (%d set, %d deleted)\n", topic, len(kv), len(del))
 				}
-				fmt.Fprintf(w, "topic %q now has %d partitions\n", topic, partitions)
-			}
-			if len(kv) == 0 && len(del) == 0 {
-				return nil
-			}
-			var alters []kadm.AlterConfig
-			for k, v := range kv {
-				alters = append(alters, kadm.AlterConfig{Op: kadm.SetConfig, Name: k, Value: &v})
-			}
-			for _, k := range del {
-				alters = append(alters, kadm.AlterConfig{Op: kadm.DeleteConfig, Name: k})
-			}
-			resps, err := adm.AlterTopicConfigs(ctx, alters, topic)
-			if err != nil {
-				return fmt.Errorf("alter configs: %w", err)
-			}
-			var errs []error
-			for _, r := range resps {
-				if r.Err != nil {
-					errs = append(errs, fmt.Errorf("alter configs of %q: %w%s", r.Name, r.Err, detail(r.ErrMessage)))
-				}
-			}
-			if len(errs) == 0 {
-				fmt.Fprintf(w, "topic %q configs updated (%d set, %d deleted)\n", topic, len(kv), len(del))
-			}
-			return errors.Join(errs...)
+				return errors.Join(errs...)
+			})
 		},
 	}
 	f := cmd.Flags()

@@ -1,8 +1,10 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"github.com/twmb/franz-go/pkg/kadm"
 
 	"github.com/spf13/cobra"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -34,56 +36,51 @@ func newTopicCreateCmd(o *clientOptions) *cobra.Command {
 			for k, v := range kv {
 				cfg[k] = &v
 			}
-			ctx, cancel := o.ctx(cmd.Context())
-			defer cancel()
-			adm, err := o.admin(ctx)
-			if err != nil {
-				return err
-			}
-			defer adm.Close()
-			resps, err := adm.CreateTopics(ctx, partitions, replication, cfg, topics...)
-			if err != nil {
-				return fmt.Errorf("create topics: %w", err)
-			}
-			type created struct {
-				Topic       string `json:"topic"`
-				Partitions  int32  `json:"partitions"`
-				Replication int16  `json:"replication_factor"`
-				Existed     bool   `json:"existed,omitempty"`
-			}
-			var out []created
-			var errs []error
-			for _, r := range resps.Sorted() {
-				existed := errors.Is(r.Err, kerr.TopicAlreadyExists)
-				switch {
-				case existed && ifNotExists:
-				case existed:
-					errs = append(errs, fmt.Errorf("topic %q already exists — see \"strand topic describe %s\", or pass --if-not-exists", r.Topic, r.Topic))
-					continue
-				case r.Err != nil:
-					errs = append(errs, fmt.Errorf("create %q: %w%s", r.Topic, r.Err, detail(r.ErrMessage)))
-					continue
+			return o.adminRun(cmd, func(ctx context.Context, adm *kadm.Client, _ bool) error {
+				resps, err := adm.CreateTopics(ctx, partitions, replication, cfg, topics...)
+				if err != nil {
+					return fmt.Errorf("create topics: %w", err)
 				}
-				out = append(out, created{r.Topic, r.NumPartitions, r.ReplicationFactor, existed})
-			}
-			w := cmd.OutOrStdout()
-			if asJSON {
-				if out == nil {
-					out = []created{}
+				type created struct {
+					Topic       string `json:"topic"`
+					Partitions  int32  `json:"partitions"`
+					Replication int16  `json:"replication_factor"`
+					Existed     bool   `json:"existed,omitempty"`
 				}
-				if err := writeJSON(w, out); err != nil {
-					return err
-				}
-			} else {
-				for _, c := range out {
-					if c.Existed {
-						fmt.Fprintf(w, "topic %q already exists\n", c.Topic)
+				var out []created
+				var errs []error
+				for _, r := range resps.Sorted() {
+					existed := errors.Is(r.Err, kerr.TopicAlreadyExists)
+					switch {
+					case existed && ifNotExists:
+					case existed:
+						errs = append(errs, fmt.Errorf("topic %q already exists — see \"strand topic describe %s\", or pass --if-not-exists", r.Topic, r.Topic))
+						continue
+					case r.Err != nil:
+						errs = append(errs, fmt.Errorf("create %q: %w%s", r.Topic, r.Err, detail(r.ErrMessage)))
 						continue
 					}
-					fmt.Fprintf(w, "created topic %q (%s, replication factor %d)\n", c.Topic, plural(int(c.Partitions), "partition"), c.Replication)
+					out = append(out, created{r.Topic, r.NumPartitions, r.ReplicationFactor, existed})
 				}
-			}
-			return errors.Join(errs...)
+				w := cmd.OutOrStdout()
+				if asJSON {
+					if out == nil {
+						out = []created{}
+					}
+					if err := writeJSON(w, out); err != nil {
+						return err
+					}
+				} else {
+					for _, c := range out {
+						if c.Existed {
+							fmt.Fprintf(w, "topic %q already exists\n", c.Topic)
+							continue
+						}
+						fmt.Fprintf(w, "created topic %q (%s, replication factor %d)\n", c.Topic, plural(int(c.Partitions), "partition"), c.Replication)
+					}
+				}
+				return errors.Join(errs...)
+			})
 		},
 	}
 	f := cmd.Flags()

@@ -1,8 +1,10 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"github.com/twmb/franz-go/pkg/kadm"
 
 	"github.com/spf13/cobra"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -16,30 +18,25 @@ func newTopicDeleteCmd(o *clientOptions) *cobra.Command {
 		Short:   "Delete topics and all their data",
 		Args:    cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, topics []string) error {
-			ctx, cancel := o.ctx(cmd.Context())
-			defer cancel()
-			adm, err := o.admin(ctx)
-			if err != nil {
-				return err
-			}
-			defer adm.Close()
-			resps, err := adm.DeleteTopics(ctx, topics...)
-			if err != nil {
-				return fmt.Errorf("delete topics: %w", err)
-			}
-			var errs []error
-			for _, r := range resps.Sorted() {
-				switch {
-				case errors.Is(r.Err, kerr.UnknownTopicOrPartition) && ifExists:
-				case errors.Is(r.Err, kerr.UnknownTopicOrPartition):
-					errs = append(errs, fmt.Errorf("no topic %q — \"strand topic list\" shows the topics there are", r.Topic))
-				case r.Err != nil:
-					errs = append(errs, fmt.Errorf("delete %q: %w%s", r.Topic, r.Err, detail(r.ErrMessage)))
-				default:
-					fmt.Fprintf(cmd.OutOrStdout(), "deleted topic %q\n", r.Topic)
+			return o.adminRun(cmd, func(ctx context.Context, adm *kadm.Client, _ bool) error {
+				resps, err := adm.DeleteTopics(ctx, topics...)
+				if err != nil {
+					return fmt.Errorf("delete topics: %w", err)
 				}
-			}
-			return errors.Join(errs...)
+				var errs []error
+				for _, r := range resps.Sorted() {
+					switch {
+					case errors.Is(r.Err, kerr.UnknownTopicOrPartition) && ifExists:
+					case errors.Is(r.Err, kerr.UnknownTopicOrPartition):
+						errs = append(errs, fmt.Errorf("no topic %q — \"strand topic list\" shows the topics there are", r.Topic))
+					case r.Err != nil:
+						errs = append(errs, fmt.Errorf("delete %q: %w%s", r.Topic, r.Err, detail(r.ErrMessage)))
+					default:
+						fmt.Fprintf(cmd.OutOrStdout(), "deleted topic %q\n", r.Topic)
+					}
+				}
+				return errors.Join(errs...)
+			})
 		},
 	}
 	cmd.Flags().BoolVar(&ifExists, "if-exists", false, "succeed if a topic does not exist")

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -45,62 +46,53 @@ offset and end offset (the next offset to be written) — and the configs set on
 the topic (--all-configs: every config, with where its value comes from).`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, topics []string) error {
-			asJSON, err := o.json()
-			if err != nil {
-				return err
-			}
-			ctx, cancel := o.ctx(cmd.Context())
-			defer cancel()
-			adm, err := o.admin(ctx)
-			if err != nil {
-				return err
-			}
-			defer adm.Close()
-			details, err := adm.ListTopicsWithInternal(ctx, topics...)
-			if err != nil {
-				return fmt.Errorf("describe: %w", err)
-			}
-			for _, t := range topics {
-				d, ok := details[t]
-				if !ok || d.Err != nil {
-					if d.Err != nil && !errors.Is(d.Err, kerr.UnknownTopicOrPartition) {
-						return fmt.Errorf("describe %q: %w", t, d.Err)
+			return o.adminRun(cmd, func(ctx context.Context, adm *kadm.Client, asJSON bool) error {
+				details, err := adm.ListTopicsWithInternal(ctx, topics...)
+				if err != nil {
+					return fmt.Errorf("describe: %w", err)
+				}
+				for _, t := range topics {
+					d, ok := details[t]
+					if !ok || d.Err != nil {
+						if d.Err != nil && !errors.Is(d.Err, kerr.UnknownTopicOrPartition) {
+							return fmt.Errorf("describe %q: %w", t, d.Err)
+						}
+						return fmt.Errorf("no topic %q — \"strand topic list\" shows the topics there are", t)
 					}
-					return fmt.Errorf("no topic %q — \"strand topic list\" shows the topics there are", t)
 				}
-			}
-			starts, err := adm.ListStartOffsets(ctx, topics...)
-			if err != nil {
-				return fmt.Errorf("list start offsets: %w", err)
-			}
-			ends, err := adm.ListEndOffsets(ctx, topics...)
-			if err != nil {
-				return fmt.Errorf("list end offsets: %w", err)
-			}
-			rcs, err := adm.DescribeTopicConfigs(ctx, topics...)
-			if err != nil {
-				return fmt.Errorf("describe configs: %w", err)
-			}
-			var out []topicDescription
-			for _, t := range topics {
-				out = append(out, describeOne(details[t], starts, ends, rcs, allConfigs))
-			}
-			w := cmd.OutOrStdout()
-			if asJSON {
-				if len(out) == 1 {
-					return writeJSON(w, out[0])
+				starts, err := adm.ListStartOffsets(ctx, topics...)
+				if err != nil {
+					return fmt.Errorf("list start offsets: %w", err)
 				}
-				return writeJSON(w, out)
-			}
-			for i, d := range out {
-				if i > 0 {
-					fmt.Fprintln(w)
+				ends, err := adm.ListEndOffsets(ctx, topics...)
+				if err != nil {
+					return fmt.Errorf("list end offsets: %w", err)
 				}
-				if err := printDescription(w, d, allConfigs); err != nil {
-					return err
+				rcs, err := adm.DescribeTopicConfigs(ctx, topics...)
+				if err != nil {
+					return fmt.Errorf("describe configs: %w", err)
 				}
-			}
-			return nil
+				var out []topicDescription
+				for _, t := range topics {
+					out = append(out, describeOne(details[t], starts, ends, rcs, allConfigs))
+				}
+				w := cmd.OutOrStdout()
+				if asJSON {
+					if len(out) == 1 {
+						return writeJSON(w, out[0])
+					}
+					return writeJSON(w, out)
+				}
+				for i, d := range out {
+					if i > 0 {
+						fmt.Fprintln(w)
+					}
+					if err := printDescription(w, d, allConfigs); err != nil {
+						return err
+					}
+				}
+				return nil
+			})
 		},
 	}
 	cmd.Flags().BoolVar(&allConfigs, "all-configs", false, "show every config, not only those set on the topic")

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/spf13/cobra"
@@ -23,45 +24,37 @@ func newTopicListCmd(o *clientOptions) *cobra.Command {
 		Short:   "List topics",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			asJSON, err := o.json()
-			if err != nil {
-				return err
-			}
-			ctx, cancel := o.ctx(cmd.Context())
-			defer cancel()
-			adm, err := o.admin(ctx)
-			if err != nil {
-				return err
-			}
-			defer adm.Close()
-			var details kadm.TopicDetails
-			if internal {
-				details, err = adm.ListTopicsWithInternal(ctx)
-			} else {
-				details, err = adm.ListTopics(ctx)
-			}
-			if err != nil {
-				return fmt.Errorf("list topics: %w", err)
-			}
-			rows := []topicSummary{}
-			for _, d := range details.Sorted() {
-				rows = append(rows, topicSummary{
-					Topic:       d.Topic,
-					Partitions:  len(d.Partitions),
-					Replication: d.Partitions.NumReplicas(),
-					Internal:    d.IsInternal,
-				})
-			}
-			w := cmd.OutOrStdout()
-			if asJSON {
-				return writeJSON(w, rows)
-			}
-			tw := newTable(w)
-			fmt.Fprintln(tw, "TOPIC\tPARTITIONS\tREPLICAS")
-			for _, r := range rows {
-				fmt.Fprintf(tw, "%s\t%d\t%d\n", r.Topic, r.Partitions, r.Replication)
-			}
-			return tw.Flush()
+			return o.adminRun(cmd, func(ctx context.Context, adm *kadm.Client, asJSON bool) error {
+				var details kadm.TopicDetails
+				var err error
+				if internal {
+					details, err = adm.ListTopicsWithInternal(ctx)
+				} else {
+					details, err = adm.ListTopics(ctx)
+				}
+				if err != nil {
+					return fmt.Errorf("list topics: %w", err)
+				}
+				rows := []topicSummary{}
+				for _, d := range details.Sorted() {
+					rows = append(rows, topicSummary{
+						Topic:       d.Topic,
+						Partitions:  len(d.Partitions),
+						Replication: d.Partitions.NumReplicas(),
+						Internal:    d.IsInternal,
+					})
+				}
+				w := cmd.OutOrStdout()
+				if asJSON {
+					return writeJSON(w, rows)
+				}
+				tw := newTable(w)
+				fmt.Fprintln(tw, "TOPIC\tPARTITIONS\tREPLICAS")
+				for _, r := range rows {
+					fmt.Fprintf(tw, "%s\t%d\t%d\n", r.Topic, r.Partitions, r.Replication)
+				}
+				return tw.Flush()
+			})
 		},
 	}
 	cmd.Flags().BoolVar(&internal, "internal", false, "include internal topics (__consumer_offsets)")
