@@ -8,29 +8,46 @@ import (
 	"io"
 	"net"
 	"runtime/debug"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// maxKeptFrame is the largest frame buffer a connection keeps for reuse
-// between requests (a producer's requests tend to be alike in size); larger
-// ones are dropped after use.
-const maxKeptFrame = 16 << 20
+// inQueue is how many parsed requests may wait for the handler while the
+// reader reads the next: a producer's next request arrives while its last
+// is appended (Kafka clients keep up to five in flight). A connection holds
+// at most inQueue+2 request frames.
+const inQueue = 1
 
 // outQueue is how many encoded responses may wait for the write goroutine.
 // It bounds a connection's memory at about outQueue fetch responses (each at
 // most the client's MaxBytes, plus one batch); Kafka itself holds one.
 const outQueue = 4
 
-// conn is one client connection: a read goroutine (read, decode, handle,
-// encode) and a write goroutine (write responses in order).
+// conn is one client connection, served by three goroutines in a pipeline:
+// the reader (read and decode frames), the handler (run each request and
+// encode its response, one at a time and in order) and the writer (write
+// responses in order). Requests of one connection never run concurrently.
 type conn struct {
 	s      *Server
 	nc     net.Conn
 	ctx    context.Context // cancelled when the connection or the server closes
 	cancel context.CancelFunc
+	in     chan inbound
 	out    chan outbound
+	// halted is set when a handler fails: the reader stops (quietly) while
+	// the writer still flushes the responses queued before the failure.
+	halted atomic.Bool
+	// queued counts requests the reader handed to the handler that it has
+	// not finished; while it is zero the handler is idle.
+	queued atomic.Int32
+}
+
+// inbound is a decoded request and the pooled frame its fields point into.
+type inbound struct {
+	req   *request
+	frame []byte
 }
 
 func (s *Server) startConn(nc net.Conn) {
@@ -40,26 +57,32 @@ func (s *Server) startConn(nc net.Conn) {
 		nc.Close()
 		return
 	}
-	c := &conn{s: s, nc: nc, out: make(chan outbound, outQueue)}
+	c := &conn{s: s, nc: nc, in: make(chan inbound, inQueue), out: make(chan outbound, outQueue)}
 	c.ctx, c.cancel = context.WithCancel(s.ctx)
 	s.mu.conns[c] = struct{}{}
 	s.mu.Unlock()
 	s.goTracked(c.readLoop)
+	s.goTracked(c.handleLoop)
 	s.goTracked(c.writeLoop)
 }
 
-// readLoop reads and handles requests one at a time until the peer closes,
-// a frame is malformed, or the server closes. Closing out lets the writer
-// flush what is queued and then close the socket.
+// readLoop reads and decodes requests until the peer closes, a frame is
+// malformed, or the connection closes. Closing in lets the handler finish
+// what was read, then close out, then the writer flush and close the socket.
+//
+// A small request that finds nothing queued before it is handled right here:
+// the hop to the handler goroutine would only add latency to a lone
+// request, and there is no transfer for it to overlap with.
 func (c *conn) readLoop() {
-	defer close(c.out)
+	defer close(c.in)
 	br := bufio.NewReaderSize(c.nc, 32<<10)
-	var buf []byte
 	var clientID string
 	for {
-		frame, err := readFrame(br, c.s.cfg.MaxRequestBytes, buf)
+		frame, err := readFrame(br, c.s.cfg.MaxRequestBytes, &c.s.frames)
 		if err != nil {
-			c.logEnd(err, clientID)
+			if !c.halted.Load() {
+				c.logEnd(err, clientID)
+			}
 			return
 		}
 		req, err := parseRequest(frame)
@@ -67,27 +90,71 @@ func (c *conn) readLoop() {
 			clientID = *req.clientID
 		}
 		if err != nil {
+			c.s.frames.put(frame)
 			c.logEnd(err, clientID)
 			return
 		}
-		b, err := c.handle(req)
-		if err != nil {
-			c.logEnd(err, clientID)
-			return
-		}
-		if b.bufs != nil {
-			select {
-			case c.out <- b:
-			case <-c.ctx.Done():
+		in := inbound{req, frame}
+		if len(frame) <= inlineFrame && c.queued.Load() == 0 {
+			if !c.serve(in) {
 				return
 			}
+			continue
 		}
-		if cap(frame) <= maxKeptFrame {
-			buf = frame[:0]
-		} else {
-			buf = nil
+		c.queued.Add(1)
+		select {
+		case c.in <- in:
+		case <-c.ctx.Done():
+			c.s.frames.put(frame)
+			return
 		}
 	}
+}
+
+// inlineFrame is the largest request the reader handles itself (see
+// readLoop).
+const inlineFrame = 64 << 10
+
+// handleLoop runs the requests the reader queued, in order.
+func (c *conn) handleLoop() {
+	defer close(c.out)
+	failed := false
+	for in := range c.in {
+		if failed || c.halted.Load() || c.ctx.Err() != nil {
+			c.s.frames.put(in.frame)
+			continue // drain, so the reader is never stuck on a send
+		}
+		if !c.serve(in) {
+			failed = true
+			c.nc.SetReadDeadline(time.Now()) // unblocks the reader
+		}
+		c.queued.Add(-1)
+	}
+}
+
+// serve handles one request, queues its response and frees its frame. It
+// returns false when the connection must stop: a handler failed (the
+// responses already queued are still written) or the connection closed.
+func (c *conn) serve(in inbound) bool {
+	b, err := c.handle(in.req)
+	c.s.frames.put(in.frame) // responses never point into the request
+	if err != nil {
+		clientID := ""
+		if in.req.clientID != nil {
+			clientID = *in.req.clientID
+		}
+		c.logEnd(err, clientID)
+		c.halted.Store(true)
+		return false
+	}
+	if b.bufs != nil {
+		select {
+		case c.out <- b:
+		case <-c.ctx.Done():
+			return false
+		}
+	}
+	return true
 }
 
 // handle runs the request's handler and encodes its response (nil: none to

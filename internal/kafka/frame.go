@@ -16,17 +16,20 @@ const DefaultMaxRequestBytes = 100 << 20
 // and a client id length.
 const minFrameSize = 2 + 2 + 4 + 2
 
-// readChunk bounds how much a frame buffer grows before more bytes arrive.
+// readChunk is the most a frame buffer holds before that many bytes of it
+// have arrived, when no pooled buffer is free for the whole frame.
 const readChunk = 256 << 10
 
 // ErrMalformed is wrapped by every framing and decoding error: the
 // connection that sent the frame is closed.
 var ErrMalformed = errors.New("kafka: malformed request")
 
-// readFrame reads one size-prefixed frame. buf is reused when large enough;
-// the frame grows only as bytes arrive, at most doubling per step, so memory
-// follows what the peer actually sent, not what its size field claims.
-func readFrame(r io.Reader, maxSize int32, buf []byte) ([]byte, error) {
+// readFrame reads one size-prefixed frame into a buffer from pool; the
+// caller puts it back once nothing refers to it. A frame that a free pooled
+// buffer holds is read straight into it. Otherwise the buffer grows only as
+// bytes arrive, fourfold per step, so new memory follows what the peer
+// actually sent, not what its size field claims.
+func readFrame(r io.Reader, maxSize int32, pool *framePool) ([]byte, error) {
 	var sz [4]byte
 	if _, err := io.ReadFull(r, sz[:]); err != nil {
 		return nil, err
@@ -36,27 +39,26 @@ func readFrame(r io.Reader, maxSize int32, buf []byte) ([]byte, error) {
 		return nil, fmt.Errorf("%w: frame size %d outside [%d, %d] (socket.request.max.bytes)", ErrMalformed, n, minFrameSize, maxSize)
 	}
 	size := int(n)
-	if cap(buf) >= size {
-		buf = buf[:size]
-		if _, err := io.ReadFull(r, buf); err != nil {
-			return nil, fmt.Errorf("%w: frame of %d bytes cut short: %w", ErrMalformed, size, err)
-		}
-		return buf, nil
+	buf := pool.tryGet(size)
+	if buf == nil {
+		buf = pool.get(min(size, readChunk))
 	}
-	buf = make([]byte, 0, min(size, max(readChunk, cap(buf))))
-	for len(buf) < size {
-		if len(buf) == cap(buf) {
-			grown := make([]byte, len(buf), min(size, max(2*cap(buf), readChunk)))
-			copy(grown, buf)
-			buf = grown
-		}
-		m, err := io.ReadFull(r, buf[len(buf):cap(buf)])
-		buf = buf[:len(buf)+m]
+	got := 0
+	for {
+		m, err := io.ReadFull(r, buf[got:])
+		got += m
 		if err != nil {
-			return nil, fmt.Errorf("%w: frame of %d bytes cut short after %d: %w", ErrMalformed, size, len(buf), err)
+			pool.put(buf)
+			return nil, fmt.Errorf("%w: frame of %d bytes cut short after %d: %w", ErrMalformed, size, got, err)
 		}
+		if got == size {
+			return buf, nil
+		}
+		grown := pool.get(min(size, 4*len(buf)))
+		copy(grown, buf)
+		pool.put(buf)
+		buf = grown
 	}
-	return buf, nil
 }
 
 // request is a decoded request frame.

@@ -8,6 +8,7 @@ import (
 	"runtime"
 	"strconv"
 	"testing"
+	"testing/iotest"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -62,7 +63,7 @@ func FuzzRequest(f *testing.F) {
 		sized := binary.BigEndian.AppendUint32(nil, uint32(len(frame)))
 		sized = append(sized, frame...)
 		half := len(sized) / 2
-		got, err := readFrame(io.MultiReader(bytes.NewReader(sized[:half]), bytes.NewReader(sized[half:])), DefaultMaxRequestBytes, nil)
+		got, err := readFrame(io.MultiReader(bytes.NewReader(sized[:half]), bytes.NewReader(sized[half:])), DefaultMaxRequestBytes, new(framePool))
 		if err == nil && !bytes.Equal(got, frame) {
 			t.Fatal("readFrame changed the frame")
 		}
@@ -89,7 +90,7 @@ func TestReadFrameAllocatesAsBytesArrive(t *testing.T) {
 	input := io.MultiReader(bytes.NewReader(claim), bytes.NewReader(make([]byte, 5000)))
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
-	_, err := readFrame(input, DefaultMaxRequestBytes, nil)
+	_, err := readFrame(input, DefaultMaxRequestBytes, new(framePool))
 	runtime.ReadMemStats(&after)
 	if err == nil {
 		t.Fatal("a frame cut short must fail")
@@ -97,7 +98,7 @@ func TestReadFrameAllocatesAsBytesArrive(t *testing.T) {
 	if got := after.TotalAlloc - before.TotalAlloc; got > 1<<20 {
 		t.Fatalf("reading 5000 bytes of a frame claiming 90 MiB allocated %d bytes", got)
 	}
-	if _, err := readFrame(bytes.NewReader(binary.BigEndian.AppendUint32(nil, 200<<20)), DefaultMaxRequestBytes, nil); err == nil {
+	if _, err := readFrame(bytes.NewReader(binary.BigEndian.AppendUint32(nil, 200<<20)), DefaultMaxRequestBytes, new(framePool)); err == nil {
 		t.Fatal("a frame above socket.request.max.bytes must be refused")
 	}
 }
@@ -140,5 +141,32 @@ func TestEncodeFetchSplicesExactly(t *testing.T) {
 				t.Fatalf("v%d: encodeFetch did not restore the response", v)
 			}
 		}
+	}
+}
+
+// TestReadFrameEverySize: frames around the pool's class and growth
+// boundaries, delivered a few bytes at a time into a shared pool, come back
+// whole and unchanged; buffers are returned and reused between reads.
+func TestReadFrameEverySize(t *testing.T) {
+	t.Parallel()
+	var pool framePool
+	rng := rand.New(rand.NewPCG(5, 6))
+	for _, n := range []int{minFrameSize, 4095, 4096, 4097, readChunk - 1, readChunk, readChunk + 1, 4*readChunk + 3, 3 << 20} {
+		frame := make([]byte, n)
+		for i := range frame {
+			frame[i] = byte(rng.Uint32())
+		}
+		in := iotest.HalfReader(bytes.NewReader(append(binary.BigEndian.AppendUint32(nil, uint32(n)), frame...)))
+		got, err := readFrame(in, DefaultMaxRequestBytes, &pool)
+		if err != nil {
+			t.Fatalf("%d-byte frame: %v", n, err)
+		}
+		if !bytes.Equal(got, frame) {
+			t.Fatalf("%d-byte frame changed", n)
+		}
+		if c := frameClass(n); c >= 0 && cap(got) != 1<<(c+minFrameClass) {
+			t.Fatalf("%d-byte frame in a buffer of capacity %d, not its class", n, cap(got))
+		}
+		pool.put(got)
 	}
 }

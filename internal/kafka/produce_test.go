@@ -1,6 +1,8 @@
 package kafka
 
 import (
+	"bytes"
+	"math/rand/v2"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -196,5 +198,62 @@ func TestProduceByTopicID(t *testing.T) {
 	}
 	if off, _ := ts.b.ListOffsets("byid", 0, broker.TimestampLatest); off != record.Offset(1) {
 		t.Fatalf("latest %d", off)
+	}
+}
+
+// TestPipelinedLargeProducesKeepTheirBytes pipelines produce requests of
+// mixed sizes (kilobytes to megabytes, so frames are read into pooled
+// buffers, grown, returned and reused while later requests arrive) and
+// then reads the log back: every value is exactly what was sent.
+func TestPipelinedLargeProducesKeepTheirBytes(t *testing.T) {
+	t.Parallel()
+	ts := startServer(t, broker.Config{}, Config{})
+	createTopic(t, ts.b, "big", 1, map[string]string{"max.message.bytes": "8388608"})
+	c := dial(t, ts.addr)
+	rng := rand.New(rand.NewPCG(7, 8))
+	sizes := []int{300 << 10, 3 << 20, 100 << 10, 1500 << 10, 5 << 10, 2 << 20}
+	var values [][]byte
+	var reqs []kmsg.Request
+	for i := range 18 {
+		v := make([]byte, sizes[i%len(sizes)])
+		for j := range v {
+			v[j] = byte(rng.Uint32())
+		}
+		values = append(values, v)
+		b, err := record.Encode(0, []record.Record{{Timestamp: 1_700_000_000_000, Value: v}}, record.DefaultBatchOptions())
+		if err != nil {
+			t.Fatal(err)
+		}
+		reqs = append(reqs, produceReq("big", 0, b))
+	}
+	// Send everything before reading anything (the responses are small
+	// enough to wait in the socket buffers).
+	var corrs []int32
+	for _, r := range reqs {
+		corrs = append(corrs, c.send(r, 9))
+	}
+	for i, corr := range corrs {
+		if pp := producePartition(t, c.recv(reqs[i], corr)); pp.ErrorCode != 0 || pp.BaseOffset != int64(i) {
+			t.Fatalf("produce %d: %v at offset %d", i, kerr.ErrorForCode(pp.ErrorCode), pp.BaseOffset)
+		}
+	}
+	tp, _ := ts.b.Topic("big")
+	for off := int64(0); off < int64(len(values)); {
+		req := fetchReq("big", tp.ID, map[int32]int64{0: off})
+		req.Topics[0].Partitions[0].PartitionMaxBytes = 8 << 20
+		sp := fetchPartition(t, c.do(req, 12))
+		s := record.Batches(sp.RecordBatches)
+		for s.Next() {
+			b, err := record.Decode(s.Batch())
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, r := range b.Records {
+				if int64(r.Offset) != off || !bytes.Equal(r.Value, values[off]) {
+					t.Fatalf("record at offset %d (want %d) differs from what was produced", r.Offset, off)
+				}
+				off++
+			}
+		}
 	}
 }

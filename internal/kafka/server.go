@@ -41,6 +41,7 @@ type Server struct {
 	wg     sync.WaitGroup
 
 	advertised atomic.Pointer[endpoint]
+	frames     framePool // request frame buffers, shared by all connections
 
 	mu struct {
 		sync.Mutex
