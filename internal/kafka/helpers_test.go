@@ -40,7 +40,7 @@ type testServer struct {
 
 // startServer runs a broker and server on a free loopback port, closed at
 // test cleanup.
-func startServer(t *testing.T, bcfg broker.Config, scfg Config) *testServer {
+func startServer(t testing.TB, bcfg broker.Config, scfg Config) *testServer {
 	t.Helper()
 	if bcfg.Dir == "" {
 		bcfg.Dir = t.TempDir()
@@ -162,7 +162,7 @@ func (c *rawClient) expectClosed() {
 	}
 }
 
-func createTopic(t *testing.T, b *broker.Broker, name string, partitions int32, configs map[string]string) *broker.Topic {
+func createTopic(t testing.TB, b *broker.Broker, name string, partitions int32, configs map[string]string) *broker.Topic {
 	t.Helper()
 	tp, err := b.CreateTopic(broker.TopicSpec{Name: name, Partitions: partitions, Configs: configs})
 	if err != nil {
