@@ -42,6 +42,9 @@ type conn struct {
 	// queued counts requests the reader handed to the handler that it has
 	// not finished; while it is zero the handler is idle.
 	queued atomic.Int32
+	// unwritten counts responses queued for the writer and not yet
+	// written; while it is zero the writer is idle.
+	unwritten atomic.Int32
 }
 
 // inbound is a decoded request and the pooled frame its fields point into.
@@ -147,14 +150,55 @@ func (c *conn) serve(in inbound) bool {
 		c.halted.Store(true)
 		return false
 	}
-	if b.bufs != nil {
-		select {
-		case c.out <- b:
-		case <-c.ctx.Done():
-			return false
-		}
+	if b.bufs == nil {
+		return true // acks=0: no response
 	}
-	return true
+	return c.send(b)
+}
+
+// directWrite is the largest response the serving goroutine writes itself
+// when the writer is idle.
+const directWrite = 64 << 10
+
+// send writes b in its turn. A small response with nothing ahead of it is
+// written right here: waking the writer would only add a goroutine hop to
+// the request's latency. Larger ones go to the writer, so that writing a
+// big fetch response overlaps handling the next request. Only one
+// goroutine serves requests at a time, and unwritten counts what the writer
+// still has, so a direct write never races the writer.
+func (c *conn) send(b outbound) bool {
+	if c.unwritten.Load() == 0 && outboundLen(b) <= directWrite {
+		return c.write(b) == nil
+	}
+	c.unwritten.Add(1)
+	select {
+	case c.out <- b:
+		return true
+	case <-c.ctx.Done():
+		return false
+	}
+}
+
+func outboundLen(b outbound) int {
+	n := 0
+	for _, p := range b.bufs {
+		n += len(p)
+	}
+	return n
+}
+
+// write writes one response; a failure closes the connection.
+func (c *conn) write(b outbound) error {
+	_, err := b.bufs.WriteTo(c.nc)
+	if b.recycle != nil {
+		b.recycle.recycle() // written (or failed): the log bytes are free
+	}
+	if err != nil {
+		c.s.logger.Debug("kafka: write failed; closing connection", "remote", c.nc.RemoteAddr().String(), "err", err)
+		c.cancel()
+		c.nc.Close()
+	}
+	return err
 }
 
 // handle runs the request's handler and encodes its response (nil: none to
@@ -187,15 +231,13 @@ func (c *conn) writeLoop() {
 		c.s.mu.Unlock()
 	}()
 	for b := range c.out {
-		_, err := b.bufs.WriteTo(c.nc)
-		if b.recycle != nil {
-			b.recycle.recycle() // written (or failed): the log bytes are free
-		}
+		err := c.write(b)
+		c.unwritten.Add(-1)
 		if err != nil {
-			c.s.logger.Debug("kafka: write failed; closing connection", "remote", c.nc.RemoteAddr().String(), "err", err)
-			c.cancel()
-			c.nc.Close()
-			for range c.out { // let the reader finish
+			for b := range c.out { // let the handler finish
+				if b.recycle != nil {
+					b.recycle.recycle()
+				}
 			}
 			return
 		}

@@ -1,5 +1,5 @@
 // Package kafka is Strand's Kafka wire server: the listener, the
-// per-connection read and write loops, request framing and decoding, and one
+// per-connection read, handle and write loops, request framing and decoding, and one
 // handler per API key (00_produce.go, 01_fetch.go, …) translating kmsg
 // requests into broker calls and broker results into kmsg responses.
 //
@@ -17,9 +17,10 @@
 //	           | body (kmsg.Response.AppendTo)                                        |
 //
 // A frame larger than socket.request.max.bytes (default 100 MiB) is refused
-// before any of it is read. A frame's buffer grows only as its bytes arrive
-// (in bounded chunks), so a size field alone can never make the server
-// allocate; kmsg bounds every array it allocates by the bytes remaining.
+// before any of it is read. Frames are read into buffers pooled server-wide
+// by power-of-two size class (framepool.go); when no pooled buffer is free
+// for a frame, its buffer grows only as its bytes arrive (fourfold per step
+// from 256 KiB), so a size field alone can never make the server allocate; kmsg bounds every array it allocates by the bytes remaining.
 // A frame that cannot be parsed, an unknown API key, or a version this
 // server does not serve closes that connection, with the reason logged, as
 // Kafka does; ApiVersions at an unknown version is answered with
@@ -27,13 +28,17 @@
 //
 // # Concurrency
 //
-// Each connection has one read goroutine, which reads a frame, runs its
-// handler and encodes the response, and one write goroutine, which writes
-// encoded responses in the order requests arrived. Handling requests of one
-// connection one at a time is Kafka's own contract (it mutes a connection
-// while a request is in flight); it is also what keeps a producer's
-// pipelined batches to one partition in sequence order. Pipelining still
-// pays: the next request is decoded while the previous response is written.
+// Each connection is a pipeline of three goroutines: the reader reads and
+// decodes frames, the handler runs them and encodes their responses, and the
+// writer writes responses in the order requests arrived. So a producer's
+// next request is read while its last is appended, and a response is
+// written while the next request is handled. Requests of one connection are
+// still handled one at a time, in order: that is Kafka's own contract (it
+// mutes a connection while a request is in flight) and what keeps a
+// producer's pipelined batches to one partition in sequence order. A small
+// request that finds the handler idle is handled by the reader itself, so a
+// lone request pays no extra goroutine hop. A connection holds at most
+// inQueue+2 request frames.
 // Within one produce request, batches for distinct partitions are appended
 // concurrently (at most maxParallelAppends at a time; sequentially if a
 // partition is named twice), and the handler returns only when all are done.
