@@ -22,14 +22,16 @@ import (
 )
 
 // ClientOpts are the franz-go settings every Kafka peer gets; seed is the
-// broker. Everything not listed is kgo's default (idempotent producer, 1 MB
-// batches, 50 MiB / 1 MiB-per-partition fetches, FetchMaxWait 5s).
-func ClientOpts(seed string, linger time.Duration) []kgo.Opt {
+// broker. Everything not listed is kgo's default (idempotent producer,
+// 50,000 buffered records, 50 MiB / 1 MiB-per-partition fetches,
+// FetchMaxWait 5s).
+func ClientOpts(seed string, linger time.Duration, batchBytes int) []kgo.Opt {
 	return []kgo.Opt{
 		kgo.SeedBrokers(seed),
 		kgo.RequiredAcks(kgo.AllISRAcks()),
 		kgo.ProducerBatchCompression(kgo.NoCompression()),
 		kgo.ProducerLinger(linger),
+		kgo.ProducerBatchMaxBytes(int32(batchBytes)),
 	}
 }
 
@@ -74,13 +76,13 @@ func startKafka(ctx context.Context, o Options, name, dir string) (*kafkaPeer, e
 // addr; stop stops the broker (also on failure here).
 func newKafkaClients(o Options, addr string, stop func() error) (*kafkaPeer, error) {
 	p := &kafkaPeer{o: o, addr: addr, stop: stop}
-	admin, err := kgo.NewClient(ClientOpts(p.addr, o.Linger)...)
+	admin, err := kgo.NewClient(ClientOpts(p.addr, o.Linger, o.BatchBytes)...)
 	if err != nil {
 		p.stop()
 		return nil, err
 	}
 	p.admin = kadm.NewClient(admin)
-	if p.prod, err = kgo.NewClient(ClientOpts(p.addr, o.Linger)...); err != nil {
+	if p.prod, err = kgo.NewClient(ClientOpts(p.addr, o.Linger, o.BatchBytes)...); err != nil {
 		p.close()
 		return nil, err
 	}
@@ -132,12 +134,12 @@ func (p *kafkaPeer) roundTrips(ctx context.Context, topic string, pl *payload) (
 func (p *kafkaPeer) endToEnd(ctx context.Context, topic string, pl *payload) ([]time.Duration, error) {
 	ctx, cancel := context.WithTimeout(ctx, p.o.Timeout)
 	defer cancel()
-	prod, err := kgo.NewClient(ClientOpts(p.addr, 0)...)
+	prod, err := kgo.NewClient(ClientOpts(p.addr, 0, p.o.BatchBytes)...)
 	if err != nil {
 		return nil, err
 	}
 	defer prod.Close()
-	cons, err := kgo.NewClient(append(ClientOpts(p.addr, 0),
+	cons, err := kgo.NewClient(append(ClientOpts(p.addr, 0, p.o.BatchBytes),
 		kgo.ConsumeTopics(topic),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
 	)...)
@@ -411,7 +413,7 @@ func consume(ctx context.Context, o Options, addr string, pl *payload, topic str
 	ctx, cancel := context.WithTimeout(ctx, o.Timeout)
 	defer cancel()
 	start := time.Now()
-	cl, err := kgo.NewClient(append(ClientOpts(addr, o.Linger),
+	cl, err := kgo.NewClient(append(ClientOpts(addr, o.Linger, o.BatchBytes),
 		kgo.ConsumeTopics(topic),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
 	)...)

@@ -32,6 +32,7 @@ func TestRunSmall(t *testing.T) {
 		Warmup:          100,
 		Window:          500,
 		Linger:          10 * time.Millisecond,
+		BatchBytes:      256 << 10,
 		Timeout:         time.Minute,
 		Dir:             t.TempDir(),
 		Logf:            t.Logf,
@@ -100,7 +101,7 @@ func TestConsumeDetectsLoss(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	prod, err := kgo.NewClient(ClientOpts(p.addr, o.Linger)...)
+	prod, err := kgo.NewClient(ClientOpts(p.addr, o.Linger, o.BatchBytes)...)
 	if err != nil {
 		t.Fatal(err)
 	}

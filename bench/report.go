@@ -218,9 +218,9 @@ func (r *Report) Markdown(cmdline string, when time.Time, chart string) string {
 	fmt.Fprintf(&b, "- Workloads (acks=all, no compression, values from crypto/rand): produce %d × %d B and %d × %d B records to %d partitions, "+
 		"at most %d unacknowledged; consume the %d × %d B from the start; %d sequential single-record produces; "+
 		"end-to-end latency at %d rec/s for %v; produce %d × %d B at %v partitions; %d untimed warm-up records. "+
-		"Kafka peers: idempotent producer, linger %v (0 for end-to-end). %d run(s) per peer, each on a fresh broker and data directory; medians reported\n",
+		"Kafka peers: idempotent producer, linger %v (0 for end-to-end), batches of at most %d B. %d run(s) per peer, each on a fresh broker and data directory; medians reported\n",
 		o.Records, o.Size, o.SmallRecords, o.SmallSize, o.Partitions, o.Window, o.Records, o.Size, o.LatencyRecords,
-		o.E2ERate, o.E2EDuration, o.ScaleRecords, o.Size, o.ScalePartitions, o.Warmup, o.Linger, o.Runs)
+		o.E2ERate, o.E2EDuration, o.ScaleRecords, o.Size, o.ScalePartitions, o.Warmup, o.Linger, o.BatchBytes, o.Runs)
 	fmt.Fprintf(&b, "- Peers, all in the benchmark's process on loopback, none fsyncing: Strand embedded (`strand.Start`, default flush policy); "+
 		"kfake with `DataDir`; nats-server with JetStream file storage, R1, streams of one subject per partition\n\n")
 

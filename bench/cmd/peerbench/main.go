@@ -18,6 +18,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime/pprof"
+	"runtime/trace"
 	"slices"
 	"strconv"
 	"strings"
@@ -40,6 +41,7 @@ func run() error {
 		peers      string
 		out        string
 		cpuprofile string
+		tracefile  string
 		memprofile string
 		chart      string
 		scale      string
@@ -60,12 +62,14 @@ func run() error {
 	flag.IntVar(&o.Warmup, "warmup", d.Warmup, "untimed records produced and consumed before workload A")
 	flag.IntVar(&o.Window, "window", d.Window, "most produced records not yet acknowledged")
 	flag.DurationVar(&o.Linger, "linger", d.Linger, "kgo.ProducerLinger for every peer (kgo's default is 10ms)")
+	flag.IntVar(&o.BatchBytes, "batch-bytes", d.BatchBytes, "kgo.ProducerBatchMaxBytes for every peer (kgo's default is 1000012)")
 	flag.DurationVar(&o.Timeout, "timeout", d.Timeout, "bound on each workload")
 	flag.StringVar(&o.Dir, "dir", "", "parent directory for data directories (default: the OS temp dir)")
 	flag.BoolVar(&o.NoSync, "nosync", false, "skip the sync(2) (untimed) before each timed workload that flushes earlier workloads' dirty pages")
 	flag.StringVar(&out, "out", "", "also write the results as markdown to this file")
 	flag.StringVar(&chart, "chart", "", "also draw the medians as a PNG chart to this file")
 	flag.StringVar(&cpuprofile, "cpuprofile", "", "write a CPU profile of the whole run (broker and client share the process)")
+	flag.StringVar(&tracefile, "trace", "", "write an execution trace of the whole run (go tool trace): where goroutines wait")
 	flag.StringVar(&memprofile, "memprofile", "", "write an allocation profile at the end")
 	flag.BoolVar(&quiet, "q", false, "no per-run progress on stderr")
 	flag.Parse()
@@ -108,6 +112,18 @@ func run() error {
 			return err
 		}
 		defer pprof.StopCPUProfile()
+	}
+
+	if tracefile != "" {
+		f, err := os.Create(tracefile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := trace.Start(f); err != nil {
+			return err
+		}
+		defer trace.Stop()
 	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
