@@ -102,3 +102,37 @@ func benchProduceServer(b *testing.B, parts int) {
 		b.Fatalf("partition 0 has %d records, want %d", got, want)
 	}
 }
+
+// BenchmarkProduceRoundTrip is one 1 KiB record produced and acknowledged
+// at a time (acks=all) on one connection: the latency path.
+func BenchmarkProduceRoundTrip(b *testing.B) {
+	ts := startServer(b, broker.Config{}, Config{})
+	createTopic(b, ts.b, "rtt", 1, nil)
+	value := make([]byte, 1024)
+	rand.Read(value)
+	batch, err := record.Encode(0, []record.Record{{Timestamp: 1_700_000_000_000, Value: value}}, record.DefaultBatchOptions())
+	if err != nil {
+		b.Fatal(err)
+	}
+	req := produceReq("rtt", 0, batch)
+	req.SetVersion(9)
+	frame := kmsg.NewRequestFormatter(kmsg.FormatterClientID("bench")).AppendRequest(nil, req, 1)
+	conn, err := net.Dial("tcp", ts.addr)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer conn.Close()
+	resp := make([]byte, 64<<10)
+	b.ResetTimer()
+	for range b.N {
+		if _, err := conn.Write(frame); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := io.ReadFull(conn, resp[:4]); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := io.ReadFull(conn, resp[:binary.BigEndian.Uint32(resp)]); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
