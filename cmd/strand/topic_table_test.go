@@ -27,8 +27,8 @@ func TestCLITopicTable(t *testing.T) {
 		}
 		offsets[kv[0]], parts[kv[0]] = o, p
 	}
-	if _, _, err := b.Produce("users", nil, []byte("keyless")); err != nil {
-		t.Fatal(err)
+	if _, _, err := b.Produce("users", nil, []byte("keyless")); err == nil || !strings.Contains(err.Error(), "without a key") {
+		t.Fatalf("a keyless record on a compacted topic: %v, want refused", err)
 	}
 
 	var rows []tableRow

@@ -242,3 +242,52 @@ func TestCleanWhileProducingAndReading(t *testing.T) {
 		t.Fatalf("%d records left for 40 keys", n)
 	}
 }
+
+// TestCompactedTopicRefusesKeylessRecords: a record without a key is
+// INVALID_RECORD on a compacted topic (its whole batch is refused, nothing
+// is written), accepted on a delete topic, and a compressed batch is looked
+// into too; switching a topic to compact applies at once.
+func TestCompactedTopicRefusesKeylessRecords(t *testing.T) {
+	t.Parallel()
+	b := open(t, vfs.NewMem(), "/d")
+	defer b.Close()
+	ctx := context.Background()
+	mustCreate(t, b, TopicSpec{Name: "table", Partitions: 1, Configs: map[string]string{ConfigCleanupPolicy: "compact"}})
+	mustCreate(t, b, TopicSpec{Name: "events", Partitions: 1})
+	keyed := record.Record{Key: []byte("k"), Value: []byte("v"), Timestamp: 1000}
+	keyless := record.Record{Value: []byte("v"), Timestamp: 1000}
+	batch := func(codec record.Codec, recs ...record.Record) []byte {
+		for i := range recs {
+			recs[i].Offset = record.Offset(i)
+		}
+		opts := record.DefaultBatchOptions()
+		opts.Codec = codec
+		out, err := record.Encode(0, recs, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	table, _ := b.Partition("table", 0)
+	for _, codec := range []record.Codec{record.CodecNone, record.CodecLZ4} {
+		if _, err := table.Append(ctx, batch(codec, keyed, keyless, keyed), AcksAll); !errors.Is(err, ErrInvalidRecord) {
+			t.Fatalf("%v batch with a keyless record on a compacted topic: %v", codec, err)
+		}
+	}
+	if hw := table.HighWatermark(); hw != 0 {
+		t.Fatalf("a refused batch wrote records: high watermark %d", hw)
+	}
+	if _, err := table.Append(ctx, batch(record.CodecNone, keyed, keyed), AcksAll); err != nil {
+		t.Fatalf("keyed records: %v", err)
+	}
+	events, _ := b.Partition("events", 0)
+	if _, err := events.Append(ctx, batch(record.CodecNone, keyless), AcksAll); err != nil {
+		t.Fatalf("keyless record on a delete topic: %v", err)
+	}
+	if err := b.AlterConfigs("events", map[string]string{ConfigCleanupPolicy: "compact,delete"}, false); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := events.Append(ctx, batch(record.CodecNone, keyless), AcksAll); !errors.Is(err, ErrInvalidRecord) {
+		t.Fatalf("keyless record after switching to compact,delete: %v", err)
+	}
+}

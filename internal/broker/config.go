@@ -62,7 +62,7 @@ const maxLongText = "9223372036854775807"
 
 var configDefs = []*ConfigDef{
 	{Name: ConfigCleanupPolicy, Default: "delete", Type: TypeList, check: checkCleanupPolicy,
-		Doc: "delete (time and size retention), compact (the background cleaner keeps the latest record per key) or both. A compacted topic drops records without a key when it cleans them (Kafka refuses them at produce; Strand does not yet)."},
+		Doc: "delete (time and size retention), compact (the background cleaner keeps the latest record per key) or both. A compacted topic refuses records without a key at produce (INVALID_RECORD), as Kafka does."},
 	{Name: ConfigCompressionType, Default: "producer", Type: TypeString,
 		check: checkEnum("producer", "uncompressed", "gzip", "snappy", "lz4", "zstd"),
 		Doc:   "Strand always keeps batches as the producer compressed them (producer); other values are stored but not applied."},

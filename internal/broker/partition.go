@@ -228,6 +228,11 @@ func (p *Partition) Append(ctx context.Context, batch []byte, acks Acks) (Append
 	if err != nil {
 		return AppendResult{}, fmt.Errorf("%s-%d: %w", p.topic, p.id, err)
 	}
+	if cfg.Compacted() && !IsInternalTopic(p.topic) {
+		if err := requireKeys(batch); err != nil {
+			return AppendResult{}, fmt.Errorf("%s-%d: %w", p.topic, p.id, err)
+		}
+	}
 	if acks == AcksAll && len(p.Replicas()) < cfg.MinInsyncReplicas() {
 		return AppendResult{}, fmt.Errorf("%w: %s-%d has 1 in-sync replica, min.insync.replicas is %d",
 			ErrNotEnoughReplicas, p.topic, p.id, cfg.MinInsyncReplicas())
@@ -297,6 +302,24 @@ func checkBatch(batch []byte, cfg *TopicConfig) (record.Header, error) {
 		return h, ErrTransactionsUnsupported
 	}
 	return h, nil
+}
+
+// requireKeys refuses a batch holding a record without a key, as Kafka
+// does for a compacted topic: a keyless record has no place in a table, and
+// the cleaner would drop it anyway, so the producer learns at once rather
+// than the consumer finding it gone later. Only compacted topics pay for the
+// decoding.
+func requireKeys(batch []byte) error {
+	b, err := record.Decode(batch)
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrCorruptMessage, err)
+	}
+	for i, r := range b.Records {
+		if r.Key == nil {
+			return fmt.Errorf("%w: compacted topic cannot accept a record without a key (record %d of the batch)", ErrInvalidRecord, i)
+		}
+	}
+	return nil
 }
 
 // appendLocked appends a checked batch under the partition lock. q, for a
