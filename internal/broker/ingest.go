@@ -294,7 +294,11 @@ func (q *quarantine) writeLocked(src *Partition, base record.Offset) error {
 	if err != nil {
 		return fmt.Errorf("broker: quarantine from %s-%d: %w", src.topic, src.id, err)
 	}
-	if _, err := q.dlq.appendLocked(batch, h, q.dlq.config.Load(), nil); err != nil {
+	_, pending, err := q.dlq.appendLocked(batch, h, q.dlq.config.Load(), nil)
+	if err == nil {
+		err = pending.Wait()
+	}
+	if err != nil {
 		return fmt.Errorf("broker: quarantine from %s-%d to %s-%d: %w", src.topic, src.id, q.dlq.topic, q.dlq.id, err)
 	}
 	return nil

@@ -212,6 +212,8 @@ type AppendResult struct {
 	// Duplicate is set when the batch is a retry of one already written;
 	// BaseOffset is then the original one.
 	Duplicate bool
+
+	last record.Offset // the batch's last offset (the original's, for a duplicate)
 }
 
 // Append validates one v2 record batch and appends it. The batch is modified
@@ -219,9 +221,11 @@ type AppendResult struct {
 // timestamps and CRC). An idempotent producer's retry of a recently written
 // batch is not written again: the result carries the original offset.
 //
-// With AcksAll, Append returns once the high watermark passes the batch
-// (immediately on a single node), or fails with ErrNotEnoughReplicas before
-// writing when the ISR is smaller than min.insync.replicas.
+// With AcksAll, Append returns once the high watermark passes the batch (on
+// a single node: once it is written, or once it is fsynced when the flush
+// policy asks for that), or fails with ErrNotEnoughReplicas before writing
+// when the ISR is smaller than min.insync.replicas. Whatever the acks, a
+// batch the flush policy fsyncs is acknowledged only once it is on disk.
 func (p *Partition) Append(ctx context.Context, batch []byte, acks Acks) (AppendResult, error) {
 	cfg := p.config.Load()
 	h, err := checkBatch(batch, cfg)
@@ -243,18 +247,29 @@ func (p *Partition) Append(ctx context.Context, batch []byte, acks Acks) (Append
 			return AppendResult{}, err
 		}
 	}
-	res, err := p.appendLocked(batch, h, cfg, q)
+	res, pending, err := p.appendLocked(batch, h, cfg, q)
+	if err == nil {
+		// Outside the partition lock, so that concurrent producers share
+		// the fsync the flush policy asks for (group commit).
+		if err = pending.Wait(); err != nil {
+			err = fmt.Errorf("broker: append to %s-%d: %w", p.topic, p.id, err)
+		}
+	}
 	if err == nil && !res.Duplicate {
 		p.b.stats.countIn(p.topic, len(batch), h.NumRecords)
 	}
-	if err != nil || acks != AcksAll || res.Duplicate {
+	if err != nil || (acks != AcksAll && !res.Duplicate) {
 		return res, err
 	}
-	last := res.BaseOffset + record.Offset(h.LastOffsetDelta)
+	// A duplicate waits whatever its acks: its original may still be on its
+	// way to disk, or may never get there (the log failed).
 	for {
 		ch := p.log.Wait()
-		if p.log.HighWatermark() > last {
+		if p.log.HighWatermark() > res.last {
 			return res, nil
+		}
+		if err := p.log.Failed(); err != nil {
+			return res, fmt.Errorf("broker: %s-%d: %w", p.topic, p.id, err)
 		}
 		if p.isClosed() {
 			return res, fmt.Errorf("%w: %s-%d closed before the batch was committed", ErrUnknownTopicOrPartition, p.topic, p.id)
@@ -325,26 +340,28 @@ func requireKeys(batch []byte) error {
 // appendLocked appends a checked batch under the partition lock. q, for a
 // validated topic, holds the batch's invalid records: they are written to
 // the DLQ after the idempotence check and before the batch (see ingest.go).
-func (p *Partition) appendLocked(batch []byte, h record.Header, cfg *TopicConfig, q *quarantine) (AppendResult, error) {
+// The batch may not be durable yet when it returns: pending.Wait says when.
+func (p *Partition) appendLocked(batch []byte, h record.Header, cfg *TopicConfig, q *quarantine) (AppendResult, partlog.Pending, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.mu.closed {
-		return AppendResult{}, fmt.Errorf("%w: %s-%d was deleted", ErrUnknownTopicOrPartition, p.topic, p.id)
+		return AppendResult{}, partlog.Pending{}, fmt.Errorf("%w: %s-%d was deleted", ErrUnknownTopicOrPartition, p.topic, p.id)
 	}
 	idempotent := h.ProducerID >= 0 && h.BaseSequence >= 0
 	pid, pepoch := producer.ID(h.ProducerID), producer.Epoch(h.ProducerEpoch)
 	if idempotent {
 		cached, dup, err := p.mu.producers.Check(pid, pepoch, h.BaseSequence, h.LastSequence())
 		if err != nil {
-			return AppendResult{}, fmt.Errorf("broker: %s-%d: %w", p.topic, p.id, err)
+			return AppendResult{}, partlog.Pending{}, fmt.Errorf("broker: %s-%d: %w", p.topic, p.id, err)
 		}
 		if dup {
-			return AppendResult{BaseOffset: cached.BaseOffset, LogAppendTime: -1, LogStartOffset: p.log.LogStartOffset(), Duplicate: true}, nil
+			return AppendResult{BaseOffset: cached.BaseOffset, LogAppendTime: -1, LogStartOffset: p.log.LogStartOffset(),
+				Duplicate: true, last: cached.LastOffset}, partlog.Pending{}, nil
 		}
 	}
 	if q != nil {
 		if err := q.writeLocked(p, p.log.LogEndOffset()); err != nil {
-			return AppendResult{}, err
+			return AppendResult{}, partlog.Pending{}, err
 		}
 	}
 	res := AppendResult{LogAppendTime: -1}
@@ -354,14 +371,15 @@ func (p *Partition) appendLocked(batch []byte, h record.Header, cfg *TopicConfig
 		record.SetLogAppendTime(batch, now)
 		res.LogAppendTime, maxTS = now, now
 	}
-	base, err := p.log.Append(batch)
+	base, pending, err := p.log.AppendAsync(batch)
 	if errors.Is(err, record.ErrCRC) {
-		return AppendResult{}, fmt.Errorf("%w: %s-%d: %w", ErrCorruptMessage, p.topic, p.id, err)
+		return AppendResult{}, pending, fmt.Errorf("%w: %s-%d: %w", ErrCorruptMessage, p.topic, p.id, err)
 	}
 	if err != nil {
-		return AppendResult{}, fmt.Errorf("broker: append to %s-%d: %w", p.topic, p.id, err)
+		return AppendResult{}, pending, fmt.Errorf("broker: append to %s-%d: %w", p.topic, p.id, err)
 	}
 	res.BaseOffset = base
+	res.last = base + record.Offset(h.LastOffsetDelta)
 	res.LogStartOffset = p.log.LogStartOffset()
 	if q != nil {
 		q.count(p.b, p.topic)
@@ -376,7 +394,7 @@ func (p *Partition) appendLocked(batch []byte, h record.Header, cfg *TopicConfig
 		deadline := p.b.cfg.Now().Add(-p.b.cfg.ProducerIDExpiration).UnixMilli()
 		p.mu.producers.Expire(deadline)
 	}
-	return res, nil
+	return res, pending, nil
 }
 
 // ReadResult is what Read returns: whole batches as stored, plus the

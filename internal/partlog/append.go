@@ -14,37 +14,81 @@ import (
 // otherwise.
 //
 // When Append returns an error nothing was appended: a failed write is cut
-// back off the file. When the flush policy asks for an fsync and it fails, the
-// batch is cut off too and the log refuses further appends (ErrFailed).
+// back off the file. When the flush policy asks for an fsync, Append returns
+// once the batch is on disk, and only then do readers see it; the fsync is
+// shared with concurrent appends (group commit, groupsync.go). If it fails,
+// the log refuses further appends (ErrFailed) and the unsynced tail is cut
+// off when no reader saw it.
 func (l *Log) Append(batch []byte) (record.Offset, error) {
+	base, pending, err := l.AppendAsync(batch)
+	if err != nil {
+		return base, err
+	}
+	if err := pending.Wait(); err != nil {
+		return record.NoOffset, err
+	}
+	return base, nil
+}
+
+// AppendAsync is Append without the wait for the fsync: the batch is
+// written and has its offset, and pending.Wait returns once it is durable
+// (at once if the flush policy asked for no fsync). A caller that holds its
+// own lock around the append waits after releasing it, so that concurrent
+// appends can share the fsync.
+func (l *Log) AppendAsync(batch []byte) (record.Offset, Pending, error) {
+	base, wait, err := l.appendLocked(batch)
+	if err != nil {
+		return base, Pending{}, err
+	}
+	return base, Pending{l: l, writes: wait}, nil
+}
+
+// Pending is an appended batch's fsync, if the flush policy asked for one.
+type Pending struct {
+	l      *Log
+	writes uint64 // zero: nothing to wait for
+}
+
+// Wait returns once the batch is on disk, or the fsync's error (the log
+// then refuses appends: Failed).
+func (p Pending) Wait() error {
+	if p.writes == 0 {
+		return nil
+	}
+	return p.l.waitDurable(p.writes)
+}
+
+// appendLocked writes the batch under the log lock. wait, when not zero, is
+// the write count an fsync must cover before the batch is acknowledged.
+func (l *Log) appendLocked(batch []byte) (base record.Offset, wait uint64, err error) {
 	h, err := record.Check(batch)
 	if err != nil {
-		return record.NoOffset, fmt.Errorf("partlog: append: %w", err)
+		return record.NoOffset, 0, fmt.Errorf("partlog: append: %w", err)
 	}
 	if h.Size() != len(batch) {
-		return record.NoOffset, fmt.Errorf("partlog: append: %d bytes after the batch", len(batch)-h.Size())
+		return record.NoOffset, 0, fmt.Errorf("partlog: append: %d bytes after the batch", len(batch)-h.Size())
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.closed.Load() {
-		return record.NoOffset, ErrClosed
+		return record.NoOffset, 0, ErrClosed
 	}
 	if l.mu.failed != nil {
-		return record.NoOffset, ErrFailed
+		return record.NoOffset, 0, ErrFailed
 	}
 	cfg := &l.mu.cfg
 	if int64(len(batch)) > cfg.SegmentBytes {
-		return record.NoOffset, fmt.Errorf("%w: %d > %d bytes", ErrBatchTooLarge, len(batch), cfg.SegmentBytes)
+		return record.NoOffset, 0, fmt.Errorf("%w: %d > %d bytes", ErrBatchTooLarge, len(batch), cfg.SegmentBytes)
 	}
 	now := cfg.Now().UnixMilli()
 	seg := l.active()
 	if l.shouldRollLocked(seg, len(batch), now) {
 		if seg, err = l.rollLocked(); err != nil {
-			return record.NoOffset, err
+			return record.NoOffset, 0, err
 		}
 	}
 
-	base := record.Offset(l.end.Load())
+	base = record.Offset(l.end.Load())
 	record.SetBaseOffset(batch, base)
 	if l.mu.epoch != record.NoEpoch {
 		record.SetLeaderEpoch(batch, l.mu.epoch)
@@ -52,8 +96,9 @@ func (l *Log) Append(batch []byte) (record.Offset, error) {
 	h.BaseOffset = base
 	pos := seg.size.Load()
 	if err := l.writeLocked(seg, batch, &h, pos, now); err != nil {
-		return record.NoOffset, err
+		return record.NoOffset, 0, err
 	}
+	l.mu.writes++
 
 	next := h.NextOffset()
 	seg.size.Store(pos + int64(len(batch)))
@@ -65,10 +110,14 @@ func (l *Log) Append(batch []byte) (record.Offset, error) {
 		}
 	}
 	l.applyCountRetentionLocked()
-	if !l.mu.manualHWM {
-		l.publishHWM(next)
+	if l.flushDueLocked(h.NumRecords, now) {
+		l.mu.syncWanted = next
+		wait = l.mu.writes
 	}
-	return base, nil
+	if !l.mu.manualHWM && l.mu.syncWanted <= l.mu.durable.end {
+		l.publishHWM(next) // no append waits for an fsync: publish at once
+	}
+	return base, wait, nil
 }
 
 // writeLocked writes the batch and its index entries and applies the flush
@@ -79,7 +128,7 @@ func (l *Log) writeLocked(seg *segment, batch []byte, h *record.Header, pos, now
 		seg.maxTS.Store(savedTS)
 		seg.maxTSOffset.Store(savedTSOffset)
 		if err := l.cutLocked(seg, pos, h.BaseOffset); err != nil {
-			l.mu.failed = errors.Join(cause, err)
+			l.setFailedLocked(errors.Join(cause, err))
 		}
 		return cause
 	}
@@ -95,21 +144,23 @@ func (l *Log) writeLocked(seg *segment, batch []byte, h *record.Header, pos, now
 	if seg.firstTS < 0 {
 		seg.firstTS = now
 	}
-	cfg := &l.mu.cfg
-	l.mu.unflushed += int64(h.NumRecords)
-	flushByCount := cfg.FlushMessages > 0 && l.mu.unflushed >= cfg.FlushMessages
-	flushByTime := cfg.FlushInterval > 0 && now-l.mu.lastFlush >= cfg.FlushInterval.Milliseconds()
-	if flushByCount || flushByTime {
-		if err := errors.Join(seg.flushIndexes(), seg.sync()); err != nil {
-			// The unsynced tail is in an unknown state: cut it and stop writing.
-			undo(err)
-			l.mu.failed = err
-			return err
-		}
-		l.mu.unflushed = 0
-		l.mu.lastFlush = now
-	}
 	return nil
+}
+
+// flushDueLocked counts an append's records against the flush policy and
+// reports whether the policy now asks for an fsync (flush.messages records
+// since the last, or flush.ms elapsed); it then restarts the count.
+func (l *Log) flushDueLocked(records int32, now int64) bool {
+	cfg := &l.mu.cfg
+	l.mu.unflushed += int64(records)
+	byCount := cfg.FlushMessages > 0 && l.mu.unflushed >= cfg.FlushMessages
+	byTime := cfg.FlushInterval > 0 && now-l.mu.lastFlush >= cfg.FlushInterval.Milliseconds()
+	if !byCount && !byTime {
+		return false
+	}
+	l.mu.unflushed = 0
+	l.mu.lastFlush = now
+	return true
 }
 
 // cutLocked truncates the active segment back to pos, dropping index entries
@@ -143,7 +194,7 @@ func (l *Log) shouldRollLocked(seg *segment, n int, now int64) bool {
 // the recovery point past it, so rolling never waits on the disk.
 func (l *Log) rollLocked() (*segment, error) {
 	if err := l.flushErr(); err != nil {
-		l.mu.failed = err
+		l.setFailedLocked(err)
 		return nil, err
 	}
 	if err := l.active().flushIndexes(); err != nil {

@@ -153,7 +153,7 @@ func (l *Log) ReplaceSegments(bases []record.Offset, fill func(emit func(batch [
 	if err := l.finishSwap(bases); err != nil {
 		// The swap is committed on disk; the next Open completes it. Until
 		// then this log cannot serve the replaced range.
-		l.mu.failed = err
+		l.setFailedLocked(err)
 		return err
 	}
 	fresh, bad, err := openSegment(l.fs, l.dir, bases[0], false, l.mu.cfg.IndexIntervalBytes)
@@ -161,7 +161,7 @@ func (l *Log) ReplaceSegments(bases []record.Offset, fill func(emit func(batch [
 		err = bad
 	}
 	if err != nil {
-		l.mu.failed = err
+		l.setFailedLocked(err)
 		return fmt.Errorf("partlog: open cleaned segment: %w", err)
 	}
 	fresh.next.Store(int64(last)) // the gap after the last kept batch stays in this segment

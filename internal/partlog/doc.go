@@ -43,7 +43,10 @@
 // # Durability and recovery
 //
 // Appends go to the page cache; the flush policy (flush.messages, flush.ms)
-// or an explicit Sync fsyncs them. A rolled segment is fsynced before the next
+// or an explicit Sync fsyncs them. An append the flush policy fsyncs is
+// group-committed (groupsync.go): it is written under the writer lock, then
+// waits outside it for an fsync shared with the appends around it, and is
+// published to readers only once that fsync succeeds. A rolled segment is fsynced before the next
 // one is created, so after a crash only the newest segment can hold a torn
 // tail. Open therefore verifies every batch's CRC in the newest segment after
 // an unclean shutdown and truncates at the first torn or corrupt batch, and

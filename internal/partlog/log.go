@@ -35,6 +35,7 @@ type Log struct {
 	end    atomic.Int64 // log end offset: the next offset to assign
 	hwm    atomic.Int64 // high watermark: readers see offsets below it
 	closed atomic.Bool
+	failed atomic.Bool // l.mu.failed is set (for Failed, without the lock)
 
 	// mu serialises writers and guards their state.
 	mu struct {
@@ -44,8 +45,11 @@ type Log struct {
 		epoch      record.Epoch
 		manualHWM  bool
 		unflushed  int64
-		lastFlush  int64 // unix ms
-		startDirty bool  // start offset moved inside a segment and is not yet persisted
+		lastFlush  int64         // unix ms
+		writes     uint64        // appends so far (group commit counts in them)
+		syncWanted record.Offset // highest end offset an append waits to see durable
+		durable    durable       // where the log was last known to be on disk
+		startDirty bool          // start offset moved inside a segment and is not yet persisted
 	}
 
 	// segs guards the segment list. Writers hold it exclusively only to add or
@@ -57,6 +61,8 @@ type Log struct {
 	}
 
 	epochs epochCache
+
+	group groupSync // fsyncs the flush policy asks for, in groups (groupsync.go)
 
 	flush struct {
 		kick    chan struct{}
@@ -106,7 +112,10 @@ func Open(fs vfs.FS, dir string, cfg Config) (*Log, error) {
 		return nil, err
 	}
 	l.hwm.Store(l.end.Load())
+	l.group.cond.L = &l.group.mu
 	l.mu.Lock()
+	l.markDurableLocked() // recovery verified what it kept
+	l.mu.syncWanted = record.Offset(l.end.Load())
 	l.applyCountRetentionLocked()
 	if l.mu.startDirty {
 		err = l.storeStartOffsetLocked()
@@ -387,7 +396,7 @@ func (l *Log) syncLocked() error {
 		return ErrFailed
 	}
 	if err := l.flushErr(); err != nil {
-		l.mu.failed = err
+		l.setFailedLocked(err)
 		return err
 	}
 	list := l.segmentsSnapshot()
@@ -396,7 +405,7 @@ func (l *Log) syncLocked() error {
 			continue
 		}
 		if err := errors.Join(s.flushIndexes(), s.sync()); err != nil {
-			l.mu.failed = err
+			l.setFailedLocked(err)
 			return err
 		}
 	}
@@ -405,6 +414,8 @@ func (l *Log) syncLocked() error {
 	}
 	l.mu.unflushed = 0
 	l.mu.lastFlush = l.mu.cfg.Now().UnixMilli()
+	l.markDurableLocked()
+	l.publishDurableLocked()
 	if l.mu.startDirty {
 		return l.storeStartOffsetLocked()
 	}

@@ -181,7 +181,7 @@ func (l *Log) TruncateTo(o record.Offset) error {
 	if ok {
 		newEnd = h.BaseOffset
 		if err := l.cutLocked(s, pos, newEnd); err != nil {
-			l.mu.failed = err
+			l.setFailedLocked(err)
 			return err
 		}
 		s.size.Store(pos)

@@ -1,0 +1,85 @@
+package broker
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/strandmq/strand/internal/producer"
+	"github.com/strandmq/strand/internal/vfs"
+)
+
+// TestFlushEachSharesFsyncsAcrossProducers: on a flush.messages=1 topic,
+// concurrent idempotent producers are each acknowledged only after an
+// fsync, but the partition does not hold its lock through the fsync, so
+// they share fsyncs (group commit).
+func TestFlushEachSharesFsyncsAcrossProducers(t *testing.T) {
+	t.Parallel()
+	fs := vfs.NewMem()
+	b := open(t, fs, "/d")
+	defer b.Close()
+	mustCreate(t, b, TopicSpec{Name: "durable", Partitions: 1, Configs: map[string]string{ConfigFlushMessages: "1"}})
+	p, _ := b.Partition("durable", 0)
+	var syncs atomic.Int64
+	fs.InjectError(func(op vfs.Op, path string) error {
+		if op == vfs.OpSync && strings.HasSuffix(path, ".log") {
+			syncs.Add(1)
+			time.Sleep(time.Millisecond)
+		}
+		return nil
+	})
+	const producers, each = 8, 20
+	var wg sync.WaitGroup
+	for pid := range producers {
+		wg.Go(func() {
+			for seq := range each {
+				if _, err := p.Append(context.Background(), idempotent(t, producer.ID(pid+1), int32(seq), 1), AcksAll); err != nil {
+					t.Errorf("producer %d seq %d: %v", pid, seq, err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if hw := p.HighWatermark(); hw != producers*each {
+		t.Fatalf("high watermark %d, want %d", hw, producers*each)
+	}
+	if n := syncs.Load(); n >= producers*each {
+		t.Fatalf("%d fsyncs for %d acknowledged appends: not grouped", n, producers*each)
+	}
+}
+
+// TestFsyncFailureNeverAcknowledgesARetry: when the fsync behind a batch
+// fails, the producer gets an error, and its retry of the same batch (which
+// the producer state already knows) is not answered as a duplicate success:
+// that batch is not on disk.
+func TestFsyncFailureNeverAcknowledgesARetry(t *testing.T) {
+	t.Parallel()
+	fs := vfs.NewMem()
+	b := open(t, fs, "/d")
+	defer b.Close()
+	mustCreate(t, b, TopicSpec{Name: "durable", Partitions: 1, Configs: map[string]string{ConfigFlushMessages: "1"}})
+	p, _ := b.Partition("durable", 0)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := p.Append(ctx, idempotent(t, 7, 0, 1), AcksAll); err != nil {
+		t.Fatal(err)
+	}
+	fs.InjectError(vfs.ErrorOnce(vfs.OpSync, ".log", syscall.EIO))
+	if _, err := p.Append(ctx, idempotent(t, 7, 1, 1), AcksAll); !errors.Is(err, syscall.EIO) {
+		t.Fatalf("append whose fsync fails: %v, want EIO", err)
+	}
+	for _, acks := range []Acks{AcksAll, AcksLeader} {
+		if res, err := p.Append(ctx, idempotent(t, 7, 1, 1), acks); err == nil {
+			t.Fatalf("retry with acks=%d acknowledged at offset %d after its fsync failed", acks, res.BaseOffset)
+		}
+	}
+	if hw := p.HighWatermark(); hw != 1 {
+		t.Fatalf("high watermark %d: the unsynced batch became visible", hw)
+	}
+}

@@ -1,0 +1,137 @@
+package partlog
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/strandmq/strand/internal/record"
+	"github.com/strandmq/strand/internal/vfs"
+)
+
+// slowLogSyncs makes every fsync of a segment file take d and counts them.
+func slowLogSyncs(fs *vfs.MemFS, d time.Duration) *atomic.Int64 {
+	var n atomic.Int64
+	fs.InjectError(func(op vfs.Op, path string) error {
+		if op == vfs.OpSync && strings.HasSuffix(path, ".log") {
+			n.Add(1)
+			time.Sleep(d)
+		}
+		return nil
+	})
+	return &n
+}
+
+// TestGroupCommit: with flush.messages=1 and concurrent producers, appends
+// share fsyncs (far fewer fsyncs than appends), every append still gets its
+// own offset, and every append acknowledged before a crash survives it.
+func TestGroupCommit(t *testing.T) {
+	fs := vfs.NewMem()
+	l := mustOpen(t, fs, "/d", Config{FlushMessages: 1})
+	syncs := slowLogSyncs(fs, time.Millisecond)
+
+	const writers, each = 8, 25
+	var (
+		mu    sync.Mutex
+		acked = map[record.Offset]string{}
+		crash *vfs.MemFS
+		want  map[record.Offset]string
+		wg    sync.WaitGroup
+	)
+	for w := range writers {
+		wg.Go(func() {
+			for i := range each {
+				v := fmt.Sprintf("w%d-%d", w, i)
+				o, err := l.Append(batch(t, 1000, v))
+				if err != nil {
+					t.Errorf("append %s: %v", v, err)
+					return
+				}
+				mu.Lock()
+				if _, dup := acked[o]; dup {
+					t.Errorf("offset %d handed out twice", o)
+				}
+				acked[o] = v
+				if w == 0 && i == each/2 { // crash mid-run: what was acknowledged must be on disk
+					want = make(map[record.Offset]string, len(acked))
+					for k, v := range acked {
+						want[k] = v
+					}
+					crash = fs.CrashClone(vfs.CrashOptions{TearRand: rand.New(rand.NewPCG(7, 7))})
+				}
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	if t.Failed() {
+		return
+	}
+	if n := syncs.Load(); n >= writers*each {
+		t.Fatalf("%d fsyncs for %d appends: not grouped", n, writers*each)
+	} else {
+		t.Logf("%d appends, %d segment fsyncs", writers*each, n)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	r := mustOpen(t, crash, "/d", Config{})
+	defer r.Close()
+	got := map[record.Offset]string{}
+	for _, rec := range readAll(t, r, 0) {
+		got[rec.Offset] = string(rec.Value)
+	}
+	for o, v := range want {
+		if got[o] != v {
+			t.Fatalf("acknowledged %q at offset %d; after the crash the log has %q", v, o, got[o])
+		}
+	}
+}
+
+// TestUnsyncedBatchInvisible: while an append waits for its fsync, readers
+// do not see it (the high watermark stays put), and appends behind it are
+// not published either; once the fsync completes, both are.
+func TestUnsyncedBatchInvisible(t *testing.T) {
+	fs := vfs.NewMem()
+	l := mustOpen(t, fs, "/d", Config{FlushMessages: 1})
+	defer l.Close()
+	mustAppend(t, l, batch(t, 1000, "a"))
+
+	entered, release := make(chan struct{}), make(chan struct{})
+	var blocked atomic.Bool
+	fs.InjectError(func(op vfs.Op, path string) error {
+		if op == vfs.OpSync && strings.HasSuffix(path, ".log") && blocked.CompareAndSwap(false, true) {
+			close(entered)
+			<-release
+		}
+		return nil
+	})
+	done := make(chan error, 2)
+	go func() { _, err := l.Append(batch(t, 1000, "b")); done <- err }()
+	<-entered
+	if hw := l.HighWatermark(); hw != 1 {
+		t.Fatalf("high watermark %d while offset 1 waits for its fsync", hw)
+	}
+	go func() { _, err := l.Append(batch(t, 1000, "c")); done <- err }()
+	time.Sleep(time.Duration(rand.IntN(5)) * time.Millisecond)
+	if hw := l.HighWatermark(); hw != 1 {
+		t.Fatalf("high watermark %d while an fsync is pending", hw)
+	}
+	close(release)
+	for range 2 {
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if hw := l.HighWatermark(); hw != 3 {
+		t.Fatalf("high watermark %d after the fsyncs, want 3", hw)
+	}
+	if got := values(readAll(t, l, 0)); strings.Join(got, ",") != "a,b,c" {
+		t.Fatalf("log holds %q", got)
+	}
+}
