@@ -259,7 +259,8 @@ func (b *Broker) removeOrphans() {
 		return
 	}
 	for _, name := range snaps {
-		topic, part, ok := parsePartitionDir(strings.TrimSuffix(name, ".json"))
+		stem, _, _ := strings.Cut(strings.TrimSuffix(name, ".json"), "@")
+		topic, part, ok := parsePartitionDir(stem)
 		if t := b.mu.topics[topic]; ok && t != nil && int(part) < len(t.partitions) {
 			continue
 		}
@@ -479,9 +480,16 @@ func validateTopicName(name string) error {
 
 // removeProducerSnapshot deletes a partition's producer snapshot, if any.
 func (b *Broker) removeProducerSnapshot(topic string, p PartitionID) {
-	err := b.fs.Remove(filepath.Join(b.cfg.Dir, producerStateDir, partitionDirName(topic, p)+".json"))
-	if err != nil && !errors.Is(err, os.ErrNotExist) {
-		b.logger.Warn("broker: cannot remove producer snapshot", "topic", topic, "partition", p, "err", err)
+	dir := filepath.Join(b.cfg.Dir, producerStateDir)
+	names := []string{snapshotName(topic, p)}
+	for _, r := range rollSnapshots(b.fs, dir, topic, p) {
+		names = append(names, r.name)
+	}
+	for _, name := range names {
+		err := b.fs.Remove(filepath.Join(dir, name))
+		if err != nil && !errors.Is(err, os.ErrNotExist) {
+			b.logger.Warn("broker: cannot remove producer snapshot", "topic", topic, "partition", p, "err", err)
+		}
 	}
 }
 

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
@@ -12,7 +11,6 @@ import (
 	"github.com/strandmq/strand/internal/partlog"
 	"github.com/strandmq/strand/internal/producer"
 	"github.com/strandmq/strand/internal/record"
-	"github.com/strandmq/strand/internal/vfs"
 )
 
 // Acks is a produce request's acknowledgement level.
@@ -38,9 +36,6 @@ const (
 // expireEvery is how many appends pass between sweeps of idle producers.
 const expireEvery = 4096
 
-// scanChunk is how many bytes a producer-state recovery scan reads at once.
-const scanChunk = 1 << 20
-
 // Partition is one partition of a topic: its log, its leader epoch and its
 // idempotent-producer state.
 type Partition struct {
@@ -58,6 +53,9 @@ type Partition struct {
 		producers *producer.State
 		appends   int
 		closed    bool
+		// rolledAt is the active segment's base when the last periodic
+		// producer snapshot was taken (producerstate.go).
+		rolledAt record.Offset
 	}
 }
 
@@ -79,53 +77,8 @@ func (b *Broker) openPartition(topic string, id PartitionID, tc TopicConfig) (*P
 		_ = l.Close()
 		return nil, fmt.Errorf("broker: recover producer state of %s: %w", name, err)
 	}
+	p.mu.rolledAt = l.ActiveBase()
 	return p, nil
-}
-
-func (p *Partition) snapshotName() string { return partitionDirName(p.topic, p.id) + ".json" }
-
-// recoverProducers loads the snapshot written at the last clean close if it
-// is exactly at the log end offset, else rebuilds the state by scanning every
-// batch header of the log. The snapshot is removed once loaded, so a later
-// crash can never pair it with a log that moved on.
-func (p *Partition) recoverProducers() (*producer.State, error) {
-	fs, dir := p.b.fs, filepath.Join(p.b.cfg.Dir, producerStateDir)
-	path := filepath.Join(dir, p.snapshotName())
-	raw, err := vfs.ReadFile(fs, path)
-	switch {
-	case errors.Is(err, os.ErrNotExist):
-	case err != nil:
-		p.b.logger.Warn("broker: unreadable producer snapshot; scanning the log", "path", path, "err", err)
-	default:
-		s, at, derr := producer.DecodeSnapshot(raw)
-		if rerr := fs.Remove(path); rerr != nil {
-			return nil, fmt.Errorf("remove snapshot: %w", rerr)
-		}
-		if derr == nil && at == p.log.LogEndOffset() {
-			return s, nil
-		}
-		p.b.logger.Info("broker: stale producer snapshot; scanning the log", "path", path, "snapshot", at, "end", p.log.LogEndOffset())
-	}
-	s := producer.NewState()
-	for off := p.log.LogStartOffset(); off < p.log.LogEndOffset(); {
-		buf, err := p.log.Read(off, scanChunk)
-		if err != nil {
-			return nil, fmt.Errorf("scan at offset %d: %w", off, err)
-		}
-		if len(buf) == 0 {
-			break
-		}
-		for len(buf) > 0 {
-			h, err := record.ParseHeader(buf)
-			if err != nil || h.Size() > len(buf) {
-				return nil, fmt.Errorf("scan at offset %d: bad batch header: %v", off, err)
-			}
-			s.Observe(h)
-			off = max(off, h.NextOffset())
-			buf = buf[h.Size():]
-		}
-	}
-	return s, nil
 }
 
 // close saves the producer snapshot (when snapshot is set) and closes the
@@ -389,6 +342,10 @@ func (p *Partition) appendLocked(batch []byte, h record.Header, cfg *TopicConfig
 			FirstSeq: h.BaseSequence, LastSeq: h.LastSequence(),
 			BaseOffset: base, LastOffset: base + record.Offset(h.LastOffsetDelta), Timestamp: maxTS,
 		})
+	}
+	if rolled := p.log.ActiveBase(); rolled != p.mu.rolledAt {
+		p.mu.rolledAt = rolled
+		p.snapshotAtRollLocked()
 	}
 	if p.mu.appends++; p.mu.appends%expireEvery == 0 {
 		deadline := p.b.cfg.Now().Add(-p.b.cfg.ProducerIDExpiration).UnixMilli()

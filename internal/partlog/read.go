@@ -112,3 +112,55 @@ func (s *segment) readBatches(buf []byte, pos int64, first record.Header, maxByt
 	}
 	return buf[:keep], nil
 }
+
+// headerChunk is the read-ahead of a header-only scan: enough for a run of
+// small batches' headers, little waste when batches are large.
+const headerChunk = 16 << 10
+
+// ScanHeaders calls fn with the header of every batch that holds offsets at
+// or after from, in log order, up to the end offset when it started. It
+// reads batch headers only (no payloads, no CRC checks): what rebuilding
+// state kept in headers, such as producer sequences, needs. Retention and
+// compaction wait while it runs.
+func (l *Log) ScanHeaders(from record.Offset, fn func(h record.Header) error) error {
+	if l.closed.Load() {
+		return ErrClosed
+	}
+	end := record.Offset(l.end.Load())
+	l.segs.RLock()
+	defer l.segs.RUnlock()
+	for _, s := range l.segs.list {
+		if record.Offset(s.next.Load()) <= from {
+			continue
+		}
+		pos, _, ok, err := s.find(from)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			continue
+		}
+		sc := scanner{f: s.log, name: s.logName(), limit: s.size.Load(), pos: pos, chunk: headerChunk}
+		for {
+			err := sc.next()
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				return err
+			}
+			if sc.hdr.BaseOffset >= end {
+				return nil
+			}
+			if err := fn(sc.hdr); err != nil {
+				return err
+			}
+			sc.advance()
+		}
+	}
+	return nil
+}
+
+// ActiveBase is the base offset of the segment appends go to; it changes
+// when the log rolls.
+func (l *Log) ActiveBase() record.Offset { return l.active().base }

@@ -151,6 +151,7 @@ type scanner struct {
 	limit  int64 // file size
 	pos    int64 // position of the next batch
 	verify bool  // read whole batches and check their CRCs
+	chunk  int   // bytes read ahead per read; 0 means scanChunk
 
 	buf    []byte
 	bufPos int64 // file position of buf[0]
@@ -166,7 +167,11 @@ func (sc *scanner) fill(pos int64, n int) ([]byte, error) {
 		off := pos - sc.bufPos
 		return sc.buf[off : off+int64(n)], nil
 	}
-	want := max(n, scanChunk)
+	chunk := sc.chunk
+	if chunk == 0 {
+		chunk = scanChunk
+	}
+	want := max(n, chunk)
 	if rest := sc.limit - pos; int64(want) > rest {
 		want = int(rest)
 	}

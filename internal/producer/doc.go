@@ -33,11 +33,11 @@
 //
 // Every v2 batch header carries the producer id, epoch and base sequence, so
 // the state of a partition is a pure function of its batch headers in log
-// order (Observe). The broker rebuilds it on open by scanning the partition,
-// or, after a clean shutdown, loads the snapshot written at close
-// (SaveSnapshot/LoadSnapshot) when the snapshot's offset equals the log end
-// offset. Rejected alternative: periodic snapshots plus a tail scan, as Kafka
-// does; correct but more moving parts than a single node needs yet.
+// order (Observe). Snapshots (SaveSnapshot/DecodeSnapshot) only bound how
+// many headers a rebuild reads: the broker writes one at clean close (used
+// when the log still ends at its offset) and one at every segment roll, and
+// after a crash loads the newest roll snapshot at or below the recovered log
+// end and observes only the headers after it, as Kafka does.
 //
 // Producer ids are allocated in blocks whose upper bound is persisted before
 // any id of the block is handed out (Allocator), so no id is ever reused

@@ -1,0 +1,153 @@
+package broker
+
+// Producer state recovery. A partition's producer state (the sequence
+// numbers idempotence checks) is a pure function of its batch headers, so
+// it can always be rebuilt by reading them; snapshots only bound how many
+// must be read:
+//
+//   - at clean close: <partition>.json at the log end offset, used only
+//     when the log still ends there, and removed once loaded (a later crash
+//     must never pair it with a log that moved on);
+//   - at every segment roll: <partition>@<offset>.json, the state before
+//     offset, kept for the two newest rolls. After a crash the newest one at
+//     or below the recovered log end is loaded and only the headers from its
+//     offset on are read, so recovery reads about a segment's headers, not
+//     the whole log's. One above the log end (the crash lost the tail it
+//     described) is deleted.
+//
+// Offsets never renumber and the log only grows at its end, so the batches
+// below a snapshot's offset are the ones it was taken from; compaction and
+// retention remove batches but not the sequence history the snapshot holds.
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/strandmq/strand/internal/producer"
+	"github.com/strandmq/strand/internal/record"
+	"github.com/strandmq/strand/internal/vfs"
+)
+
+// rollSnapshotsKept is how many roll snapshots a partition keeps.
+const rollSnapshotsKept = 2
+
+func snapshotName(topic string, p PartitionID) string { return partitionDirName(topic, p) + ".json" }
+
+func (p *Partition) snapshotName() string { return snapshotName(p.topic, p.id) }
+
+// '@' cannot occur in a topic name, so these never collide with a
+// partition's clean-close snapshot.
+func rollSnapshotName(topic string, p PartitionID, at record.Offset) string {
+	return partitionDirName(topic, p) + "@" + strconv.FormatInt(int64(at), 10) + ".json"
+}
+
+type rollSnapshot struct {
+	name string
+	at   record.Offset
+}
+
+// rollSnapshots lists a partition's roll snapshots, oldest first.
+func rollSnapshots(fs vfs.FS, dir, topic string, p PartitionID) []rollSnapshot {
+	names, err := fs.ReadDir(dir)
+	if err != nil {
+		return nil
+	}
+	prefix := partitionDirName(topic, p) + "@"
+	var out []rollSnapshot
+	for _, n := range names {
+		rest, ok := strings.CutPrefix(n, prefix)
+		if !ok {
+			continue
+		}
+		at, err := strconv.ParseInt(strings.TrimSuffix(rest, ".json"), 10, 64)
+		if err != nil {
+			continue
+		}
+		out = append(out, rollSnapshot{name: n, at: record.Offset(at)})
+	}
+	slices.SortFunc(out, func(a, b rollSnapshot) int { return cmp.Compare(a.at, b.at) })
+	return out
+}
+
+// snapshotAtRollLocked saves the state at the log end offset after the log
+// rolled, and prunes older roll snapshots. A failure costs recovery time
+// only: it is logged, not returned.
+func (p *Partition) snapshotAtRollLocked() {
+	fs, dir := p.b.fs, filepath.Join(p.b.cfg.Dir, producerStateDir)
+	at := p.log.LogEndOffset()
+	if err := producer.SaveSnapshot(fs, dir, rollSnapshotName(p.topic, p.id, at), at, p.mu.producers); err != nil {
+		p.b.logger.Warn("broker: producer snapshot at segment roll", "topic", p.topic, "partition", p.id, "err", err)
+		return
+	}
+	snaps := rollSnapshots(fs, dir, p.topic, p.id)
+	for len(snaps) > rollSnapshotsKept {
+		if err := fs.Remove(filepath.Join(dir, snaps[0].name)); err != nil && !errors.Is(err, os.ErrNotExist) {
+			p.b.logger.Warn("broker: prune producer snapshot", "name", snaps[0].name, "err", err)
+		}
+		snaps = snaps[1:]
+	}
+}
+
+// recoverProducers rebuilds the producer state at open (see the file
+// comment): the clean-close snapshot if it matches the log end, else the
+// newest usable roll snapshot plus the headers after it, else every header.
+func (p *Partition) recoverProducers() (*producer.State, error) {
+	fs, dir := p.b.fs, filepath.Join(p.b.cfg.Dir, producerStateDir)
+	end := p.log.LogEndOffset()
+	path := filepath.Join(dir, p.snapshotName())
+	raw, err := vfs.ReadFile(fs, path)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+	case err != nil:
+		p.b.logger.Warn("broker: unreadable producer snapshot", "path", path, "err", err)
+	default:
+		s, at, derr := producer.DecodeSnapshot(raw)
+		if rerr := fs.Remove(path); rerr != nil {
+			return nil, fmt.Errorf("remove snapshot: %w", rerr)
+		}
+		if derr == nil && at == end {
+			return s, nil
+		}
+		p.b.logger.Info("broker: stale producer snapshot", "path", path, "snapshot", at, "end", end)
+	}
+
+	s, from := producer.NewState(), record.Offset(0)
+	snaps := rollSnapshots(fs, dir, p.topic, p.id)
+	for i := len(snaps) - 1; i >= 0; i-- {
+		r := snaps[i]
+		rpath := filepath.Join(dir, r.name)
+		if r.at > end { // the crash lost what it describes
+			if err := fs.Remove(rpath); err != nil {
+				return nil, fmt.Errorf("remove stale snapshot: %w", err)
+			}
+			continue
+		}
+		raw, err := vfs.ReadFile(fs, rpath)
+		if err == nil {
+			var at record.Offset
+			if s, at, err = producer.DecodeSnapshot(raw); err == nil && at == r.at {
+				from = at
+				break
+			}
+		}
+		p.b.logger.Warn("broker: unusable producer snapshot", "path", rpath, "err", err)
+		s = producer.NewState()
+	}
+	read := 0
+	err = p.log.ScanHeaders(from, func(h record.Header) error {
+		s.Observe(h)
+		read++
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("scan from offset %d: %w", from, err)
+	}
+	p.b.logger.Debug("broker: producer state rebuilt", "topic", p.topic, "partition", p.id, "from", from, "end", end, "batches_read", read)
+	return s, nil
+}
