@@ -60,6 +60,10 @@ type Config struct {
 	// CleanerBackoff is log.cleaner.backoff.ms: how often the compaction
 	// cleaner looks for dirty compacted partitions; default 15 s.
 	CleanerBackoff time.Duration
+	// CleanerDedupeBufferSize is log.cleaner.dedupe.buffer.size: the most
+	// memory the compaction cleaner's offset map takes; a dirty range with
+	// more keys is cleaned over several passes. Default 128 MiB.
+	CleanerDedupeBufferSize int64
 	// Now is the broker's clock (retention, compaction, LogAppendTime);
 	// default time.Now. Tests inject one.
 	Now func() time.Time
@@ -103,6 +107,7 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 		Logger:                  cfg.Logger,
 		RetentionCheckInterval:  cfg.RetentionCheckInterval,
 		CleanerBackoff:          cfg.CleanerBackoff,
+		CleanerMapBytes:         cfg.CleanerDedupeBufferSize,
 		Now:                     cfg.Now,
 
 		GroupInitialRebalanceDelay: cfg.GroupInitialRebalanceDelay,

@@ -38,6 +38,7 @@ type serveOptions struct {
 	metricsListen     string
 	retentionCheck    time.Duration
 	cleanerBackoff    time.Duration
+	cleanerMapBytes   int64
 	topicDefaults     map[string]string
 	groupDelay        time.Duration
 }
@@ -52,7 +53,7 @@ producer state flushed).
 the long flag names (listen, advertised-addr, data-dir, node-id,
 auto-create-topics, default-partitions, max-request-bytes, log-level,
 log-format, metrics-listen, retention-check-interval, log-cleaner-backoff,
-group-initial-rebalance-delay), and "topic.<config>" sets a broker-wide default for a topic
+log-cleaner-dedupe-buffer-size, group-initial-rebalance-delay), and "topic.<config>" sets a broker-wide default for a topic
 config, e.g.:
 
     listen = 0.0.0.0:9092
@@ -96,6 +97,7 @@ func newServeCmd() *cobra.Command {
 	f.DurationVar(&o.retentionCheck, "retention-check-interval", 30*time.Second, "how often retention.ms and retention.bytes are applied (log.retention.check.interval.ms)")
 	f.DurationVar(&o.groupDelay, "group-initial-rebalance-delay", 3*time.Second, "how long a consumer group's first rebalance waits for more members (group.initial.rebalance.delay.ms; 0: none)")
 	f.DurationVar(&o.cleanerBackoff, "log-cleaner-backoff", 15*time.Second, "how often the compaction cleaner looks for dirty compacted partitions (log.cleaner.backoff.ms)")
+	f.Int64Var(&o.cleanerMapBytes, "log-cleaner-dedupe-buffer-size", 128<<20, "most memory (bytes) the compaction cleaner's offset map takes; more keys are cleaned over several passes (log.cleaner.dedupe.buffer.size)")
 	return cmd
 }
 
@@ -155,6 +157,10 @@ func (o *serveOptions) logger(w io.Writer) (*slog.Logger, error) {
 	return nil, fmt.Errorf("--log-format: want text or json, got %q", o.logFormat)
 }
 
+// minCleanerMapBytes is the least offset-map memory serve accepts: room
+// for about a thousand keys.
+const minCleanerMapBytes = 64 << 10
+
 // run serves until ctx is cancelled (a signal), then shuts down.
 func (o *serveOptions) run(ctx context.Context, logOut io.Writer) error {
 	logger, err := o.logger(logOut)
@@ -164,6 +170,9 @@ func (o *serveOptions) run(ctx context.Context, logOut io.Writer) error {
 	dir, err := filepath.Abs(o.dataDir)
 	if err != nil {
 		return fmt.Errorf("--data-dir: %w", err)
+	}
+	if o.cleanerMapBytes < minCleanerMapBytes {
+		return fmt.Errorf("--log-cleaner-dedupe-buffer-size: %d bytes is below the minimum of %d", o.cleanerMapBytes, minCleanerMapBytes)
 	}
 	b, err := strand.Start(ctx, strand.Config{
 		Dir:                     dir,
@@ -178,6 +187,7 @@ func (o *serveOptions) run(ctx context.Context, logOut io.Writer) error {
 		MetricsAddr:             o.metricsListen,
 		RetentionCheckInterval:  o.retentionCheck,
 		CleanerBackoff:          o.cleanerBackoff,
+		CleanerDedupeBufferSize: o.cleanerMapBytes,
 		// strand.Config: zero is Kafka's default, negative is none.
 		GroupInitialRebalanceDelay: cmp.Or(o.groupDelay, -1),
 	})

@@ -91,3 +91,16 @@ func TestConfigFileErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestServeRefusesATinyCleanerMap: an offset map too small to be useful is
+// a configuration error named after its flag, not a broker that cleans
+// nothing.
+func TestServeRefusesATinyCleanerMap(t *testing.T) {
+	cmd := newRootCmd()
+	cmd.SetArgs([]string{"serve", "--data-dir", t.TempDir(), "--listen", "127.0.0.1:0", "--log-cleaner-dedupe-buffer-size", "100"})
+	cmd.SetErr(&bytes.Buffer{})
+	err := cmd.Execute()
+	if err == nil || !strings.Contains(err.Error(), "--log-cleaner-dedupe-buffer-size") {
+		t.Fatalf("tiny dedupe buffer: %v", err)
+	}
+}

@@ -64,6 +64,9 @@ type Config struct {
 	// CleanerBackoff is how often the compaction cleaner looks for dirty
 	// compacted partitions (log.cleaner.backoff.ms); default 15 s.
 	CleanerBackoff time.Duration
+	// CleanerMapBytes bounds the compaction cleaner's offset map
+	// (log.cleaner.dedupe.buffer.size); default compact.DefaultMapBytes.
+	CleanerMapBytes int64
 	// GroupInitialRebalanceDelay is group.initial.rebalance.delay.ms: how
 	// long the first rebalance of an empty group waits for more members.
 	// Zero: Kafka's default (3s); negative: no delay.

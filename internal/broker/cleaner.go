@@ -102,7 +102,7 @@ func (b *Broker) cleanerLoop() {
 func (b *Broker) CleanLogs() {
 	b.cleaning.Lock()
 	defer b.cleaning.Unlock()
-	cl := &compact.Cleaner{FS: b.fs, Now: b.cfg.Now, Logger: b.logger}
+	cl := &compact.Cleaner{FS: b.fs, Now: b.cfg.Now, Logger: b.logger, MapBytes: b.cfg.CleanerMapBytes}
 	for _, t := range b.Topics() {
 		for _, p := range t.partitions {
 			select {

@@ -59,7 +59,14 @@ type Cleaner struct {
 	Now func() time.Time
 	// Logger receives one line per clean; default slog.Default().
 	Logger *slog.Logger
+	// MapBytes bounds the offset map's memory (Kafka's
+	// log.cleaner.dedupe.buffer.size); default DefaultMapBytes. A dirty
+	// range with more keys than fit is cleaned over several Cleans.
+	MapBytes int64
 }
+
+// DefaultMapBytes is Kafka's log.cleaner.dedupe.buffer.size default.
+const DefaultMapBytes = 128 << 20
 
 // Stats describes one Clean.
 type Stats struct {
@@ -75,6 +82,9 @@ type Stats struct {
 	RecordsRead, RecordsKept, Superseded, TombstonesDropped, KeylessDropped int64
 	// Dirty is the checkpoint left: the first offset not yet cleaned.
 	Dirty record.Offset
+	// MapFull is set when the offset map could not hold the whole dirty
+	// range: this Clean stopped early, the next one goes on.
+	MapFull bool
 }
 
 // Clean cleans l once under policy p if it is due, and reports what it did.
@@ -107,7 +117,11 @@ func (c *Cleaner) Clean(l Log, p Policy) (Stats, error) {
 		last:    make(map[int64]record.Offset),
 		stats:   &st,
 	}
-	if err := w.buildMap(l, pl); err != nil {
+	mapBytes := c.MapBytes
+	if mapBytes <= 0 {
+		mapBytes = DefaultMapBytes
+	}
+	if pl, err = w.buildMap(l, pl, mapBytes); err != nil {
 		return st, err
 	}
 	for _, g := range groupSegments(pl.segs, p.SegmentBytes) {
@@ -123,7 +137,8 @@ func (c *Cleaner) Clean(l Log, p Policy) (Stats, error) {
 	c.logger().Info("compact: cleaned", "dir", l.Dir(), "segments", st.Segments, "groups", st.Groups,
 		"dirty_ratio", fmt.Sprintf("%.2f", st.DirtyRatio), "bytes_read", st.BytesRead,
 		"bytes_written", st.BytesWritten, "records_read", st.RecordsRead, "records_kept", st.RecordsKept,
-		"tombstones_dropped", st.TombstonesDropped, "keyless_dropped", st.KeylessDropped, "cleaned_to", st.Dirty)
+		"tombstones_dropped", st.TombstonesDropped, "keyless_dropped", st.KeylessDropped, "cleaned_to", st.Dirty,
+		"map_full", st.MapFull)
 	return st, nil
 }
 

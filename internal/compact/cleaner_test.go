@@ -1,7 +1,9 @@
 package compact
 
 import (
+	"bytes"
 	"fmt"
+	"maps"
 	"testing"
 	"time"
 
@@ -191,4 +193,57 @@ func TestCheckpointSurvivesReopen(t *testing.T) {
 			t.Fatalf("got %s, want %s", got, want)
 		}
 	})
+}
+
+// TestSmallOffsetMapCleansInSteps: with an offset map that holds about one
+// segment's keys, a Clean covers a prefix of the dirty range and says so
+// (MapFull); repeated Cleans finish it, and the result is the same table with
+// every key once.
+func TestSmallOffsetMapCleansInSteps(t *testing.T) {
+	t.Parallel()
+	fs := vfs.NewMem()
+	c := newClock()
+	l := openLog(t, fs, "/p", c, 400)
+	defer l.Close()
+	var order []record.Record
+	for round := range 3 {
+		for k := range 30 {
+			kvs := []kv{{key: fmt.Appendf(nil, "key-%02d", k), value: fmt.Appendf(nil, "v%d", round)}}
+			base := appendBatch(t, l, c.Now().UnixMilli(), -1, 0, record.CodecNone, kvs...)
+			order = append(order, record.Record{Offset: base, Key: kvs[0].key, Value: kvs[0].value})
+		}
+	}
+	if err := l.Roll(); err != nil {
+		t.Fatal(err)
+	}
+	cl := &Cleaner{FS: fs, Now: c.Now, MapBytes: 10 * (6 + keyOverhead)} // about ten keys
+	p := policy()
+	p.MinDirtyRatio = 0
+	steps, full := 0, 0
+	for ; steps < 100; steps++ {
+		st, err := cl.Clean(l, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.MapFull {
+			full++
+		}
+		if st.Dirty == l.LogEndOffset() {
+			break
+		}
+	}
+	if full == 0 || steps == 0 {
+		t.Fatalf("%d cleans, %d with a full map: the small map never cut a clean short", steps+1, full)
+	}
+	_, rs := readAll(t, l)
+	seen := map[string]bool{}
+	for _, r := range rs {
+		if seen[string(r.Key)] {
+			t.Fatalf("key %q twice after cleaning the whole log", r.Key)
+		}
+		seen[string(r.Key)] = true
+	}
+	if got, want := View(rs), View(order); !maps.EqualFunc(got, want, bytes.Equal) {
+		t.Fatalf("table %v, want %v", got, want)
+	}
 }

@@ -35,7 +35,11 @@
 //     min.cleanable.dirty.ratio, or the oldest dirty segment is older than
 //     max.compaction.lag.ms, or a kept tombstone's delete horizon has passed.
 //  2. Offset map: read the dirty segments of the range and map every key to
-//     its latest offset (and every producer to its last batch).
+//     its latest offset (and every producer to its last batch). The map is
+//     bounded (Cleaner.MapBytes, Kafka's log.cleaner.dedupe.buffer.size):
+//     when a dirty segment would overflow it, that segment is taken back out
+//     and the range ends before it (the first dirty segment is always kept,
+//     so every Clean progresses); the next Clean goes on from there.
 //  3. Rewrite the range in groups of consecutive segments whose total size
 //     fits segment.bytes, each group becoming one segment: a record survives
 //     if no later offset of its key is in the map, it has a key (Kafka drops
@@ -55,9 +59,10 @@
 // first clean is sure to see it.
 //
 // Deviations from Kafka, on purpose: the offset map is a Go map from the
-// whole key (exact; memory grows with the distinct keys of the dirty range;
-// Kafka bounds it with a fixed array of 16-byte key hashes and cleans only as
-// much of the dirty range as fits); transactions' aborted records and markers
+// whole key (exact, where Kafka's fixed array of 16-byte key hashes can
+// collide), with its memory estimated per key against the bound, and it may
+// pass the bound by the keys of the first dirty segment (Kafka refuses to
+// clean a segment whose keys alone do not fit); transactions' aborted records and markers
 // are not removed (Strand has no transactions yet); max.compaction.lag.ms is
 // measured from a dirty segment's newest record, not its oldest (a clean may
 // come up to one segment.ms later than Kafka's).

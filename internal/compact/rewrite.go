@@ -20,22 +20,33 @@ type rewriter struct {
 	// cleaned range.
 	last map[int64]record.Offset
 
+	mapBytes int64 // estimated memory of keys and latest
+
 	pending int64 // earliest delete horizon of a kept tombstone; 0: none
 	buf     []byte
 	stats   *Stats
 }
 
+// keyOverhead approximates what one key costs the offset map beyond its
+// bytes: the map entry, the string header and its slot in latest.
+const keyOverhead = 64
+
 // buildMap reads the range: producers' last batches everywhere, and the latest
-// offset of every key in the dirty segments (step 2).
-func (w *rewriter) buildMap(l Log, pl plan) error {
+// offset of every key in the dirty segments (step 2). When the map would
+// outgrow mapBytes, it stops at the last dirty segment that fit (always
+// keeping the first, so every Clean makes progress) and returns the plan cut
+// there: the segments after it stay dirty for the next Clean.
+func (w *rewriter) buildMap(l Log, pl plan, mapBytes int64) (plan, error) {
 	for i, s := range pl.segs {
 		dirty := i >= pl.firstDirty
+		var u undo
 		err := l.ScanSegment(s.Base, func(b []byte) error {
 			h, err := record.ParseHeader(b)
 			if err != nil {
 				return err
 			}
 			if h.ProducerID >= 0 {
+				u.producer(w, h.ProducerID)
 				w.last[h.ProducerID] = h.BaseOffset
 			}
 			if !dirty || h.IsControl() {
@@ -46,24 +57,81 @@ func (w *rewriter) buildMap(l Log, pl plan) error {
 				return err
 			}
 			for j := range batch.Records {
-				r := &batch.Records[j]
-				if r.Key == nil {
-					continue
+				if r := &batch.Records[j]; r.Key != nil {
+					w.mapKey(&u, r)
 				}
-				if k, ok := w.keys[string(r.Key)]; ok {
-					w.latest[k] = r.Offset
-					continue
-				}
-				w.keys[string(r.Key)] = len(w.latest)
-				w.latest = append(w.latest, r.Offset)
 			}
 			return nil
 		})
 		if err != nil {
-			return fmt.Errorf("compact: %s: map segment %d: %w", l.Dir(), s.Base, err)
+			return pl, fmt.Errorf("compact: %s: map segment %d: %w", l.Dir(), s.Base, err)
+		}
+		if dirty && i > pl.firstDirty && w.mapBytes > mapBytes {
+			u.revert(w)
+			w.stats.MapFull = true
+			pl.segs, pl.end = pl.segs[:i], pl.segs[i-1].Next
+			return pl, nil
 		}
 	}
-	return nil
+	return pl, nil
+}
+
+// mapKey records r as its key's latest offset, noting in u how to undo it.
+func (w *rewriter) mapKey(u *undo, r *record.Record) {
+	if k, ok := w.keys[string(r.Key)]; ok {
+		if _, seen := u.prev[k]; !seen {
+			if u.prev == nil {
+				u.prev = make(map[int]record.Offset)
+			}
+			u.prev[k] = w.latest[k]
+		}
+		w.latest[k] = r.Offset
+		return
+	}
+	key := string(r.Key)
+	w.keys[key] = len(w.latest)
+	w.latest = append(w.latest, r.Offset)
+	w.mapBytes += int64(len(key)) + keyOverhead
+	u.added = append(u.added, key)
+}
+
+// undo is how to take one segment back out of the offset map.
+type undo struct {
+	added   []string                // keys the segment added
+	prev    map[int]record.Offset   // latest offsets it overwrote
+	lastWas map[int64]record.Offset // producers' last batches it overwrote; -1: none
+}
+
+func (u *undo) producer(w *rewriter, id int64) {
+	if _, seen := u.lastWas[id]; seen {
+		return
+	}
+	if u.lastWas == nil {
+		u.lastWas = make(map[int64]record.Offset)
+	}
+	prev, ok := w.last[id]
+	if !ok {
+		prev = -1
+	}
+	u.lastWas[id] = prev
+}
+
+func (u *undo) revert(w *rewriter) {
+	for k, o := range u.prev {
+		w.latest[k] = o
+	}
+	for _, key := range u.added {
+		delete(w.keys, key)
+		w.mapBytes -= int64(len(key)) + keyOverhead
+	}
+	w.latest = w.latest[:len(w.latest)-len(u.added)] // added last, in order
+	for id, o := range u.lastWas {
+		if o < 0 {
+			delete(w.last, id)
+		} else {
+			w.last[id] = o
+		}
+	}
 }
 
 // rewrite replaces one group of segments by their cleaned batches (step 3).
