@@ -459,3 +459,11 @@ func (p *Partition) setConfig(tc TopicConfig) {
 	p.config.Store(&tc)
 	p.log.SetConfig(tc.logConfig(p.b.cfg.Now, p.b.logger.With("partition", partitionDirName(p.topic, p.id))))
 }
+
+// Producers lists the idempotent producers the partition knows (those with
+// a batch still cached), by id: DescribeProducers.
+func (p *Partition) Producers() []producer.Active {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.mu.producers.Active()
+}

@@ -53,11 +53,13 @@ func init() {
 		23: {0, 4, (*Server).handleOffsetForLeaderEpoch},
 		32: {0, 4, (*Server).handleDescribeConfigs},
 		33: {0, 2, (*Server).handleAlterConfigs},
+		35: {0, 4, (*Server).handleDescribeLogDirs},
 		37: {0, 3, (*Server).handleCreatePartitions},
 		42: {0, 2, (*Server).handleDeleteGroups},
 		44: {0, 1, (*Server).handleIncrementalAlterConfigs},
 		47: {0, 0, (*Server).handleOffsetDelete},
 		60: {0, 2, (*Server).handleDescribeCluster},
+		61: {0, 0, (*Server).handleDescribeProducers},
 	}
 	for key, a := range apis {
 		if a.max > kmsg.RequestForKey(key).MaxVersion() {

@@ -1,9 +1,11 @@
 package producer
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/strandmq/strand/internal/record"
 )
@@ -163,3 +165,23 @@ func nextSeq(last int32) int32 {
 }
 
 func inSequence(last, first int32) bool { return first == nextSeq(last) }
+
+// Active is one producer known to a partition, as DescribeProducers
+// reports it.
+type Active struct {
+	ID    ID
+	Epoch Epoch
+	Last  Batch // its newest batch
+}
+
+// Active lists the producers with at least one batch, by id.
+func (s *State) Active() []Active {
+	out := make([]Active, 0, len(s.entries))
+	for id, e := range s.entries {
+		if last, ok := e.last(); ok {
+			out = append(out, Active{ID: id, Epoch: e.epoch, Last: last})
+		}
+	}
+	slices.SortFunc(out, func(a, b Active) int { return cmp.Compare(a.ID, b.ID) })
+	return out
+}
