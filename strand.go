@@ -60,6 +60,9 @@ type Config struct {
 	// CleanerBackoff is log.cleaner.backoff.ms: how often the compaction
 	// cleaner looks for dirty compacted partitions; default 15 s.
 	CleanerBackoff time.Duration
+	// OffsetsRetention is offsets.retention.minutes: how long committed
+	// offsets outlive their group's consumers. Zero: 7 days; negative: never.
+	OffsetsRetention time.Duration
 	// CleanerDedupeBufferSize is log.cleaner.dedupe.buffer.size: the most
 	// memory the compaction cleaner's offset map takes; a dirty range with
 	// more keys is cleaned over several passes. Default 128 MiB.
@@ -108,6 +111,7 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 		RetentionCheckInterval:  cfg.RetentionCheckInterval,
 		CleanerBackoff:          cfg.CleanerBackoff,
 		CleanerMapBytes:         cfg.CleanerDedupeBufferSize,
+		OffsetsRetention:        cfg.OffsetsRetention,
 		Now:                     cfg.Now,
 
 		GroupInitialRebalanceDelay: cfg.GroupInitialRebalanceDelay,

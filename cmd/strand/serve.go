@@ -39,6 +39,7 @@ type serveOptions struct {
 	retentionCheck    time.Duration
 	cleanerBackoff    time.Duration
 	cleanerMapBytes   int64
+	offsetsRetention  time.Duration
 	topicDefaults     map[string]string
 	groupDelay        time.Duration
 }
@@ -53,7 +54,7 @@ producer state flushed).
 the long flag names (listen, advertised-addr, data-dir, node-id,
 auto-create-topics, default-partitions, max-request-bytes, log-level,
 log-format, metrics-listen, retention-check-interval, log-cleaner-backoff,
-log-cleaner-dedupe-buffer-size, group-initial-rebalance-delay), and "topic.<config>" sets a broker-wide default for a topic
+log-cleaner-dedupe-buffer-size, offsets-retention, group-initial-rebalance-delay), and "topic.<config>" sets a broker-wide default for a topic
 config, e.g.:
 
     listen = 0.0.0.0:9092
@@ -97,6 +98,7 @@ func newServeCmd() *cobra.Command {
 	f.DurationVar(&o.retentionCheck, "retention-check-interval", 30*time.Second, "how often retention.ms and retention.bytes are applied (log.retention.check.interval.ms)")
 	f.DurationVar(&o.groupDelay, "group-initial-rebalance-delay", 3*time.Second, "how long a consumer group's first rebalance waits for more members (group.initial.rebalance.delay.ms; 0: none)")
 	f.DurationVar(&o.cleanerBackoff, "log-cleaner-backoff", 15*time.Second, "how often the compaction cleaner looks for dirty compacted partitions (log.cleaner.backoff.ms)")
+	f.DurationVar(&o.offsetsRetention, "offsets-retention", 7*24*time.Hour, "how long committed offsets outlive their group's consumers; 0 or less keeps them forever (offsets.retention.minutes)")
 	f.Int64Var(&o.cleanerMapBytes, "log-cleaner-dedupe-buffer-size", 128<<20, "most memory (bytes) the compaction cleaner's offset map takes; more keys are cleaned over several passes (log.cleaner.dedupe.buffer.size)")
 	return cmd
 }
@@ -157,6 +159,15 @@ func (o *serveOptions) logger(w io.Writer) (*slog.Logger, error) {
 	return nil, fmt.Errorf("--log-format: want text or json, got %q", o.logFormat)
 }
 
+// offsetsRetention maps the flag (0 or less: forever) to strand.Config's
+// convention (negative: forever).
+func offsetsRetention(d time.Duration) time.Duration {
+	if d <= 0 {
+		return -1
+	}
+	return d
+}
+
 // minCleanerMapBytes is the least offset-map memory serve accepts: room
 // for about a thousand keys.
 const minCleanerMapBytes = 64 << 10
@@ -188,6 +199,7 @@ func (o *serveOptions) run(ctx context.Context, logOut io.Writer) error {
 		RetentionCheckInterval:  o.retentionCheck,
 		CleanerBackoff:          o.cleanerBackoff,
 		CleanerDedupeBufferSize: o.cleanerMapBytes,
+		OffsetsRetention:        offsetsRetention(o.offsetsRetention),
 		// strand.Config: zero is Kafka's default, negative is none.
 		GroupInitialRebalanceDelay: cmp.Or(o.groupDelay, -1),
 	})

@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -64,6 +65,11 @@ type Config struct {
 	// CleanerBackoff is how often the compaction cleaner looks for dirty
 	// compacted partitions (log.cleaner.backoff.ms); default 15 s.
 	CleanerBackoff time.Duration
+	// OffsetsRetention is offsets.retention.minutes: committed offsets
+	// expire this long after their group's consumers are gone (KIP-211);
+	// checked with retention, every RetentionCheckInterval. Zero: 7 days;
+	// negative: never.
+	OffsetsRetention time.Duration
 	// CleanerMapBytes bounds the compaction cleaner's offset map
 	// (log.cleaner.dedupe.buffer.size); default compact.DefaultMapBytes.
 	CleanerMapBytes int64
@@ -300,9 +306,15 @@ func (b *Broker) retentionLoop() {
 	}
 }
 
-// ApplyRetention runs time and size retention on every partition now (the
-// broker also does so every RetentionCheckInterval).
+// ApplyRetention runs time and size retention on every partition, and
+// expires committed offsets, now (the broker also does so every
+// RetentionCheckInterval).
 func (b *Broker) ApplyRetention() {
+	if b.groups != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		b.groups.ExpireOffsets(ctx)
+		cancel()
+	}
 	for _, t := range b.Topics() {
 		for _, p := range t.partitions {
 			if _, err := p.log.ApplyRetention(); err != nil && !p.isClosed() {

@@ -223,3 +223,36 @@ func TestOffsetsTopicIgnoresHostileDefaults(t *testing.T) {
 		t.Fatalf("__consumer_offsets log [%d, %d)", p.LogStartOffset(), p.LogEndOffset())
 	}
 }
+
+// TestApplyRetentionExpiresOffsets: the broker's retention pass expires
+// committed offsets older than OffsetsRetention, durably; with retention
+// off they stay.
+func TestApplyRetentionExpiresOffsets(t *testing.T) {
+	t.Parallel()
+	for _, retention := range []time.Duration{time.Millisecond, -1} {
+		fs := vfs.NewMem()
+		ctx := context.Background()
+		b := open(t, fs, "/d", noDelay, func(c *Config) { c.OffsetsRetention = retention })
+		mustCreate(t, b, TopicSpec{Name: "t", Partitions: 1})
+		if _, err := b.ProduceRecords(ctx, "t", 0, []record.Record{{Value: []byte("v")}}); err != nil {
+			t.Fatal(err)
+		}
+		if err := b.Group("g").CommitThrough(ctx, "t", 0, 0); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(5 * time.Millisecond) // past a 1 ms retention
+		b.ApplyRetention()
+		if err := b.Close(); err != nil {
+			t.Fatal(err)
+		}
+		b = open(t, fs, "/d", noDelay, func(c *Config) { c.OffsetsRetention = retention })
+		got, err := b.Group("g").Committed(ctx, "t", 0)
+		b.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if expired := got == record.NoOffset; expired != (retention > 0) {
+			t.Fatalf("retention %v: committed offset after the retention pass and a restart: %d", retention, got)
+		}
+	}
+}

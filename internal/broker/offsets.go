@@ -71,6 +71,7 @@ func (b *Broker) openGroups() error {
 		GroupMinSessionTimeout: b.cfg.GroupMinSessionTimeout,
 		GroupMaxSessionTimeout: b.cfg.GroupMaxSessionTimeout,
 		InitialRebalanceDelay:  b.cfg.GroupInitialRebalanceDelay,
+		OffsetsRetention:       b.cfg.OffsetsRetention,
 		PartitionExists: func(tp group.TopicPartition) bool {
 			_, err := b.Partition(tp.Topic, PartitionID(tp.Partition))
 			return err == nil

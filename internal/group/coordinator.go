@@ -12,10 +12,11 @@ import (
 
 // Kafka's defaults for the coordinator's broker settings.
 const (
-	DefaultMinSessionTimeout     = 6 * time.Second  // group.min.session.timeout.ms
-	DefaultMaxSessionTimeout     = 30 * time.Minute // group.max.session.timeout.ms
-	DefaultInitialRebalanceDelay = 3 * time.Second  // group.initial.rebalance.delay.ms
-	DefaultMaxMetadataSize       = 4096             // offset.metadata.max.bytes
+	DefaultMinSessionTimeout     = 6 * time.Second    // group.min.session.timeout.ms
+	DefaultMaxSessionTimeout     = 30 * time.Minute   // group.max.session.timeout.ms
+	DefaultInitialRebalanceDelay = 3 * time.Second    // group.initial.rebalance.delay.ms
+	DefaultMaxMetadataSize       = 4096               // offset.metadata.max.bytes
+	DefaultOffsetsRetention      = 7 * 24 * time.Hour // offsets.retention.minutes
 )
 
 // Config configures a Coordinator. Zero values take Kafka's defaults.
@@ -40,6 +41,10 @@ type Config struct {
 	// PartitionExists, if set, is asked for every committed partition; a
 	// false answer is UNKNOWN_TOPIC_OR_PARTITION. Nil accepts all.
 	PartitionExists func(TopicPartition) bool
+	// OffsetsRetention is offsets.retention.minutes: how long committed
+	// offsets outlive their group's consumers (see ExpireOffsets). Zero
+	// means the default (7 days); negative, never.
+	OffsetsRetention time.Duration
 }
 
 // Coordinator is the group coordinator for the classic protocol. Each group
@@ -90,6 +95,9 @@ func New(cfg Config) (*Coordinator, error) {
 	}
 	if cfg.MaxMetadataSize == 0 {
 		cfg.MaxMetadataSize = DefaultMaxMetadataSize
+	}
+	if cfg.OffsetsRetention == 0 {
+		cfg.OffsetsRetention = DefaultOffsetsRetention
 	}
 	c := &Coordinator{cfg: cfg, closing: make(chan struct{})}
 	c.ctx, c.cancel = context.WithCancel(context.Background())

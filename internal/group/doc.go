@@ -70,7 +70,7 @@
 // __consumer_offsets key and value schemas (see Store). New replays the
 // Store: a group with members comes back Stable in its generation, with
 // fresh session timers; one without comes back Empty with its offsets.
-// Offset expiration (offsets.retention.minutes) is not implemented.
+// Offsets expire after OffsetsRetention without a consumer (expire.go).
 //
 // # Deviations from Apache Kafka
 //

@@ -22,6 +22,7 @@ type group struct {
 	dead  chan struct{} // closed when the actor has exited
 
 	state        State
+	stateSince   time.Time // when state was entered; zero if never changed (offsets-only group)
 	generation   Generation
 	protocolType string
 	protocol     string // chosen at the end of each join phase
@@ -139,6 +140,7 @@ func (g *group) stopTimers() {
 func (g *group) setState(s State) {
 	if g.state != s {
 		g.log.Debug("group state", "from", g.state, "to", s, "generation", g.generation)
+		g.stateSince = g.c.cfg.Clock.Now()
 	}
 	g.state = s
 }
@@ -395,6 +397,9 @@ func (g *group) loadMetadata(v *kmsg.GroupMetadataValue) {
 	}
 	if len(g.members) > 0 {
 		g.state = StateStable
+	}
+	if v.CurrentStateTimestamp > 0 {
+		g.stateSince = time.UnixMilli(v.CurrentStateTimestamp)
 	}
 }
 

@@ -26,7 +26,8 @@ import (
 //
 // Deviations:
 //   - RetentionTimeMillis (v2-v4) and the v1 commit Timestamp are ignored:
-//     offsets do not expire (offsets.retention.minutes is not implemented).
+//     offsets expire by the broker's offsets.retention.minutes alone
+//     (internal/group/expire.go), as in Kafka since 2.1 (KIP-211).
 //   - v10 (topic ids) is not served.
 
 func (s *Server) handleOffsetCommit(ctx context.Context, kreq kmsg.Request) (kmsg.Response, error) {
