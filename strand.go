@@ -25,6 +25,7 @@ import (
 	"time"
 
 	"github.com/strandmq/strand/internal/broker"
+	"github.com/strandmq/strand/internal/console"
 	"github.com/strandmq/strand/internal/kafka"
 	"github.com/strandmq/strand/internal/metrics"
 )
@@ -76,6 +77,10 @@ type Config struct {
 	// Prometheus metrics on /metrics and a health check on /healthz (see
 	// Broker.MetricsAddr). Empty: no metrics are collected at all.
 	MetricsAddr string
+	// ConsoleAddr, if set, is the TCP address of an HTTP listener serving
+	// the read-only web console and its JSON API under /api/v1 (see
+	// Broker.ConsoleAddr). Empty: no console.
+	ConsoleAddr string
 }
 
 // Broker is a running embedded broker.
@@ -87,6 +92,8 @@ type Broker struct {
 
 	metricsLn  net.Listener // nil without Config.MetricsAddr
 	metricsSrv *http.Server
+	consoleLn  net.Listener // nil without Config.ConsoleAddr
+	consoleSrv *http.Server
 }
 
 // Start opens the data directory and starts serving. ctx bounds only the
@@ -151,8 +158,49 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 		sb.metricsSrv = &http.Server{Handler: m.Handler(), ReadHeaderTimeout: 10 * time.Second}
 		go func() { _ = sb.metricsSrv.Serve(sb.metricsLn) }() // ends with ErrServerClosed on Close
 	}
+	if cfg.ConsoleAddr != "" {
+		if err := sb.startConsole(ctx, lc, cfg); err != nil {
+			return nil, errors.Join(err, sb.closeHTTP(), ln.Close(), srv.Close(), b.Close())
+		}
+	}
 	go func() { sb.served <- srv.Serve(ln) }()
 	return sb, nil
+}
+
+func (b *Broker) startConsole(ctx context.Context, lc net.ListenConfig, cfg Config) error {
+	c, err := console.New(b.b, cfg.Logger)
+	if err != nil {
+		return fmt.Errorf("strand: %w", err)
+	}
+	if b.consoleLn, err = lc.Listen(ctx, "tcp", cfg.ConsoleAddr); err != nil {
+		return fmt.Errorf("strand: console listener on %s: %w", cfg.ConsoleAddr, err)
+	}
+	b.consoleSrv = &http.Server{Handler: c, ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = b.consoleSrv.Serve(b.consoleLn) }() // ends with ErrServerClosed on Close
+	return nil
+}
+
+// ConsoleAddr returns the address of the web console (host:port), or ""
+// without Config.ConsoleAddr.
+func (b *Broker) ConsoleAddr() string {
+	if b.consoleLn == nil {
+		return ""
+	}
+	return b.consoleLn.Addr().String()
+}
+
+// closeHTTP stops the metrics and console listeners.
+func (b *Broker) closeHTTP() error {
+	var errs []error
+	for _, s := range []*http.Server{b.metricsSrv, b.consoleSrv} {
+		if s == nil {
+			continue
+		}
+		if err := s.Close(); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // MetricsAddr returns the address of the metrics listener (host:port), or
@@ -174,13 +222,7 @@ func (b *Broker) Dir() string { return b.b.Dir() }
 // Close stops serving (closing client connections), then closes every
 // partition cleanly. It returns the first error of either.
 func (b *Broker) Close() error {
-	var merr error
-	if b.metricsSrv != nil {
-		if merr = b.metricsSrv.Close(); errors.Is(merr, http.ErrServerClosed) {
-			merr = nil
-		}
-	}
-	err := errors.Join(merr, b.srv.Close())
+	err := errors.Join(b.closeHTTP(), b.srv.Close())
 	serveErr := <-b.served
 	b.served <- serveErr // a second Close gets the same answer
 	return errors.Join(err, serveErr, b.b.Close())

@@ -72,6 +72,7 @@ func startBroker(t *testing.T) *strand.Broker {
 	b, err := strand.Start(ctx, strand.Config{
 		Dir:         t.TempDir(),
 		MetricsAddr: "127.0.0.1:0",
+		ConsoleAddr: "127.0.0.1:0",
 		Logger:      slog.New(slog.NewTextHandler(io.Discard, nil)),
 	})
 	if err != nil {

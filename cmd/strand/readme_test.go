@@ -9,7 +9,8 @@ import (
 
 // TestReadmeTour runs every command of the README's "Five-minute tour", so
 // the tour cannot rot. The broker is one the test starts, so the tour's
-// addresses (127.0.0.1:9092 for Kafka, 127.0.0.1:9644 for metrics) become
+// addresses (127.0.0.1:9092 for Kafka, 127.0.0.1:9644 for metrics,
+// 127.0.0.1:9645 for the console) become
 // its own; "./strand" and "go run ./cmd/strand" become the binary built
 // from this source. "strand serve" and "go build" are skipped (the test
 // did both), and so are kcat and curl lines when they are not installed.
@@ -30,6 +31,7 @@ func TestReadmeTour(t *testing.T) {
 	replacer := strings.NewReplacer(
 		"127.0.0.1:9092", b.Addr(),
 		"127.0.0.1:9644", b.MetricsAddr(),
+		"127.0.0.1:9645", b.ConsoleAddr(),
 		"go run ./cmd/strand ", bin+" ",
 		"./strand ", bin+" ",
 	)

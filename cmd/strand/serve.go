@@ -36,6 +36,7 @@ type serveOptions struct {
 	logLevel          string
 	logFormat         string
 	metricsListen     string
+	consoleListen     string
 	retentionCheck    time.Duration
 	cleanerBackoff    time.Duration
 	cleanerMapBytes   int64
@@ -53,7 +54,7 @@ producer state flushed).
 --config names a file of "key = value" lines ('#' starts a comment). Keys are
 the long flag names (listen, advertised-addr, data-dir, node-id,
 auto-create-topics, default-partitions, max-request-bytes, log-level,
-log-format, metrics-listen, retention-check-interval, log-cleaner-backoff,
+log-format, metrics-listen, console-listen, retention-check-interval, log-cleaner-backoff,
 log-cleaner-dedupe-buffer-size, offsets-retention, group-initial-rebalance-delay), and "topic.<config>" sets a broker-wide default for a topic
 config, e.g.:
 
@@ -95,6 +96,7 @@ func newServeCmd() *cobra.Command {
 	f.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error")
 	f.StringVar(&o.logFormat, "log-format", "text", "text or json")
 	f.StringVar(&o.metricsListen, "metrics-listen", "127.0.0.1:9644", `address serving Prometheus /metrics and /healthz over HTTP ("" disables)`)
+	f.StringVar(&o.consoleListen, "console-listen", "127.0.0.1:9645", `address serving the read-only web console and its JSON API over HTTP ("" disables)`)
 	f.DurationVar(&o.retentionCheck, "retention-check-interval", 30*time.Second, "how often retention.ms and retention.bytes are applied (log.retention.check.interval.ms)")
 	f.DurationVar(&o.groupDelay, "group-initial-rebalance-delay", 3*time.Second, "how long a consumer group's first rebalance waits for more members (group.initial.rebalance.delay.ms; 0: none)")
 	f.DurationVar(&o.cleanerBackoff, "log-cleaner-backoff", 15*time.Second, "how often the compaction cleaner looks for dirty compacted partitions (log.cleaner.backoff.ms)")
@@ -196,6 +198,7 @@ func (o *serveOptions) run(ctx context.Context, logOut io.Writer) error {
 		TopicDefaults:           o.topicDefaults,
 		Logger:                  logger,
 		MetricsAddr:             o.metricsListen,
+		ConsoleAddr:             o.consoleListen,
 		RetentionCheckInterval:  o.retentionCheck,
 		CleanerBackoff:          o.cleanerBackoff,
 		CleanerDedupeBufferSize: o.cleanerMapBytes,
@@ -216,6 +219,9 @@ func (o *serveOptions) run(ctx context.Context, logOut io.Writer) error {
 		"pid", strconv.Itoa(os.Getpid()))
 	if addr := b.MetricsAddr(); addr != "" {
 		logger.Info("strand: metrics on http://"+addr+"/metrics", "metrics", addr)
+	}
+	if addr := b.ConsoleAddr(); addr != "" {
+		logger.Info("strand: console on http://"+addr+"/", "console", addr)
 	}
 	<-ctx.Done()
 	logger.Info("strand: shutting down")

@@ -35,7 +35,7 @@ func TestServeStartsAndStops(t *testing.T) {
 	dir := t.TempDir()
 	conf := filepath.Join(dir, "strand.conf")
 	data := filepath.Join(dir, "data")
-	content := "# test config\nlisten = 127.0.0.1:0\nmetrics-listen = 127.0.0.1:0\ndata-dir = " + data + "\nnode-id = 4\ntopic.retention.ms = 1000\nlog-format = json\n"
+	content := "# test config\nlisten = 127.0.0.1:0\nmetrics-listen = 127.0.0.1:0\nconsole-listen = 127.0.0.1:0\ndata-dir = " + data + "\nnode-id = 4\ntopic.retention.ms = 1000\nlog-format = json\n"
 	if err := os.WriteFile(conf, []byte(content), 0o644); err != nil {
 		t.Fatal(err)
 	}

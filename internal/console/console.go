@@ -1,0 +1,170 @@
+package console
+
+import (
+	"context"
+	"embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"html/template"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strconv"
+	"time"
+
+	"github.com/strandmq/strand/internal/broker"
+)
+
+//go:embed templates/*.html
+var templateFS embed.FS
+
+// pageTimeout bounds the group coordinator calls one page makes.
+const pageTimeout = 10 * time.Second
+
+// Console serves the pages and the JSON API for one broker.
+type Console struct {
+	b      *broker.Broker
+	logger *slog.Logger
+	pages  map[string]*template.Template
+	mux    *http.ServeMux
+}
+
+// New returns the console of b; logger may be nil (slog.Default()).
+func New(b *broker.Broker, logger *slog.Logger) (*Console, error) {
+	if logger == nil {
+		logger = slog.Default()
+	}
+	c := &Console{b: b, logger: logger, pages: map[string]*template.Template{}, mux: http.NewServeMux()}
+	funcs := template.FuncMap{
+		"bytes":     humanBytes,
+		"pathEsc":   url.PathEscape,
+		"queryEsc":  url.QueryEscape,
+		"sub":       func(a, b int64) int64 { return a - b },
+		"timestamp": func(t time.Time) string { return t.Format("2006-01-02 15:04:05.000Z") },
+	}
+	for _, page := range []string{"overview", "topic", "records", "group", "error"} {
+		t, err := template.New("layout.html").Funcs(funcs).ParseFS(templateFS, "templates/layout.html", "templates/"+page+".html")
+		if err != nil {
+			return nil, fmt.Errorf("console: template %s: %w", page, err)
+		}
+		c.pages[page] = t
+	}
+	c.route("overview", "/{$}", "/api/v1/overview", func(ctx context.Context, r *http.Request) (any, error) {
+		return overview(ctx, c.b)
+	})
+	c.route("topic", "/topics/{topic}", "/api/v1/topics/{topic}", func(_ context.Context, r *http.Request) (any, error) {
+		return topicDetail(c.b, r.PathValue("topic"))
+	})
+	c.route("records", "/topics/{topic}/partitions/{partition}", "/api/v1/topics/{topic}/partitions/{partition}/records",
+		func(_ context.Context, r *http.Request) (any, error) {
+			p, from, limit, err := recordsQuery(r)
+			if err != nil {
+				return nil, err
+			}
+			return records(c.b, r.PathValue("topic"), p, from, limit)
+		})
+	c.route("group", "/groups/{group}", "/api/v1/groups/{group}", func(ctx context.Context, r *http.Request) (any, error) {
+		return groupDetail(ctx, c.b, r.PathValue("group"))
+	})
+	return c, nil
+}
+
+// ServeHTTP implements http.Handler.
+func (c *Console) ServeHTTP(w http.ResponseWriter, r *http.Request) { c.mux.ServeHTTP(w, r) }
+
+// route serves one view model as a page at pagePath and as JSON at apiPath.
+func (c *Console) route(page, pagePath, apiPath string, view func(context.Context, *http.Request) (any, error)) {
+	c.mux.HandleFunc("GET "+pagePath, func(w http.ResponseWriter, r *http.Request) {
+		ctx, cancel := context.WithTimeout(r.Context(), pageTimeout)
+		defer cancel()
+		v, err := view(ctx, r)
+		if err != nil {
+			c.fail(w, r, err, false)
+			return
+		}
+		c.render(w, http.StatusOK, page, v)
+	})
+	c.mux.HandleFunc("GET "+apiPath, func(w http.ResponseWriter, r *http.Request) {
+		ctx, cancel := context.WithTimeout(r.Context(), pageTimeout)
+		defer cancel()
+		v, err := view(ctx, r)
+		if err != nil {
+			c.fail(w, r, err, true)
+			return
+		}
+		writeJSON(w, http.StatusOK, v)
+	})
+}
+
+func recordsQuery(r *http.Request) (partition int32, from int64, limit int, err error) {
+	p, err := strconv.ParseInt(r.PathValue("partition"), 10, 32)
+	if err != nil || p < 0 {
+		return 0, 0, 0, fmt.Errorf("%w: partition %q is not a partition number", errBadRequest, r.PathValue("partition"))
+	}
+	q := r.URL.Query()
+	from = 0
+	if s := q.Get("offset"); s != "" {
+		if from, err = strconv.ParseInt(s, 10, 64); err != nil || from < 0 {
+			return 0, 0, 0, fmt.Errorf("%w: offset %q: want an offset >= 0", errBadRequest, s)
+		}
+	}
+	limit = 50
+	if s := q.Get("limit"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 || n > maxRecords {
+			return 0, 0, 0, fmt.Errorf("%w: limit %q: want 1 to %d", errBadRequest, s, maxRecords)
+		}
+		limit = n
+	}
+	return int32(p), from, limit, nil
+}
+
+// fail answers an error: 404 for what does not exist, 400 for a bad query,
+// 500 (logged) for anything else.
+func (c *Console) fail(w http.ResponseWriter, r *http.Request, err error, api bool) {
+	status := http.StatusInternalServerError
+	switch {
+	case errors.Is(err, errNotFound):
+		status = http.StatusNotFound
+	case errors.Is(err, errBadRequest):
+		status = http.StatusBadRequest
+	default:
+		c.logger.Warn("console: request failed", "path", r.URL.Path, "err", err)
+	}
+	if api {
+		writeJSON(w, status, map[string]string{"error": err.Error()})
+		return
+	}
+	c.render(w, status, "error", map[string]any{"Status": status, "Error": err.Error()})
+}
+
+func (c *Console) render(w http.ResponseWriter, status int, page string, v any) {
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.Header().Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'")
+	w.WriteHeader(status)
+	if err := c.pages[page].Execute(w, v); err != nil {
+		c.logger.Warn("console: render", "page", page, "err", err)
+	}
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	_ = enc.Encode(v)
+}
+
+func humanBytes(n int64) string {
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	div, exp := int64(unit), 0
+	for m := n / unit; m >= unit; m /= unit {
+		div *= unit
+		exp++
+	}
+	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
+}

@@ -1,0 +1,190 @@
+package console
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"go.uber.org/goleak"
+
+	"github.com/strandmq/strand/internal/broker"
+	"github.com/strandmq/strand/internal/record"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// fixture is a broker with data on disk behind a console on a real
+// loopback listener: a topic "orders" with keyed records in two
+// partitions, a tombstone and a binary value, a JSON-validated topic with
+// one record quarantined to its DLQ, and a group "billing" that committed
+// part of "orders".
+type fixture struct {
+	b   *broker.Broker
+	srv *httptest.Server
+}
+
+func newFixture(t testing.TB) *fixture {
+	t.Helper()
+	b, err := broker.Open(broker.Config{Dir: t.TempDir(), Logger: slog.New(slog.DiscardHandler), GroupInitialRebalanceDelay: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	ctx := context.Background()
+	if _, err := b.CreateTopic(broker.TopicSpec{Name: "orders", Partitions: 2}); err != nil {
+		t.Fatal(err)
+	}
+	for i, v := range []string{"apple", "banana", "cherry"} {
+		recs := []record.Record{{Key: []byte("k" + v), Value: []byte(v), Timestamp: 1_700_000_000_000 + int64(i),
+			Headers: []record.RecordHeader{{Key: "source", Value: []byte("test")}}}}
+		if _, err := b.ProduceRecords(ctx, "orders", 0, recs); err != nil {
+			t.Fatal(err)
+		}
+	}
+	more := []record.Record{{Key: []byte("gone"), Value: nil, Timestamp: 1}, {Key: nil, Value: []byte{0xff, 0x00, 0x10}, Timestamp: 2}}
+	if _, err := b.ProduceRecords(ctx, "orders", 1, more); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.CreateTopic(broker.TopicSpec{Name: "events", Partitions: 1, Configs: map[string]string{broker.ConfigValidation: "json"}}); err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range []string{`{"ok":true}`, `not json`} {
+		if _, err := b.ProduceRecords(ctx, "events", 0, []record.Record{{Value: []byte(v), Timestamp: 3}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := b.Group("billing").CommitThrough(ctx, "orders", 0, 0); err != nil {
+		t.Fatal(err)
+	}
+	c, err := New(b, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(c)
+	t.Cleanup(srv.Close)
+	return &fixture{b: b, srv: srv}
+}
+
+func (f *fixture) get(t *testing.T, path string) (int, string) {
+	t.Helper()
+	resp, err := http.Get(f.srv.URL + path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.StatusCode, string(body)
+}
+
+func getJSON[T any](t *testing.T, f *fixture, path string) T {
+	t.Helper()
+	code, body := f.get(t, path)
+	if code != http.StatusOK {
+		t.Fatalf("GET %s: %d %s", path, code, body)
+	}
+	var v T
+	if err := json.Unmarshal([]byte(body), &v); err != nil {
+		t.Fatalf("GET %s: %v\n%s", path, err, body)
+	}
+	return v
+}
+
+// TestAPI reads every JSON endpoint and checks it against what the fixture
+// wrote.
+func TestAPI(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+
+	o := getJSON[Overview](t, f, "/api/v1/overview")
+	byName := map[string]TopicRow{}
+	for _, tr := range o.Topics {
+		byName[tr.Name] = tr
+	}
+	if r := byName["orders"]; r.Partitions != 2 || r.Records != 5 || r.Bytes == 0 || r.CleanupPolicy != "delete" {
+		t.Errorf("orders row: %+v", r)
+	}
+	if r := byName["events"]; r.Validation != "json" || r.DLQ != "events.dlq" || r.Records != 2 {
+		t.Errorf("events row: %+v (one accepted record and the quarantined one's gap)", r)
+	}
+	if r, ok := byName["events.dlq"]; !ok || r.Records != 1 {
+		t.Errorf("dead-letter topic: %+v %v", r, ok)
+	}
+	if len(o.Groups) != 1 || o.Groups[0].ID != "billing" || o.Groups[0].Lag != 2+2 {
+		t.Errorf("groups: %+v (committed orders-0 through 0: lag 2 there, 2 on orders-1)", o.Groups)
+	}
+
+	d := getJSON[TopicDetail](t, f, "/api/v1/topics/events")
+	if d.Ingest.Validated != 2 || d.Ingest.Quarantined != 1 || d.DLQ != "events.dlq" || len(d.Partitions) != 1 {
+		t.Errorf("events detail: %+v", d)
+	}
+	found := false
+	for _, c := range d.Configs {
+		found = found || c.Name == broker.ConfigValidation && c.Value == "json" && c.Source == "topic"
+	}
+	if !found {
+		t.Errorf("configs lack strand.validation=json from the topic: %+v", d.Configs)
+	}
+
+	rs := getJSON[Records](t, f, "/api/v1/topics/orders/partitions/0/records?offset=1&limit=1")
+	if rs.From != 1 || rs.Next != 2 || rs.End != 3 || len(rs.Records) != 1 || *rs.Records[0].Value != "banana" ||
+		*rs.Records[0].Key != "kbanana" || len(rs.Records[0].Headers) != 1 || *rs.Records[0].Headers[0].Value != "test" {
+		t.Errorf("one record from offset 1: %+v", rs)
+	}
+	rs = getJSON[Records](t, f, "/api/v1/topics/orders/partitions/1/records")
+	if len(rs.Records) != 2 || rs.Records[0].Value != nil || rs.Records[1].Key != nil ||
+		!rs.Records[1].ValueHex || *rs.Records[1].Value != "ff0010" {
+		t.Errorf("tombstone and binary value: %+v", rs.Records)
+	}
+
+	g := getJSON[GroupDetail](t, f, "/api/v1/groups/billing")
+	if g.State != "Empty" || g.TotalLag != 4 || len(g.Lag) != 2 || g.Lag[0].Committed != 1 || g.Lag[1].Committed != -1 {
+		t.Errorf("billing: %+v", g)
+	}
+}
+
+// TestErrors: unknown names are 404 and malformed queries 400, as JSON for
+// the API and as a page for people, with the reason.
+func TestErrors(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	for _, tc := range []struct {
+		path string
+		code int
+		want string
+	}{
+		{"/api/v1/topics/nope", 404, `topic \"nope\"`},
+		{"/topics/nope", 404, `topic &#34;nope&#34;`},
+		{"/api/v1/topics/orders/partitions/9/records", 404, "orders-9"},
+		{"/api/v1/topics/orders/partitions/x/records", 400, "not a partition number"},
+		{"/api/v1/topics/orders/partitions/0/records?offset=-3", 400, "want an offset"},
+		{"/topics/orders/partitions/0?limit=100000", 400, "want 1 to 500"},
+		{"/api/v1/groups/nobody", 404, `group \"nobody\"`},
+		{"/no/such/page", 404, ""},
+	} {
+		code, body := f.get(t, tc.path)
+		if code != tc.code || !strings.Contains(body, tc.want) {
+			t.Errorf("GET %s: %d %q; want %d with %q", tc.path, code, body, tc.code, tc.want)
+		}
+	}
+}
+
+// TestPagesEscape: a topic name and record contents are data, not markup.
+func TestPagesEscape(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	if _, err := f.b.ProduceRecords(context.Background(), "orders", 0, []record.Record{{Value: []byte("<script>alert(1)</script>"), Timestamp: 9}}); err != nil {
+		t.Fatal(err)
+	}
+	_, body := f.get(t, "/topics/orders/partitions/0?offset=3")
+	if strings.Contains(body, "<script>alert") || !strings.Contains(body, "&lt;script&gt;alert(1)&lt;/script&gt;") {
+		t.Fatalf("record value not escaped:\n%s", body)
+	}
+}

@@ -1,0 +1,334 @@
+package console
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+	"unicode/utf8"
+
+	"github.com/strandmq/strand/internal/broker"
+	"github.com/strandmq/strand/internal/group"
+	"github.com/strandmq/strand/internal/record"
+)
+
+// The view models: what each page shows, and what its /api/v1 twin
+// returns as JSON.
+
+// Overview is the front page.
+type Overview struct {
+	ClusterID string        `json:"clusterId"`
+	NodeID    int32         `json:"nodeId"`
+	DataDir   string        `json:"dataDir"`
+	Topics    []TopicRow    `json:"topics"`
+	Groups    []GroupRow    `json:"groups"`
+	Generated time.Time     `json:"generated"`
+	Totals    OverviewTotal `json:"totals"`
+}
+
+// OverviewTotal sums the topic rows.
+type OverviewTotal struct {
+	Topics     int   `json:"topics"`
+	Partitions int32 `json:"partitions"`
+	Records    int64 `json:"records"`
+	Bytes      int64 `json:"bytes"`
+}
+
+// TopicRow is one topic in the overview.
+type TopicRow struct {
+	Name       string `json:"name"`
+	Partitions int32  `json:"partitions"`
+	// Records is Σ (high watermark − log start): what a consumer from the
+	// start would read, compacted gaps aside.
+	Records       int64  `json:"records"`
+	Bytes         int64  `json:"bytes"`
+	CleanupPolicy string `json:"cleanupPolicy"`
+	Validation    string `json:"validation"`
+	DLQ           string `json:"dlq,omitempty"`
+	Internal      bool   `json:"internal"`
+}
+
+// GroupRow is one consumer group in the overview.
+type GroupRow struct {
+	ID           string `json:"id"`
+	State        string `json:"state"`
+	ProtocolType string `json:"protocolType"`
+	Lag          int64  `json:"lag"`
+}
+
+// TopicDetail is a topic's page.
+type TopicDetail struct {
+	Name       string         `json:"name"`
+	ID         string         `json:"id"`
+	Partitions []PartitionRow `json:"partitions"`
+	Configs    []ConfigRow    `json:"configs"`
+	Ingest     IngestRow      `json:"ingest"`
+	DLQ        string         `json:"dlq,omitempty"`
+	Internal   bool           `json:"internal"`
+}
+
+// IngestRow is a topic's validation counters since the broker started.
+type IngestRow struct {
+	Validated   int64 `json:"validated"`
+	Accepted    int64 `json:"accepted"`
+	Quarantined int64 `json:"quarantined"`
+	Redriven    int64 `json:"redriven"`
+}
+
+// PartitionRow is one partition of a topic.
+type PartitionRow struct {
+	Partition     int32 `json:"partition"`
+	Leader        int32 `json:"leader"`
+	LeaderEpoch   int32 `json:"leaderEpoch"`
+	LogStart      int64 `json:"logStartOffset"`
+	HighWatermark int64 `json:"highWatermark"`
+	Bytes         int64 `json:"bytes"`
+}
+
+// ConfigRow is one topic config and where its value comes from.
+type ConfigRow struct {
+	Name   string `json:"name"`
+	Value  string `json:"value"`
+	Source string `json:"source"` // topic, broker or default
+}
+
+// Records is a page of one partition's records.
+type Records struct {
+	Topic     string      `json:"topic"`
+	Partition int32       `json:"partition"`
+	From      int64       `json:"from"`
+	Next      int64       `json:"next"` // where the following page starts
+	LogStart  int64       `json:"logStartOffset"`
+	End       int64       `json:"highWatermark"`
+	Records   []RecordRow `json:"records"`
+}
+
+// RecordRow is one record, its key and value as text when they are UTF-8,
+// else as hex (KeyHex/ValueHex say which).
+type RecordRow struct {
+	Offset    int64       `json:"offset"`
+	Timestamp time.Time   `json:"timestamp"`
+	Key       *string     `json:"key"`   // nil: no key
+	Value     *string     `json:"value"` // nil: a tombstone
+	KeyHex    bool        `json:"keyHex,omitempty"`
+	ValueHex  bool        `json:"valueHex,omitempty"`
+	Headers   []HeaderRow `json:"headers,omitempty"`
+}
+
+// HeaderRow is one record header.
+type HeaderRow struct {
+	Key   string  `json:"key"`
+	Value *string `json:"value"`
+}
+
+// GroupDetail is a consumer group's page.
+type GroupDetail struct {
+	ID           string      `json:"id"`
+	State        string      `json:"state"`
+	ProtocolType string      `json:"protocolType"`
+	Protocol     string      `json:"protocol"`
+	Members      []MemberRow `json:"members"`
+	Lag          []LagRow    `json:"lag"`
+	TotalLag     int64       `json:"totalLag"`
+}
+
+// MemberRow is one member of a group.
+type MemberRow struct {
+	ID         string `json:"id"`
+	InstanceID string `json:"instanceId,omitempty"`
+	ClientID   string `json:"clientId"`
+	Host       string `json:"host"`
+}
+
+// LagRow is one partition's committed offset and lag.
+type LagRow struct {
+	Topic     string `json:"topic"`
+	Partition int32  `json:"partition"`
+	Committed int64  `json:"committed"` // -1: none
+	End       int64  `json:"highWatermark"`
+	Lag       int64  `json:"lag"`
+}
+
+// errNotFound marks an unknown topic, partition or group: HTTP 404.
+var errNotFound = errors.New("not found")
+
+// errBadRequest marks a malformed query: HTTP 400.
+var errBadRequest = errors.New("bad request")
+
+// maxRecords bounds one page of records.
+const maxRecords = 500
+
+func overview(ctx context.Context, b *broker.Broker) (Overview, error) {
+	o := Overview{ClusterID: b.ClusterID(), NodeID: int32(b.NodeID()), DataDir: b.Dir(), Generated: time.Now().UTC()}
+	for _, t := range b.Topics() {
+		row := TopicRow{Name: t.Name, Partitions: t.Partitions(), Internal: broker.IsInternalTopic(t.Name)}
+		row.CleanupPolicy, _ = t.Config.Get(broker.ConfigCleanupPolicy)
+		row.Validation, _ = t.Config.Get(broker.ConfigValidation)
+		row.DLQ = t.Config.DLQTopic(t.Name)
+		for i := range t.Partitions() {
+			p, err := t.Partition(broker.PartitionID(i))
+			if err != nil {
+				continue // deleted meanwhile
+			}
+			row.Records += int64(p.HighWatermark() - p.LogStartOffset())
+			row.Bytes += p.Size()
+		}
+		o.Topics = append(o.Topics, row)
+		o.Totals.Topics++
+		o.Totals.Partitions += row.Partitions
+		o.Totals.Records += row.Records
+		o.Totals.Bytes += row.Bytes
+	}
+	for _, l := range b.Groups().List(ctx, nil) {
+		row := GroupRow{ID: l.GroupID, State: l.State.String(), ProtocolType: l.ProtocolType}
+		if lag, err := b.GroupLag(ctx, l.GroupID); err == nil {
+			row.Lag = lag.Total
+		}
+		o.Groups = append(o.Groups, row)
+	}
+	return o, nil
+}
+
+func topicDetail(b *broker.Broker, name string) (TopicDetail, error) {
+	t, err := b.Topic(name)
+	if err != nil {
+		return TopicDetail{}, fmt.Errorf("%w: topic %q", errNotFound, name)
+	}
+	d := TopicDetail{Name: t.Name, ID: fmt.Sprintf("%x", t.ID[:]), Internal: broker.IsInternalTopic(t.Name),
+		DLQ: t.Config.DLQTopic(t.Name)}
+	st := b.TopicIngestStats(t.Name)
+	d.Ingest = IngestRow{Validated: st.Validated, Accepted: st.Accepted, Quarantined: st.Quarantined, Redriven: st.Redriven}
+	for i := range t.Partitions() {
+		p, err := t.Partition(broker.PartitionID(i))
+		if err != nil {
+			continue
+		}
+		d.Partitions = append(d.Partitions, PartitionRow{
+			Partition: i, Leader: int32(p.Leader()), LeaderEpoch: int32(p.LeaderEpoch()),
+			LogStart: int64(p.LogStartOffset()), HighWatermark: int64(p.HighWatermark()), Bytes: p.Size(),
+		})
+	}
+	entries, err := b.DescribeConfigs(t.Name)
+	if err != nil {
+		return TopicDetail{}, err
+	}
+	for _, e := range entries {
+		d.Configs = append(d.Configs, ConfigRow{Name: e.Name, Value: e.Value, Source: sourceName(e.Source)})
+	}
+	return d, nil
+}
+
+func sourceName(s broker.ConfigSource) string {
+	switch s {
+	case broker.SourceTopic:
+		return "topic"
+	case broker.SourceBroker:
+		return "broker"
+	default:
+		return "default"
+	}
+}
+
+// records reads up to limit records of a partition from offset from (clamped
+// to the log start, as a consumer reset to earliest would be).
+func records(b *broker.Broker, topic string, partition int32, from int64, limit int) (Records, error) {
+	p, err := b.Partition(topic, broker.PartitionID(partition))
+	if err != nil {
+		return Records{}, fmt.Errorf("%w: %s-%d", errNotFound, topic, partition)
+	}
+	start, end := int64(p.LogStartOffset()), int64(p.HighWatermark())
+	from = min(max(from, start), end)
+	out := Records{Topic: topic, Partition: partition, From: from, Next: from, LogStart: start, End: end}
+	for out.Next < end && len(out.Records) < limit {
+		res, err := p.Read(record.Offset(out.Next), 1<<20)
+		if errors.Is(err, broker.ErrOffsetOutOfRange) {
+			break // retention moved the start under us
+		}
+		if err != nil {
+			return Records{}, err
+		}
+		before := out.Next
+		s := record.Batches(res.Batches)
+		for s.Next() && len(out.Records) < limit {
+			batch, err := record.Decode(s.Batch())
+			if err != nil {
+				return Records{}, fmt.Errorf("decode batch in %s-%d: %w", topic, partition, err)
+			}
+			for _, r := range batch.Records {
+				if int64(r.Offset) < out.Next || len(out.Records) >= limit {
+					continue
+				}
+				out.Records = append(out.Records, recordRow(r))
+				out.Next = int64(r.Offset) + 1
+			}
+			if len(out.Records) < limit {
+				out.Next = max(out.Next, int64(batch.NextOffset())) // past compacted gaps
+			}
+		}
+		if err := s.Err(); err != nil {
+			return Records{}, err
+		}
+		if out.Next == before {
+			break
+		}
+	}
+	return out, nil
+}
+
+func recordRow(r record.Record) RecordRow {
+	row := RecordRow{Offset: int64(r.Offset), Timestamp: time.UnixMilli(r.Timestamp).UTC()}
+	row.Key, row.KeyHex = text(r.Key)
+	row.Value, row.ValueHex = text(r.Value)
+	for _, h := range r.Headers {
+		v, _ := text(h.Value)
+		row.Headers = append(row.Headers, HeaderRow{Key: h.Key, Value: v})
+	}
+	return row
+}
+
+// text renders bytes for a person: nil stays nil, valid UTF-8 is itself,
+// anything else is hex.
+func text(b []byte) (*string, bool) {
+	if b == nil {
+		return nil, false
+	}
+	if utf8.Valid(b) {
+		s := string(b)
+		return &s, false
+	}
+	s := fmt.Sprintf("%x", b)
+	return &s, true
+}
+
+func groupDetail(ctx context.Context, b *broker.Broker, id string) (GroupDetail, error) {
+	descs := b.Groups().Describe(ctx, []string{id})
+	if len(descs) != 1 {
+		return GroupDetail{}, fmt.Errorf("%w: group %q", errNotFound, id)
+	}
+	desc := descs[0]
+	lag, err := b.GroupLag(ctx, id)
+	if err != nil {
+		return GroupDetail{}, err
+	}
+	if desc.State == group.StateDead && len(lag.Partitions) == 0 {
+		return GroupDetail{}, fmt.Errorf("%w: group %q", errNotFound, id)
+	}
+	d := GroupDetail{ID: id, State: desc.State.String(), ProtocolType: desc.ProtocolType, Protocol: desc.Protocol, TotalLag: lag.Total}
+	for _, m := range desc.Members {
+		d.Members = append(d.Members, MemberRow{ID: m.MemberID, InstanceID: m.InstanceID, ClientID: m.ClientID, Host: m.ClientHost})
+	}
+	for _, p := range lag.Partitions {
+		d.Lag = append(d.Lag, LagRow{Topic: p.Topic, Partition: int32(p.Partition), Committed: int64(p.Committed), End: int64(p.End), Lag: p.Lag})
+	}
+	slices.SortFunc(d.Lag, func(a, b LagRow) int {
+		if a.Topic != b.Topic {
+			if a.Topic < b.Topic {
+				return -1
+			}
+			return 1
+		}
+		return int(a.Partition - b.Partition)
+	})
+	return d, nil
+}
