@@ -20,11 +20,7 @@ import (
 // they share fsyncs (group commit).
 func TestFlushEachSharesFsyncsAcrossProducers(t *testing.T) {
 	t.Parallel()
-	fs := vfs.NewMem()
-	b := open(t, fs, "/d")
-	defer b.Close()
-	mustCreate(t, b, TopicSpec{Name: "durable", Partitions: 1, Configs: map[string]string{ConfigFlushMessages: "1"}})
-	p, _ := b.Partition("durable", 0)
+	fs, p := durablePartition(t)
 	var syncs atomic.Int64
 	fs.InjectError(func(op vfs.Op, path string) error {
 		if op == vfs.OpSync && strings.HasSuffix(path, ".log") {
@@ -60,11 +56,7 @@ func TestFlushEachSharesFsyncsAcrossProducers(t *testing.T) {
 // that batch is not on disk.
 func TestFsyncFailureNeverAcknowledgesARetry(t *testing.T) {
 	t.Parallel()
-	fs := vfs.NewMem()
-	b := open(t, fs, "/d")
-	defer b.Close()
-	mustCreate(t, b, TopicSpec{Name: "durable", Partitions: 1, Configs: map[string]string{ConfigFlushMessages: "1"}})
-	p, _ := b.Partition("durable", 0)
+	fs, p := durablePartition(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if _, err := p.Append(ctx, idempotent(t, 7, 0, 1), AcksAll); err != nil {
@@ -82,4 +74,16 @@ func TestFsyncFailureNeverAcknowledgesARetry(t *testing.T) {
 	if hw := p.HighWatermark(); hw != 1 {
 		t.Fatalf("high watermark %d: the unsynced batch became visible", hw)
 	}
+}
+
+// durablePartition is partition 0 of a flush.messages=1 topic on a MemFS
+// (returned for error injection), closed at cleanup.
+func durablePartition(t *testing.T) (*vfs.MemFS, *Partition) {
+	t.Helper()
+	fs := vfs.NewMem()
+	b := open(t, fs, "/d")
+	t.Cleanup(func() { b.Close() })
+	mustCreate(t, b, TopicSpec{Name: "durable", Partitions: 1, Configs: map[string]string{ConfigFlushMessages: "1"}})
+	p, _ := b.Partition("durable", 0)
+	return fs, p
 }

@@ -360,9 +360,8 @@ func (c *Coordinator) Describe(ctx context.Context, groupIDs []string) []GroupDe
 	return out
 }
 
-// List handles ListGroups: every group whose state is in states (all groups
-// when states is empty), sorted by id.
-func (c *Coordinator) List(ctx context.Context, states []State) []GroupListing {
+// groupIDs is every group's id, sorted.
+func (c *Coordinator) groupIDs() []string {
 	c.mu.Lock()
 	ids := make([]string, 0, len(c.mu.groups))
 	for id := range c.mu.groups {
@@ -370,6 +369,13 @@ func (c *Coordinator) List(ctx context.Context, states []State) []GroupListing {
 	}
 	c.mu.Unlock()
 	sort.Strings(ids)
+	return ids
+}
+
+// List handles ListGroups: every group whose state is in states (all groups
+// when states is empty), sorted by id.
+func (c *Coordinator) List(ctx context.Context, states []State) []GroupListing {
+	ids := c.groupIDs()
 	var out []GroupListing
 	for _, id := range ids {
 		var l GroupListing

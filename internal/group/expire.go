@@ -2,7 +2,6 @@ package group
 
 import (
 	"context"
-	"sort"
 	"time"
 )
 
@@ -29,13 +28,7 @@ func (c *Coordinator) ExpireOffsets(ctx context.Context) int {
 	if c.cfg.OffsetsRetention < 0 {
 		return 0
 	}
-	c.mu.Lock()
-	ids := make([]string, 0, len(c.mu.groups))
-	for id := range c.mu.groups {
-		ids = append(ids, id)
-	}
-	c.mu.Unlock()
-	sort.Strings(ids)
+	ids := c.groupIDs()
 	n := 0
 	for _, id := range ids {
 		_, _ = c.do(ctx, id, false, func(g *group) { n += g.expireOffsets(c.cfg.Clock.Now(), c.cfg.OffsetsRetention) })
