@@ -52,6 +52,11 @@ var (
 	// ErrInternalTopic: the operation is not allowed on an internal topic
 	// (deleting __consumer_offsets).
 	ErrInternalTopic = errors.New("broker: not allowed on an internal topic")
+	// ErrStorage: the partition's disk failed the write or its fsync (full,
+	// read-only, I/O error), or the log stopped taking appends after such a
+	// failure (it recovers when the broker restarts). Nothing was
+	// acknowledged; KAFKA_STORAGE_ERROR, which clients retry.
+	ErrStorage = errors.New("broker: storage error")
 	// ErrClosed: the broker is shut down.
 	ErrClosed = errors.New("broker: closed")
 )

@@ -205,7 +205,7 @@ func (p *Partition) Append(ctx context.Context, batch []byte, acks Acks) (Append
 		// Outside the partition lock, so that concurrent producers share
 		// the fsync the flush policy asks for (group commit).
 		if err = pending.Wait(); err != nil {
-			err = fmt.Errorf("broker: append to %s-%d: %w", p.topic, p.id, err)
+			err = storageError(p, err)
 		}
 	}
 	if err == nil && !res.Duplicate {
@@ -222,7 +222,7 @@ func (p *Partition) Append(ctx context.Context, batch []byte, acks Acks) (Append
 			return res, nil
 		}
 		if err := p.log.Failed(); err != nil {
-			return res, fmt.Errorf("broker: %s-%d: %w", p.topic, p.id, err)
+			return res, storageError(p, err)
 		}
 		if p.isClosed() {
 			return res, fmt.Errorf("%w: %s-%d closed before the batch was committed", ErrUnknownTopicOrPartition, p.topic, p.id)
@@ -329,7 +329,7 @@ func (p *Partition) appendLocked(batch []byte, h record.Header, cfg *TopicConfig
 		return AppendResult{}, pending, fmt.Errorf("%w: %s-%d: %w", ErrCorruptMessage, p.topic, p.id, err)
 	}
 	if err != nil {
-		return AppendResult{}, pending, fmt.Errorf("broker: append to %s-%d: %w", p.topic, p.id, err)
+		return AppendResult{}, pending, storageError(p, err)
 	}
 	res.BaseOffset = base
 	res.last = base + record.Offset(h.LastOffsetDelta)
@@ -466,4 +466,16 @@ func (p *Partition) Producers() []producer.Active {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.mu.producers.Active()
+}
+
+// storageError wraps an append's failure from the log: ErrStorage unless the
+// batch itself was at fault (too large for a segment) or the log closed.
+func storageError(p *Partition, err error) error {
+	switch {
+	case errors.Is(err, partlog.ErrBatchTooLarge):
+		return fmt.Errorf("%w: %s-%d: %w", ErrMessageTooLarge, p.topic, p.id, err)
+	case errors.Is(err, partlog.ErrClosed):
+		return fmt.Errorf("%w: %s-%d was closed: %w", ErrUnknownTopicOrPartition, p.topic, p.id, err)
+	}
+	return fmt.Errorf("%w: append to %s-%d: %w", ErrStorage, p.topic, p.id, err)
 }

@@ -109,6 +109,7 @@ var errorCodes = []struct {
 	{broker.ErrPolicyViolation, kerr.PolicyViolation},
 	{broker.ErrInternalTopic, kerr.InvalidRequest},
 	{broker.ErrGroupNotEmpty, kerr.NonEmptyGroup},
+	{broker.ErrStorage, kerr.KafkaStorageError},
 	{broker.ErrClosed, kerr.NotLeaderForPartition},
 	{producer.ErrOutOfOrderSequence, kerr.OutOfOrderSequenceNumber},
 	{producer.ErrInvalidProducerEpoch, kerr.InvalidProducerEpoch},
@@ -116,10 +117,13 @@ var errorCodes = []struct {
 	{context.DeadlineExceeded, kerr.RequestTimedOut},
 }
 
-// logUnknown logs errors that map to UNKNOWN_SERVER_ERROR: they are bugs or
-// I/O failures, not client mistakes.
+// logUnknown logs errors that map to UNKNOWN_SERVER_ERROR or
+// KAFKA_STORAGE_ERROR: bugs and I/O failures, not client mistakes.
 func (s *Server) logUnknown(op string, err error) {
-	if err != nil && errorCode(err) == kerr.UnknownServerError.Code {
+	if err == nil {
+		return
+	}
+	if code := errorCode(err); code == kerr.UnknownServerError.Code || code == kerr.KafkaStorageError.Code {
 		s.logger.Error("kafka: "+op+" failed", "err", err)
 	}
 }

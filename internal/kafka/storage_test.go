@@ -1,0 +1,62 @@
+package kafka
+
+import (
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/strandmq/strand/internal/broker"
+	"github.com/strandmq/strand/internal/vfs"
+)
+
+// TestDiskFailuresAreStorageErrors: a full disk and a failed fsync reach
+// the producer as KAFKA_STORAGE_ERROR with the reason in ErrorMessage; the
+// server stays up, the full disk's partition takes appends again once space
+// is back, and after a failed fsync only that partition refuses appends
+// (until a restart recovers it) while the others carry on.
+func TestDiskFailuresAreStorageErrors(t *testing.T) {
+	t.Parallel()
+	fs := vfs.NewMem()
+	ts := startServer(t, broker.Config{FS: fs, Dir: "/data"}, Config{})
+	createTopic(t, ts.b, "full", 1, nil)
+	createTopic(t, ts.b, "synced", 2, map[string]string{broker.ConfigFlushMessages: "1"})
+	c := dial(t, ts.addr)
+	produce := func(topic string, partition int32) (int16, string) {
+		t.Helper()
+		pp := producePartition(t, c.do(produceReq(topic, partition, batch(t, 1, -1, -1, -1)), 9))
+		msg := ""
+		if pp.ErrorMessage != nil {
+			msg = *pp.ErrorMessage
+		}
+		return pp.ErrorCode, msg
+	}
+
+	fs.InjectError(vfs.ErrorOnce(vfs.OpWrite, "full-0/00000000000000000000.log", vfs.PartialWrite(syscall.ENOSPC, -1)))
+	if code, msg := produce("full", 0); code != kerr.KafkaStorageError.Code || !strings.Contains(msg, "no space left on device") {
+		t.Fatalf("produce on a full disk: %v %q", kerr.ErrorForCode(code), msg)
+	}
+	if code, _ := produce("full", 0); code != 0 {
+		t.Fatalf("produce once space is back: %v", kerr.ErrorForCode(code))
+	}
+
+	fs.InjectError(vfs.ErrorOnce(vfs.OpSync, "synced-0/00000000000000000000.log", syscall.EIO))
+	if code, msg := produce("synced", 0); code != kerr.KafkaStorageError.Code || !strings.Contains(msg, "input/output error") {
+		t.Fatalf("produce whose fsync fails: %v %q", kerr.ErrorForCode(code), msg)
+	}
+	if code, msg := produce("synced", 0); code != kerr.KafkaStorageError.Code || !strings.Contains(msg, "reopen to recover") {
+		t.Fatalf("produce after a failed fsync: %v %q", kerr.ErrorForCode(code), msg)
+	}
+	if code, _ := produce("synced", 1); code != 0 {
+		t.Fatalf("the other partition after a failed fsync: %v", kerr.ErrorForCode(code))
+	}
+	// Shutting down reports the failed partition (its tail could not be
+	// synced); the cleanup's second Close is a no-op.
+	if err := ts.s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := ts.b.Close(); err == nil || !strings.Contains(err.Error(), "synced-0") {
+		t.Fatalf("close after a failed fsync: %v", err)
+	}
+}
