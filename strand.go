@@ -17,6 +17,7 @@ package strand
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -81,6 +82,10 @@ type Config struct {
 	// the read-only web console and its JSON API under /api/v1 (see
 	// Broker.ConsoleAddr). Empty: no console.
 	ConsoleAddr string
+	// TLS, if set, makes the Kafka listener speak TLS (Kafka's SSL
+	// listener) with this configuration; set ClientAuth and ClientCAs for
+	// mutual TLS. The metrics and console listeners stay plain HTTP.
+	TLS *tls.Config
 }
 
 // Broker is a running embedded broker.
@@ -148,6 +153,9 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 	ln, err := lc.Listen(ctx, "tcp", cfg.Addr)
 	if err != nil {
 		return nil, errors.Join(fmt.Errorf("strand: listen on %s: %w", cfg.Addr, err), b.Close())
+	}
+	if cfg.TLS != nil {
+		ln = tls.NewListener(ln, cfg.TLS)
 	}
 	sb := &Broker{b: b, srv: srv, ln: ln, served: make(chan error, 1)}
 	if m != nil {

@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -61,10 +63,14 @@ type clientOptions struct {
 	brokers string
 	output  string // "table" or "json"
 	timeout time.Duration
+
+	tls             bool   // TLS with the system's roots
+	tlsCA           string // PEM roots instead (implies TLS)
+	tlsCert, tlsKey string // client certificate for mutual TLS
 }
 
-// addClientFlags registers --brokers and --timeout on fs, and --output when
-// the command prints something tabular.
+// addClientFlags registers --brokers, --timeout and the TLS flags on fs,
+// and --output when the command prints something tabular.
 func addClientFlags(cmd *cobra.Command, o *clientOptions, persistent, tabular bool) {
 	fs := cmd.Flags()
 	if persistent {
@@ -76,6 +82,10 @@ func addClientFlags(cmd *cobra.Command, o *clientOptions, persistent, tabular bo
 	}
 	fs.StringVar(&o.brokers, "brokers", def, "comma-separated seed brokers (env STRAND_BROKERS)")
 	fs.DurationVar(&o.timeout, "timeout", 15*time.Second, "give up on a request after this long")
+	fs.BoolVar(&o.tls, "tls", false, "connect with TLS, trusting the system's CAs")
+	fs.StringVar(&o.tlsCA, "tls-ca", "", "connect with TLS, trusting the CAs in this PEM file")
+	fs.StringVar(&o.tlsCert, "tls-cert", "", "PEM client certificate for mutual TLS (with --tls-key)")
+	fs.StringVar(&o.tlsKey, "tls-key", "", "PEM private key of --tls-cert")
 	if tabular {
 		fs.StringVarP(&o.output, "output", "o", "table", "table or json")
 	}
@@ -130,16 +140,64 @@ func (o *clientOptions) client(ctx context.Context, opts ...kgo.Opt) (*kgo.Clien
 	if err := o.reachable(ctx); err != nil {
 		return nil, err
 	}
-	opts = append([]kgo.Opt{
+	tlsCfg, err := o.tlsConfig()
+	if err != nil {
+		return nil, err
+	}
+	base := []kgo.Opt{
 		kgo.SeedBrokers(o.seeds()...),
 		kgo.RetryTimeout(o.timeout),
 		kgo.ClientID("strand-cli"),
-	}, opts...)
+	}
+	if tlsCfg != nil {
+		base = append(base, kgo.DialTLSConfig(tlsCfg))
+	}
+	opts = append(base, opts...)
 	cl, err := kgo.NewClient(opts...)
 	if err != nil {
 		return nil, usageErr("kafka client: %v", err)
 	}
 	return cl, nil
+}
+
+// tlsConfig is the client's TLS from --tls, --tls-ca, --tls-cert and
+// --tls-key, or nil for plaintext.
+func (o *clientOptions) tlsConfig() (*tls.Config, error) {
+	if !o.tls && o.tlsCA == "" && o.tlsCert == "" && o.tlsKey == "" {
+		return nil, nil
+	}
+	cfg := &tls.Config{MinVersion: tls.VersionTLS12}
+	if o.tlsCA != "" {
+		pool, err := loadCertPool(o.tlsCA)
+		if err != nil {
+			return nil, usageErr("--tls-ca: %v", err)
+		}
+		cfg.RootCAs = pool
+	}
+	switch {
+	case o.tlsCert != "" && o.tlsKey != "":
+		cert, err := tls.LoadX509KeyPair(o.tlsCert, o.tlsKey)
+		if err != nil {
+			return nil, usageErr("--tls-cert/--tls-key: %v", err)
+		}
+		cfg.Certificates = []tls.Certificate{cert}
+	case o.tlsCert != "" || o.tlsKey != "":
+		return nil, usageErr("--tls-cert and --tls-key go together")
+	}
+	return cfg, nil
+}
+
+// loadCertPool reads a PEM bundle of CA certificates.
+func loadCertPool(path string) (*x509.CertPool, error) {
+	pem, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(pem) {
+		return nil, fmt.Errorf("%s holds no PEM certificate", path)
+	}
+	return pool, nil
 }
 
 // admin returns an admin client; closing it closes its Kafka client.

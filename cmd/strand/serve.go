@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"cmp"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -37,6 +38,8 @@ type serveOptions struct {
 	logFormat         string
 	metricsListen     string
 	consoleListen     string
+	tlsCert, tlsKey   string
+	tlsClientCA       string
 	retentionCheck    time.Duration
 	cleanerBackoff    time.Duration
 	cleanerMapBytes   int64
@@ -54,7 +57,7 @@ producer state flushed).
 --config names a file of "key = value" lines ('#' starts a comment). Keys are
 the long flag names (listen, advertised-addr, data-dir, node-id,
 auto-create-topics, default-partitions, max-request-bytes, log-level,
-log-format, metrics-listen, console-listen, retention-check-interval, log-cleaner-backoff,
+log-format, metrics-listen, console-listen, tls-cert, tls-key, tls-client-ca, retention-check-interval, log-cleaner-backoff,
 log-cleaner-dedupe-buffer-size, offsets-retention, group-initial-rebalance-delay), and "topic.<config>" sets a broker-wide default for a topic
 config, e.g.:
 
@@ -96,6 +99,9 @@ func newServeCmd() *cobra.Command {
 	f.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error")
 	f.StringVar(&o.logFormat, "log-format", "text", "text or json")
 	f.StringVar(&o.metricsListen, "metrics-listen", "127.0.0.1:9644", `address serving Prometheus /metrics and /healthz over HTTP ("" disables)`)
+	f.StringVar(&o.tlsCert, "tls-cert", "", "PEM certificate (chain) for the Kafka listener: with --tls-key, clients must connect with TLS (Kafka's SSL listener)")
+	f.StringVar(&o.tlsKey, "tls-key", "", "PEM private key of --tls-cert")
+	f.StringVar(&o.tlsClientCA, "tls-client-ca", "", "PEM CA bundle: with it, clients must present a certificate it signed (mutual TLS)")
 	f.StringVar(&o.consoleListen, "console-listen", "127.0.0.1:9645", `address serving the read-only web console and its JSON API over HTTP ("" disables)`)
 	f.DurationVar(&o.retentionCheck, "retention-check-interval", 30*time.Second, "how often retention.ms and retention.bytes are applied (log.retention.check.interval.ms)")
 	f.DurationVar(&o.groupDelay, "group-initial-rebalance-delay", 3*time.Second, "how long a consumer group's first rebalance waits for more members (group.initial.rebalance.delay.ms; 0: none)")
@@ -170,6 +176,33 @@ func offsetsRetention(d time.Duration) time.Duration {
 	return d
 }
 
+// tlsConfig builds the Kafka listener's TLS from --tls-cert, --tls-key and
+// --tls-client-ca, or returns nil for a plaintext listener.
+func (o *serveOptions) tlsConfig() (*tls.Config, error) {
+	if o.tlsCert == "" && o.tlsKey == "" {
+		if o.tlsClientCA != "" {
+			return nil, usageErr("--tls-client-ca needs --tls-cert and --tls-key: mutual TLS is TLS first")
+		}
+		return nil, nil
+	}
+	if o.tlsCert == "" || o.tlsKey == "" {
+		return nil, usageErr("--tls-cert and --tls-key go together")
+	}
+	cert, err := tls.LoadX509KeyPair(o.tlsCert, o.tlsKey)
+	if err != nil {
+		return nil, fmt.Errorf("--tls-cert/--tls-key: %w", err)
+	}
+	cfg := &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+	if o.tlsClientCA != "" {
+		pool, err := loadCertPool(o.tlsClientCA)
+		if err != nil {
+			return nil, fmt.Errorf("--tls-client-ca: %w", err)
+		}
+		cfg.ClientCAs, cfg.ClientAuth = pool, tls.RequireAndVerifyClientCert
+	}
+	return cfg, nil
+}
+
 // minCleanerMapBytes is the least offset-map memory serve accepts: room
 // for about a thousand keys.
 const minCleanerMapBytes = 64 << 10
@@ -183,6 +216,10 @@ func (o *serveOptions) run(ctx context.Context, logOut io.Writer) error {
 	dir, err := filepath.Abs(o.dataDir)
 	if err != nil {
 		return fmt.Errorf("--data-dir: %w", err)
+	}
+	tlsCfg, err := o.tlsConfig()
+	if err != nil {
+		return err
 	}
 	if o.cleanerMapBytes < minCleanerMapBytes {
 		return fmt.Errorf("--log-cleaner-dedupe-buffer-size: %d bytes is below the minimum of %d", o.cleanerMapBytes, minCleanerMapBytes)
@@ -199,6 +236,7 @@ func (o *serveOptions) run(ctx context.Context, logOut io.Writer) error {
 		Logger:                  logger,
 		MetricsAddr:             o.metricsListen,
 		ConsoleAddr:             o.consoleListen,
+		TLS:                     tlsCfg,
 		RetentionCheckInterval:  o.retentionCheck,
 		CleanerBackoff:          o.cleanerBackoff,
 		CleanerDedupeBufferSize: o.cleanerMapBytes,

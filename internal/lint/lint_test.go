@@ -26,7 +26,7 @@ var layers = [][]string{
 	{"internal/compact"},
 	{"internal/partlog"},
 	{"internal/record"},
-	{"internal/assign", "internal/partitioner", "internal/vfs"},
+	{"internal/assign", "internal/partitioner", "internal/vfs", "internal/testcert"},
 	{"internal/lint"},
 }
 

@@ -1,0 +1,114 @@
+// Package testcert makes throwaway TLS certificates for tests: a CA, and
+// server and client certificates it signs, for loopback. It is for tests
+// only: keys are generated per call and never leave memory unless a test
+// writes them out.
+package testcert
+
+import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"fmt"
+	"math/big"
+	"net"
+	"time"
+)
+
+// CA is a certificate authority that signs leaf certificates.
+type CA struct {
+	Cert    *x509.Certificate
+	CertPEM []byte
+	key     *ecdsa.PrivateKey
+}
+
+// Leaf is a signed certificate and its key.
+type Leaf struct {
+	CertPEM, KeyPEM []byte
+	TLS             tls.Certificate
+}
+
+// NewCA returns a fresh CA valid for a day.
+func NewCA() (*CA, error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, err
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber:          big.NewInt(1),
+		Subject:               pkix.Name{CommonName: "strand test CA"},
+		NotBefore:             time.Now().Add(-time.Hour),
+		NotAfter:              time.Now().Add(24 * time.Hour),
+		IsCA:                  true,
+		BasicConstraintsValid: true,
+		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		return nil, err
+	}
+	cert, err := x509.ParseCertificate(der)
+	if err != nil {
+		return nil, err
+	}
+	return &CA{Cert: cert, CertPEM: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), key: key}, nil
+}
+
+// Pool is a cert pool holding only this CA.
+func (ca *CA) Pool() *x509.CertPool {
+	p := x509.NewCertPool()
+	p.AddCert(ca.Cert)
+	return p
+}
+
+// Server signs a server certificate for localhost and 127.0.0.1.
+func (ca *CA) Server() (*Leaf, error) {
+	return ca.leaf("localhost", x509.ExtKeyUsageServerAuth)
+}
+
+// Client signs a client certificate with common name cn.
+func (ca *CA) Client(cn string) (*Leaf, error) {
+	return ca.leaf(cn, x509.ExtKeyUsageClientAuth)
+}
+
+var serial = big.NewInt(1)
+
+func (ca *CA) leaf(cn string, usage x509.ExtKeyUsage) (*Leaf, error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, err
+	}
+	sn, err := rand.Int(rand.Reader, new(big.Int).Lsh(serial, 62))
+	if err != nil {
+		return nil, err
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: sn,
+		Subject:      pkix.Name{CommonName: cn},
+		NotBefore:    time.Now().Add(-time.Hour),
+		NotAfter:     time.Now().Add(24 * time.Hour),
+		KeyUsage:     x509.KeyUsageDigitalSignature,
+		ExtKeyUsage:  []x509.ExtKeyUsage{usage},
+		DNSNames:     []string{"localhost"},
+		IPAddresses:  []net.IP{net.IPv4(127, 0, 0, 1)},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.Cert, &key.PublicKey, ca.key)
+	if err != nil {
+		return nil, err
+	}
+	kder, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		return nil, err
+	}
+	l := &Leaf{
+		CertPEM: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
+		KeyPEM:  pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kder}),
+	}
+	if l.TLS, err = tls.X509KeyPair(l.CertPEM, l.KeyPEM); err != nil {
+		return nil, fmt.Errorf("testcert: %w", err)
+	}
+	return l, nil
+}
