@@ -76,7 +76,7 @@ func TestCLIMutualTLS(t *testing.T) {
 	}
 	for _, args := range [][]string{
 		{"topic", "list", "--timeout", "3s", "--tls-ca", path("ca.pem")}, // no client certificate
-		{"topic", "list", "--timeout", "3s"},                            // no TLS at all
+		{"topic", "list", "--timeout", "3s"},                             // no TLS at all
 	} {
 		if r := runCLI(t, addr, "", args...); r.code == 0 {
 			t.Fatalf("strand %s succeeded against a mutual-TLS listener:\n%s", strings.Join(args, " "), r.stdout)
