@@ -29,6 +29,7 @@ import (
 	"github.com/strandmq/strand/internal/console"
 	"github.com/strandmq/strand/internal/kafka"
 	"github.com/strandmq/strand/internal/metrics"
+	"github.com/strandmq/strand/internal/sasl"
 )
 
 // Config configures an embedded broker. Only Dir is required.
@@ -86,6 +87,12 @@ type Config struct {
 	// listener) with this configuration; set ClientAuth and ClientCAs for
 	// mutual TLS. The metrics and console listeners stay plain HTTP.
 	TLS *tls.Config
+	// SASLUsers, if set, makes the Kafka listener require SASL
+	// authentication (PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512) as one of
+	// these users (name → password) before anything but ApiVersions. Over
+	// TLS that is Kafka's SASL_SSL; without, SASL_PLAINTEXT (PLAIN then
+	// sends the password in the clear: prefer SCRAM, or TLS).
+	SASLUsers map[string]string
 }
 
 // Broker is a running embedded broker.
@@ -139,6 +146,11 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 		AdvertisedAddr:  cfg.AdvertisedAddr,
 		MaxRequestBytes: cfg.MaxRequestBytes,
 		Logger:          cfg.Logger,
+	}
+	if cfg.SASLUsers != nil {
+		if kcfg.SASL, err = sasl.New(cfg.SASLUsers); err != nil {
+			return nil, errors.Join(fmt.Errorf("strand: %w", err), b.Close())
+		}
 	}
 	var m *metrics.Metrics
 	if cfg.MetricsAddr != "" {

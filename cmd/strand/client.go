@@ -19,6 +19,9 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/sasl"
+	"github.com/twmb/franz-go/pkg/sasl/plain"
+	"github.com/twmb/franz-go/pkg/sasl/scram"
 )
 
 // Exit codes of every client command. A script can tell "fix your command"
@@ -67,6 +70,8 @@ type clientOptions struct {
 	tls             bool   // TLS with the system's roots
 	tlsCA           string // PEM roots instead (implies TLS)
 	tlsCert, tlsKey string // client certificate for mutual TLS
+
+	saslMechanism, saslUser string // password: env STRAND_SASL_PASSWORD
 }
 
 // addClientFlags registers --brokers, --timeout and the TLS flags on fs,
@@ -86,6 +91,8 @@ func addClientFlags(cmd *cobra.Command, o *clientOptions, persistent, tabular bo
 	fs.StringVar(&o.tlsCA, "tls-ca", "", "connect with TLS, trusting the CAs in this PEM file")
 	fs.StringVar(&o.tlsCert, "tls-cert", "", "PEM client certificate for mutual TLS (with --tls-key)")
 	fs.StringVar(&o.tlsKey, "tls-key", "", "PEM private key of --tls-cert")
+	fs.StringVar(&o.saslUser, "sasl-user", os.Getenv("STRAND_SASL_USER"), "authenticate with SASL as this user (env STRAND_SASL_USER; the password comes from env STRAND_SASL_PASSWORD)")
+	fs.StringVar(&o.saslMechanism, "sasl-mechanism", "SCRAM-SHA-512", "PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512")
 	if tabular {
 		fs.StringVarP(&o.output, "output", "o", "table", "table or json")
 	}
@@ -152,6 +159,13 @@ func (o *clientOptions) client(ctx context.Context, opts ...kgo.Opt) (*kgo.Clien
 	if tlsCfg != nil {
 		base = append(base, kgo.DialTLSConfig(tlsCfg))
 	}
+	if o.saslUser != "" {
+		mech, err := o.saslAuth()
+		if err != nil {
+			return nil, err
+		}
+		base = append(base, kgo.SASL(mech))
+	}
 	opts = append(base, opts...)
 	cl, err := kgo.NewClient(opts...)
 	if err != nil {
@@ -185,6 +199,24 @@ func (o *clientOptions) tlsConfig() (*tls.Config, error) {
 		return nil, usageErr("--tls-cert and --tls-key go together")
 	}
 	return cfg, nil
+}
+
+// saslAuth is the SASL mechanism for --sasl-user, --sasl-mechanism and
+// $STRAND_SASL_PASSWORD (never a flag: it would show in ps).
+func (o *clientOptions) saslAuth() (sasl.Mechanism, error) {
+	pass := os.Getenv("STRAND_SASL_PASSWORD")
+	if pass == "" {
+		return nil, usageErr("--sasl-user %s: set the password in STRAND_SASL_PASSWORD", o.saslUser)
+	}
+	switch strings.ToUpper(o.saslMechanism) {
+	case "PLAIN":
+		return plain.Auth{User: o.saslUser, Pass: pass}.AsMechanism(), nil
+	case "SCRAM-SHA-256":
+		return scram.Auth{User: o.saslUser, Pass: pass}.AsSha256Mechanism(), nil
+	case "SCRAM-SHA-512":
+		return scram.Auth{User: o.saslUser, Pass: pass}.AsSha512Mechanism(), nil
+	}
+	return nil, usageErr("--sasl-mechanism: want PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512, got %q", o.saslMechanism)
 }
 
 // loadCertPool reads a PEM bundle of CA certificates.

@@ -22,6 +22,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/strandmq/strand"
+	"github.com/strandmq/strand/internal/sasl"
 )
 
 // serveOptions are strand serve's settings. Each has a flag; a --config
@@ -40,6 +41,7 @@ type serveOptions struct {
 	consoleListen     string
 	tlsCert, tlsKey   string
 	tlsClientCA       string
+	saslUsers         string
 	retentionCheck    time.Duration
 	cleanerBackoff    time.Duration
 	cleanerMapBytes   int64
@@ -57,7 +59,7 @@ producer state flushed).
 --config names a file of "key = value" lines ('#' starts a comment). Keys are
 the long flag names (listen, advertised-addr, data-dir, node-id,
 auto-create-topics, default-partitions, max-request-bytes, log-level,
-log-format, metrics-listen, console-listen, tls-cert, tls-key, tls-client-ca, retention-check-interval, log-cleaner-backoff,
+log-format, metrics-listen, console-listen, tls-cert, tls-key, tls-client-ca, sasl-users, retention-check-interval, log-cleaner-backoff,
 log-cleaner-dedupe-buffer-size, offsets-retention, group-initial-rebalance-delay), and "topic.<config>" sets a broker-wide default for a topic
 config, e.g.:
 
@@ -102,6 +104,7 @@ func newServeCmd() *cobra.Command {
 	f.StringVar(&o.tlsCert, "tls-cert", "", "PEM certificate (chain) for the Kafka listener: with --tls-key, clients must connect with TLS (Kafka's SSL listener)")
 	f.StringVar(&o.tlsKey, "tls-key", "", "PEM private key of --tls-cert")
 	f.StringVar(&o.tlsClientCA, "tls-client-ca", "", "PEM CA bundle: with it, clients must present a certificate it signed (mutual TLS)")
+	f.StringVar(&o.saslUsers, "sasl-users", "", `file of "user:password" lines: clients must authenticate as one of them with SASL PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512`)
 	f.StringVar(&o.consoleListen, "console-listen", "127.0.0.1:9645", `address serving the read-only web console and its JSON API over HTTP ("" disables)`)
 	f.DurationVar(&o.retentionCheck, "retention-check-interval", 30*time.Second, "how often retention.ms and retention.bytes are applied (log.retention.check.interval.ms)")
 	f.DurationVar(&o.groupDelay, "group-initial-rebalance-delay", 3*time.Second, "how long a consumer group's first rebalance waits for more members (group.initial.rebalance.delay.ms; 0: none)")
@@ -221,6 +224,19 @@ func (o *serveOptions) run(ctx context.Context, logOut io.Writer) error {
 	if err != nil {
 		return err
 	}
+	var users map[string]string
+	if o.saslUsers != "" {
+		raw, err := os.ReadFile(o.saslUsers)
+		if err != nil {
+			return fmt.Errorf("--sasl-users: %w", err)
+		}
+		if users, err = sasl.ParseUsers(raw); err != nil {
+			return fmt.Errorf("--sasl-users %s: %w", o.saslUsers, err)
+		}
+		if len(users) == 0 {
+			return fmt.Errorf("--sasl-users %s: no users", o.saslUsers)
+		}
+	}
 	if o.cleanerMapBytes < minCleanerMapBytes {
 		return fmt.Errorf("--log-cleaner-dedupe-buffer-size: %d bytes is below the minimum of %d", o.cleanerMapBytes, minCleanerMapBytes)
 	}
@@ -237,6 +253,7 @@ func (o *serveOptions) run(ctx context.Context, logOut io.Writer) error {
 		MetricsAddr:             o.metricsListen,
 		ConsoleAddr:             o.consoleListen,
 		TLS:                     tlsCfg,
+		SASLUsers:               users,
 		RetentionCheckInterval:  o.retentionCheck,
 		CleanerBackoff:          o.cleanerBackoff,
 		CleanerDedupeBufferSize: o.cleanerMapBytes,

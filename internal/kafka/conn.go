@@ -45,6 +45,9 @@ type conn struct {
 	// unwritten counts responses queued for the writer and not yet
 	// written; while it is zero the writer is idle.
 	unwritten atomic.Int32
+	// auth is the connection's SASL state (sasl.go); only the serving
+	// goroutine touches it, and requests are served one at a time.
+	auth authState
 }
 
 // inbound is a decoded request and the pooled frame its fields point into.
@@ -81,6 +84,13 @@ func (c *conn) readLoop() {
 	br := bufio.NewReaderSize(c.nc, 32<<10)
 	var clientID string
 	for {
+		if c.auth.raw {
+			// After a SaslHandshake v0, SASL tokens come as bare frames.
+			if !c.rawAuthStep(br) {
+				return
+			}
+			continue
+		}
 		frame, err := readFrame(br, c.s.cfg.MaxRequestBytes, &c.s.frames)
 		if err != nil {
 			if !c.halted.Load() {
@@ -98,6 +108,13 @@ func (c *conn) readLoop() {
 			return
 		}
 		in := inbound{req, frame}
+		if req.key == apiKeySaslHandshake && c.queued.Load() != 0 {
+			// Served here so that a v0 handshake's switch to bare tokens
+			// applies to the very next frame; clients never pipeline it.
+			c.s.frames.put(frame)
+			c.logEnd(fmt.Errorf("%w: SaslHandshake pipelined behind other requests", ErrMalformed), clientID)
+			return
+		}
 		if len(frame) <= inlineFrame && c.queued.Load() == 0 {
 			if !c.serve(in) {
 				return
@@ -153,7 +170,8 @@ func (c *conn) serve(in inbound) bool {
 	if b.bufs == nil {
 		return true // acks=0: no response
 	}
-	return c.send(b)
+	// A failed authentication's answer is the connection's last.
+	return c.send(b) && !c.auth.failed
 }
 
 // directWrite is the largest response the serving goroutine writes itself
@@ -213,6 +231,9 @@ func (c *conn) handle(req *request) (out outbound, err error) {
 			err = fmt.Errorf("kafka: %s handler panicked: %v", kmsg.NameForKey(req.key), r)
 		}
 	}()
+	if err := c.checkAuthenticated(req.key); err != nil {
+		return outbound{}, err
+	}
 	var resp kmsg.Response
 	if req.unsupportedApiVersions {
 		resp = c.s.apiVersionsUnsupported()
@@ -267,7 +288,11 @@ type clientInfo struct{ id, host string }
 // handlerContext is the connection's context, with the client's id and host
 // for the API keys that need them.
 func (c *conn) handlerContext(req *request) context.Context {
-	if req.key != apiKeyJoinGroup {
+	switch req.key {
+	case apiKeySaslHandshake, apiKeySaslAuthenticate:
+		return context.WithValue(c.ctx, authKey{}, &c.auth)
+	case apiKeyJoinGroup:
+	default:
 		return c.ctx
 	}
 	// Kafka reports the host as Java's InetAddress.toString: "/127.0.0.1".

@@ -30,15 +30,24 @@ var ErrMalformed = errors.New("kafka: malformed request")
 // bytes arrive, fourfold per step, so new memory follows what the peer
 // actually sent, not what its size field claims.
 func readFrame(r io.Reader, maxSize int32, pool *framePool) ([]byte, error) {
+	return readFrameMin(r, minFrameSize, maxSize, pool)
+}
+
+// readFrameMin is readFrame for frames of at least minSize bytes (a raw
+// SASL token, unlike a request, has no header).
+func readFrameMin(r io.Reader, minSize, maxSize int32, pool *framePool) ([]byte, error) {
 	var sz [4]byte
 	if _, err := io.ReadFull(r, sz[:]); err != nil {
 		return nil, err
 	}
 	n := int32(binary.BigEndian.Uint32(sz[:]))
-	if n < minFrameSize || n > maxSize {
-		return nil, fmt.Errorf("%w: frame size %d outside [%d, %d] (socket.request.max.bytes)", ErrMalformed, n, minFrameSize, maxSize)
+	if n < minSize || n > maxSize {
+		return nil, fmt.Errorf("%w: frame size %d outside [%d, %d] (socket.request.max.bytes)", ErrMalformed, n, minSize, maxSize)
 	}
 	size := int(n)
+	if size == 0 {
+		return []byte{}, nil
+	}
 	buf := pool.tryGet(size)
 	if buf == nil {
 		buf = pool.get(min(size, readChunk))

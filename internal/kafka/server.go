@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 
 	"github.com/strandmq/strand/internal/broker"
+	"github.com/strandmq/strand/internal/sasl"
 )
 
 // Config configures a Server.
@@ -28,6 +29,10 @@ type Config struct {
 	Logger *slog.Logger
 	// Observer, if set, is told about every request (observe.go).
 	Observer Observer
+	// SASL, if set, requires every connection to authenticate with
+	// SaslHandshake + SaslAuthenticate before anything but ApiVersions
+	// (Kafka's SASL_PLAINTEXT or, over TLS, SASL_SSL listener).
+	SASL *sasl.Users
 }
 
 // Server is a Kafka wire-protocol server in front of a broker.

@@ -6,7 +6,8 @@
 # Builds cmd/strand (or uses $STRAND_BIN), starts it on a free loopback port
 # with a temp data directory, runs kcat.sh, kafka_python.py, groups.py and dlq.sh, restarts the
 # broker on the same data directory and checks that every acknowledged record
-# is still there, then stops it. Needs kcat and Debian's python3-kafka for
+# is still there, restarts it once more with --sasl-users and runs sasl.sh,
+# then stops it. Needs kcat and Debian's python3-kafka for
 # /usr/bin/python3 (python3-snappy, python3-lz4 and python3-zstandard enable
 # kafka-python's codec checks; without them those are skipped).
 #
@@ -89,10 +90,10 @@ s = socket.socket()
 s.bind(("127.0.0.1", 0))
 print(s.getsockname()[1])')
 
-start_broker() {
-  echo "== starting: strand serve --listen 127.0.0.1:$port --data-dir $tmp/data"
-  echo "---- strand serve start $(date -u +%FT%TZ)" >>"$log"
-  "$bin" serve --listen "127.0.0.1:$port" --data-dir "$tmp/data" >>"$log" 2>&1 &
+start_broker() { # extra arguments go to strand serve
+  echo "== starting: strand serve --listen 127.0.0.1:$port --data-dir $tmp/data $*"
+  echo "---- strand serve start $(date -u +%FT%TZ) $*" >>"$log"
+  "$bin" serve --listen "127.0.0.1:$port" --data-dir "$tmp/data" "$@" >>"$log" 2>&1 &
   pid=$!
   local deadline=$((SECONDS + STARTUP_TIMEOUT))
   while ((SECONDS < deadline)); do
@@ -174,6 +175,16 @@ if [[ -n $pid ]]; then
     [[ -n $pid ]] && run_test kcat-after-restart "$here/kcat.sh" "$port" after-restart || true
     [[ -n $pid ]] && run_test kafka-python-after-restart "$PY" "$here/kafka_python.py" "$port" --after-restart || true
     [[ -n $pid ]] && run_test groups-after-restart "$PY" "$here/groups.py" "$port" --after-restart || true
+  fi
+fi
+
+# SASL: the same data directory behind a listener that requires it.
+if [[ -n $pid ]]; then
+  echo "== restarting the broker with --sasl-users"
+  stop_broker || { echo "FAIL interop: broker exited with non-zero status on SIGTERM"; failed=$((failed + 1)); }
+  printf 'app:s3cret-pw\n' >"$tmp/users"
+  if start_broker --sasl-users "$tmp/users"; then
+    run_test sasl "$here/sasl.sh" "$port" || true
   fi
 fi
 

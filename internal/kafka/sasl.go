@@ -1,0 +1,140 @@
+package kafka
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strandmq/strand/internal/sasl"
+)
+
+const (
+	apiKeySaslHandshake    = 17
+	apiKeySaslAuthenticate = 36
+)
+
+// authState is one connection's progress through SASL.
+type authState struct {
+	session sasl.Session // set by SaslHandshake, until done
+	user    string       // set once authenticated
+	done    bool
+	failed  bool // the connection closes after this response
+	raw     bool // SaslHandshake v0: the next frames are bare tokens
+}
+
+type authKey struct{}
+
+// checkAuthenticated refuses any request but ApiVersions and the SASL ones
+// before a SASL listener's client has authenticated, as Kafka does (it
+// closes the connection).
+func (c *conn) checkAuthenticated(key int16) error {
+	if c.s.cfg.SASL == nil || c.auth.done {
+		return nil
+	}
+	switch key {
+	case apiKeyApiVersions, apiKeySaslHandshake, apiKeySaslAuthenticate:
+		return nil
+	}
+	return fmt.Errorf("kafka: %s before SASL authentication on a SASL listener; closing the connection", kmsg.NameForKey(key))
+}
+
+// SaslHandshake: v0-v1.
+//
+// Behavior:
+//
+//   - Reports the enabled mechanisms (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512)
+//     and starts an exchange for the one asked, which SaslAuthenticate
+//     carries; an unknown mechanism is UNSUPPORTED_SASL_MECHANISM.
+//
+//   - On a listener without SASL, or a second handshake on one connection,
+//     ILLEGAL_SASL_STATE.
+//
+//   - v0 (before KIP-152): the tokens that follow are bare size-prefixed
+//     frames, not SaslAuthenticate requests (rawAuthStep); older clients
+//     such as kafka-python 2.0 speak it, and librdkafka needs v0 advertised.
+func (s *Server) handleSaslHandshake(ctx context.Context, kreq kmsg.Request) (kmsg.Response, error) {
+	req := kreq.(*kmsg.SASLHandshakeRequest)
+	resp := req.ResponseKind().(*kmsg.SASLHandshakeResponse)
+	auth, _ := ctx.Value(authKey{}).(*authState)
+	if s.cfg.SASL == nil || auth == nil || auth.done || auth.session != nil {
+		resp.ErrorCode = kerr.IllegalSaslState.Code
+		return resp, nil
+	}
+	resp.SupportedMechanisms = s.cfg.SASL.Mechanisms()
+	sess, err := s.cfg.SASL.Start(req.Mechanism)
+	if err != nil {
+		resp.ErrorCode = kerr.UnsupportedSaslMechanism.Code
+		return resp, nil
+	}
+	auth.session = sess
+	auth.raw = req.Version == 0
+	return resp, nil
+}
+
+// SaslAuthenticate: v0-v2.
+//
+// Behavior:
+//   - Feeds the client's bytes to the exchange SaslHandshake started and
+//     returns the server's; once it completes the connection may send
+//     anything. A failed exchange is SASL_AUTHENTICATION_FAILED with a
+//     message that does not say whether the user exists, and the
+//     connection is closed after the answer, as Kafka does.
+//   - Without a prior handshake: ILLEGAL_SASL_STATE.
+//   - v1+: SessionLifetimeMillis 0 (no re-authentication, KIP-368).
+func (s *Server) handleSaslAuthenticate(ctx context.Context, kreq kmsg.Request) (kmsg.Response, error) {
+	req := kreq.(*kmsg.SASLAuthenticateRequest)
+	resp := req.ResponseKind().(*kmsg.SASLAuthenticateResponse)
+	auth, _ := ctx.Value(authKey{}).(*authState)
+	if auth == nil || auth.session == nil {
+		resp.ErrorCode = kerr.IllegalSaslState.Code
+		resp.ErrorMessage = kmsg.StringPtr("SaslAuthenticate without a SaslHandshake")
+		return resp, nil
+	}
+	reply, done, err := auth.session.Step(req.SASLAuthBytes)
+	if err != nil {
+		auth.failed, auth.session = true, nil
+		resp.ErrorCode = kerr.SaslAuthenticationFailed.Code
+		resp.ErrorMessage = kmsg.StringPtr(err.Error())
+		if !errors.Is(err, sasl.ErrAuthFailed) {
+			s.logger.Warn("kafka: SASL exchange failed", "err", err)
+		}
+		s.logger.Info("kafka: SASL authentication failed", "client", clientFrom(ctx).id)
+		return resp, nil
+	}
+	resp.SASLAuthBytes = reply
+	if done {
+		auth.done, auth.user = true, auth.session.User()
+		auth.session = nil
+	}
+	return resp, nil
+}
+
+// rawAuthStep reads one bare SASL token (the pre-KIP-152 exchange a
+// SaslHandshake v0 starts) and answers with a bare token. A failure closes
+// the connection without an answer, as Kafka does in this mode. It returns
+// false when the connection must stop.
+func (c *conn) rawAuthStep(r io.Reader) bool {
+	frame, err := readFrameMin(r, 0, c.s.cfg.MaxRequestBytes, &c.s.frames)
+	if err != nil {
+		c.logEnd(err, "")
+		return false
+	}
+	reply, done, err := c.auth.session.Step(frame)
+	c.s.frames.put(frame)
+	if err != nil {
+		c.s.logger.Info("kafka: SASL authentication failed", "remote", c.nc.RemoteAddr().String(), "err", err)
+		return false
+	}
+	if done {
+		c.auth.done, c.auth.raw, c.auth.user = true, false, c.auth.session.User()
+		c.auth.session = nil
+	}
+	out := binary.BigEndian.AppendUint32(make([]byte, 0, 4+len(reply)), uint32(len(reply)))
+	return c.send(outbound{bufs: net.Buffers{append(out, reply...)}})
+}
