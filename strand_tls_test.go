@@ -18,18 +18,8 @@ import (
 // while the broker keeps serving.
 func TestTLSListener(t *testing.T) {
 	t.Parallel()
-	ca, err := testcert.NewCA()
-	if err != nil {
-		t.Fatal(err)
-	}
-	server, err := ca.Server()
-	if err != nil {
-		t.Fatal(err)
-	}
-	client, err := ca.Client("app")
-	if err != nil {
-		t.Fatal(err)
-	}
+	certs := testcert.MustSet(t, "app")
+	ca, server, client := certs.CA, certs.Server, certs.Client
 	b, err := Start(context.Background(), Config{Dir: t.TempDir(), Logger: slog.New(slog.DiscardHandler), TLS: &tls.Config{
 		Certificates: []tls.Certificate{server.TLS},
 		ClientCAs:    ca.Pool(),

@@ -21,18 +21,8 @@ import (
 func TestCLIMutualTLS(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	ca, err := testcert.NewCA()
-	if err != nil {
-		t.Fatal(err)
-	}
-	server, err := ca.Server()
-	if err != nil {
-		t.Fatal(err)
-	}
-	client, err := ca.Client("cli")
-	if err != nil {
-		t.Fatal(err)
-	}
+	certs := testcert.MustSet(t, "cli")
+	ca, server, client := certs.CA, certs.Server, certs.Client
 	files := map[string][]byte{"ca.pem": ca.CertPEM, "server.pem": server.CertPEM, "server.key": server.KeyPEM,
 		"client.pem": client.CertPEM, "client.key": client.KeyPEM}
 	for name, b := range files {

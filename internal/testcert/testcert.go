@@ -112,3 +112,27 @@ func (ca *CA) leaf(cn string, usage x509.ExtKeyUsage) (*Leaf, error) {
 	}
 	return l, nil
 }
+
+// Set is a CA with a server certificate and one client certificate.
+type Set struct {
+	CA             *CA
+	Server, Client *Leaf
+}
+
+// MustSet makes a Set whose client certificate has common name clientCN,
+// failing the test (any value with Fatal) on error.
+func MustSet(t interface{ Fatal(...any) }, clientCN string) Set {
+	ca, err := NewCA()
+	if err != nil {
+		t.Fatal(err)
+	}
+	server, err := ca.Server()
+	if err != nil {
+		t.Fatal(err)
+	}
+	client, err := ca.Client(clientCN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return Set{CA: ca, Server: server, Client: client}
+}
