@@ -6,8 +6,8 @@
 # Builds cmd/strand (or uses $STRAND_BIN), starts it on a free loopback port
 # with a temp data directory, runs kcat.sh, kafka_python.py, groups.py and dlq.sh, restarts the
 # broker on the same data directory and checks that every acknowledged record
-# is still there, restarts it once more with --sasl-users and runs sasl.sh,
-# then stops it. Needs kcat and Debian's python3-kafka for
+# is still there, restarts it with mutual TLS (certificates from openssl) for
+# tls.sh and with --sasl-users for sasl.sh, then stops it. Needs kcat and Debian's python3-kafka for
 # /usr/bin/python3 (python3-snappy, python3-lz4 and python3-zstandard enable
 # kafka-python's codec checks; without them those are skipped).
 #
@@ -22,7 +22,7 @@ PY=/usr/bin/python3
 STARTUP_TIMEOUT=${STARTUP_TIMEOUT:-30}   # seconds for the port to accept
 TEST_TIMEOUT=${TEST_TIMEOUT:-900}        # seconds per test script
 
-for tool in kcat "$PY"; do
+for tool in kcat "$PY" openssl; do
   command -v "$tool" >/dev/null || { echo "FAIL interop: $tool not installed"; exit 1; }
 done
 "$PY" -c 'import kafka' 2>/dev/null || { echo "FAIL interop: python3-kafka missing for $PY"; exit 1; }
@@ -175,6 +175,27 @@ if [[ -n $pid ]]; then
     [[ -n $pid ]] && run_test kcat-after-restart "$here/kcat.sh" "$port" after-restart || true
     [[ -n $pid ]] && run_test kafka-python-after-restart "$PY" "$here/kafka_python.py" "$port" --after-restart || true
     [[ -n $pid ]] && run_test groups-after-restart "$PY" "$here/groups.py" "$port" --after-restart || true
+  fi
+fi
+
+# Mutual TLS: the same data directory behind a TLS listener that wants
+# client certificates (made with openssl: a CA, a server and a client cert).
+if [[ -n $pid ]]; then
+  echo "== restarting the broker with --tls-cert, --tls-key and --tls-client-ca"
+  stop_broker || { echo "FAIL interop: broker exited with non-zero status on SIGTERM"; failed=$((failed + 1)); }
+  certs=$tmp/certs
+  mkdir -p "$certs"
+  (
+    cd "$certs"
+    openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout ca.key -out ca.pem -days 1 -subj /CN=interop-ca
+    openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout server.key -out server.csr -subj /CN=localhost
+    printf 'subjectAltName=IP:127.0.0.1,DNS:localhost\n' >server.ext
+    openssl x509 -req -in server.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out server.pem -days 1 -extfile server.ext
+    openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout client.key -out client.csr -subj /CN=interop-client
+    openssl x509 -req -in client.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out client.pem -days 1
+  ) >>"$log" 2>&1
+  if start_broker --tls-cert "$certs/server.pem" --tls-key "$certs/server.key" --tls-client-ca "$certs/ca.pem"; then
+    run_test tls "$here/tls.sh" "$port" "$certs" || true
   fi
 fi
 
