@@ -115,10 +115,15 @@ func New(cfg Config) (*Coordinator, error) {
 // replay rebuilds the groups from the store. It runs before any actor
 // starts, so it touches group state directly.
 func (c *Coordinator) replay() error {
+	skipped := 0
 	err := c.cfg.Store.Replay(func(r StoreRecord) error {
 		d, err := decodeRecord(r)
 		if err != nil {
-			return err
+			// One unreadable record (a newer schema, a bug) must not keep
+			// every other group from loading: skip it, loudly.
+			skipped++
+			c.cfg.Logger.Error("group: skipping an unreadable __consumer_offsets record", "err", err, "key", fmt.Sprintf("%x", r.Key))
+			return nil
 		}
 		g := c.mu.groups[d.group]
 		if g == nil {
@@ -139,6 +144,9 @@ func (c *Coordinator) replay() error {
 	})
 	if err != nil {
 		return fmt.Errorf("group: replaying __consumer_offsets: %w", err)
+	}
+	if skipped > 0 {
+		c.cfg.Logger.Error("group: replay skipped unreadable records", "skipped", skipped)
 	}
 	for id, g := range c.mu.groups {
 		if g.disposable() {

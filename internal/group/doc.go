@@ -69,7 +69,10 @@
 // with their subscriptions and assignments) are written with Kafka's own
 // __consumer_offsets key and value schemas (see Store). New replays the
 // Store: a group with members comes back Stable in its generation, with
-// fresh session timers; one without comes back Empty with its offsets.
+// fresh session timers; one without comes back Empty with its offsets. A
+// record it cannot read is skipped with an error logged, as Kafka's
+// coordinator ignores record types it does not know (KIP-915), so one bad
+// record never keeps the other groups from loading.
 // Offsets expire after OffsetsRetention without a consumer (expire.go).
 //
 // # Deviations from Apache Kafka

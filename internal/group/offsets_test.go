@@ -2,6 +2,7 @@ package group
 
 import (
 	"errors"
+	"log/slog"
 	"testing"
 	"time"
 )
@@ -314,9 +315,22 @@ func TestRecordsUseKafkaSchemas(t *testing.T) {
 			t.Errorf("decode % x: %v", bad.Key, err)
 		}
 	}
+	// An unreadable record among good ones is skipped (KIP-915: the
+	// coordinator ignores record types it does not know), not fatal.
 	store := &MemStore{}
-	_ = store.Append(ctx, []StoreRecord{{Key: []byte{0, 9}}})
-	if _, err := New(Config{Store: store, Clock: newFakeClock()}); !errors.Is(err, ErrCorruptRecord) {
-		t.Errorf("New over a corrupt store: %v", err)
+	_ = store.Append(ctx, []StoreRecord{
+		{Key: offsetKey("g1", tp("t", 0)), Value: offsetValue(OffsetAndMetadata{Offset: 1})},
+		{Key: []byte{0, 9}},
+		{Key: offsetKey("g2", tp("t", 0)), Value: offsetValue(OffsetAndMetadata{Offset: 2})},
+	})
+	c, err := New(Config{Store: store, Clock: newFakeClock(), Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatalf("New over a store with one unreadable record: %v", err)
+	}
+	defer c.Close()
+	for g, want := range map[string]int64{"g1": 1, "g2": 2} {
+		if o, _ := c.FetchOffsets(ctx, g, nil); o[tp("t", 0)].Offset != want {
+			t.Errorf("%s after the skipped record: %v", g, o)
+		}
 	}
 }
