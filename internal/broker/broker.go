@@ -368,6 +368,21 @@ func (b *Broker) DefaultPartitions() int32 { return b.cfg.DefaultPartitions }
 // Dir returns the data directory.
 func (b *Broker) Dir() string { return b.cfg.Dir }
 
+// FailedPartitions names the partitions ("topic-partition") whose logs
+// refuse appends after a failed fsync: a restart recovers them. Health
+// checks report them.
+func (b *Broker) FailedPartitions() []string {
+	var out []string
+	for _, t := range b.Topics() {
+		for _, p := range t.partitions {
+			if p.Failed() != nil {
+				out = append(out, partitionDirName(t.Name, p.id))
+			}
+		}
+	}
+	return out
+}
+
 // Topics returns a snapshot of every topic, sorted by name.
 func (b *Broker) Topics() []*Topic {
 	b.mu.RLock()

@@ -479,3 +479,7 @@ func storageError(p *Partition, err error) error {
 	}
 	return fmt.Errorf("%w: append to %s-%d: %w", ErrStorage, p.topic, p.id, err)
 }
+
+// Failed reports the partition's storage failure: non-nil once a failed
+// fsync made its log refuse appends until the broker restarts.
+func (p *Partition) Failed() error { return p.log.Failed() }

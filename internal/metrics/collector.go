@@ -34,6 +34,8 @@ var (
 		"Invalid records of the topic sent to its dead-letter topic instead.", []string{"topic"}, nil)
 	descRedriven = prometheus.NewDesc("strand_dlq_redriven_total",
 		"Records of the topic's dead-letter topic produced back into it by an in-process redrive.", []string{"topic"}, nil)
+	descFailed = prometheus.NewDesc("strand_partitions_failed",
+		"Partitions refusing appends after a failed fsync (a restart recovers them).", nil, nil)
 	descGroupLag = prometheus.NewDesc("strand_group_lag",
 		"A consumer group's lag on one partition: end offset − committed offset (from the log start without a commit).",
 		[]string{"group", "topic", "partition"}, nil)
@@ -50,7 +52,7 @@ type brokerCollector struct {
 func (c *brokerCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descLogStart, descLogEnd, descHighWatermark, descSize,
 		descPartitions, descRecordsIn, descBytesIn, descRecordsOut, descBytesOut,
-		descValidated, descQuarantined, descRedriven, descGroupLag, descGroupLagTotal} {
+		descValidated, descQuarantined, descRedriven, descFailed, descGroupLag, descGroupLagTotal} {
 		ch <- d
 	}
 }
@@ -88,6 +90,7 @@ func (c *brokerCollector) Collect(ch chan<- prometheus.Metric) {
 		counter(descQuarantined, s.Quarantined, s.Topic)
 		counter(descRedriven, s.Redriven, s.Topic)
 	}
+	gauge(descFailed, float64(len(c.b.FailedPartitions())))
 	c.collectLag(gauge)
 }
 

@@ -3,6 +3,7 @@ package metrics
 import (
 	"context"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -17,6 +18,7 @@ import (
 // Metrics is one broker's Prometheus registry. It implements
 // kafka.Observer: pass it as kafka.Config.Observer.
 type Metrics struct {
+	b        *broker.Broker
 	reg      *prometheus.Registry
 	requests *prometheus.CounterVec
 	failures *prometheus.CounterVec
@@ -43,7 +45,7 @@ var latencyBuckets = []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .02
 // New returns metrics reading from b. Call ObserveConnections once the wire
 // server exists.
 func New(b *broker.Broker) *Metrics {
-	m := &Metrics{reg: prometheus.NewRegistry()}
+	m := &Metrics{reg: prometheus.NewRegistry(), b: b}
 	m.requests = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "strand_requests_total", Help: "Kafka requests handled, by API.",
 	}, []string{"api"})
@@ -101,13 +103,20 @@ func (m *Metrics) ObserveConnections(count func() int) {
 // Registry returns the registry, to gather from or add to.
 func (m *Metrics) Registry() *prometheus.Registry { return m.reg }
 
-// Handler serves /metrics (the Prometheus text format) and /healthz (200
-// "ok" while the process serves: enough for a liveness probe).
+// Handler serves /metrics (the Prometheus text format) and /healthz: 200
+// "ok" while the broker serves, 503 naming the partitions that refuse
+// appends after a failed fsync (a restart recovers them), so a liveness
+// probe restarts a broker whose disk failed it.
 func (m *Metrics) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{Registry: m.reg}))
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		if failed := m.b.FailedPartitions(); len(failed) > 0 {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			_, _ = w.Write([]byte("unhealthy: partitions refuse appends after a failed fsync (restart to recover): " + strings.Join(failed, ", ") + "\n"))
+			return
+		}
 		_, _ = w.Write([]byte("ok\n"))
 	})
 	return mux

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -17,6 +18,8 @@ import (
 
 	"github.com/strandmq/strand/internal/broker"
 	"github.com/strandmq/strand/internal/kafka"
+	"github.com/strandmq/strand/internal/record"
+	"github.com/strandmq/strand/internal/vfs"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -263,5 +266,44 @@ func TestHandlerServesMetricsAndHealth(t *testing.T) {
 		if !strings.Contains(body, name) {
 			t.Errorf("/metrics lacks %s", name)
 		}
+	}
+}
+
+// TestHealthzReportsFailedPartitions: once a partition's fsync fails,
+// /healthz answers 503 naming it and strand_partitions_failed counts it.
+func TestHealthzReportsFailedPartitions(t *testing.T) {
+	fs := vfs.NewMem()
+	b, err := broker.Open(broker.Config{FS: fs, Dir: "/d", GroupInitialRebalanceDelay: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close() // reports the failed partition; not this test's concern
+	m := New(b)
+	if _, err := b.CreateTopic(broker.TopicSpec{Name: "durable", Partitions: 1, Configs: map[string]string{broker.ConfigFlushMessages: "1"}}); err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(m.Handler())
+	defer hs.Close()
+	health := func() (int, string) {
+		resp, err := http.Get(hs.URL + "/healthz")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(body)
+	}
+	if code, body := health(); code != http.StatusOK || body != "ok\n" {
+		t.Fatalf("healthy broker: %d %q", code, body)
+	}
+	fs.InjectError(vfs.ErrorOnce(vfs.OpSync, "durable-0/00000000000000000000.log", syscall.EIO))
+	if _, err := b.ProduceRecords(context.Background(), "durable", 0, []record.Record{{Value: []byte("v")}}); err == nil {
+		t.Fatal("produce with a failing fsync succeeded")
+	}
+	if code, body := health(); code != http.StatusServiceUnavailable || !strings.Contains(body, "durable-0") {
+		t.Fatalf("after a failed fsync: %d %q", code, body)
+	}
+	if v := mustValue(t, m, "strand_partitions_failed", nil); v != 1 {
+		t.Fatalf("strand_partitions_failed = %v", v)
 	}
 }
