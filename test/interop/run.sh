@@ -4,7 +4,8 @@
 #   test/interop/run.sh
 #
 # Builds cmd/strand (or uses $STRAND_BIN), starts it on a free loopback port
-# with a temp data directory, runs kcat.sh, kafka_python.py, groups.py and dlq.sh, restarts the
+# with a temp data directory, runs kcat.sh, kafka_python.py, groups.py, dlq.sh and
+# kafkajs/kafkajs.js (after npm ci there), restarts the
 # broker on the same data directory and checks that every acknowledged record
 # is still there, restarts it with mutual TLS (certificates from openssl) for
 # tls.sh and with --sasl-users for sasl.sh, then stops it. Needs kcat and Debian's python3-kafka for
@@ -22,9 +23,12 @@ PY=/usr/bin/python3
 STARTUP_TIMEOUT=${STARTUP_TIMEOUT:-30}   # seconds for the port to accept
 TEST_TIMEOUT=${TEST_TIMEOUT:-900}        # seconds per test script
 
-for tool in kcat "$PY" openssl; do
+for tool in kcat "$PY" openssl node npm; do
   command -v "$tool" >/dev/null || { echo "FAIL interop: $tool not installed"; exit 1; }
 done
+# kafkajs, pinned by package-lock.json, from the npm registry.
+(cd "$here/kafkajs" && npm ci --no-audit --no-fund --loglevel=error >/dev/null) ||
+  { echo "FAIL interop: npm ci in test/interop/kafkajs"; exit 1; }
 "$PY" -c 'import kafka' 2>/dev/null || { echo "FAIL interop: python3-kafka missing for $PY"; exit 1; }
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/strand-interop.XXXXXX")
@@ -160,6 +164,7 @@ run_test kcat "$here/kcat.sh" "$port" || true
 [[ -n $pid ]] && run_test kafka-python "$PY" "$here/kafka_python.py" "$port" || true
 [[ -n $pid ]] && run_test groups "$PY" "$here/groups.py" "$port" || true
 [[ -n $pid ]] && run_test dlq "$here/dlq.sh" "$port" "$bin" || true
+[[ -n $pid ]] && run_test kafkajs node "$here/kafkajs/kafkajs.js" "$port" || true
 [[ -n $pid ]] && run_test kcat-idempotent-start "$here/kcat.sh" "$port" idem-start || true
 
 # Restart on the same data directory: nothing acknowledged may be lost.
