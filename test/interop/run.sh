@@ -97,7 +97,10 @@ print(s.getsockname()[1])')
 start_broker() { # extra arguments go to strand serve
   echo "== starting: strand serve --listen 127.0.0.1:$port --data-dir $tmp/data $*"
   echo "---- strand serve start $(date -u +%FT%TZ) $*" >>"$log"
-  "$bin" serve --listen "127.0.0.1:$port" --data-dir "$tmp/data" "$@" >>"$log" 2>&1 &
+  # Metrics and console on free ports: a broker already running on this
+  # machine (or another run) must not make this one fail to start.
+  "$bin" serve --listen "127.0.0.1:$port" --data-dir "$tmp/data" \
+    --metrics-listen 127.0.0.1:0 --console-listen 127.0.0.1:0 "$@" >>"$log" 2>&1 &
   pid=$!
   local deadline=$((SECONDS + STARTUP_TIMEOUT))
   while ((SECONDS < deadline)); do
