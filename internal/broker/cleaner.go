@@ -50,7 +50,12 @@ func checkRatio(v string) (string, error) {
 // hasPolicy reports whether cleanup.policy lists p ("delete" or "compact").
 func (c TopicConfig) hasPolicy(p string) bool {
 	v, _ := c.Get(ConfigCleanupPolicy)
-	return slices.Contains(strings.Split(v, ","), p)
+	for s := range strings.SplitSeq(v, ",") { // no allocation: it runs per produce
+		if s == p {
+			return true
+		}
+	}
+	return false
 }
 
 // Compacted reports whether cleanup.policy includes compact.

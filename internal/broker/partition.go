@@ -44,6 +44,8 @@ type Partition struct {
 	id    PartitionID
 	log   *partlog.Log
 	epoch record.Epoch
+	// traffic is the topic's stats counters (shared by its partitions).
+	traffic *topicCounters
 
 	// config is the topic's current config (AlterConfigs replaces it).
 	config atomic.Pointer[TopicConfig]
@@ -71,7 +73,9 @@ func (b *Broker) openPartition(topic string, id PartitionID, tc TopicConfig) (*P
 		_ = l.Close()
 		return nil, fmt.Errorf("broker: open partition %s: %w", name, err)
 	}
-	p := &Partition{b: b, topic: topic, id: id, log: l}
+	// The topic's traffic counters, looked up once: a lookup by name boxes
+	// the name, an allocation the produce and fetch paths need not make.
+	p := &Partition{b: b, topic: topic, id: id, log: l, traffic: b.stats.counters(topic)}
 	p.config.Store(&tc)
 	if p.mu.producers, err = p.recoverProducers(); err != nil {
 		_ = l.Close()
@@ -209,7 +213,7 @@ func (p *Partition) Append(ctx context.Context, batch []byte, acks Acks) (Append
 		}
 	}
 	if err == nil && !res.Duplicate {
-		p.b.stats.countIn(p.topic, len(batch), h.NumRecords)
+		p.traffic.countIn(len(batch), h.NumRecords)
 	}
 	if err != nil || (acks != AcksAll && !res.Duplicate) {
 		return res, err

@@ -43,8 +43,7 @@ func (s *stats) counters(topic string) *topicCounters {
 }
 
 // countIn counts one appended batch.
-func (s *stats) countIn(topic string, bytes int, records int32) {
-	c := s.counters(topic)
+func (c *topicCounters) countIn(bytes int, records int32) {
 	c.bytesIn.Add(int64(bytes))
 	c.recordsIn.Add(int64(records))
 }
@@ -61,9 +60,8 @@ func (p *Partition) CountOut(batches []byte) {
 		n += int64(h.NumRecords)
 		rest = rest[h.Size():]
 	}
-	c := p.b.stats.counters(p.topic)
-	c.bytesOut.Add(int64(len(batches)))
-	c.recordsOut.Add(n)
+	p.traffic.bytesOut.Add(int64(len(batches)))
+	p.traffic.recordsOut.Add(n)
 }
 
 // Stats returns every topic's traffic counters, sorted by topic.
