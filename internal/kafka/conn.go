@@ -290,7 +290,8 @@ type clientInfo struct{ id, host string }
 func (c *conn) handlerContext(req *request) context.Context {
 	switch req.key {
 	case apiKeySaslHandshake, apiKeySaslAuthenticate:
-		return context.WithValue(c.ctx, authKey{}, &c.auth)
+		ctx := context.WithValue(c.ctx, remoteKey{}, c.nc.RemoteAddr().String())
+		return context.WithValue(ctx, authKey{}, &c.auth)
 	case apiKeyJoinGroup:
 	default:
 		return c.ctx

@@ -30,6 +30,15 @@ type authState struct {
 
 type authKey struct{}
 
+type remoteKey struct{}
+
+// remoteFrom is the client's address that handlerContext stored for the
+// SASL handlers' logs.
+func remoteFrom(ctx context.Context) string {
+	r, _ := ctx.Value(remoteKey{}).(string)
+	return r
+}
+
 // checkAuthenticated refuses any request but ApiVersions and the SASL ones
 // before a SASL listener's client has authenticated, as Kafka does (it
 // closes the connection).
@@ -104,13 +113,14 @@ func (s *Server) handleSaslAuthenticate(ctx context.Context, kreq kmsg.Request) 
 		if !errors.Is(err, sasl.ErrAuthFailed) {
 			s.logger.Warn("kafka: SASL exchange failed", "err", err)
 		}
-		s.logger.Info("kafka: SASL authentication failed", "client", clientFrom(ctx).id)
+		s.logger.Info("kafka: SASL authentication failed", "remote", remoteFrom(ctx))
 		return resp, nil
 	}
 	resp.SASLAuthBytes = reply
 	if done {
 		auth.done, auth.user = true, auth.session.User()
 		auth.session = nil
+		s.logger.Debug("kafka: SASL authenticated", "user", auth.user, "remote", remoteFrom(ctx))
 	}
 	return resp, nil
 }

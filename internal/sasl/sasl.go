@@ -16,7 +16,6 @@ import (
 	"crypto/subtle"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 )
 
@@ -141,13 +140,3 @@ func (s *plainSession) Step(msg []byte) ([]byte, bool, error) {
 }
 
 func (s *plainSession) User() string { return s.user }
-
-// Sorted user names, for logs and tests.
-func (u *Users) Names() []string {
-	names := make([]string, 0, len(u.plain))
-	for n := range u.plain {
-		names = append(names, n)
-	}
-	slices.Sort(names)
-	return names
-}
