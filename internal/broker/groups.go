@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/strandmq/strand/internal/group"
 	"github.com/strandmq/strand/internal/record"
@@ -27,6 +28,10 @@ type PartitionLag struct {
 	// Lag is End − Committed, or End − LogStart without a commit; never
 	// negative.
 	Lag int64
+	// TimeLag is how long the next record the group would read has been
+	// waiting: now minus its timestamp (0 with no lag). Offsets say how
+	// much is unread; this says how late the consumer is.
+	TimeLag time.Duration
 }
 
 // GroupLag is a group's lag: every partition of every topic the group has
@@ -37,6 +42,8 @@ type GroupLag struct {
 	Partitions []PartitionLag
 	// Total is Σ Lag: the seed's lag().
 	Total int64
+	// MaxTimeLag is the largest partition TimeLag.
+	MaxTimeLag time.Duration
 }
 
 // GroupLag computes a group's lag. Committed offsets of topics that no
@@ -71,7 +78,11 @@ func (b *Broker) GroupLag(ctx context.Context, groupID string) (GroupLag, error)
 				from = pl.Committed
 			}
 			pl.Lag = max(int64(pl.End-from), 0)
+			if pl.Lag > 0 {
+				pl.TimeLag = p.waitingSince(from, b.cfg.Now())
+			}
 			out.Total += pl.Lag
+			out.MaxTimeLag = max(out.MaxTimeLag, pl.TimeLag)
 			out.Partitions = append(out.Partitions, pl)
 		}
 	}
@@ -167,3 +178,26 @@ func (g *ConsumerGroup) commit(ctx context.Context, op, topic string, p Partitio
 
 // Lag returns the group's lag (Broker.GroupLag).
 func (g *ConsumerGroup) Lag(ctx context.Context) (GroupLag, error) { return g.b.GroupLag(ctx, g.id) }
+
+// waitingSince is now minus the timestamp of the first record at or after
+// offset from (0 if there is none, it cannot be read, or its timestamp is
+// in the future).
+func (p *Partition) waitingSince(from record.Offset, now time.Time) time.Duration {
+	res, err := p.Read(from, 1) // at least the batch holding from
+	if err != nil {
+		return 0
+	}
+	s := record.Batches(res.Batches)
+	for s.Next() {
+		b, err := record.Decode(s.Batch())
+		if err != nil {
+			return 0
+		}
+		for _, r := range b.Records {
+			if r.Offset >= from {
+				return max(now.Sub(time.UnixMilli(r.Timestamp)), 0)
+			}
+		}
+	}
+	return 0
+}

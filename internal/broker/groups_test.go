@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -254,5 +255,49 @@ func TestApplyRetentionExpiresOffsets(t *testing.T) {
 		if expired := got == record.NoOffset; expired != (retention > 0) {
 			t.Fatalf("retention %v: committed offset after the retention pass and a restart: %d", retention, got)
 		}
+	}
+}
+
+// TestTimeLag: a group's time lag is how long the next record it would
+// read has waited, per partition and at most; caught up, it is zero.
+func TestTimeLag(t *testing.T) {
+	t.Parallel()
+	var now atomic.Int64
+	now.Store(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano())
+	clock := func() time.Time { return time.Unix(0, now.Load()) }
+	ctx := context.Background()
+	b := open(t, vfs.NewMem(), "/d", noDelay, func(c *Config) { c.Now = clock })
+	defer b.Close()
+	mustCreate(t, b, TopicSpec{Name: "t", Partitions: 2, Configs: map[string]string{ConfigMessageTimestampType: "LogAppendTime"}})
+	for i := range 3 { // offsets 0, 1, 2 of partition 0, a minute apart
+		if _, err := b.ProduceRecords(ctx, "t", 0, []record.Record{{Value: []byte("v")}}); err != nil {
+			t.Fatal(err)
+		}
+		if i < 2 {
+			now.Add(int64(time.Minute))
+		}
+	}
+	if _, err := b.ProduceRecords(ctx, "t", 1, []record.Record{{Value: []byte("v")}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Group("g").CommitThrough(ctx, "t", 0, 0); err != nil { // next to read: offset 1
+		t.Fatal(err)
+	}
+	if err := b.Group("g").CommitThrough(ctx, "t", 1, 0); err != nil { // caught up
+		t.Fatal(err)
+	}
+	now.Add(int64(30 * time.Second))
+	lag, err := b.GroupLag(ctx, "g")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p0 := lag.Partitions[0]; p0.Lag != 2 || p0.TimeLag != 90*time.Second {
+		t.Errorf("partition 0: lag %d, time lag %v; want 2 and 1m30s (offset 1 was written a minute after offset 0)", p0.Lag, p0.TimeLag)
+	}
+	if p1 := lag.Partitions[1]; p1.Lag != 0 || p1.TimeLag != 0 {
+		t.Errorf("caught-up partition: %+v", p1)
+	}
+	if lag.MaxTimeLag != 90*time.Second {
+		t.Errorf("max time lag %v", lag.MaxTimeLag)
 	}
 }

@@ -41,6 +41,7 @@ func New(b *broker.Broker, logger *slog.Logger) (*Console, error) {
 		"pathEsc":   url.PathEscape,
 		"queryEsc":  url.QueryEscape,
 		"sub":       func(a, b int64) int64 { return a - b },
+		"seconds":   humanSeconds,
 		"timestamp": func(t time.Time) string { return t.Format("2006-01-02 15:04:05.000Z") },
 	}
 	for _, page := range []string{"overview", "topic", "records", "group", "error"} {
@@ -167,4 +168,20 @@ func humanBytes(n int64) string {
 		exp++
 	}
 	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
+}
+
+// humanSeconds renders a time lag: "0s", "850ms", "12.3s", "4m05s", "3h20m".
+func humanSeconds(s float64) string {
+	d := time.Duration(s * float64(time.Second))
+	switch {
+	case d <= 0:
+		return "0s"
+	case d < time.Second:
+		return d.Round(time.Millisecond).String()
+	case d < time.Minute:
+		return d.Round(100 * time.Millisecond).String()
+	case d < time.Hour:
+		return fmt.Sprintf("%dm%02ds", int(d.Minutes()), int(d.Seconds())%60)
+	}
+	return fmt.Sprintf("%dh%02dm", int(d.Hours()), int(d.Minutes())%60)
 }

@@ -148,6 +148,12 @@ func TestAPI(t *testing.T) {
 	if g.State != "Empty" || g.TotalLag != 4 || len(g.Lag) != 2 || g.Lag[0].Committed != 1 || g.Lag[1].Committed != -1 {
 		t.Errorf("billing: %+v", g)
 	}
+	// The unread records carry 2023 (and 1970) timestamps: they have waited
+	// for years.
+	const year = 365 * 24 * 3600
+	if g.Lag[0].TimeLagSeconds < year || g.MaxTimeLagSeconds < g.Lag[0].TimeLagSeconds {
+		t.Errorf("billing time lag: partition 0 %vs, max %vs", g.Lag[0].TimeLagSeconds, g.MaxTimeLagSeconds)
+	}
 }
 
 // TestErrors: unknown names are 404 and malformed queries 400, as JSON for
@@ -186,5 +192,14 @@ func TestPagesEscape(t *testing.T) {
 	_, body := f.get(t, "/topics/orders/partitions/0?offset=3")
 	if strings.Contains(body, "<script>alert") || !strings.Contains(body, "&lt;script&gt;alert(1)&lt;/script&gt;") {
 		t.Fatalf("record value not escaped:\n%s", body)
+	}
+}
+
+func TestHumanSeconds(t *testing.T) {
+	t.Parallel()
+	for s, want := range map[float64]string{0: "0s", -1: "0s", 0.85: "850ms", 12.34: "12.3s", 245: "4m05s", 12000: "3h20m"} {
+		if got := humanSeconds(s); got != want {
+			t.Errorf("humanSeconds(%v) = %q, want %q", s, got, want)
+		}
 	}
 }

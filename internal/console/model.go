@@ -55,6 +55,9 @@ type GroupRow struct {
 	State        string `json:"state"`
 	ProtocolType string `json:"protocolType"`
 	Lag          int64  `json:"lag"`
+	// TimeLagSeconds is the group's largest time lag: how long the oldest
+	// record it has not read has waited.
+	TimeLagSeconds float64 `json:"timeLagSeconds"`
 }
 
 // TopicDetail is a topic's page.
@@ -131,6 +134,8 @@ type GroupDetail struct {
 	Members      []MemberRow `json:"members"`
 	Lag          []LagRow    `json:"lag"`
 	TotalLag     int64       `json:"totalLag"`
+	// MaxTimeLagSeconds is the largest partition time lag.
+	MaxTimeLagSeconds float64 `json:"maxTimeLagSeconds"`
 }
 
 // MemberRow is one member of a group.
@@ -148,6 +153,8 @@ type LagRow struct {
 	Committed int64  `json:"committed"` // -1: none
 	End       int64  `json:"highWatermark"`
 	Lag       int64  `json:"lag"`
+	// TimeLagSeconds: how long the next record to read has waited.
+	TimeLagSeconds float64 `json:"timeLagSeconds"`
 }
 
 // errNotFound marks an unknown topic, partition or group: HTTP 404.
@@ -183,7 +190,7 @@ func overview(ctx context.Context, b *broker.Broker) (Overview, error) {
 	for _, l := range b.Groups().List(ctx, nil) {
 		row := GroupRow{ID: l.GroupID, State: l.State.String(), ProtocolType: l.ProtocolType}
 		if lag, err := b.GroupLag(ctx, l.GroupID); err == nil {
-			row.Lag = lag.Total
+			row.Lag, row.TimeLagSeconds = lag.Total, lag.MaxTimeLag.Seconds()
 		}
 		o.Groups = append(o.Groups, row)
 	}
@@ -314,12 +321,14 @@ func groupDetail(ctx context.Context, b *broker.Broker, id string) (GroupDetail,
 	if desc.State == group.StateDead && len(lag.Partitions) == 0 {
 		return GroupDetail{}, fmt.Errorf("%w: group %q", errNotFound, id)
 	}
-	d := GroupDetail{ID: id, State: desc.State.String(), ProtocolType: desc.ProtocolType, Protocol: desc.Protocol, TotalLag: lag.Total}
+	d := GroupDetail{ID: id, State: desc.State.String(), ProtocolType: desc.ProtocolType, Protocol: desc.Protocol,
+		TotalLag: lag.Total, MaxTimeLagSeconds: lag.MaxTimeLag.Seconds()}
 	for _, m := range desc.Members {
 		d.Members = append(d.Members, MemberRow{ID: m.MemberID, InstanceID: m.InstanceID, ClientID: m.ClientID, Host: m.ClientHost})
 	}
 	for _, p := range lag.Partitions {
-		d.Lag = append(d.Lag, LagRow{Topic: p.Topic, Partition: int32(p.Partition), Committed: int64(p.Committed), End: int64(p.End), Lag: p.Lag})
+		d.Lag = append(d.Lag, LagRow{Topic: p.Topic, Partition: int32(p.Partition), Committed: int64(p.Committed),
+			End: int64(p.End), Lag: p.Lag, TimeLagSeconds: p.TimeLag.Seconds()})
 	}
 	slices.SortFunc(d.Lag, func(a, b LagRow) int {
 		if a.Topic != b.Topic {

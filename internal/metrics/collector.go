@@ -41,6 +41,11 @@ var (
 		[]string{"group", "topic", "partition"}, nil)
 	descGroupLagTotal = prometheus.NewDesc("strand_group_lag_total",
 		"A consumer group's total lag: the sum over its partitions.", []string{"group"}, nil)
+	descGroupLagSeconds = prometheus.NewDesc("strand_group_lag_seconds",
+		"How long the next record a consumer group would read on one partition has waited (0 when caught up).",
+		[]string{"group", "topic", "partition"}, nil)
+	descGroupLagSecondsMax = prometheus.NewDesc("strand_group_lag_seconds_max",
+		"A consumer group's largest time lag over its partitions.", []string{"group"}, nil)
 )
 
 // brokerCollector reads the broker at scrape time.
@@ -52,7 +57,8 @@ type brokerCollector struct {
 func (c *brokerCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descLogStart, descLogEnd, descHighWatermark, descSize,
 		descPartitions, descRecordsIn, descBytesIn, descRecordsOut, descBytesOut,
-		descValidated, descQuarantined, descRedriven, descFailed, descGroupLag, descGroupLagTotal} {
+		descValidated, descQuarantined, descRedriven, descFailed, descGroupLag, descGroupLagTotal,
+		descGroupLagSeconds, descGroupLagSecondsMax} {
 		ch <- d
 	}
 }
@@ -106,8 +112,11 @@ func (c *brokerCollector) collectLag(gauge func(*prometheus.Desc, float64, ...st
 			continue
 		}
 		for _, pl := range lag.Partitions {
-			gauge(descGroupLag, float64(pl.Lag), g.GroupID, pl.Topic, strconv.Itoa(int(pl.Partition)))
+			part := strconv.Itoa(int(pl.Partition))
+			gauge(descGroupLag, float64(pl.Lag), g.GroupID, pl.Topic, part)
+			gauge(descGroupLagSeconds, pl.TimeLag.Seconds(), g.GroupID, pl.Topic, part)
 		}
 		gauge(descGroupLagTotal, float64(lag.Total), g.GroupID)
+		gauge(descGroupLagSecondsMax, lag.MaxTimeLag.Seconds(), g.GroupID)
 	}
 }

@@ -194,6 +194,17 @@ func TestScrapeAfterProduceConsume(t *testing.T) {
 	if v := mustValue(t, m, "strand_group_lag_total", map[string]string{"group": "audit"}); v != n-1 {
 		t.Errorf("group lag total after seeking back = %v, want %d", v, n-1)
 	}
+	// Time lag: the unread record at offset 1 has waited since it was
+	// produced; the empty partition has nothing waiting.
+	lag0 := mustValue(t, m, "strand_group_lag_seconds", map[string]string{"group": "audit", "topic": "orders", "partition": "0"})
+	lag1 := mustValue(t, m, "strand_group_lag_seconds", map[string]string{"group": "audit", "topic": "orders", "partition": "1"})
+	if lag0 <= 0 || lag1 != 0 {
+		t.Errorf("time lag: partition 0 %vs, partition 1 %vs; want > 0 and 0", lag0, lag1)
+	}
+	top := mustValue(t, m, "strand_group_lag_seconds_max", map[string]string{"group": "audit"})
+	if top < lag0 {
+		t.Errorf("max time lag %v below partition 0's %v", top, lag0)
+	}
 
 	produce := map[string]string{"api": "Produce"}
 	if v := mustValue(t, m, "strand_requests_total", produce); v < n {
