@@ -3,10 +3,12 @@ package main
 import (
 	"context"
 	"fmt"
-	"github.com/twmb/franz-go/pkg/kadm"
 	"strconv"
+	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 // groupLagReport is "strand group lag" as JSON.
@@ -22,12 +24,15 @@ type partitionLag struct {
 	Partition int32  `json:"partition"`
 	// Committed is -1 when the group has no commit for the partition; its
 	// lag then counts from the log start offset.
-	Committed int64  `json:"committed"`
-	Start     int64  `json:"log_start"`
-	End       int64  `json:"end"`
-	Lag       int64  `json:"lag"`
-	Member    string `json:"member,omitempty"`
-	Error     string `json:"error,omitempty"`
+	Committed int64 `json:"committed"`
+	Start     int64 `json:"log_start"`
+	End       int64 `json:"end"`
+	Lag       int64 `json:"lag"`
+	// TimeLagSeconds is how long the next record the group would read has
+	// waited (now − its timestamp); 0 when caught up, -1 if unknown.
+	TimeLagSeconds float64 `json:"time_lag_seconds"`
+	Member         string  `json:"member,omitempty"`
+	Error          string  `json:"error,omitempty"`
 }
 
 func newGroupLagCmd(o *clientOptions) *cobra.Command {
@@ -63,12 +68,13 @@ func newGroupLagCmd(o *clientOptions) *cobra.Command {
 					}
 					rep.Partitions = append(rep.Partitions, pl)
 				}
+				o.timeLags(ctx, rep.Partitions)
 				w := cmd.OutOrStdout()
 				if asJSON {
 					return writeJSON(w, rep)
 				}
 				tw := newTable(w)
-				fmt.Fprintln(tw, "TOPIC\tPARTITION\tEND\tCOMMITTED\tLAG\tMEMBER")
+				fmt.Fprintln(tw, "TOPIC\tPARTITION\tEND\tCOMMITTED\tLAG\tTIME LAG\tMEMBER")
 				for _, p := range rep.Partitions {
 					committed, lag := strconv.FormatInt(p.Committed, 10), strconv.FormatInt(p.Lag, 10)
 					if p.Committed < 0 {
@@ -77,11 +83,71 @@ func newGroupLagCmd(o *clientOptions) *cobra.Command {
 					if p.Error != "" {
 						lag = "error: " + p.Error
 					}
-					fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%s\t%s\n", p.Topic, p.Partition, p.End, committed, lag, orDash(p.Member))
+					fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%s\t%s\t%s\n", p.Topic, p.Partition, p.End, committed, lag,
+						timeLagText(p.TimeLagSeconds), orDash(p.Member))
 				}
-				fmt.Fprintf(tw, "TOTAL\t\t\t\t%d\t\n", rep.Total)
+				fmt.Fprintf(tw, "TOTAL\t\t\t\t%d\t\t\n", rep.Total)
 				return tw.Flush()
 			})
 		},
 	}
+}
+
+// timeLags fills each lagging partition's TimeLagSeconds by reading the
+// next record the group would consume (at its commit, or the log start) and
+// comparing its timestamp with now. It is best effort within a few seconds:
+// a partition it cannot read in time says -1 (unknown).
+func (o *clientOptions) timeLags(ctx context.Context, parts []partitionLag) {
+	want := map[string]map[int32]kgo.Offset{}
+	pending := map[string]map[int32]*partitionLag{}
+	for i := range parts {
+		p := &parts[i]
+		if p.Lag <= 0 || p.Error != "" {
+			continue
+		}
+		from := p.Committed
+		if from < 0 {
+			from = p.Start
+		}
+		if want[p.Topic] == nil {
+			want[p.Topic], pending[p.Topic] = map[int32]kgo.Offset{}, map[int32]*partitionLag{}
+		}
+		want[p.Topic][p.Partition] = kgo.NewOffset().At(from)
+		pending[p.Topic][p.Partition] = p
+		p.TimeLagSeconds = -1
+	}
+	if len(want) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, min(o.timeout, 5*time.Second))
+	defer cancel()
+	cl, err := o.client(ctx, kgo.ConsumePartitions(want))
+	if err != nil {
+		return
+	}
+	defer cl.Close()
+	for left := len(parts); left > 0 && ctx.Err() == nil; {
+		fs := cl.PollFetches(ctx)
+		now := time.Now()
+		fs.EachRecord(func(r *kgo.Record) {
+			if p := pending[r.Topic][r.Partition]; p != nil {
+				p.TimeLagSeconds = max(now.Sub(r.Timestamp).Seconds(), 0)
+				delete(pending[r.Topic], r.Partition)
+			}
+		})
+		left = 0
+		for _, ps := range pending {
+			left += len(ps)
+		}
+	}
+}
+
+func timeLagText(s float64) string {
+	switch {
+	case s < 0:
+		return "-"
+	case s == 0:
+		return "0s"
+	}
+	return time.Duration(s * float64(time.Second)).Round(time.Millisecond).String()
 }

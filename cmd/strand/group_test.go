@@ -79,7 +79,7 @@ func TestGroupCommands(t *testing.T) {
 		t.Fatalf("group lag: %v\n%s", err, out)
 	}
 	t.Logf("strand group lag billing:\n%s", out)
-	for _, want := range []string{"TOPIC", "PARTITION", "END", "COMMITTED", "LAG", "orders", "TOTAL"} {
+	for _, want := range []string{"TOPIC", "PARTITION", "END", "COMMITTED", "LAG", "TIME LAG", "orders", "TOTAL"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("group lag output lacks %q:\n%s", want, out)
 		}
@@ -90,6 +90,11 @@ func TestGroupCommands(t *testing.T) {
 	rep := groupLagJSON(t, ctx, addr, "billing")
 	if rep.Total != 6 || len(rep.Partitions) != 2 || rep.Partitions[0].Lag != 0 || rep.Partitions[1].Committed != 4 || rep.Partitions[1].End != 10 {
 		t.Fatalf("lag: %+v", rep)
+	}
+	// Time lag: read from the record at the commit (known, not -1) where the
+	// group lags; zero where it is caught up.
+	if p0, p1 := rep.Partitions[0].TimeLagSeconds, rep.Partitions[1].TimeLagSeconds; p0 != 0 || p1 < 0 {
+		t.Fatalf("time lag: caught-up partition %v, lagging partition %v", p0, p1)
 	}
 
 	out, err = runGroupCLI(t, ctx, addr, "group", "list", "-o", "json")
