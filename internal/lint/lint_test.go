@@ -13,7 +13,7 @@ const module = "github.com/strandmq/strand"
 // bottom. A package may import only packages on a lower line, never a sibling
 // on its own line. Packages not yet listed fail the test, so the map stays true.
 var layers = [][]string{
-	{"cmd/strand"},
+	{"cmd/strand", "test/soak"},
 	{""}, // the module root: the embed API
 	{"internal/console"},
 	{"internal/metrics"},
