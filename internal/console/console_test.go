@@ -8,12 +8,14 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"syscall"
 	"testing"
 
 	"go.uber.org/goleak"
 
 	"github.com/strandmq/strand/internal/broker"
 	"github.com/strandmq/strand/internal/record"
+	"github.com/strandmq/strand/internal/vfs"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -201,5 +203,37 @@ func TestHumanSeconds(t *testing.T) {
 		if got := humanSeconds(s); got != want {
 			t.Errorf("humanSeconds(%v) = %q, want %q", s, got, want)
 		}
+	}
+}
+
+// TestOverviewShowsFailedPartitions: a partition fenced by a failed fsync
+// is named on the overview page and in its JSON.
+func TestOverviewShowsFailedPartitions(t *testing.T) {
+	t.Parallel()
+	fs := vfs.NewMem()
+	b, err := broker.Open(broker.Config{FS: fs, Dir: "/d", Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close() // reports the fenced partition; not this test's concern
+	if _, err := b.CreateTopic(broker.TopicSpec{Name: "durable", Partitions: 1, Configs: map[string]string{broker.ConfigFlushMessages: "1"}}); err != nil {
+		t.Fatal(err)
+	}
+	fs.InjectError(vfs.ErrorOnce(vfs.OpSync, "durable-0/00000000000000000000.log", syscall.EIO))
+	if _, err := b.ProduceRecords(context.Background(), "durable", 0, []record.Record{{Value: []byte("v")}}); err == nil {
+		t.Fatal("produce with a failing fsync succeeded")
+	}
+	c, err := New(b, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(c)
+	defer srv.Close()
+	f := &fixture{b: b, srv: srv}
+	if o := getJSON[Overview](t, f, "/api/v1/overview"); len(o.FailedPartitions) != 1 || o.FailedPartitions[0] != "durable-0" {
+		t.Fatalf("failed partitions %v", o.FailedPartitions)
+	}
+	if _, body := f.get(t, "/"); !strings.Contains(body, `id="failed"`) || !strings.Contains(body, "durable-0") {
+		t.Fatalf("overview page lacks the warning:\n%s", body)
 	}
 }

@@ -25,6 +25,9 @@ type Overview struct {
 	Groups    []GroupRow    `json:"groups"`
 	Generated time.Time     `json:"generated"`
 	Totals    OverviewTotal `json:"totals"`
+	// FailedPartitions refuse appends after a failed fsync until the broker
+	// restarts (/healthz reports them too).
+	FailedPartitions []string `json:"failedPartitions,omitempty"`
 }
 
 // OverviewTotal sums the topic rows.
@@ -167,7 +170,8 @@ var errBadRequest = errors.New("bad request")
 const maxRecords = 500
 
 func overview(ctx context.Context, b *broker.Broker) (Overview, error) {
-	o := Overview{ClusterID: b.ClusterID(), NodeID: int32(b.NodeID()), DataDir: b.Dir(), Generated: time.Now().UTC()}
+	o := Overview{ClusterID: b.ClusterID(), NodeID: int32(b.NodeID()), DataDir: b.Dir(), Generated: time.Now().UTC(),
+		FailedPartitions: b.FailedPartitions()}
 	for _, t := range b.Topics() {
 		row := TopicRow{Name: t.Name, Partitions: t.Partitions(), Internal: broker.IsInternalTopic(t.Name)}
 		row.CleanupPolicy, _ = t.Config.Get(broker.ConfigCleanupPolicy)
