@@ -209,8 +209,8 @@ func Open(cfg Config) (*Broker, error) {
 		return nil, err
 	}
 	b.wg.Add(2)
-	go b.retentionLoop()
-	go b.cleanerLoop()
+	go b.every(b.cfg.RetentionCheckInterval, b.ApplyRetention)
+	go b.every(b.cfg.CleanerBackoff, b.CleanLogs) // log.cleaner.backoff.ms
 	return b, nil
 }
 
@@ -292,16 +292,18 @@ func parsePartitionDir(name string) (string, PartitionID, bool) {
 	return name[:i], PartitionID(n), true
 }
 
-func (b *Broker) retentionLoop() {
+// every runs fn every interval until Close: the retention and cleaner
+// loops.
+func (b *Broker) every(interval time.Duration, fn func()) {
 	defer b.wg.Done()
-	t := time.NewTicker(b.cfg.RetentionCheckInterval)
+	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
 		select {
 		case <-b.stop:
 			return
 		case <-t.C:
-			b.ApplyRetention()
+			fn()
 		}
 	}
 }

@@ -83,22 +83,6 @@ func (c TopicConfig) compactPolicy() compact.Policy {
 	return p
 }
 
-// cleanerLoop runs the compaction cleaner every CleanerBackoff
-// (log.cleaner.backoff.ms) until Close.
-func (b *Broker) cleanerLoop() {
-	defer b.wg.Done()
-	t := time.NewTicker(b.cfg.CleanerBackoff)
-	defer t.Stop()
-	for {
-		select {
-		case <-b.stop:
-			return
-		case <-t.C:
-			b.CleanLogs()
-		}
-	}
-}
-
 // CleanLogs runs the compaction cleaner once, now, on every partition of
 // every topic whose cleanup.policy includes compact (__consumer_offsets
 // among them); the broker also does so every CleanerBackoff. A partition is
