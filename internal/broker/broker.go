@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"maps"
 	"os"
@@ -125,6 +126,8 @@ type Broker struct {
 	ingest    ingestStats // validation counters (ingest.go)
 	stats     stats       // traffic counters (stats.go)
 
+	lock io.Closer // the data directory's .lock, held until Close
+
 	stop chan struct{}
 	wg   sync.WaitGroup
 	// cleaning serialises CleanLogs (cleaner.go).
@@ -164,7 +167,7 @@ func (t *Topic) Partition(p PartitionID) (*Partition, error) {
 
 // Open opens (or creates) the broker whose data lives in cfg.Dir, opening
 // every partition and recovering producer state.
-func Open(cfg Config) (*Broker, error) {
+func Open(cfg Config) (_ *Broker, err error) {
 	cfg = cfg.withDefaults()
 	if cfg.Dir == "" {
 		return nil, errors.New("broker: Config.Dir is empty")
@@ -176,10 +179,19 @@ func Open(cfg Config) (*Broker, error) {
 	b := &Broker{cfg: cfg, fs: cfg.FS, logger: cfg.Logger, defaults: defaults, stop: make(chan struct{})}
 	b.mu.topics = make(map[string]*Topic)
 	b.mu.byID = make(map[TopicID]*Topic)
-	for _, d := range []string{cfg.Dir, filepath.Join(cfg.Dir, producerStateDir)} {
-		if err := b.fs.MkdirAll(d, 0o755); err != nil {
-			return nil, fmt.Errorf("broker: create %s: %w", d, err)
+	if err := b.fs.MkdirAll(cfg.Dir, 0o755); err != nil {
+		return nil, fmt.Errorf("broker: create %s: %w", cfg.Dir, err)
+	}
+	if b.lock, err = lockDir(b.fs, cfg.Dir); err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			_ = b.lock.Close()
 		}
+	}()
+	if err := b.fs.MkdirAll(filepath.Join(cfg.Dir, producerStateDir), 0o755); err != nil {
+		return nil, fmt.Errorf("broker: create %s: %w", producerStateDir, err)
 	}
 	if b.ids, err = producer.OpenAllocator(b.fs, cfg.Dir); err != nil {
 		return nil, fmt.Errorf("broker: %w", err)
@@ -342,7 +354,8 @@ func (b *Broker) Close() error {
 	b.wg.Wait()
 	b.admin.Lock()
 	defer b.admin.Unlock()
-	return b.closePartitions()
+	err := b.closePartitions()
+	return errors.Join(err, b.lock.Close())
 }
 
 func (b *Broker) closePartitions() error {

@@ -34,6 +34,7 @@ func (m *MemFS) CrashClone(opts CrashOptions) *MemFS {
 // files, as a dead process's descriptors would if it could still run: nothing
 // they do is visible through m afterwards. The injector stays installed.
 func (m *MemFS) Crash(opts CrashOptions) {
+	m.dropLocks()
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.root = crashCopy(m.root, opts, make(map[*memNode]*memNode))

@@ -65,6 +65,8 @@ type MemFS struct {
 	// taken before any node's mu, never after.
 	mu   sync.Mutex
 	root *memNode
+
+	locks memLocks // Lock's table (memlock.go)
 }
 
 var _ FS = (*MemFS)(nil)

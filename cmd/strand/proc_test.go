@@ -1,0 +1,95 @@
+package main
+
+import (
+	"bufio"
+	"io"
+	"os/exec"
+	"regexp"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// serveProc is a real `strand serve` process started by a test.
+type serveProc struct {
+	cmd  *exec.Cmd
+	addr string // the Kafka listener, once it serves
+	logs syncBuffer
+	done chan error
+}
+
+var servingRE = regexp.MustCompile(`serving Kafka on (\S+?),`)
+
+// startServe starts `strand serve` with args (plus free-port listeners
+// unless args set them) and waits until it serves or exits. It returns the
+// process either way; wait tells which.
+func startServe(t *testing.T, args ...string) *serveProc {
+	t.Helper()
+	full := append([]string{"serve", "--listen", "127.0.0.1:0", "--metrics-listen", "", "--console-listen", ""}, args...)
+	p := &serveProc{cmd: exec.Command(strandBin(t), full...), done: make(chan error, 1)}
+	stderr, err := p.cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	served := make(chan string, 1)
+	var once sync.Once
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		sc.Buffer(make([]byte, 64<<10), 1<<20)
+		for sc.Scan() {
+			line := sc.Text()
+			_, _ = p.logs.Write([]byte(line + "\n"))
+			if m := servingRE.FindStringSubmatch(line); m != nil {
+				once.Do(func() { served <- m[1] })
+			}
+		}
+		_, _ = io.Copy(io.Discard, stderr)
+		p.done <- p.cmd.Wait()
+	}()
+	t.Cleanup(func() {
+		_ = p.cmd.Process.Kill()
+		select {
+		case <-p.done:
+		case <-time.After(30 * time.Second):
+		}
+	})
+	select {
+	case p.addr = <-served:
+	case err := <-p.done:
+		p.done <- err
+	case <-time.After(time.Minute):
+		t.Fatalf("strand serve neither served nor exited in a minute:\n%s", p.logs.String())
+	}
+	return p
+}
+
+// wait waits (bounded) for the process to exit and returns its error.
+func (p *serveProc) wait(t *testing.T, d time.Duration) error {
+	t.Helper()
+	select {
+	case err := <-p.done:
+		p.done <- err
+		return err
+	case <-time.After(d):
+		t.Fatalf("strand serve still running after %v:\n%s", d, p.logs.String())
+		return nil
+	}
+}
+
+// stop sends SIGTERM and waits for a clean exit.
+func (p *serveProc) stop(t *testing.T) {
+	t.Helper()
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	if err := p.wait(t, time.Minute); err != nil {
+		t.Fatalf("strand serve: %v\n%s", err, p.logs.String())
+	}
+}
+
+// contains reports whether the process's log holds s.
+func (p *serveProc) contains(s string) bool { return strings.Contains(p.logs.String(), s) }
+
