@@ -92,4 +92,3 @@ func (p *serveProc) stop(t *testing.T) {
 
 // contains reports whether the process's log holds s.
 func (p *serveProc) contains(s string) bool { return strings.Contains(p.logs.String(), s) }
-
