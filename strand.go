@@ -66,6 +66,11 @@ type Config struct {
 	// OffsetsRetention is offsets.retention.minutes: how long committed
 	// offsets outlive their group's consumers. Zero: 7 days; negative: never.
 	OffsetsRetention time.Duration
+	// RecoverTopics re-registers topics whose partition directories hold
+	// data that meta.json does not list (a lost or older meta.json), with
+	// default configs. Without it, such a directory stops the start-up:
+	// the broker never deletes data that metadata does not explain.
+	RecoverTopics bool
 	// CleanerDedupeBufferSize is log.cleaner.dedupe.buffer.size: the most
 	// memory the compaction cleaner's offset map takes; a dirty range with
 	// more keys is cleaned over several passes. Default 128 MiB.
@@ -131,6 +136,7 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 		CleanerBackoff:          cfg.CleanerBackoff,
 		CleanerMapBytes:         cfg.CleanerDedupeBufferSize,
 		OffsetsRetention:        cfg.OffsetsRetention,
+		RecoverTopics:           cfg.RecoverTopics,
 		Now:                     cfg.Now,
 
 		GroupInitialRebalanceDelay: cfg.GroupInitialRebalanceDelay,

@@ -46,6 +46,7 @@ type serveOptions struct {
 	cleanerBackoff    time.Duration
 	cleanerMapBytes   int64
 	offsetsRetention  time.Duration
+	recoverTopics     bool
 	topicDefaults     map[string]string
 	groupDelay        time.Duration
 }
@@ -110,6 +111,7 @@ func newServeCmd() *cobra.Command {
 	f.DurationVar(&o.groupDelay, "group-initial-rebalance-delay", 3*time.Second, "how long a consumer group's first rebalance waits for more members (group.initial.rebalance.delay.ms; 0: none)")
 	f.DurationVar(&o.cleanerBackoff, "log-cleaner-backoff", 15*time.Second, "how often the compaction cleaner looks for dirty compacted partitions (log.cleaner.backoff.ms)")
 	f.DurationVar(&o.offsetsRetention, "offsets-retention", 7*24*time.Hour, "how long committed offsets outlive their group's consumers; 0 or less keeps them forever (offsets.retention.minutes)")
+	f.BoolVar(&o.recoverTopics, "recover-topics", false, "re-register topics whose partition directories hold data that meta.json does not list (a lost meta.json), with default configs, instead of refusing to start")
 	f.Int64Var(&o.cleanerMapBytes, "log-cleaner-dedupe-buffer-size", 128<<20, "most memory (bytes) the compaction cleaner's offset map takes; more keys are cleaned over several passes (log.cleaner.dedupe.buffer.size)")
 	return cmd
 }
@@ -258,6 +260,7 @@ func (o *serveOptions) run(ctx context.Context, logOut io.Writer) error {
 		CleanerBackoff:          o.cleanerBackoff,
 		CleanerDedupeBufferSize: o.cleanerMapBytes,
 		OffsetsRetention:        offsetsRetention(o.offsetsRetention),
+		RecoverTopics:           o.recoverTopics,
 		// strand.Config: zero is Kafka's default, negative is none.
 		GroupInitialRebalanceDelay: cmp.Or(o.groupDelay, -1),
 	})

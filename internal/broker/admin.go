@@ -55,7 +55,7 @@ func (b *Broker) CreateTopic(spec TopicSpec) (*Topic, error) {
 		return t, nil
 	}
 	for i := range n {
-		p, err := b.openPartition(spec.Name, PartitionID(i), tc)
+		p, err := b.openPartition(spec.Name, t.ID, PartitionID(i), tc)
 		if err != nil {
 			b.discard(t.partitions)
 			return nil, fmt.Errorf("broker: create topic %q: %w", spec.Name, err)
@@ -151,7 +151,12 @@ func (b *Broker) DeleteTopic(name string) error {
 	if err != nil {
 		return err
 	}
+	// The tombstone is in meta.json with the topic's removal, before any
+	// data goes: after a crash, the start-up finishes the delete; nothing
+	// else may remove a partition directory.
+	b.deleted[t.ID] = true
 	if err := b.installLocked(name, nil); err != nil {
+		delete(b.deleted, t.ID)
 		return fmt.Errorf("broker: delete topic %q: %w", name, err)
 	}
 	var errs []error
@@ -202,7 +207,7 @@ func (b *Broker) CreatePartitions(name string, total int32, assignment [][]NodeI
 	}
 	var added []*Partition
 	for i := cur; i < total; i++ {
-		p, err := b.openPartition(name, PartitionID(i), t.Config)
+		p, err := b.openPartition(name, t.ID, PartitionID(i), t.Config)
 		if err != nil {
 			b.discard(added)
 			return nil, fmt.Errorf("broker: create partitions of %q: %w", name, err)

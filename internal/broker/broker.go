@@ -83,6 +83,10 @@ type Config struct {
 	// Kafka's defaults (6s, 30m).
 	GroupMinSessionTimeout time.Duration
 	GroupMaxSessionTimeout time.Duration
+	// RecoverTopics re-registers topics whose partition directories hold
+	// data that meta.json does not list (a lost or older meta.json), with
+	// default configs, instead of refusing to start.
+	RecoverTopics bool
 	// Logger; default slog.Default().
 	Logger *slog.Logger
 	// Now is the clock; default time.Now.
@@ -127,6 +131,9 @@ type Broker struct {
 	stats     stats       // traffic counters (stats.go)
 
 	lock io.Closer // the data directory's .lock, held until Close
+	// deleted holds the ids of deleted topics whose directories may still
+	// exist (meta.json's tombstones); guarded by admin after Open.
+	deleted map[TopicID]bool
 
 	stop chan struct{}
 	wg   sync.WaitGroup
@@ -202,6 +209,12 @@ func Open(cfg Config) (_ *Broker, err error) {
 	}
 	if !existed {
 		m.ClusterID = newClusterID()
+	}
+	changed, err := b.checkPartitionDirs(&m)
+	if err != nil {
+		return nil, err
+	}
+	if !existed || changed {
 		if err := writeMeta(b.fs, cfg.Dir, m); err != nil {
 			return nil, err
 		}
@@ -213,9 +226,7 @@ func Open(cfg Config) (_ *Broker, err error) {
 			return nil, err
 		}
 	}
-	if existed {
-		b.removeOrphans()
-	}
+	b.removeOrphanSnapshots()
 	if err := b.openGroups(); err != nil {
 		b.closePartitions()
 		return nil, err
@@ -234,7 +245,7 @@ func (b *Broker) openTopic(mt metaTopic) error {
 	}
 	t := &Topic{Name: mt.Name, ID: id, Config: tc}
 	for i := range mt.Partitions {
-		p, err := b.openPartition(mt.Name, PartitionID(i), tc)
+		p, err := b.openPartition(mt.Name, id, PartitionID(i), tc)
 		if err != nil {
 			for _, p := range t.partitions {
 				_ = p.close(false)
@@ -248,44 +259,20 @@ func (b *Broker) openTopic(mt metaTopic) error {
 	return nil
 }
 
-// removeOrphans deletes partition directories that meta.json does not list:
-// leftovers of a DeleteTopic or a failed CreateTopic interrupted by a crash.
-// Anything that does not look like a partition directory is left alone.
-func (b *Broker) removeOrphans() {
-	names, err := b.fs.ReadDir(b.cfg.Dir)
-	if err != nil {
-		b.logger.Warn("broker: cannot list data directory for leftovers", "dir", b.cfg.Dir, "err", err)
-		return
-	}
-	for _, name := range names {
-		topic, part, ok := parsePartitionDir(name)
-		if !ok {
-			continue
-		}
-		if t := b.mu.topics[topic]; t != nil && int(part) < len(t.partitions) {
-			continue
-		}
-		path := filepath.Join(b.cfg.Dir, name)
-		if fi, err := b.fs.Stat(path); err != nil || !fi.IsDir() {
-			continue
-		}
-		b.logger.Info("broker: removing partition directory of a deleted topic", "dir", path)
-		if err := b.fs.RemoveAll(path); err != nil {
-			b.logger.Warn("broker: cannot remove leftover partition directory", "dir", path, "err", err)
-		}
-	}
-	// Producer snapshots of partitions that no longer exist.
-	snaps, err := b.fs.ReadDir(filepath.Join(b.cfg.Dir, producerStateDir))
+// removeOrphanSnapshots deletes producer snapshots of partitions that no
+// longer exist (and of the name-keyed format older versions wrote).
+func (b *Broker) removeOrphanSnapshots() {
+	dir := filepath.Join(b.cfg.Dir, producerStateDir)
+	snaps, err := b.fs.ReadDir(dir)
 	if err != nil {
 		return
 	}
 	for _, name := range snaps {
-		stem, _, _ := strings.Cut(strings.TrimSuffix(name, ".json"), "@")
-		topic, part, ok := parsePartitionDir(stem)
-		if t := b.mu.topics[topic]; ok && t != nil && int(part) < len(t.partitions) {
+		id, part, ok := parseSnapshotName(name)
+		if t := b.mu.byID[id]; ok && t != nil && int(part) < len(t.partitions) {
 			continue
 		}
-		_ = b.fs.Remove(filepath.Join(b.cfg.Dir, producerStateDir, name))
+		_ = b.fs.Remove(filepath.Join(dir, name))
 	}
 }
 
@@ -467,6 +454,9 @@ func (b *Broker) checkOpen() error {
 // held; every topic in the registry (after the caller's change) is listed.
 func (b *Broker) metaLocked(topics map[string]*Topic) metaFile {
 	m := metaFile{ClusterID: b.clusterID}
+	for id := range b.deleted {
+		m.Deleted = append(m.Deleted, fmt.Sprintf("%x", id[:]))
+	}
 	for _, t := range topics {
 		m.Topics = append(m.Topics, metaTopic{
 			Name:       t.Name,
@@ -524,7 +514,7 @@ func validateTopicName(name string) error {
 }
 
 // removeProducerSnapshot deletes a partition's producer snapshot, if any.
-func (b *Broker) removeProducerSnapshot(topic string, p PartitionID) {
+func (b *Broker) removeProducerSnapshot(topic TopicID, p PartitionID) {
 	dir := filepath.Join(b.cfg.Dir, producerStateDir)
 	names := []string{snapshotName(topic, p)}
 	for _, r := range rollSnapshots(b.fs, dir, topic, p) {

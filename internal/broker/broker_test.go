@@ -283,7 +283,7 @@ func TestProducerStateSurvivesRestart(t *testing.T) {
 			t.Fatal(err)
 		}
 		if !crash {
-			if _, err := fs.Stat(filepath.Join("/d", producerStateDir, "i-0.json")); err != nil {
+			if _, err := fs.Stat(filepath.Join("/d", producerStateDir, p.snapshotName())); err != nil {
 				t.Fatalf("no snapshot after a clean close: %v", err)
 			}
 		}

@@ -18,8 +18,10 @@ import (
 //
 //	<dir>/meta.json                 this file: cluster id, topics, configs
 //	<dir>/producer-ids.json         producer id reservations (package producer)
-//	<dir>/producer-state/<t>-<p>.json  producer snapshots from a clean close
-//	<dir>/<topic>-<partition>/      one partlog.Log per partition
+//	<dir>/.lock                     held (flock) by the broker using the directory
+//	<dir>/producer-state/<id>-<p>.json  producer snapshots (topic id in hex)
+//	<dir>/<topic>-<partition>/      one partlog.Log per partition, with
+//	                                partition.metadata naming its topic id
 //
 // It is rewritten whole, atomically (vfs.WriteFileSync: temp file, fsync,
 // rename, fsync dir), on every topic change. Topic changes are rare and the
@@ -36,6 +38,9 @@ type metaFile struct {
 	Version   int         `json:"version"`
 	ClusterID string      `json:"clusterId"`
 	Topics    []metaTopic `json:"topics"`
+	// Deleted lists the ids (hex) of deleted topics whose partition
+	// directories may remain: start-up removes those, and only those.
+	Deleted []string `json:"deletedTopicIds,omitempty"`
 }
 
 type metaTopic struct {
@@ -84,6 +89,11 @@ func readMeta(fs vfs.FS, dir string) (m metaFile, ok bool, err error) {
 	if m.Version != metaVersion {
 		return metaFile{}, false, fmt.Errorf("broker: %s: unsupported version %d", metaFileName, m.Version)
 	}
+	for _, d := range m.Deleted {
+		if _, err := parseTopicID(d); err != nil {
+			return metaFile{}, false, fmt.Errorf("broker: %s: deleted topic id: %w", metaFileName, err)
+		}
+	}
 	for _, t := range m.Topics {
 		if _, err := parseTopicID(t.ID); err != nil {
 			return metaFile{}, false, fmt.Errorf("broker: %s: topic %q: %w", metaFileName, t.Name, err)
@@ -98,6 +108,7 @@ func readMeta(fs vfs.FS, dir string) (m metaFile, ok bool, err error) {
 func writeMeta(fs vfs.FS, dir string, m metaFile) error {
 	m.Version = metaVersion
 	sort.Slice(m.Topics, func(i, j int) bool { return m.Topics[i].Name < m.Topics[j].Name })
+	sort.Strings(m.Deleted)
 	b, err := json.MarshalIndent(m, "", "  ")
 	if err != nil {
 		return fmt.Errorf("broker: encode %s: %w", metaFileName, err)

@@ -39,11 +39,12 @@ const expireEvery = 4096
 // Partition is one partition of a topic: its log, its leader epoch and its
 // idempotent-producer state.
 type Partition struct {
-	b     *Broker
-	topic string
-	id    PartitionID
-	log   *partlog.Log
-	epoch record.Epoch
+	b       *Broker
+	topic   string
+	topicID TopicID
+	id      PartitionID
+	log     *partlog.Log
+	epoch   record.Epoch
 	// traffic is the topic's stats counters (shared by its partitions).
 	traffic *topicCounters
 
@@ -61,8 +62,11 @@ type Partition struct {
 	}
 }
 
-func (b *Broker) openPartition(topic string, id PartitionID, tc TopicConfig) (*Partition, error) {
+func (b *Broker) openPartition(topic string, tid TopicID, id PartitionID, tc TopicConfig) (*Partition, error) {
 	name := partitionDirName(topic, id)
+	if err := b.claimPartitionDir(name, tid); err != nil {
+		return nil, fmt.Errorf("broker: open partition %s: %w", name, err)
+	}
 	l, err := partlog.Open(b.fs, filepath.Join(b.cfg.Dir, name), tc.logConfig(b.cfg.Now, b.logger.With("partition", name)))
 	if err != nil {
 		return nil, fmt.Errorf("broker: open partition %s: %w", name, err)
@@ -75,7 +79,7 @@ func (b *Broker) openPartition(topic string, id PartitionID, tc TopicConfig) (*P
 	}
 	// The topic's traffic counters, looked up once: a lookup by name boxes
 	// the name, an allocation the produce and fetch paths need not make.
-	p := &Partition{b: b, topic: topic, id: id, log: l, traffic: b.stats.counters(topic)}
+	p := &Partition{b: b, topic: topic, topicID: tid, id: id, log: l, traffic: b.stats.counters(topic)}
 	p.config.Store(&tc)
 	if p.mu.producers, err = p.recoverProducers(); err != nil {
 		_ = l.Close()
@@ -112,7 +116,7 @@ func (p *Partition) remove() error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.mu.closed = true
-	p.b.removeProducerSnapshot(p.topic, p.id)
+	p.b.removeProducerSnapshot(p.topicID, p.id)
 	if err := p.log.Delete(); err != nil && !errors.Is(err, partlog.ErrClosed) {
 		return fmt.Errorf("broker: delete %s-%d: %w", p.topic, p.id, err)
 	}

@@ -37,14 +37,37 @@ import (
 // rollSnapshotsKept is how many roll snapshots a partition keeps.
 const rollSnapshotsKept = 2
 
-func snapshotName(topic string, p PartitionID) string { return partitionDirName(topic, p) + ".json" }
+// Snapshot file names are keyed by topic id, not name: a topic name may be
+// 249 bytes (Kafka's limit), which with a suffix would not fit a 255-byte
+// file name, and a re-created topic must not find its predecessor's state.
+func snapshotKey(topic TopicID, p PartitionID) string {
+	return fmt.Sprintf("%x-%d", topic[:], p)
+}
 
-func (p *Partition) snapshotName() string { return snapshotName(p.topic, p.id) }
+func snapshotName(topic TopicID, p PartitionID) string { return snapshotKey(topic, p) + ".json" }
 
-// '@' cannot occur in a topic name, so these never collide with a
-// partition's clean-close snapshot.
-func rollSnapshotName(topic string, p PartitionID, at record.Offset) string {
-	return partitionDirName(topic, p) + "@" + strconv.FormatInt(int64(at), 10) + ".json"
+func (p *Partition) snapshotName() string { return snapshotName(p.topicID, p.id) }
+
+// '@' never occurs in a key, so these never collide with a partition's
+// clean-close snapshot.
+func rollSnapshotName(topic TopicID, p PartitionID, at record.Offset) string {
+	return snapshotKey(topic, p) + "@" + strconv.FormatInt(int64(at), 10) + ".json"
+}
+
+// parseSnapshotName returns the topic id and partition a snapshot file
+// belongs to.
+func parseSnapshotName(name string) (TopicID, PartitionID, bool) {
+	stem, _, _ := strings.Cut(strings.TrimSuffix(name, ".json"), "@")
+	idHex, part, ok := strings.Cut(stem, "-")
+	if !ok {
+		return TopicID{}, 0, false
+	}
+	id, err := parseTopicID(idHex)
+	n, perr := strconv.ParseInt(part, 10, 32)
+	if err != nil || perr != nil || n < 0 {
+		return TopicID{}, 0, false
+	}
+	return id, PartitionID(n), true
 }
 
 type rollSnapshot struct {
@@ -53,12 +76,12 @@ type rollSnapshot struct {
 }
 
 // rollSnapshots lists a partition's roll snapshots, oldest first.
-func rollSnapshots(fs vfs.FS, dir, topic string, p PartitionID) []rollSnapshot {
+func rollSnapshots(fs vfs.FS, dir string, topic TopicID, p PartitionID) []rollSnapshot {
 	names, err := fs.ReadDir(dir)
 	if err != nil {
 		return nil
 	}
-	prefix := partitionDirName(topic, p) + "@"
+	prefix := snapshotKey(topic, p) + "@"
 	var out []rollSnapshot
 	for _, n := range names {
 		rest, ok := strings.CutPrefix(n, prefix)
@@ -81,11 +104,11 @@ func rollSnapshots(fs vfs.FS, dir, topic string, p PartitionID) []rollSnapshot {
 func (p *Partition) snapshotAtRollLocked() {
 	fs, dir := p.b.fs, filepath.Join(p.b.cfg.Dir, producerStateDir)
 	at := p.log.LogEndOffset()
-	if err := producer.SaveSnapshot(fs, dir, rollSnapshotName(p.topic, p.id, at), at, p.mu.producers); err != nil {
+	if err := producer.SaveSnapshot(fs, dir, rollSnapshotName(p.topicID, p.id, at), at, p.mu.producers); err != nil {
 		p.b.logger.Warn("broker: producer snapshot at segment roll", "topic", p.topic, "partition", p.id, "err", err)
 		return
 	}
-	snaps := rollSnapshots(fs, dir, p.topic, p.id)
+	snaps := rollSnapshots(fs, dir, p.topicID, p.id)
 	for len(snaps) > rollSnapshotsKept {
 		if err := fs.Remove(filepath.Join(dir, snaps[0].name)); err != nil && !errors.Is(err, os.ErrNotExist) {
 			p.b.logger.Warn("broker: prune producer snapshot", "name", snaps[0].name, "err", err)
@@ -118,7 +141,7 @@ func (p *Partition) recoverProducers() (*producer.State, error) {
 	}
 
 	s, from := producer.NewState(), record.Offset(0)
-	snaps := rollSnapshots(fs, dir, p.topic, p.id)
+	snaps := rollSnapshots(fs, dir, p.topicID, p.id)
 	for i := len(snaps) - 1; i >= 0; i-- {
 		r := snaps[i]
 		rpath := filepath.Join(dir, r.name)

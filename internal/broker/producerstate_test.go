@@ -24,7 +24,7 @@ func TestProducerStateFromRollSnapshot(t *testing.T) {
 	t.Parallel()
 	fs := vfs.NewMem()
 	b := open(t, fs, "/d")
-	mustCreate(t, b, TopicSpec{Name: "r", Partitions: 1, Configs: map[string]string{
+	tp := mustCreate(t, b, TopicSpec{Name: "r", Partitions: 1, Configs: map[string]string{
 		ConfigFlushMessages: "1", ConfigSegmentBytes: "1500"}})
 	p, _ := b.Partition("r", 0)
 	ctx := context.Background()
@@ -48,13 +48,13 @@ func TestProducerStateFromRollSnapshot(t *testing.T) {
 		}
 	}
 	dir := filepath.Join("/d", producerStateDir)
-	snaps := rollSnapshots(fs, dir, "r", 0)
+	snaps := rollSnapshots(fs, dir, tp.ID, 0)
 	if len(snaps) != rollSnapshotsKept {
 		t.Fatalf("%d roll snapshots kept, want %d: %v", len(snaps), rollSnapshotsKept, snaps)
 	}
 	// A snapshot from the future, as if a crash lost the tail it described.
 	end := p.LogEndOffset()
-	bogus := rollSnapshotName("r", 0, end+100)
+	bogus := rollSnapshotName(tp.ID, 0, end+100)
 	if err := producer.SaveSnapshot(fs, dir, bogus, end+100, producer.NewState()); err != nil {
 		t.Fatal(err)
 	}

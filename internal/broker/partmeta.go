@@ -1,0 +1,73 @@
+package broker
+
+import (
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/strandmq/strand/internal/vfs"
+)
+
+// partitionMetaFile records, inside each partition directory, the id of the
+// topic the data belongs to (Kafka's partition.metadata, same format). The
+// directory name alone cannot tell a topic from an older, deleted one of the
+// same name; the id can, so the broker never adopts or deletes data on a
+// name's say-so.
+const partitionMetaFile = "partition.metadata"
+
+// errNoPartitionMeta: the directory predates partition.metadata.
+var errNoPartitionMeta = errors.New("no " + partitionMetaFile)
+
+func readPartitionMeta(fs vfs.FS, dir string) (TopicID, error) {
+	b, err := vfs.ReadFile(fs, filepath.Join(dir, partitionMetaFile))
+	if errors.Is(err, os.ErrNotExist) {
+		return TopicID{}, errNoPartitionMeta
+	}
+	if err != nil {
+		return TopicID{}, fmt.Errorf("read %s: %w", filepath.Join(dir, partitionMetaFile), err)
+	}
+	var id TopicID
+	for _, line := range strings.Split(string(b), "\n") {
+		k, v, ok := strings.Cut(line, ":")
+		if !ok || strings.TrimSpace(k) != "topic_id" {
+			continue
+		}
+		raw, err := base64.RawURLEncoding.DecodeString(strings.TrimSpace(v))
+		if err != nil || len(raw) != len(id) {
+			break
+		}
+		copy(id[:], raw)
+		return id, nil
+	}
+	return TopicID{}, fmt.Errorf("%s: no valid topic_id", filepath.Join(dir, partitionMetaFile))
+}
+
+func writePartitionMeta(fs vfs.FS, dir string, id TopicID) error {
+	data := "version: 0\ntopic_id: " + id.String() + "\n"
+	if err := vfs.WriteFileSync(fs, dir, filepath.Join(dir, partitionMetaFile), []byte(data)); err != nil {
+		return fmt.Errorf("write %s: %w", filepath.Join(dir, partitionMetaFile), err)
+	}
+	return nil
+}
+
+// holdsRecords reports whether a partition directory has any non-empty
+// segment: an empty one is what a create interrupted by a crash leaves.
+func holdsRecords(fs vfs.FS, dir string) bool {
+	names, err := fs.ReadDir(dir)
+	if err != nil {
+		return true // unreadable: assume it matters
+	}
+	for _, n := range names {
+		if !strings.HasSuffix(n, ".log") {
+			continue
+		}
+		fi, err := fs.Stat(filepath.Join(dir, n))
+		if err != nil || fi.Size() > 0 {
+			return true
+		}
+	}
+	return false
+}
