@@ -227,6 +227,7 @@ func Open(cfg Config) (_ *Broker, err error) {
 		}
 	}
 	b.removeOrphanSnapshots()
+	b.reserveLoggedProducerIDs()
 	if err := b.openGroups(); err != nil {
 		b.closePartitions()
 		return nil, err
@@ -257,6 +258,27 @@ func (b *Broker) openTopic(mt metaTopic) error {
 	b.mu.topics[t.Name] = t
 	b.mu.byID[t.ID] = t
 	return nil
+}
+
+// reserveLoggedProducerIDs keeps the allocator above every producer id the
+// recovered logs and snapshots hold: a lost or stale producer-ids.json must
+// not hand out an id whose sequence state already exists.
+func (b *Broker) reserveLoggedProducerIDs() {
+	top := producer.NoID
+	for _, t := range b.mu.topics {
+		for _, p := range t.partitions {
+			for _, a := range p.Producers() {
+				top = max(top, a.ID)
+			}
+		}
+	}
+	if top == producer.NoID {
+		return
+	}
+	if !b.ids.Existed() {
+		b.logger.Warn("broker: producer-ids.json is missing but the logs hold producer ids; allocating above them", "highest_logged_id", top)
+	}
+	b.ids.Above(top)
 }
 
 // removeOrphanSnapshots deletes producer snapshots of partitions that no

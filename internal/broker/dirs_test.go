@@ -251,3 +251,41 @@ func hexID(id TopicID) string { return fmt.Sprintf("%x", id[:]) }
 func dropTopic(m *metaFile, name string) {
 	m.Topics = slices.DeleteFunc(m.Topics, func(t metaTopic) bool { return t.Name == name })
 }
+
+// TestLostProducerIDsFile: without producer-ids.json, the broker still
+// never hands out an id that the logs hold (after a clean close and after a
+// crash).
+func TestLostProducerIDsFile(t *testing.T) {
+	for _, crash := range []bool{false, true} {
+		fs := vfs.NewMem()
+		b := open(t, fs, "/d")
+		// flush.messages=1: the batch is on disk when acknowledged, so a
+		// crash keeps it.
+		mustCreate(t, b, TopicSpec{Name: "t", Partitions: 1, Configs: map[string]string{"flush.messages": "1"}})
+		var used producer.ID
+		for range 3 {
+			id, _, err := b.AllocateProducerID()
+			if err != nil {
+				t.Fatal(err)
+			}
+			used = id
+		}
+		part, _ := b.Partition("t", 0)
+		if _, err := part.Append(context.Background(), idempotent(t, used, 0, 2), AcksAll); err != nil {
+			t.Fatal(err)
+		}
+		if crash {
+			fs = fs.CrashClone(vfs.CrashOptions{})
+		}
+		b.Close()
+		if err := fs.Remove(filepath.Join("/d", "producer-ids.json")); err != nil {
+			t.Fatal(err)
+		}
+		b = open(t, fs, "/d")
+		id, _, err := b.AllocateProducerID()
+		b.Close()
+		if err != nil || id <= used {
+			t.Fatalf("crash=%v: allocated %d after losing producer-ids.json; the log holds %d (%v)", crash, id, used, err)
+		}
+	}
+}

@@ -26,8 +26,9 @@ type idFileContents struct {
 // Allocator hands out producer ids that are never reused, even across
 // restarts and crashes. It is safe for concurrent use.
 type Allocator struct {
-	fs  vfs.FS
-	dir string
+	fs      vfs.FS
+	dir     string
+	existed bool // the file was there at open
 
 	mu struct {
 		sync.Mutex
@@ -54,8 +55,28 @@ func OpenAllocator(fs vfs.FS, dir string) (*Allocator, error) {
 			return nil, fmt.Errorf("producer: %s: negative limit %d", idFile, c.Limit)
 		}
 		a.mu.next, a.mu.limit = ID(c.Limit), ID(c.Limit)
+		a.existed = true
 	}
 	return a, nil
+}
+
+// Existed reports whether the allocator's file was there when it opened: a
+// broker with data but no file lost it.
+func (a *Allocator) Existed() bool { return a.existed }
+
+// Above makes every id up to and including used unavailable: the logs hold
+// it, whatever the file says (it may be lost or older than the logs). The
+// next Next reserves a new block above it.
+func (a *Allocator) Above(used ID) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if used < a.mu.next {
+		return
+	}
+	a.mu.next = used + 1
+	if a.mu.limit < a.mu.next {
+		a.mu.limit = a.mu.next // Next persists a reservation first
+	}
 }
 
 // Next returns a fresh producer id. When the current block is used up it
