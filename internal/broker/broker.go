@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/strandmq/strand/internal/group"
+	"github.com/strandmq/strand/internal/partlog"
 	"github.com/strandmq/strand/internal/producer"
 	"github.com/strandmq/strand/internal/vfs"
 )
@@ -340,6 +341,9 @@ func (b *Broker) ApplyRetention() {
 	}
 	for _, t := range b.Topics() {
 		for _, p := range t.partitions {
+			if p.Failed() != nil {
+				continue // offline: nothing may change its files
+			}
 			if _, err := p.log.ApplyRetention(); err != nil && !p.isClosed() {
 				b.logger.Warn("broker: retention failed", "topic", t.Name, "partition", p.id, "err", err)
 			}
@@ -392,17 +396,34 @@ func (b *Broker) DefaultPartitions() int32 { return b.cfg.DefaultPartitions }
 // Dir returns the data directory.
 func (b *Broker) Dir() string { return b.cfg.Dir }
 
-// FailedPartitions names the partitions ("topic-partition") whose logs
-// refuse appends after a failed fsync: a restart recovers them. Health
-// checks report them.
-func (b *Broker) FailedPartitions() []string {
-	var out []string
+// OfflinePartition is a partition that refuses appends: after a failed
+// fsync (a restart recovers it) or over damaged data (an operator repairs
+// it; Damaged is set).
+type OfflinePartition struct {
+	Name    string `json:"partition"` // topic-partition
+	Damaged bool   `json:"damaged"`
+	Reason  string `json:"reason"`
+}
+
+// OfflinePartitions lists the partitions that refuse appends, for health
+// checks, metrics and the console.
+func (b *Broker) OfflinePartitions() []OfflinePartition {
+	var out []OfflinePartition
 	for _, t := range b.Topics() {
 		for _, p := range t.partitions {
-			if p.Failed() != nil {
-				out = append(out, partitionDirName(t.Name, p.id))
+			if err := p.Failed(); err != nil {
+				out = append(out, OfflinePartition{Name: partitionDirName(t.Name, p.id), Damaged: errors.Is(err, partlog.ErrDamaged), Reason: err.Error()})
 			}
 		}
+	}
+	return out
+}
+
+// FailedPartitions names the offline partitions ("topic-partition").
+func (b *Broker) FailedPartitions() []string {
+	var out []string
+	for _, o := range b.OfflinePartitions() {
+		out = append(out, o.Name)
 	}
 	return out
 }

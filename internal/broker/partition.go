@@ -81,7 +81,11 @@ func (b *Broker) openPartition(topic string, tid TopicID, id PartitionID, tc Top
 	// the name, an allocation the produce and fetch paths need not make.
 	p := &Partition{b: b, topic: topic, topicID: tid, id: id, log: l, traffic: b.stats.counters(topic)}
 	p.config.Store(&tc)
-	if p.mu.producers, err = p.recoverProducers(); err != nil {
+	if derr := l.Damaged(); derr != nil {
+		// Offline until repaired: its headers cannot be trusted, and no
+		// produce reaches it meanwhile.
+		p.mu.producers = producer.NewState()
+	} else if p.mu.producers, err = p.recoverProducers(); err != nil {
 		_ = l.Close()
 		return nil, fmt.Errorf("broker: recover producer state of %s: %w", name, err)
 	}
@@ -383,6 +387,9 @@ func (p *Partition) Read(from record.Offset, maxBytes int) (ReadResult, error) {
 func (p *Partition) ReadInto(buf []byte, from record.Offset, maxBytes int) (ReadResult, error) {
 	b, err := p.log.ReadInto(buf, from, maxBytes, p.log.HighWatermark())
 	res := ReadResult{Batches: b, HighWatermark: p.log.HighWatermark(), LogStartOffset: p.log.LogStartOffset()}
+	if errors.Is(err, partlog.ErrDamaged) {
+		return res, fmt.Errorf("%w: %s-%d is offline: %w", ErrStorage, p.topic, p.id, err)
+	}
 	if errors.Is(err, partlog.ErrOffsetOutOfRange) {
 		return res, fmt.Errorf("%w: %s-%d: %w", ErrOffsetOutOfRange, p.topic, p.id, err)
 	}
@@ -399,6 +406,9 @@ func (p *Partition) ReadInto(buf []byte, from record.Offset, maxBytes int) (Read
 // (TimestampLatest, TimestampEarliest, TimestampMax, …): the offset and the
 // timestamp of the record found, or (-1, -1) if there is none.
 func (p *Partition) ListOffset(ts int64) (record.Offset, int64, error) {
+	if err := p.damaged(); err != nil {
+		return record.NoOffset, -1, err
+	}
 	switch ts {
 	case TimestampEarliest, TimestampEarliestLocal:
 		return p.log.LogStartOffset(), -1, nil
@@ -491,3 +501,11 @@ func storageError(p *Partition, err error) error {
 // Failed reports the partition's storage failure: non-nil once a failed
 // fsync made its log refuse appends until the broker restarts.
 func (p *Partition) Failed() error { return p.log.Failed() }
+
+// damaged returns ErrStorage for a partition offline over damaged data.
+func (p *Partition) damaged() error {
+	if err := p.log.Damaged(); err != nil {
+		return fmt.Errorf("%w: %s-%d is offline: %w", ErrStorage, p.topic, p.id, err)
+	}
+	return nil
+}

@@ -28,6 +28,8 @@ type Overview struct {
 	// FailedPartitions refuse appends after a failed fsync until the broker
 	// restarts (/healthz reports them too).
 	FailedPartitions []string `json:"failedPartitions,omitempty"`
+	// Offline says why each of them is offline.
+	Offline []broker.OfflinePartition `json:"offlinePartitions,omitempty"`
 }
 
 // OverviewTotal sums the topic rows.
@@ -171,7 +173,7 @@ const maxRecords = 500
 
 func overview(ctx context.Context, b *broker.Broker) (Overview, error) {
 	o := Overview{ClusterID: b.ClusterID(), NodeID: int32(b.NodeID()), DataDir: b.Dir(), Generated: time.Now().UTC(),
-		FailedPartitions: b.FailedPartitions()}
+		FailedPartitions: b.FailedPartitions(), Offline: b.OfflinePartitions()}
 	for _, t := range b.Topics() {
 		row := TopicRow{Name: t.Name, Partitions: t.Partitions(), Internal: broker.IsInternalTopic(t.Name)}
 		row.CleanupPolicy, _ = t.Config.Get(broker.ConfigCleanupPolicy)

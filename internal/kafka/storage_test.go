@@ -1,6 +1,8 @@
 package kafka
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -58,5 +60,59 @@ func TestDiskFailuresAreStorageErrors(t *testing.T) {
 	}
 	if err := ts.b.Close(); err == nil || !strings.Contains(err.Error(), "synced-0") {
 		t.Fatalf("close after a failed fsync: %v", err)
+	}
+}
+
+// TestDamagedPartitionOffline: a sealed segment cut mid-batch after a
+// clean stop takes that partition offline: produce, fetch and ListOffsets
+// answer KAFKA_STORAGE_ERROR naming the file, the other partition serves,
+// and the damaged files stay as they are.
+func TestDamagedPartitionOffline(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	first := startServer(t, broker.Config{Dir: dir}, Config{})
+	createTopic(t, first.b, "t", 2, map[string]string{broker.ConfigSegmentBytes: "2048"})
+	c := dial(t, first.addr)
+	for range 40 {
+		for p := range int32(2) {
+			if pp := producePartition(t, c.do(produceReq("t", p, batch(t, 3, -1, -1, -1)), 9)); pp.ErrorCode != 0 {
+				t.Fatal(kerr.ErrorForCode(pp.ErrorCode))
+			}
+		}
+	}
+	c.conn.Close()
+	if err := first.s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := first.b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	seg := filepath.Join(dir, "t-0", "00000000000000000000.log")
+	fi, err := os.Stat(seg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(seg, fi.Size()-30); err != nil {
+		t.Fatal(err)
+	}
+
+	ts := startServer(t, broker.Config{Dir: dir}, Config{})
+	c = dial(t, ts.addr)
+	pp := producePartition(t, c.do(produceReq("t", 0, batch(t, 1, -1, -1, -1)), 9))
+	if pp.ErrorCode != kerr.KafkaStorageError.Code || pp.ErrorMessage == nil || !strings.Contains(*pp.ErrorMessage, "00000000000000000000.log") {
+		t.Fatalf("produce to the damaged partition: %v %v", kerr.ErrorForCode(pp.ErrorCode), pp.ErrorMessage)
+	}
+	tp, _ := ts.b.Topic("t")
+	if fp := fetchPartition(t, c.do(fetchReq("t", tp.ID, map[int32]int64{0: 0}), 12)); fp.ErrorCode != kerr.KafkaStorageError.Code {
+		t.Fatalf("fetch from the damaged partition: %v", kerr.ErrorForCode(fp.ErrorCode))
+	}
+	if pp := producePartition(t, c.do(produceReq("t", 1, batch(t, 1, -1, -1, -1)), 9)); pp.ErrorCode != 0 || pp.BaseOffset != 120 {
+		t.Fatalf("the healthy partition: %v at %d", kerr.ErrorForCode(pp.ErrorCode), pp.BaseOffset)
+	}
+	if fi2, _ := os.Stat(seg); fi2.Size() != fi.Size()-30 {
+		t.Fatalf("damaged segment changed size: %d", fi2.Size())
+	}
+	if off := ts.b.OfflinePartitions(); len(off) != 1 || off[0].Name != "t-0" || !off[0].Damaged {
+		t.Fatalf("offline partitions: %+v", off)
 	}
 }

@@ -35,7 +35,9 @@ var (
 	descRedriven = prometheus.NewDesc("strand_dlq_redriven_total",
 		"Records of the topic's dead-letter topic produced back into it by an in-process redrive.", []string{"topic"}, nil)
 	descFailed = prometheus.NewDesc("strand_partitions_failed",
-		"Partitions refusing appends after a failed fsync (a restart recovers them).", nil, nil)
+		"Offline partitions: refusing appends after a failed fsync (a restart recovers them) or serving nothing over damaged data (see strand_partitions_damaged).", nil, nil)
+	descDamaged = prometheus.NewDesc("strand_partitions_damaged",
+		"Partitions offline over damaged durable data (a torn or corrupt sealed segment); an operator repairs them.", nil, nil)
 	descGroupLag = prometheus.NewDesc("strand_group_lag",
 		"A consumer group's lag on one partition: end offset − committed offset (from the log start without a commit).",
 		[]string{"group", "topic", "partition"}, nil)
@@ -57,7 +59,7 @@ type brokerCollector struct {
 func (c *brokerCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descLogStart, descLogEnd, descHighWatermark, descSize,
 		descPartitions, descRecordsIn, descBytesIn, descRecordsOut, descBytesOut,
-		descValidated, descQuarantined, descRedriven, descFailed, descGroupLag, descGroupLagTotal,
+		descValidated, descQuarantined, descRedriven, descFailed, descDamaged, descGroupLag, descGroupLagTotal,
 		descGroupLagSeconds, descGroupLagSecondsMax} {
 		ch <- d
 	}
@@ -96,7 +98,14 @@ func (c *brokerCollector) Collect(ch chan<- prometheus.Metric) {
 		counter(descQuarantined, s.Quarantined, s.Topic)
 		counter(descRedriven, s.Redriven, s.Topic)
 	}
-	gauge(descFailed, float64(len(c.b.FailedPartitions())))
+	off, damaged := c.b.OfflinePartitions(), 0
+	for _, o := range off {
+		if o.Damaged {
+			damaged++
+		}
+	}
+	gauge(descFailed, float64(len(off)))
+	gauge(descDamaged, float64(damaged))
 	c.collectLag(gauge)
 }
 

@@ -112,9 +112,13 @@ func (m *Metrics) Handler() http.Handler {
 	mux.Handle("/metrics", promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{Registry: m.reg}))
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		if failed := m.b.FailedPartitions(); len(failed) > 0 {
+		if off := m.b.OfflinePartitions(); len(off) > 0 {
 			w.WriteHeader(http.StatusServiceUnavailable)
-			_, _ = w.Write([]byte("unhealthy: partitions refuse appends after a failed fsync (restart to recover): " + strings.Join(failed, ", ") + "\n"))
+			lines := []string{"unhealthy: offline partitions (a failed fsync: restart to recover; damaged data: see docs/OPERATIONS.md):"}
+			for _, o := range off {
+				lines = append(lines, o.Name+": "+o.Reason)
+			}
+			_, _ = w.Write([]byte(strings.Join(lines, "\n") + "\n"))
 			return
 		}
 		_, _ = w.Write([]byte("ok\n"))

@@ -73,8 +73,8 @@ func (l *Log) appendLocked(batch []byte) (base record.Offset, wait uint64, err e
 	if l.closed.Load() {
 		return record.NoOffset, 0, ErrClosed
 	}
-	if l.mu.failed != nil {
-		return record.NoOffset, 0, ErrFailed
+	if l.mu.failed != nil || l.damage.Load() != nil {
+		return record.NoOffset, 0, l.refusal()
 	}
 	cfg := &l.mu.cfg
 	if int64(len(batch)) > cfg.SegmentBytes {
@@ -219,8 +219,8 @@ func (l *Log) Roll() error {
 	if l.closed.Load() {
 		return ErrClosed
 	}
-	if l.mu.failed != nil {
-		return ErrFailed
+	if l.mu.failed != nil || l.damage.Load() != nil {
+		return l.refusal()
 	}
 	if l.active().size.Load() == 0 {
 		return nil

@@ -117,6 +117,9 @@ func (l *Log) ReplaceSegments(bases []record.Offset, fill func(emit func(batch [
 	if l.closed.Load() {
 		return ErrClosed
 	}
+	if err := l.Damaged(); err != nil {
+		return err
+	}
 	// Segments at or past the recovery point are verified after a crash, and
 	// a compacted segment would look torn there: make them durable first.
 	if err := l.flushSealed(); err != nil {
@@ -156,7 +159,7 @@ func (l *Log) ReplaceSegments(bases []record.Offset, fill func(emit func(batch [
 		l.setFailedLocked(err)
 		return err
 	}
-	fresh, bad, err := openSegment(l.fs, l.dir, bases[0], false, l.mu.cfg.IndexIntervalBytes)
+	fresh, bad, err := openSegment(l.fs, l.dir, bases[0], false, true, l.mu.cfg.IndexIntervalBytes)
 	if err == nil && bad != nil {
 		err = bad
 	}

@@ -16,6 +16,10 @@ var (
 	// unsynced tail is unknown, so the log refuses writes until it is reopened
 	// and recovered (the lesson of PostgreSQL's fsyncgate). Reads go on.
 	ErrFailed = errors.New("partlog: log failed after an fsync error; reopen to recover")
+	// ErrDamaged is matched by the error of every operation on a log whose
+	// durable data is damaged (a torn or corrupt batch below the recovery
+	// point): nothing is truncated or served until an operator repairs it.
+	ErrDamaged = errors.New("partlog: log offline: durable data is damaged")
 	// ErrBatchTooLarge is returned when a batch can never fit in a segment.
 	ErrBatchTooLarge = errors.New("partlog: batch larger than segment.bytes")
 )

@@ -86,9 +86,9 @@ func (l *Log) syncGroup() (uint64, error) {
 		l.mu.Unlock()
 		return 0, ErrClosed
 	}
-	if l.mu.failed != nil {
+	if l.mu.failed != nil || l.damage.Load() != nil {
 		l.mu.Unlock()
-		return 0, ErrFailed
+		return 0, l.refusal()
 	}
 	writes := l.mu.writes
 	seg := l.active()
@@ -165,6 +165,9 @@ func (l *Log) failLocked(cause error) {
 // leaves the log's tail unknown: it refuses appends until it is reopened
 // (recovery then decides what the disk holds).
 func (l *Log) Failed() error {
+	if err := l.Damaged(); err != nil {
+		return err
+	}
 	if l.failed.Load() {
 		return ErrFailed
 	}

@@ -36,6 +36,9 @@ type Log struct {
 	hwm    atomic.Int64 // high watermark: readers see offsets below it
 	closed atomic.Bool
 	failed atomic.Bool // l.mu.failed is set (for Failed, without the lock)
+	// damage, once set, is the damaged data that took the log offline
+	// (damage.go): it refuses appends and reads until an operator acts.
+	damage atomic.Pointer[CorruptionError]
 
 	// mu serialises writers and guards their state.
 	mu struct {
@@ -177,11 +180,18 @@ func (l *Log) openSegments(clean bool) error {
 				Err: fmt.Errorf("base offset %d overlaps the previous segment ending at %d", b, expect)}
 		}
 		// Below the recovery point every segment was fsynced whole; from it
-		// on, an unclean shutdown may have torn anything.
+		// on, an unclean shutdown may have torn anything. Only that tail may
+		// be cut: damage anywhere else takes the log offline (damage.go).
 		verify := !clean && (b >= l.flush.point || i == len(bases)-1)
-		s, bad, err := openSegment(l.fs, l.dir, b, verify, cfg.IndexIntervalBytes)
+		s, bad, err := openSegment(l.fs, l.dir, b, verify, verify, cfg.IndexIntervalBytes)
 		if err != nil {
 			return err
+		}
+		if bad != nil && !verify {
+			l.MarkDamaged(bad)
+			list = append(list, s)
+			expect = record.Offset(s.next.Load())
+			continue
 		}
 		if bad != nil {
 			cfg.Logger.Warn("partlog: recovered segment by truncating its tail",
@@ -392,8 +402,8 @@ func (l *Log) Sync() error {
 }
 
 func (l *Log) syncLocked() error {
-	if l.mu.failed != nil {
-		return ErrFailed
+	if l.mu.failed != nil || l.damage.Load() != nil {
+		return l.refusal()
 	}
 	if err := l.flushErr(); err != nil {
 		l.setFailedLocked(err)
@@ -430,8 +440,11 @@ func (l *Log) Close() error {
 		return nil
 	}
 	l.stopFlusher()
-	err := l.syncLocked()
-	if err == nil {
+	var err error
+	if l.damage.Load() == nil { // a damaged log stays as found: no sync, no clean marker
+		err = l.syncLocked()
+	}
+	if err == nil && l.damage.Load() == nil {
 		err = vfs.WriteFileSync(l.fs, l.dir, filepath.Join(l.dir, cleanFile), nil)
 	}
 	l.segs.Lock()

@@ -33,6 +33,9 @@ func (l *Log) ReadInto(buf []byte, from record.Offset, maxBytes int, limit recor
 	if l.closed.Load() {
 		return nil, ErrClosed
 	}
+	if err := l.Damaged(); err != nil {
+		return nil, err
+	}
 	l.segs.RLock()
 	defer l.segs.RUnlock()
 	start, end := record.Offset(l.start.Load()), record.Offset(l.end.Load())

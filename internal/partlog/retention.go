@@ -43,8 +43,8 @@ func (l *Log) ApplyRetention() (int, error) {
 		return 0, nil
 	}
 	if n == len(list) {
-		if l.mu.failed != nil {
-			return 0, ErrFailed
+		if l.mu.failed != nil || l.damage.Load() != nil {
+			return 0, l.refusal()
 		}
 		if _, err := l.rollLocked(); err != nil {
 			return 0, err
@@ -158,8 +158,8 @@ func (l *Log) TruncateTo(o record.Offset) error {
 	if l.closed.Load() {
 		return ErrClosed
 	}
-	if l.mu.failed != nil {
-		return ErrFailed
+	if l.mu.failed != nil || l.damage.Load() != nil {
+		return l.refusal()
 	}
 	if int64(o) >= l.end.Load() {
 		return nil

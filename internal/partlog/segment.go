@@ -237,7 +237,7 @@ func (sc *scanner) advance() { sc.pos += int64(sc.hdr.Size()) }
 // is unusable) to learn where the last whole batch ends, truncating anything
 // after it; a truncation is reported through the returned *CorruptionError
 // while the segment itself is still usable.
-func openSegment(fs vfs.FS, dir string, base record.Offset, verify bool, indexEvery int64) (*segment, *CorruptionError, error) {
+func openSegment(fs vfs.FS, dir string, base record.Offset, verify, truncate bool, indexEvery int64) (*segment, *CorruptionError, error) {
 	s := &segment{dir: dir, base: base, indexEvery: indexEvery, firstTS: -1}
 	s.maxTS.Store(-1)
 	s.maxTSOffset.Store(-1)
@@ -300,7 +300,7 @@ func openSegment(fs vfs.FS, dir string, base record.Offset, verify bool, indexEv
 		expect = sc.hdr.NextOffset()
 		sc.advance()
 	}
-	if bad != nil {
+	if bad != nil && truncate {
 		if err := s.log.Truncate(sc.pos); err != nil {
 			s.close()
 			return nil, nil, fmt.Errorf("partlog: truncate %s after corruption: %w", s.logName(), err)
