@@ -151,6 +151,11 @@ func (b *Broker) DeleteTopic(name string) error {
 	if err != nil {
 		return err
 	}
+	// Groups' committed offsets go first: had the topic gone first, a crash
+	// in between would leave them to a topic re-created under the name.
+	if err := b.removeTopicOffsets(name); err != nil {
+		return fmt.Errorf("broker: delete topic %q: removing its committed offsets: %w (nothing was deleted)", name, err)
+	}
 	// The tombstone is in meta.json with the topic's removal, before any
 	// data goes: after a crash, the start-up finishes the delete; nothing
 	// else may remove a partition directory.
@@ -162,6 +167,11 @@ func (b *Broker) DeleteTopic(name string) error {
 	var errs []error
 	for _, p := range t.partitions {
 		errs = append(errs, p.remove())
+	}
+	// A commit that raced the first pass is refused from now on (the
+	// partitions are gone); remove any that slipped in.
+	if err := b.removeTopicOffsets(name); err != nil {
+		b.logger.Warn("broker: removing committed offsets of a deleted topic; the next start retries", "topic", name, "err", err)
 	}
 	b.logger.Info("broker: topic deleted", "topic", name)
 	return errors.Join(errs...)

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/strandmq/strand/internal/group"
 	"github.com/strandmq/strand/internal/producer"
 	"github.com/strandmq/strand/internal/vfs"
 )
@@ -287,5 +288,38 @@ func TestLostProducerIDsFile(t *testing.T) {
 		if err != nil || id <= used {
 			t.Fatalf("crash=%v: allocated %d after losing producer-ids.json; the log holds %d (%v)", crash, id, used, err)
 		}
+	}
+}
+
+// TestStaleOffsetsSweptAtStart: offsets of a topic that is gone when the
+// broker starts (a delete that crashed before removing them) are removed
+// before any client can see them, so a topic re-created under the name
+// starts with no commit.
+func TestStaleOffsetsSweptAtStart(t *testing.T) {
+	fs := vfs.NewMem()
+	b := open(t, fs, "/d", noDelay)
+	tp := mustCreate(t, b, TopicSpec{Name: "gone", Partitions: 1})
+	for i := range 5 {
+		if _, _, err := b.Produce("gone", []byte{byte(i)}, []byte("v")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx := context.Background()
+	at := group.TopicPartition{Topic: "gone", Partition: 0}
+	codes := b.Groups().CommitOffsets(ctx, group.OffsetCommitRequest{GroupID: "g", Generation: group.NoGeneration,
+		Offsets: map[group.TopicPartition]group.OffsetAndMetadata{at: {Offset: 5, LeaderEpoch: -1}}})
+	if codes[at] != group.CodeNone {
+		t.Fatalf("commit: %v", codes[at])
+	}
+	b.Close()
+	editMeta(t, fs, "/d", func(m *metaFile) { // the delete's meta.json write, and no more
+		dropTopic(m, "gone")
+		m.Deleted = append(m.Deleted, hexID(tp.ID))
+	})
+	b = open(t, fs, "/d", noDelay)
+	defer b.Close()
+	offs, code := b.Groups().FetchOffsets(ctx, "g", []group.TopicPartition{at})
+	if o, ok := offs[at]; code != group.CodeNone || (ok && o.Offset >= 0) {
+		t.Fatalf("offset of a deleted topic survived the restart: %+v %v", offs, code)
 	}
 }

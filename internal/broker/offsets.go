@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"time"
 
 	"github.com/strandmq/strand/internal/group"
 	"github.com/strandmq/strand/internal/record"
@@ -81,7 +82,27 @@ func (b *Broker) openGroups() error {
 		return fmt.Errorf("broker: %w", err)
 	}
 	b.groups = g
+	// Offsets of topics that no longer exist: a delete that crashed before
+	// its second pass, or data from before offsets were removed on delete.
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if n, err := g.RemoveTopicOffsets(ctx, func(topic string) bool { _, err := b.Topic(topic); return err != nil }); err != nil {
+		b.logger.Warn("broker: removing committed offsets of deleted topics", "err", err)
+	} else if n > 0 {
+		b.logger.Info("broker: removed committed offsets of deleted topics", "offsets", n)
+	}
 	return nil
+}
+
+// removeTopicOffsets tombstones every group's committed offsets of topic.
+func (b *Broker) removeTopicOffsets(topic string) error {
+	if b.groups == nil {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	_, err := b.groups.RemoveTopicOffsets(ctx, func(t string) bool { return t == topic })
+	return err
 }
 
 // Groups returns the consumer-group coordinator.

@@ -2,6 +2,8 @@ package group
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"time"
 )
 
@@ -50,10 +52,7 @@ func (g *group) expireOffsets(now time.Time, retention time.Duration) int {
 	default:
 		return 0
 	}
-	var (
-		recs    []StoreRecord
-		expired []TopicPartition
-	)
+	var expired []TopicPartition
 	for _, tp := range sortedPartitions(g.offsets) {
 		if subscribed[tp.Topic] {
 			continue
@@ -63,27 +62,75 @@ func (g *group) expireOffsets(now time.Time, retention time.Duration) int {
 			since = g.stateSince
 		}
 		if now.Sub(since) >= retention {
-			recs = append(recs, StoreRecord{Key: offsetKey(g.id, tp)})
 			expired = append(expired, tp)
 		}
 	}
-	if len(expired) == 0 {
+	n, err := g.dropOffsets(expired)
+	if err != nil {
+		g.log.Warn("expiring offsets failed", "err", err)
 		return 0
 	}
-	dies := g.state == StateEmpty && len(expired) == len(g.offsets) && len(g.pending) == 0
+	if n > 0 {
+		g.log.Info("committed offsets expired", "partitions", n, "retention", retention, "group_removed", g.state == StateDead)
+	}
+	return n
+}
+
+// dropOffsets tombstones the offsets of tps in the store, then forgets
+// them; an Empty group left with nothing is tombstoned too and dies. It
+// runs on the actor.
+func (g *group) dropOffsets(tps []TopicPartition) (int, error) {
+	if len(tps) == 0 {
+		return 0, nil
+	}
+	recs := make([]StoreRecord, 0, len(tps)+1)
+	for _, tp := range tps {
+		recs = append(recs, StoreRecord{Key: offsetKey(g.id, tp)})
+	}
+	dies := g.state == StateEmpty && len(tps) == len(g.offsets) && len(g.pending) == 0
 	if dies {
 		recs = append(recs, StoreRecord{Key: groupKey(g.id)})
 	}
 	if err := g.c.cfg.Store.Append(g.c.ctx, recs); err != nil {
-		g.log.Warn("expiring offsets failed", "err", err)
-		return 0
+		return 0, err
 	}
-	for _, tp := range expired {
+	for _, tp := range tps {
 		delete(g.offsets, tp)
 	}
-	g.log.Info("committed offsets expired", "partitions", len(expired), "retention", retention, "group_removed", dies)
 	if dies {
 		g.setState(StateDead)
 	}
-	return len(expired)
+	return len(tps), nil
+}
+
+// RemoveTopicOffsets tombstones, in every group, the committed offsets of
+// the topics gone reports, as Kafka does when partitions are deleted: a
+// topic re-created under the same name must start from no commit. It
+// returns how many offsets it removed.
+func (c *Coordinator) RemoveTopicOffsets(ctx context.Context, gone func(topic string) bool) (int, error) {
+	n := 0
+	var errs []error
+	for _, id := range c.groupIDs() {
+		_, err := c.do(ctx, id, false, func(g *group) {
+			var tps []TopicPartition
+			for _, tp := range sortedPartitions(g.offsets) {
+				if gone(tp.Topic) {
+					tps = append(tps, tp)
+				}
+			}
+			removed, err := g.dropOffsets(tps)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("group %q: %w", g.id, err))
+				return
+			}
+			if removed > 0 {
+				g.log.Info("committed offsets of deleted topics removed", "partitions", removed, "group_removed", g.state == StateDead)
+			}
+			n += removed
+		})
+		if err != nil && !errors.Is(err, errNoGroup) {
+			errs = append(errs, err)
+		}
+	}
+	return n, errors.Join(errs...)
 }
