@@ -200,6 +200,8 @@ func (b *Broker) CreatePartitions(name string, total int32, assignment [][]NodeI
 	}
 	cur := t.Partitions()
 	switch {
+	case IsInternalTopic(name):
+		return nil, fmt.Errorf("%w: the partition count of internal topic %q cannot change: the broker maps its records to partitions by that count", ErrPolicyViolation, name)
 	case total <= cur:
 		return nil, fmt.Errorf("%w: topic %q has %d partitions, asked for %d; partitions can only be added", ErrInvalidPartitions, name, cur, total)
 	case total > MaxPartitionsPerTopic:
@@ -268,9 +270,8 @@ func (b *Broker) alterConfigs(name string, validateOnly bool, next func(TopicCon
 	if err != nil {
 		return fmt.Errorf("broker: alter configs of %q: %w", name, err)
 	}
-	if IsInternalTopic(name) && tc.validator != nil {
-		// Validation would quarantine the coordinator's binary records.
-		return fmt.Errorf("%w: ingress validation cannot be enabled on internal topic %q", ErrPolicyViolation, name)
+	if err := checkInternalConfig(name, tc); err != nil {
+		return err
 	}
 	if validateOnly {
 		return nil

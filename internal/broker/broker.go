@@ -241,7 +241,7 @@ func Open(cfg Config) (_ *Broker, err error) {
 
 func (b *Broker) openTopic(mt metaTopic) error {
 	id, _ := parseTopicID(mt.ID) // checked by readMeta
-	tc, err := newTopicConfig(mt.Configs, b.defaults)
+	tc, err := newTopicConfig(b.internalOverrides(mt.Name, mt.Configs), b.defaults)
 	if err != nil {
 		return fmt.Errorf("broker: topic %q: %w", mt.Name, err)
 	}

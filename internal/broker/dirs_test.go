@@ -323,3 +323,27 @@ func TestStaleOffsetsSweptAtStart(t *testing.T) {
 		t.Fatalf("offset of a deleted topic survived the restart: %+v %v", offs, code)
 	}
 }
+
+// TestInternalTopicBadStoredConfigsIgnored: overrides in meta.json that
+// would break __consumer_offsets (written before they were refused) are
+// ignored at start-up, so no committed offset is wiped.
+func TestInternalTopicBadStoredConfigsIgnored(t *testing.T) {
+	fs := vfs.NewMem()
+	b := open(t, fs, "/d")
+	b.Close()
+	editMeta(t, fs, "/d", func(m *metaFile) {
+		for i := range m.Topics {
+			if m.Topics[i].Name == ConsumerOffsetsTopic {
+				m.Topics[i].Configs = map[string]string{"cleanup.policy": "delete", "retention.ms": "1", "max.message.bytes": "100", "segment.bytes": "1024"}
+			}
+		}
+	})
+	b = open(t, fs, "/d")
+	defer b.Close()
+	tp, _ := b.Topic(ConsumerOffsetsTopic)
+	for k, want := range map[string]string{"cleanup.policy": "compact", "retention.ms": "-1", "max.message.bytes": "67108864", "segment.bytes": "1073741824"} {
+		if v, _ := tp.Config.Get(k); v != want {
+			t.Errorf("%s = %s, want %s", k, v, want)
+		}
+	}
+}
