@@ -63,4 +63,3 @@ func TestInternalTopicGuarded(t *testing.T) {
 		t.Errorf("CreatePartitions on %s: %v", topic, err)
 	}
 }
-
