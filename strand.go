@@ -53,6 +53,21 @@ type Config struct {
 	TopicDefaults map[string]string
 	// MaxRequestBytes is socket.request.max.bytes; default 100 MiB.
 	MaxRequestBytes int32
+	// MaxIdle is connections.max.idle.ms: client connections idle this
+	// long are closed. Zero: 10 minutes; negative: never.
+	MaxIdle time.Duration
+	// MaxConnections is max.connections and MaxConnectionsPerIP
+	// max.connections.per.ip: new connections beyond them are closed at
+	// once. Zero: no limit.
+	MaxConnections, MaxConnectionsPerIP int
+	// QueuedMaxRequestBytes is queued.max.request.bytes: the most bytes of
+	// large requests being read or waiting, over all connections; a reader
+	// past it stops reading its socket. Zero: 256 MiB; negative: no limit.
+	QueuedMaxRequestBytes int64
+	// FailedAuthDelay is connection.failed.authentication.delay.ms: how
+	// long a failed SASL authentication holds its connection before the
+	// answer and close. Zero: 100 ms; negative: none.
+	FailedAuthDelay time.Duration
 	// GroupInitialRebalanceDelay is group.initial.rebalance.delay.ms: how
 	// long the first rebalance of an empty consumer group waits for more
 	// members. Zero: Kafka's default (3s); negative: no delay.
@@ -152,6 +167,12 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 		AdvertisedAddr:  cfg.AdvertisedAddr,
 		MaxRequestBytes: cfg.MaxRequestBytes,
 		Logger:          cfg.Logger,
+
+		MaxIdle:               cfg.MaxIdle,
+		MaxConnections:        cfg.MaxConnections,
+		MaxConnectionsPerIP:   cfg.MaxConnectionsPerIP,
+		QueuedMaxRequestBytes: cfg.QueuedMaxRequestBytes,
+		FailedAuthDelay:       cfg.FailedAuthDelay,
 	}
 	if cfg.SASLUsers != nil {
 		if kcfg.SASL, err = sasl.New(cfg.SASLUsers); err != nil {
@@ -177,7 +198,7 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 	}
 	sb := &Broker{b: b, srv: srv, ln: ln, served: make(chan error, 1)}
 	if m != nil {
-		m.ObserveConnections(srv.Connections)
+		m.ObserveListener(srv)
 		if sb.metricsLn, err = lc.Listen(ctx, "tcp", cfg.MetricsAddr); err != nil {
 			return nil, errors.Join(fmt.Errorf("strand: metrics listener on %s: %w", cfg.MetricsAddr, err), ln.Close(), srv.Close(), b.Close())
 		}

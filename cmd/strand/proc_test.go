@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"fmt"
 	"io"
 	"os/exec"
 	"regexp"
@@ -27,8 +28,20 @@ var servingRE = regexp.MustCompile(`serving Kafka on (\S+?),`)
 // process either way; wait tells which.
 func startServe(t *testing.T, args ...string) *serveProc {
 	t.Helper()
+	return startServeNofile(t, 0, args...)
+}
+
+// startServeNofile is startServe with the open-files limit set to nofile
+// (0: inherited), as `ulimit -n` would.
+func startServeNofile(t *testing.T, nofile int, args ...string) *serveProc {
+	t.Helper()
 	full := append([]string{"serve", "--listen", "127.0.0.1:0", "--metrics-listen", "", "--console-listen", ""}, args...)
-	p := &serveProc{cmd: exec.Command(strandBin(t), full...), done: make(chan error, 1)}
+	cmd := exec.Command(strandBin(t), full...)
+	if nofile > 0 {
+		// sh's ulimit, then exec: the broker itself runs under the limit.
+		cmd = exec.Command("sh", append([]string{"-c", fmt.Sprintf(`ulimit -n %d && exec "$@"`, nofile), "sh", strandBin(t)}, full...)...)
+	}
+	p := &serveProc{cmd: cmd, done: make(chan error, 1)}
 	stderr, err := p.cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -88,6 +101,19 @@ func (p *serveProc) stop(t *testing.T) {
 	if err := p.wait(t, time.Minute); err != nil {
 		t.Fatalf("strand serve: %v\n%s", err, p.logs.String())
 	}
+}
+
+// logged waits (bounded) for a log line matching re and returns its first
+// submatch.
+func (p *serveProc) logged(t *testing.T, re *regexp.Regexp) string {
+	t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if m := re.FindStringSubmatch(p.logs.String()); m != nil {
+			return m[1]
+		}
+	}
+	t.Fatalf("no log line matches %s:\n%s", re, p.logs.String())
+	return ""
 }
 
 // contains reports whether the process's log holds s.

@@ -22,6 +22,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/strandmq/strand"
+	"github.com/strandmq/strand/internal/kafka"
 	"github.com/strandmq/strand/internal/sasl"
 )
 
@@ -49,6 +50,11 @@ type serveOptions struct {
 	recoverTopics     bool
 	topicDefaults     map[string]string
 	groupDelay        time.Duration
+	maxIdle           time.Duration
+	maxConns          int
+	maxConnsPerIP     int
+	queuedMaxBytes    int64
+	failedAuthDelay   time.Duration
 }
 
 const serveLong = `Run a Strand broker: Kafka clients connect to --listen; data lives in --data-dir.
@@ -61,7 +67,9 @@ producer state flushed).
 the long flag names (listen, advertised-addr, data-dir, node-id,
 auto-create-topics, default-partitions, max-request-bytes, log-level,
 log-format, metrics-listen, console-listen, tls-cert, tls-key, tls-client-ca, sasl-users, retention-check-interval, log-cleaner-backoff,
-log-cleaner-dedupe-buffer-size, offsets-retention, group-initial-rebalance-delay), and "topic.<config>" sets a broker-wide default for a topic
+log-cleaner-dedupe-buffer-size, offsets-retention, group-initial-rebalance-delay,
+connections-max-idle, max-connections, max-connections-per-ip,
+queued-max-request-bytes, failed-authentication-delay), and "topic.<config>" sets a broker-wide default for a topic
 config, e.g.:
 
     listen = 0.0.0.0:9092
@@ -113,7 +121,20 @@ func newServeCmd() *cobra.Command {
 	f.DurationVar(&o.offsetsRetention, "offsets-retention", 7*24*time.Hour, "how long committed offsets outlive their group's consumers; 0 or less keeps them forever (offsets.retention.minutes)")
 	f.BoolVar(&o.recoverTopics, "recover-topics", false, "re-register topics whose partition directories hold data that meta.json does not list (a lost meta.json), with default configs, instead of refusing to start")
 	f.Int64Var(&o.cleanerMapBytes, "log-cleaner-dedupe-buffer-size", 128<<20, "most memory (bytes) the compaction cleaner's offset map takes; more keys are cleaned over several passes (log.cleaner.dedupe.buffer.size)")
+	f.DurationVar(&o.maxIdle, "connections-max-idle", kafka.DefaultMaxIdle, "close client connections idle this long (connections.max.idle.ms; 0: never)")
+	f.IntVar(&o.maxConns, "max-connections", 0, "close new client connections beyond this many (max.connections; 0: no limit)")
+	f.IntVar(&o.maxConnsPerIP, "max-connections-per-ip", 0, "close new client connections beyond this many from one IP (max.connections.per.ip; 0: no limit)")
+	f.Int64Var(&o.queuedMaxBytes, "queued-max-request-bytes", kafka.DefaultQueuedMaxRequestBytes, "most bytes of large requests being read or waiting, over all connections; readers past it wait (queued.max.request.bytes; 0: no limit)")
+	f.DurationVar(&o.failedAuthDelay, "failed-authentication-delay", kafka.DefaultFailedAuthDelay, "hold a connection whose SASL authentication failed this long before answering and closing it (connection.failed.authentication.delay.ms; 0: none)")
 	return cmd
+}
+
+// orNone maps a flag's "0: none" to strand.Config's "negative: none".
+func orNone[T int64 | time.Duration](v T) T {
+	if v == 0 {
+		return -1
+	}
+	return v
 }
 
 // applyFile sets every option the file names and the command line did not.
@@ -261,6 +282,11 @@ func (o *serveOptions) run(ctx context.Context, logOut io.Writer) error {
 		CleanerDedupeBufferSize: o.cleanerMapBytes,
 		OffsetsRetention:        offsetsRetention(o.offsetsRetention),
 		RecoverTopics:           o.recoverTopics,
+		MaxIdle:                 orNone(o.maxIdle),
+		MaxConnections:          o.maxConns,
+		MaxConnectionsPerIP:     o.maxConnsPerIP,
+		QueuedMaxRequestBytes:   orNone(o.queuedMaxBytes),
+		FailedAuthDelay:         orNone(o.failedAuthDelay),
 		// strand.Config: zero is Kafka's default, negative is none.
 		GroupInitialRebalanceDelay: cmp.Or(o.groupDelay, -1),
 	})

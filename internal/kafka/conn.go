@@ -48,6 +48,8 @@ type conn struct {
 	// auth is the connection's SASL state (sasl.go); only the serving
 	// goroutine touches it, and requests are served one at a time.
 	auth authState
+	// ip is the remote address's IP, counted for max.connections.per.ip.
+	ip string
 }
 
 // inbound is a decoded request and the pooled frame its fields point into.
@@ -63,7 +65,13 @@ func (s *Server) startConn(nc net.Conn) {
 		nc.Close()
 		return
 	}
-	c := &conn{s: s, nc: nc, in: make(chan inbound, inQueue), out: make(chan outbound, outQueue)}
+	ip, ok := s.admit(nc)
+	if !ok {
+		s.mu.Unlock()
+		nc.Close()
+		return
+	}
+	c := &conn{s: s, nc: nc, ip: ip, in: make(chan inbound, inQueue), out: make(chan outbound, outQueue)}
 	c.ctx, c.cancel = context.WithCancel(s.ctx)
 	s.mu.conns[c] = struct{}{}
 	s.mu.Unlock()
@@ -81,8 +89,16 @@ func (s *Server) startConn(nc net.Conn) {
 // request, and there is no transfer for it to overlap with.
 func (c *conn) readLoop() {
 	defer close(c.in)
-	br := bufio.NewReaderSize(c.nc, 32<<10)
+	br := bufio.NewReaderSize(c.idleReader(), 32<<10)
 	var clientID string
+	var held int64 // budget bytes reserved for the frame being read
+	reserve := func(n int) bool {
+		if !c.s.budget.acquire(c.ctx, c.s.budget.cost(n)) {
+			return false
+		}
+		held = c.s.budget.cost(n)
+		return true
+	}
 	for {
 		if c.auth.raw {
 			// After a SaslHandshake v0, SASL tokens come as bare frames.
@@ -91,8 +107,10 @@ func (c *conn) readLoop() {
 			}
 			continue
 		}
-		frame, err := readFrame(br, c.s.cfg.MaxRequestBytes, &c.s.frames)
+		held = 0
+		frame, err := readFrameMin(br, minFrameSize, c.s.cfg.MaxRequestBytes, &c.s.frames, reserve)
 		if err != nil {
+			c.s.budget.release(held) // the frame never came whole
 			if !c.halted.Load() {
 				c.logEnd(err, clientID)
 			}
@@ -103,7 +121,7 @@ func (c *conn) readLoop() {
 			clientID = *req.clientID
 		}
 		if err != nil {
-			c.s.frames.put(frame)
+			c.putFrame(frame)
 			c.logEnd(err, clientID)
 			return
 		}
@@ -111,7 +129,7 @@ func (c *conn) readLoop() {
 		if req.key == apiKeySaslHandshake && c.queued.Load() != 0 {
 			// Served here so that a v0 handshake's switch to bare tokens
 			// applies to the very next frame; clients never pipeline it.
-			c.s.frames.put(frame)
+			c.putFrame(frame)
 			c.logEnd(fmt.Errorf("%w: SaslHandshake pipelined behind other requests", ErrMalformed), clientID)
 			return
 		}
@@ -125,7 +143,7 @@ func (c *conn) readLoop() {
 		select {
 		case c.in <- in:
 		case <-c.ctx.Done():
-			c.s.frames.put(frame)
+			c.putFrame(frame)
 			return
 		}
 	}
@@ -141,7 +159,7 @@ func (c *conn) handleLoop() {
 	failed := false
 	for in := range c.in {
 		if failed || c.halted.Load() || c.ctx.Err() != nil {
-			c.s.frames.put(in.frame)
+			c.putFrame(in.frame)
 			continue // drain, so the reader is never stuck on a send
 		}
 		if !c.serve(in) {
@@ -157,7 +175,7 @@ func (c *conn) handleLoop() {
 // responses already queued are still written) or the connection closed.
 func (c *conn) serve(in inbound) bool {
 	b, err := c.handle(in.req)
-	c.s.frames.put(in.frame) // responses never point into the request
+	c.putFrame(in.frame) // responses never point into the request
 	if err != nil {
 		clientID := ""
 		if in.req.clientID != nil {
@@ -249,6 +267,7 @@ func (c *conn) writeLoop() {
 		c.nc.Close()
 		c.s.mu.Lock()
 		delete(c.s.mu.conns, c)
+		c.s.forget(c.ip)
 		c.s.mu.Unlock()
 	}()
 	for b := range c.out {
@@ -265,11 +284,20 @@ func (c *conn) writeLoop() {
 	}
 }
 
+// putFrame frees a request frame: its buffer back to the pool, its bytes
+// back to the request budget.
+func (c *conn) putFrame(frame []byte) {
+	c.s.frames.put(frame)
+	c.s.budget.release(c.s.budget.cost(len(frame)))
+}
+
 // logEnd logs why the read loop stopped: quietly for a peer that hung up or
 // a server shutdown, loudly for a malformed request.
 func (c *conn) logEnd(err error, clientID string) {
 	remote := c.nc.RemoteAddr().String()
 	switch {
+	case errors.Is(err, errIdle):
+		c.s.logger.Debug("kafka: closing idle connection", "remote", remote, "client_id", clientID, "idle", c.s.cfg.MaxIdle)
 	case errors.Is(err, io.EOF), errors.Is(err, net.ErrClosed), c.ctx.Err() != nil:
 		c.s.logger.Debug("kafka: connection closed", "remote", remote, "client_id", clientID)
 	case errors.Is(err, ErrMalformed):

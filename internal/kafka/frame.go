@@ -30,12 +30,16 @@ var ErrMalformed = errors.New("kafka: malformed request")
 // bytes arrive, fourfold per step, so new memory follows what the peer
 // actually sent, not what its size field claims.
 func readFrame(r io.Reader, maxSize int32, pool *framePool) ([]byte, error) {
-	return readFrameMin(r, minFrameSize, maxSize, pool)
+	return readFrameMin(r, minFrameSize, maxSize, pool, nil)
 }
 
 // readFrameMin is readFrame for frames of at least minSize bytes (a raw
 // SASL token, unlike a request, has no header).
-func readFrameMin(r io.Reader, minSize, maxSize int32, pool *framePool) ([]byte, error) {
+//
+// With reserve set, a frame's bytes are reserved from a budget before they
+// are read (the caller releases them with the frame); reserve returns false
+// when the connection closes while it waits.
+func readFrameMin(r io.Reader, minSize, maxSize int32, pool *framePool, reserve func(n int) bool) ([]byte, error) {
 	var sz [4]byte
 	if _, err := io.ReadFull(r, sz[:]); err != nil {
 		return nil, err
@@ -48,6 +52,9 @@ func readFrameMin(r io.Reader, minSize, maxSize int32, pool *framePool) ([]byte,
 	if size == 0 {
 		return []byte{}, nil
 	}
+	if reserve != nil && !reserve(size) {
+		return nil, errConnClosing
+	}
 	buf := pool.tryGet(size)
 	if buf == nil {
 		buf = pool.get(min(size, readChunk))
@@ -58,7 +65,7 @@ func readFrameMin(r io.Reader, minSize, maxSize int32, pool *framePool) ([]byte,
 		got += m
 		if err != nil {
 			pool.put(buf)
-			return nil, fmt.Errorf("%w: frame of %d bytes cut short after %d: %w", ErrMalformed, size, got, err)
+			return nil, &shortFrameError{size: size, got: got, err: err}
 		}
 		if got == size {
 			return buf, nil
@@ -69,6 +76,22 @@ func readFrameMin(r io.Reader, minSize, maxSize int32, pool *framePool) ([]byte,
 		buf = grown
 	}
 }
+
+// errConnClosing: the connection closed while its reader waited.
+var errConnClosing = errors.New("kafka: connection closing")
+
+// shortFrameError is a frame cut short; its reserved bytes (if any) are
+// released by the reader that reserved them.
+type shortFrameError struct {
+	size, got int
+	err       error
+}
+
+func (e *shortFrameError) Error() string {
+	return fmt.Sprintf("%v: frame of %d bytes cut short after %d: %v", ErrMalformed, e.size, e.got, e.err)
+}
+
+func (e *shortFrameError) Unwrap() []error { return []error{ErrMalformed, e.err} }
 
 // request is a decoded request frame.
 type request struct {

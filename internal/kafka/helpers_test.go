@@ -50,7 +50,10 @@ func startServer(t testing.TB, bcfg broker.Config, scfg Config) *testServer {
 	if err != nil {
 		t.Fatal(err)
 	}
-	scfg.Broker, scfg.Logger = b, bcfg.Logger
+	scfg.Broker = b
+	if scfg.Logger == nil {
+		scfg.Logger = bcfg.Logger
+	}
 	s, err := NewServer(scfg)
 	if err != nil {
 		t.Fatal(err)

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -107,13 +108,10 @@ func (s *Server) handleSaslAuthenticate(ctx context.Context, kreq kmsg.Request) 
 	}
 	reply, done, err := auth.session.Step(req.SASLAuthBytes)
 	if err != nil {
+		s.authFailed(ctx, auth.session.Claimed(), remoteFrom(ctx), err)
 		auth.failed, auth.session = true, nil
 		resp.ErrorCode = kerr.SaslAuthenticationFailed.Code
 		resp.ErrorMessage = kmsg.StringPtr(err.Error())
-		if !errors.Is(err, sasl.ErrAuthFailed) {
-			s.logger.Warn("kafka: SASL exchange failed", "err", err)
-		}
-		s.logger.Info("kafka: SASL authentication failed", "remote", remoteFrom(ctx))
 		return resp, nil
 	}
 	resp.SASLAuthBytes = reply
@@ -125,12 +123,32 @@ func (s *Server) handleSaslAuthenticate(ctx context.Context, kreq kmsg.Request) 
 	return resp, nil
 }
 
+// authFailed logs a failed authentication and holds the connection for
+// connection.failed.authentication.delay.ms before its answer and close,
+// so a client guessing passwords gets about ten tries a second per
+// connection instead of thousands.
+func (s *Server) authFailed(ctx context.Context, user, remote string, err error) {
+	if !errors.Is(err, sasl.ErrAuthFailed) {
+		s.logger.Warn("kafka: SASL exchange failed", "user", user, "remote", remote, "err", err)
+	} else {
+		s.logger.Info("kafka: SASL authentication failed", "user", user, "remote", remote)
+	}
+	if d := s.cfg.FailedAuthDelay; d > 0 {
+		t := time.NewTimer(d)
+		defer t.Stop()
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+		}
+	}
+}
+
 // rawAuthStep reads one bare SASL token (the pre-KIP-152 exchange a
 // SaslHandshake v0 starts) and answers with a bare token. A failure closes
 // the connection without an answer, as Kafka does in this mode. It returns
 // false when the connection must stop.
 func (c *conn) rawAuthStep(r io.Reader) bool {
-	frame, err := readFrameMin(r, 0, c.s.cfg.MaxRequestBytes, &c.s.frames)
+	frame, err := readFrameMin(r, 0, c.s.cfg.MaxRequestBytes, &c.s.frames, nil)
 	if err != nil {
 		c.logEnd(err, "")
 		return false
@@ -138,7 +156,7 @@ func (c *conn) rawAuthStep(r io.Reader) bool {
 	reply, done, err := c.auth.session.Step(frame)
 	c.s.frames.put(frame)
 	if err != nil {
-		c.s.logger.Info("kafka: SASL authentication failed", "remote", c.nc.RemoteAddr().String(), "err", err)
+		c.s.authFailed(c.ctx, c.auth.session.Claimed(), c.nc.RemoteAddr().String(), err)
 		return false
 	}
 	if done {

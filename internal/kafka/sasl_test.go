@@ -2,6 +2,9 @@ package kafka
 
 import (
 	"context"
+	"log/slog"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -84,4 +87,52 @@ func TestSASLListener(t *testing.T) {
 	r = c.do(auth, 2).(*kmsg.SASLAuthenticateResponse)
 	wantCode(t, "wrong password", r.ErrorCode, kerr.SaslAuthenticationFailed)
 	c.expectClosed()
+}
+
+// lockedBuffer is a log sink tests read while the server writes.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// TestFailedAuthDelayed: each failed authentication holds its answer for
+// connection.failed.authentication.delay.ms (Kafka's 100 ms by default),
+// so guessing is slow, and the log line names the user who failed.
+func TestFailedAuthDelayed(t *testing.T) {
+	users, err := sasl.New(map[string]string{"app": "s3cret"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var logs lockedBuffer
+	ts := startServer(t, broker.Config{}, Config{SASL: users, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	const tries = 10
+	start := time.Now()
+	for range tries {
+		c := dial(t, ts.addr)
+		hs := kmsg.NewPtrSASLHandshakeRequest()
+		hs.Mechanism = "PLAIN"
+		wantCode(t, "handshake", c.do(hs, 1).(*kmsg.SASLHandshakeResponse).ErrorCode, nil)
+		auth := kmsg.NewPtrSASLAuthenticateRequest()
+		auth.SASLAuthBytes = []byte("\x00mallory\x00guess")
+		wantCode(t, "wrong password", c.do(auth, 2).(*kmsg.SASLAuthenticateResponse).ErrorCode, kerr.SaslAuthenticationFailed)
+		c.expectClosed()
+	}
+	if took, least := time.Since(start), tries*DefaultFailedAuthDelay; took < least {
+		t.Errorf("%d failed logins took %v; each must wait %v", tries, took, DefaultFailedAuthDelay)
+	}
+	if !strings.Contains(logs.String(), "user=mallory") {
+		t.Errorf("failure log lines do not name the user:\n%s", logs.String())
+	}
 }

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/strandmq/strand/internal/broker"
 	"github.com/strandmq/strand/internal/sasl"
@@ -33,6 +34,25 @@ type Config struct {
 	// SaslHandshake + SaslAuthenticate before anything but ApiVersions
 	// (Kafka's SASL_PLAINTEXT or, over TLS, SASL_SSL listener).
 	SASL *sasl.Users
+	// FailedAuthDelay is connection.failed.authentication.delay.ms: how
+	// long a failed SASL authentication waits before its answer and the
+	// close. Zero: Kafka's 100 ms; negative: none.
+	FailedAuthDelay time.Duration
+
+	// MaxIdle is connections.max.idle.ms: a connection with nothing read,
+	// written or in progress for this long is closed. Zero: 10 minutes;
+	// negative: never.
+	MaxIdle time.Duration
+	// MaxConnections is max.connections: connections beyond it are closed
+	// as they arrive. Zero: no limit.
+	MaxConnections int
+	// MaxConnectionsPerIP is max.connections.per.ip. Zero: no limit.
+	MaxConnectionsPerIP int
+	// QueuedMaxRequestBytes is queued.max.request.bytes: the bytes of
+	// large request frames (above 64 KiB) read or waiting to be handled,
+	// over all connections; a reader that would pass it stops reading its
+	// socket until bytes are freed. Zero: 256 MiB; negative: no limit.
+	QueuedMaxRequestBytes int64
 }
 
 // Server is a Kafka wire-protocol server in front of a broker.
@@ -46,12 +66,15 @@ type Server struct {
 	wg     sync.WaitGroup
 
 	advertised atomic.Pointer[endpoint]
-	frames     framePool // request frame buffers, shared by all connections
+	frames     framePool   // request frame buffers, shared by all connections
+	budget     *byteBudget // queued.max.request.bytes; nil: unbounded
+	accept     acceptState
 
 	mu struct {
 		sync.Mutex
 		listeners map[net.Listener]struct{}
 		conns     map[*conn]struct{}
+		perIP     map[string]int // open connections by remote IP
 		closed    bool
 	}
 }
@@ -72,10 +95,26 @@ func NewServer(cfg Config) (*Server, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
+	if cfg.MaxIdle == 0 {
+		cfg.MaxIdle = DefaultMaxIdle
+	}
+	if cfg.FailedAuthDelay == 0 {
+		cfg.FailedAuthDelay = DefaultFailedAuthDelay
+	}
+	if cfg.QueuedMaxRequestBytes == 0 {
+		cfg.QueuedMaxRequestBytes = DefaultQueuedMaxRequestBytes
+	}
+	if cfg.MaxConnections < 0 || cfg.MaxConnectionsPerIP < 0 {
+		return nil, errors.New("kafka: a connection limit is negative")
+	}
 	s := &Server{cfg: cfg, b: cfg.Broker, logger: cfg.Logger}
+	if cfg.QueuedMaxRequestBytes > 0 {
+		s.budget = newByteBudget(cfg.QueuedMaxRequestBytes)
+	}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.mu.listeners = make(map[net.Listener]struct{})
 	s.mu.conns = make(map[*conn]struct{})
+	s.mu.perIP = make(map[string]int)
 	if cfg.AdvertisedAddr != "" {
 		ep, err := parseEndpoint(cfg.AdvertisedAddr)
 		if err != nil {
@@ -122,23 +161,34 @@ func (s *Server) Serve(ln net.Listener) error {
 		}
 		s.advertised.CompareAndSwap(nil, ep)
 	}
+	delay := time.Duration(0)
 	for {
 		nc, err := ln.Accept()
-		if err != nil {
+		if err == nil {
+			if delay > 0 {
+				s.acceptRecovered(ln)
+				delay = 0
+			}
+			s.startConn(nc)
+			continue
+		}
+		s.mu.Lock()
+		closed := s.mu.closed
+		s.mu.Unlock()
+		if closed || !temporaryAcceptError(err) {
 			s.mu.Lock()
-			closed := s.mu.closed
 			delete(s.mu.listeners, ln)
 			s.mu.Unlock()
 			if closed {
 				return nil
 			}
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() {
-				continue
-			}
 			return fmt.Errorf("kafka: accept: %w", err)
 		}
-		s.startConn(nc)
+		delay = s.acceptFailed(ln, err, delay)
+		select {
+		case <-time.After(delay):
+		case <-s.ctx.Done():
+		}
 	}
 }
 

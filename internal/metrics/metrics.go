@@ -26,6 +26,8 @@ type Metrics struct {
 	// byKey caches the per-API children, so observing a request does not
 	// look labels up in a map under a lock.
 	byKey [maxAPIKey + 1]apiMetrics
+	// listener, once ObserveListener is called (before Handler serves).
+	listener Listener
 }
 
 type apiMetrics struct {
@@ -42,7 +44,7 @@ var _ kafka.Observer = (*Metrics)(nil)
 // poll (fetch.max.wait.ms is at most a few seconds).
 var latencyBuckets = []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10}
 
-// New returns metrics reading from b. Call ObserveConnections once the wire
+// New returns metrics reading from b. Call ObserveListener once the wire
 // server exists.
 func New(b *broker.Broker) *Metrics {
 	m := &Metrics{reg: prometheus.NewRegistry(), b: b}
@@ -92,12 +94,35 @@ func (m *Metrics) Request(key int16, elapsed time.Duration, failed bool) {
 	}
 }
 
-// ObserveConnections exports the number of open connections, read from
-// count at scrape time (kafka.Server.Connections).
-func (m *Metrics) ObserveConnections(count func() int) {
-	m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-		Name: "strand_connections", Help: "Open Kafka client connections.",
-	}, func() float64 { return float64(count()) }))
+// Listener is what the Kafka listener reports (kafka.Server).
+type Listener interface {
+	Connections() int
+	AcceptErrors() uint64
+	RefusedConnections() uint64
+	QueuedRequestBytes() (now, peak int64)
+	// AcceptHealth is nil while the listener accepts connections.
+	AcceptHealth() error
+}
+
+// ObserveListener exports the listener's connections, accept errors and
+// queued request bytes, read at scrape time, and makes /healthz fail while
+// it cannot accept connections.
+func (m *Metrics) ObserveListener(l Listener) {
+	m.listener = l
+	m.reg.MustRegister(
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "strand_connections", Help: "Open Kafka client connections.",
+		}, func() float64 { return float64(l.Connections()) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "strand_accept_errors_total", Help: "Times the Kafka listener failed to accept a connection (most often: out of file descriptors); it retries with backoff.",
+		}, func() float64 { return float64(l.AcceptErrors()) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "strand_connections_refused_total", Help: "Connections closed on arrival by max.connections or max.connections.per.ip.",
+		}, func() float64 { return float64(l.RefusedConnections()) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "strand_request_bytes_queued", Help: "Bytes of large requests being read or waiting to be handled (bounded by queued.max.request.bytes).",
+		}, func() float64 { now, _ := l.QueuedRequestBytes(); return float64(now) }),
+	)
 }
 
 // Registry returns the registry, to gather from or add to.
@@ -112,6 +137,13 @@ func (m *Metrics) Handler() http.Handler {
 	mux.Handle("/metrics", promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{Registry: m.reg}))
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		if m.listener != nil {
+			if err := m.listener.AcceptHealth(); err != nil {
+				w.WriteHeader(http.StatusServiceUnavailable)
+				_, _ = w.Write([]byte("unhealthy: the Kafka listener cannot accept connections: " + err.Error() + "\n"))
+				return
+			}
+		}
 		if off := m.b.OfflinePartitions(); len(off) > 0 {
 			w.WriteHeader(http.StatusServiceUnavailable)
 			lines := []string{"unhealthy: offline partitions (a failed fsync: restart to recover; damaged data: see docs/OPERATIONS.md):"}

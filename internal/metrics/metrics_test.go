@@ -36,7 +36,7 @@ func start(t *testing.T) (*Metrics, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m.ObserveConnections(srv.Connections)
+	m.ObserveListener(srv)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

@@ -102,6 +102,9 @@ type Session interface {
 	Step(client []byte) (reply []byte, done bool, err error)
 	// User is the authenticated user, once done.
 	User() string
+	// Claimed is the user name the client gave so far, authenticated or
+	// not ("" before it gave one): for the log line of a failure.
+	Claimed() string
 }
 
 // Start begins an exchange for mechanism.
@@ -117,8 +120,9 @@ func (u *Users) Start(mechanism string) (Session, error) {
 
 // plainSession is RFC 4616: one message, authzid NUL authcid NUL passwd.
 type plainSession struct {
-	u    *Users
-	user string
+	u       *Users
+	user    string
+	claimed string
 }
 
 func (s *plainSession) Step(msg []byte) ([]byte, bool, error) {
@@ -130,6 +134,7 @@ func (s *plainSession) Step(msg []byte) ([]byte, bool, error) {
 	if authz != "" && authz != user {
 		return nil, false, ErrAuthFailed // no impersonation
 	}
+	s.claimed = user
 	want, ok := s.u.plain[user]
 	got := sha256.Sum256(pass)
 	if subtle.ConstantTimeCompare(got[:], want[:]) != 1 || !ok {
@@ -140,3 +145,5 @@ func (s *plainSession) Step(msg []byte) ([]byte, bool, error) {
 }
 
 func (s *plainSession) User() string { return s.user }
+
+func (s *plainSession) Claimed() string { return s.claimed }

@@ -77,6 +77,8 @@ func (s *scramSession) User() string {
 	return s.user
 }
 
+func (s *scramSession) Claimed() string { return s.user }
+
 func (s *scramSession) Step(msg []byte) ([]byte, bool, error) {
 	switch s.step {
 	case 0:
