@@ -3,9 +3,11 @@ package partlog
 import (
 	"encoding/binary"
 	"fmt"
+	"io"
 	"sort"
 	"sync"
 
+	"github.com/strandmq/strand/internal/record"
 	"github.com/strandmq/strand/internal/vfs"
 )
 
@@ -223,4 +225,80 @@ func decodeTimeIndex(b []byte, maxRel uint32) ([]timeEntry, error) {
 		out = append(out, e)
 	}
 	return out, nil
+}
+
+// indexMismatchError: an offset index entry does not point at the batch it
+// names. The index is a cache of the log; a wrong entry is repaired, never
+// served from.
+type indexMismatchError struct {
+	rel, pos uint32
+	got      record.Offset // base offset of what is at pos (when it parsed)
+	err      error         // why nothing parsed at pos
+}
+
+func (e *indexMismatchError) Error() string {
+	if e.err != nil {
+		return fmt.Sprintf("entry (+%d at position %d) points at no batch: %v", e.rel, e.pos, e.err)
+	}
+	return fmt.Sprintf("entry (+%d at position %d) points at the batch of offset %d", e.rel, e.pos, e.got)
+}
+
+// repairIndex answers a wrong offset index entry: reads of the segment
+// stop using its index, and a sealed segment's index is rebuilt from the
+// log (the active one's is rebuilt when the log next opens: its writer
+// owns the file). Concurrent readers that find the same entry leave the
+// repair to the first.
+func (l *Log) repairIndex(s *segment, active bool, mis *indexMismatchError) {
+	if !s.indexBad.CompareAndSwap(false, true) {
+		return
+	}
+	l.logger.Warn("partlog: offset index does not match its log; reading without it and rebuilding it",
+		"dir", l.dir, "file", segmentName(s.base)+indexSuffix, "reason", mis.Error())
+	if active {
+		return
+	}
+	if err := s.rebuildIndex(); err != nil {
+		l.logger.Warn("partlog: rebuilding offset index failed; reads scan the segment", "dir", l.dir,
+			"file", segmentName(s.base)+indexSuffix, "err", err)
+		return
+	}
+	s.indexBad.Store(false)
+}
+
+// rebuildIndex recomputes a sealed segment's offset index from its log and
+// rewrites the file.
+func (s *segment) rebuildIndex() error {
+	var entries []offsetEntry
+	since := s.indexEvery // index the first batch
+	sc := scanner{f: s.log, name: s.logName(), limit: s.size.Load(), chunk: headerChunk}
+	for {
+		err := sc.next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return err
+		}
+		if since >= s.indexEvery {
+			entries = append(entries, offsetEntry{uint32(sc.hdr.BaseOffset - s.base), uint32(sc.pos)})
+			since = 0
+		}
+		since += int64(sc.hdr.Size())
+		sc.advance()
+	}
+	b := make([]byte, 0, len(entries)*offsetEntrySize)
+	for _, e := range entries {
+		b = binary.BigEndian.AppendUint32(b, e.rel)
+		b = binary.BigEndian.AppendUint32(b, e.pos)
+	}
+	if err := s.index.f.Truncate(0); err != nil {
+		return err
+	}
+	if _, err := s.index.f.Write(b); err != nil {
+		return err
+	}
+	s.index.mu.Lock()
+	s.index.mu.entries = entries
+	s.index.mu.Unlock()
+	return nil
 }

@@ -39,6 +39,9 @@ type Log struct {
 	// damage, once set, is the damaged data that took the log offline
 	// (damage.go): it refuses appends and reads until an operator acts.
 	damage atomic.Pointer[CorruptionError]
+	// strayAbove: at Open, an empty last segment based above this and its
+	// predecessor's end is a stray file (dropStraySegment).
+	strayAbove record.Offset
 
 	// mu serialises writers and guards their state.
 	mu struct {
@@ -96,11 +99,17 @@ func Open(fs vfs.FS, dir string, cfg Config) (*Log, error) {
 	l.epochs.path = filepath.Join(dir, epochFile)
 	l.epochs.fs, l.epochs.dir = fs, dir
 
-	clean, err := l.takeCleanMarker()
+	clean, cleanEnd, err := l.takeCleanMarker()
 	if err != nil {
 		return nil, err
 	}
 	l.flush.point = loadRecoveryPoint(fs, dir)
+	// The highest base an empty last segment may have: the end offset at a
+	// clean close, else the recovery point (see dropStraySegment).
+	l.strayAbove = l.flush.point
+	if cleanEnd >= 0 {
+		l.strayAbove = cleanEnd
+	}
 	if err := l.openSegments(clean); err != nil {
 		l.closeSegments()
 		return nil, err
@@ -110,7 +119,7 @@ func Open(fs vfs.FS, dir string, cfg Config) (*Log, error) {
 		l.epochs.entries = nil
 	}
 	l.epochs.truncateFromEnd(record.Offset(l.end.Load()))
-	if err := l.loadStartOffset(); err != nil {
+	if err := l.loadStartOffset(clean); err != nil {
 		l.closeSegments()
 		return nil, err
 	}
@@ -132,20 +141,27 @@ func Open(fs vfs.FS, dir string, cfg Config) (*Log, error) {
 	return l, nil
 }
 
-// takeCleanMarker reports whether the log was closed cleanly and removes the
-// marker durably, so that a crash from now on is seen as unclean.
-func (l *Log) takeCleanMarker() (bool, error) {
+// takeCleanMarker reports whether the log was closed cleanly, and the end
+// offset the marker recorded (-1 when it holds none: older markers are
+// empty), and removes the marker durably, so that a crash from now on is
+// seen as unclean.
+func (l *Log) takeCleanMarker() (bool, record.Offset, error) {
 	p := filepath.Join(l.dir, cleanFile)
-	if _, err := l.fs.Stat(p); err != nil {
-		return false, nil
+	b, err := vfs.ReadFile(l.fs, p)
+	if err != nil {
+		return false, -1, nil
+	}
+	end := record.Offset(-1)
+	if n, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64); err == nil && n >= 0 {
+		end = record.Offset(n)
 	}
 	if err := l.fs.Remove(p); err != nil {
-		return false, fmt.Errorf("partlog: remove %s: %w", p, err)
+		return false, -1, fmt.Errorf("partlog: remove %s: %w", p, err)
 	}
 	if err := l.fs.SyncDir(l.dir); err != nil {
-		return false, fmt.Errorf("partlog: sync %s: %w", l.dir, err)
+		return false, -1, fmt.Errorf("partlog: sync %s: %w", l.dir, err)
 	}
-	return true, nil
+	return true, end, nil
 }
 
 func (l *Log) openSegments(clean bool) error {
@@ -187,6 +203,16 @@ func (l *Log) openSegments(clean bool) error {
 		if err != nil {
 			return err
 		}
+		if i > 0 && i == len(bases)-1 && s.size.Load() == 0 && b > expect && b > l.strayAbove {
+			if err := l.dropStraySegment(s, expect); err != nil {
+				return err
+			}
+			break
+		}
+		if s.indexRebuilt != "" {
+			cfg.Logger.Warn("partlog: rebuilt the indexes of a segment from its log", "dir", l.dir,
+				"file", segmentName(b)+indexSuffix, "reason", s.indexRebuilt)
+		}
 		if bad != nil && !verify {
 			l.MarkDamaged(bad)
 			list = append(list, s)
@@ -208,7 +234,10 @@ func (l *Log) openSegments(clean bool) error {
 		if bad != nil && i < len(bases)-1 {
 			// Offsets after a torn point were never durable as a sequence:
 			// serve nothing past it.
-			if err := l.dropSegmentFiles(bases[i+1:]); err != nil {
+			for _, b := range bases[i+1:] {
+				l.logger.Warn("partlog: dropped segment after a torn point", "dir", l.dir, "segment", segmentName(b))
+			}
+			if err := l.dropSegmentFiles(bases[i+1:], "drop segment after torn point"); err != nil {
 				return err
 			}
 			break
@@ -231,21 +260,32 @@ func (l *Log) openSegments(clean bool) error {
 	return nil
 }
 
+// dropStraySegment removes an empty last segment whose name puts the log's
+// end past both its previous segment's end and any end the log recorded:
+// a file no roll made (a copy, a typo). Adopting it would move the end
+// offset to its name and skip every offset in between; it holds nothing,
+// so removing it loses nothing.
+func (l *Log) dropStraySegment(s *segment, end record.Offset) error {
+	l.logger.Warn("partlog: removing an empty segment file the log never rolled to", "dir", l.dir,
+		"file", s.logName(), "log_end_offset", end)
+	s.close()
+	return l.dropSegmentFiles([]record.Offset{s.base}, "remove stray segment")
+}
+
 // dropSegmentFiles deletes the files of segments that were never opened.
-func (l *Log) dropSegmentFiles(bases []record.Offset) error {
+func (l *Log) dropSegmentFiles(bases []record.Offset, why string) error {
 	for _, b := range bases {
 		for _, suf := range []string{logSuffix, indexSuffix, timeIndexSuffix} {
 			p := filepath.Join(l.dir, segmentName(b)+suf)
 			if err := l.fs.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
-				return fmt.Errorf("partlog: drop segment after torn point: %w", err)
+				return fmt.Errorf("partlog: %s: %w", why, err)
 			}
 		}
-		l.logger.Warn("partlog: dropped segment after a torn point", "dir", l.dir, "segment", segmentName(b))
 	}
 	return l.fs.SyncDir(l.dir)
 }
 
-func (l *Log) loadStartOffset() error {
+func (l *Log) loadStartOffset(clean bool) error {
 	b, err := vfs.ReadFile(l.fs, filepath.Join(l.dir, startOffsetFile))
 	if errors.Is(err, os.ErrNotExist) {
 		return nil
@@ -255,15 +295,27 @@ func (l *Log) loadStartOffset() error {
 	}
 	n, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
 	if err != nil {
-		l.mu.cfg.Logger.Warn("partlog: ignoring unreadable log start offset", "dir", l.dir, "err", err)
+		l.logger.Warn("partlog: ignoring unreadable log start offset", "dir", l.dir, "file", startOffsetFile, "err", err)
+		return nil
+	}
+	end := l.end.Load()
+	if n > end && clean {
+		// Nothing was lost at a clean close, so the checkpoint was never
+		// written by this log: honouring it would hide every record.
+		l.logger.Warn("partlog: ignoring a log start offset past the log end after a clean shutdown",
+			"dir", l.dir, "file", startOffsetFile, "log_start_offset", n, "log_end_offset", end)
+		l.mu.startDirty = true
 		return nil
 	}
 	if n > l.start.Load() {
-		l.start.Store(min(n, l.end.Load()))
+		l.start.Store(min(n, end))
 	}
-	if n > l.end.Load() {
-		// The crash lost records the checkpoint had already passed; the next
-		// appends reuse those offsets and must not be hidden by it.
+	if n > end {
+		// The crash lost records the checkpoint had already passed (they
+		// were deleted anyway); the next appends reuse those offsets and
+		// must not be hidden by it.
+		l.logger.Warn("partlog: log start offset past the log end after a crash; starting the log at its end",
+			"dir", l.dir, "file", startOffsetFile, "log_start_offset", n, "log_end_offset", end)
 		return l.storeStartOffsetLocked()
 	}
 	return nil
@@ -445,7 +497,8 @@ func (l *Log) Close() error {
 		err = l.syncLocked()
 	}
 	if err == nil && l.damage.Load() == nil {
-		err = vfs.WriteFileSync(l.fs, l.dir, filepath.Join(l.dir, cleanFile), nil)
+		end := []byte(strconv.FormatInt(l.end.Load(), 10) + "\n")
+		err = vfs.WriteFileSync(l.fs, l.dir, filepath.Join(l.dir, cleanFile), end)
 	}
 	l.segs.Lock()
 	err = errors.Join(err, l.closeSegments())

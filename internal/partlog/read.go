@@ -1,6 +1,7 @@
 package partlog
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"sort"
@@ -49,7 +50,7 @@ func (l *Log) ReadInto(buf []byte, from record.Offset, maxBytes int, limit recor
 	i := sort.Search(len(list), func(i int) bool { return list[i].base > from }) - 1
 	for i = max(i, 0); i < len(list); i++ {
 		s := list[i]
-		pos, h, ok, err := s.find(from)
+		pos, h, ok, err := l.find(s, from, i == len(list)-1)
 		if err != nil {
 			return nil, err
 		}
@@ -59,22 +60,58 @@ func (l *Log) ReadInto(buf []byte, from record.Offset, maxBytes int, limit recor
 		if h.BaseOffset >= limit {
 			return nil, nil
 		}
-		return s.readBatches(buf, pos, h, maxBytes, limit)
+		b, err := s.readBatches(buf, pos, h, maxBytes, limit)
+		return b, l.readFailed(err)
 	}
 	return nil, nil
 }
 
+// find is segment.find with a wrong index entry repaired (index.go) and
+// damage found on the way taking the log offline.
+func (l *Log) find(s *segment, from record.Offset, active bool) (int64, record.Header, bool, error) {
+	pos, h, ok, err := s.find(from)
+	var mis *indexMismatchError
+	if errors.As(err, &mis) {
+		l.repairIndex(s, active, mis)
+		pos, h, ok, err = s.find(from)
+	}
+	return pos, h, ok, l.readFailed(err)
+}
+
+// readFailed takes the log offline when a read met damaged bytes: every
+// byte a reader can reach was written whole, so a batch that does not parse
+// there is a storage fault, and serving around it would hand clients
+// garbage (or the same error) forever.
+func (l *Log) readFailed(err error) error {
+	var c *CorruptionError
+	if errors.As(err, &c) {
+		l.MarkDamaged(c)
+		return l.Damaged()
+	}
+	return err
+}
+
 // find returns the position and header of the first batch whose last offset is
-// >= from; ok is false when the segment has none.
+// >= from; ok is false when the segment has none. It starts at the offset
+// index's entry for from, and reports an entry that does not point at the
+// batch it names as an *indexMismatchError.
 func (s *segment) find(from record.Offset) (int64, record.Header, bool, error) {
 	rel := uint32(0)
 	if from > s.base {
 		rel = uint32(min(int64(from-s.base), 1<<32-1))
 	}
-	_, pos := s.index.lookup(rel)
+	entryRel, pos := uint32(0), uint32(0)
+	if !s.indexBad.Load() {
+		entryRel, pos = s.index.lookup(rel)
+	}
 	sc := scanner{f: s.log, name: s.logName(), limit: s.size.Load(), pos: int64(pos)}
-	for {
-		switch err := sc.next(); {
+	for first := pos > 0; ; first = false {
+		err := sc.next()
+		// io.EOF: an entry the writer added before publishing its batch.
+		if first && err != io.EOF && (err != nil || sc.hdr.BaseOffset != s.base+record.Offset(entryRel)) {
+			return 0, record.Header{}, false, &indexMismatchError{rel: entryRel, pos: pos, got: sc.hdr.BaseOffset, err: err}
+		}
+		switch {
 		case err == io.EOF:
 			return 0, record.Header{}, false, nil
 		case err != nil:
@@ -132,11 +169,11 @@ func (l *Log) ScanHeaders(from record.Offset, fn func(h record.Header) error) er
 	end := record.Offset(l.end.Load())
 	l.segs.RLock()
 	defer l.segs.RUnlock()
-	for _, s := range l.segs.list {
+	for i, s := range l.segs.list {
 		if record.Offset(s.next.Load()) <= from {
 			continue
 		}
-		pos, _, ok, err := s.find(from)
+		pos, _, ok, err := l.find(s, from, i == len(l.segs.list)-1)
 		if err != nil {
 			return err
 		}
@@ -150,7 +187,7 @@ func (l *Log) ScanHeaders(from record.Offset, fn func(h record.Header) error) er
 				break
 			}
 			if err != nil {
-				return err
+				return l.readFailed(err)
 			}
 			if sc.hdr.BaseOffset >= end {
 				return nil

@@ -173,7 +173,7 @@ func (l *Log) TruncateTo(o record.Offset) error {
 		k--
 	}
 	s := list[k]
-	pos, h, ok, err := s.find(o)
+	pos, h, ok, err := l.find(s, o, k == len(list)-1)
 	if err != nil {
 		return err
 	}

@@ -50,6 +50,12 @@ type segment struct {
 	next atomic.Int64 // offset after the last batch (base when empty)
 
 	indexEvery int64 // index.interval.bytes
+	// indexRebuilt says why open found the indexes unusable and rebuilt
+	// them ("" when they were used).
+	indexRebuilt string
+	// indexBad is set while the offset index is known wrong: lookups scan
+	// from the segment's start instead (repairIndex).
+	indexBad atomic.Bool
 
 	dirty       atomic.Bool  // bytes written since the last fsync
 	maxTS       atomic.Int64 // largest batch MaxTimestamp, -1 when empty
@@ -327,8 +333,12 @@ func (s *segment) loadIndexes(fs vfs.FS, logSize int64) (bool, error) {
 	if err == nil {
 		entries, err = decodeOffsetIndex(idx, logSize)
 	}
+	if err == nil && len(entries) > 0 {
+		err = s.checkEntry(entries[len(entries)-1], logSize)
+	}
 	if err != nil {
 		ok = false
+		s.indexRebuilt = err.Error()
 	}
 	var times []timeEntry
 	if ok {
@@ -344,6 +354,7 @@ func (s *segment) loadIndexes(fs vfs.FS, logSize int64) (bool, error) {
 		}
 		if err != nil {
 			ok = false
+			s.indexRebuilt = "time index: " + err.Error()
 		}
 	}
 	mode := os.O_RDWR | os.O_CREATE | os.O_APPEND
@@ -361,6 +372,21 @@ func (s *segment) loadIndexes(fs vfs.FS, logSize int64) (bool, error) {
 	s.index.mu.entries = entries
 	s.times.mu.entries = times
 	return ok, nil
+}
+
+// checkEntry verifies that an offset index entry points at the batch it
+// names (Kafka checks its indexes' last entries the same way at open): a
+// wrong entry would send every read below it to the wrong place, and
+// recovery's walk from it would take good bytes for a torn tail.
+func (s *segment) checkEntry(e offsetEntry, logSize int64) error {
+	sc := scanner{f: s.log, name: s.logName(), limit: logSize, pos: int64(e.pos), chunk: record.HeaderSize}
+	if err := sc.next(); err != nil {
+		return fmt.Errorf("last entry (+%d at position %d) points at no batch: %w", e.rel, e.pos, err)
+	}
+	if sc.hdr.BaseOffset != s.base+record.Offset(e.rel) {
+		return fmt.Errorf("last entry (+%d at position %d) points at the batch of offset %d", e.rel, e.pos, sc.hdr.BaseOffset)
+	}
+	return nil
 }
 
 // restoreMaxTimestamp takes the segment's newest timestamp from its time index
