@@ -86,6 +86,12 @@ type Config struct {
 	// default configs. Without it, such a directory stops the start-up:
 	// the broker never deletes data that metadata does not explain.
 	RecoverTopics bool
+	// ScrubInterval is how often every sealed segment's CRCs are verified
+	// in the background; a partition whose data fails goes offline.
+	// Zero: daily; negative: never.
+	ScrubInterval time.Duration
+	// ScrubBytesPerSecond bounds the scrub's reads; zero: 32 MiB/s.
+	ScrubBytesPerSecond int64
 	// CleanerDedupeBufferSize is log.cleaner.dedupe.buffer.size: the most
 	// memory the compaction cleaner's offset map takes; a dirty range with
 	// more keys is cleaned over several passes. Default 128 MiB.
@@ -152,6 +158,8 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 		CleanerMapBytes:         cfg.CleanerDedupeBufferSize,
 		OffsetsRetention:        cfg.OffsetsRetention,
 		RecoverTopics:           cfg.RecoverTopics,
+		ScrubInterval:           cfg.ScrubInterval,
+		ScrubBytesPerSecond:     cfg.ScrubBytesPerSecond,
 		Now:                     cfg.Now,
 
 		GroupInitialRebalanceDelay: cfg.GroupInitialRebalanceDelay,

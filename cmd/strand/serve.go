@@ -22,6 +22,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/strandmq/strand"
+	"github.com/strandmq/strand/internal/broker"
 	"github.com/strandmq/strand/internal/kafka"
 	"github.com/strandmq/strand/internal/sasl"
 )
@@ -55,6 +56,8 @@ type serveOptions struct {
 	maxConnsPerIP     int
 	queuedMaxBytes    int64
 	failedAuthDelay   time.Duration
+	scrubInterval     time.Duration
+	scrubRate         int64
 }
 
 const serveLong = `Run a Strand broker: Kafka clients connect to --listen; data lives in --data-dir.
@@ -69,7 +72,8 @@ auto-create-topics, default-partitions, max-request-bytes, log-level,
 log-format, metrics-listen, console-listen, tls-cert, tls-key, tls-client-ca, sasl-users, retention-check-interval, log-cleaner-backoff,
 log-cleaner-dedupe-buffer-size, offsets-retention, group-initial-rebalance-delay,
 connections-max-idle, max-connections, max-connections-per-ip,
-queued-max-request-bytes, failed-authentication-delay), and "topic.<config>" sets a broker-wide default for a topic
+queued-max-request-bytes, failed-authentication-delay, scrub-interval,
+scrub-rate), and "topic.<config>" sets a broker-wide default for a topic
 config, e.g.:
 
     listen = 0.0.0.0:9092
@@ -126,6 +130,8 @@ func newServeCmd() *cobra.Command {
 	f.IntVar(&o.maxConnsPerIP, "max-connections-per-ip", 0, "close new client connections beyond this many from one IP (max.connections.per.ip; 0: no limit)")
 	f.Int64Var(&o.queuedMaxBytes, "queued-max-request-bytes", kafka.DefaultQueuedMaxRequestBytes, "most bytes of large requests being read or waiting, over all connections; readers past it wait (queued.max.request.bytes; 0: no limit)")
 	f.DurationVar(&o.failedAuthDelay, "failed-authentication-delay", kafka.DefaultFailedAuthDelay, "hold a connection whose SASL authentication failed this long before answering and closing it (connection.failed.authentication.delay.ms; 0: none)")
+	f.DurationVar(&o.scrubInterval, "scrub-interval", broker.DefaultScrubInterval, "how often every sealed segment's CRCs are verified in the background; a partition whose data fails goes offline (0: never)")
+	f.Int64Var(&o.scrubRate, "scrub-rate", broker.DefaultScrubBytesPerSecond, "most bytes per second the background scrub reads")
 	return cmd
 }
 
@@ -287,6 +293,8 @@ func (o *serveOptions) run(ctx context.Context, logOut io.Writer) error {
 		MaxConnectionsPerIP:     o.maxConnsPerIP,
 		QueuedMaxRequestBytes:   orNone(o.queuedMaxBytes),
 		FailedAuthDelay:         orNone(o.failedAuthDelay),
+		ScrubInterval:           orNone(o.scrubInterval),
+		ScrubBytesPerSecond:     o.scrubRate,
 		// strand.Config: zero is Kafka's default, negative is none.
 		GroupInitialRebalanceDelay: cmp.Or(o.groupDelay, -1),
 	})

@@ -88,6 +88,11 @@ type Config struct {
 	// data that meta.json does not list (a lost or older meta.json), with
 	// default configs, instead of refusing to start.
 	RecoverTopics bool
+	// ScrubInterval is how often every sealed segment's CRCs are verified
+	// in the background (scrub.go). Zero: daily; negative: never.
+	ScrubInterval time.Duration
+	// ScrubBytesPerSecond bounds the scrub's reads. Zero: 32 MiB/s.
+	ScrubBytesPerSecond int64
 	// Logger; default slog.Default().
 	Logger *slog.Logger
 	// Now is the clock; default time.Now.
@@ -109,6 +114,12 @@ func (c Config) withDefaults() Config {
 	}
 	if c.CleanerBackoff <= 0 {
 		c.CleanerBackoff = 15 * time.Second
+	}
+	if c.ScrubInterval == 0 {
+		c.ScrubInterval = DefaultScrubInterval
+	}
+	if c.ScrubBytesPerSecond <= 0 {
+		c.ScrubBytesPerSecond = DefaultScrubBytesPerSecond
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
@@ -236,6 +247,10 @@ func Open(cfg Config) (_ *Broker, err error) {
 	b.wg.Add(2)
 	go b.every(b.cfg.RetentionCheckInterval, b.ApplyRetention)
 	go b.every(b.cfg.CleanerBackoff, b.CleanLogs) // log.cleaner.backoff.ms
+	if b.cfg.ScrubInterval > 0 {
+		b.wg.Add(1)
+		go b.every(b.cfg.ScrubInterval, b.scrubInBackground)
+	}
 	return b, nil
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -126,7 +127,9 @@ func (s *Server) logUnknown(op string, err error) {
 		return
 	}
 	if code := errorCode(err); code == kerr.UnknownServerError.Code || code == kerr.KafkaStorageError.Code {
-		s.logger.Error("kafka: "+op+" failed", "err", err)
+		if ok, suppressed := s.errLines.allow(op+": "+err.Error(), 10*time.Second); ok {
+			s.logger.Error("kafka: "+op+" failed", "err", err, "repeats_not_logged", suppressed)
+		}
 	}
 }
 

@@ -164,6 +164,31 @@ func (r *rateLimit) allow(every time.Duration) (bool, int) {
 	return false, 0
 }
 
+// keyedRateLimit is a rateLimit per message: a client retrying a request
+// that fails the same way thousands of times a second gets one log line
+// per interval, while other failures still get theirs.
+type keyedRateLimit struct {
+	mu     sync.Mutex
+	limits map[string]*rateLimit
+}
+
+// keyedRateLimitMax bounds the messages tracked; past it they start over.
+const keyedRateLimitMax = 1024
+
+func (k *keyedRateLimit) allow(key string, every time.Duration) (bool, int) {
+	k.mu.Lock()
+	r := k.limits[key]
+	if r == nil {
+		if k.limits == nil || len(k.limits) >= keyedRateLimitMax {
+			k.limits = make(map[string]*rateLimit)
+		}
+		r = &rateLimit{}
+		k.limits[key] = r
+	}
+	k.mu.Unlock()
+	return r.allow(every)
+}
+
 // byteBudget bounds the bytes of request frames read or queued across all
 // connections (queued.max.request.bytes). A reader that finds it spent
 // waits — it stops reading its socket — instead of allocating.

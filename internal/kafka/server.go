@@ -69,6 +69,7 @@ type Server struct {
 	frames     framePool   // request frame buffers, shared by all connections
 	budget     *byteBudget // queued.max.request.bytes; nil: unbounded
 	accept     acceptState
+	errLines   keyedRateLimit // logUnknown's lines
 
 	mu struct {
 		sync.Mutex

@@ -1,6 +1,9 @@
 package kafka
 
 import (
+	"context"
+	"errors"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -114,5 +117,62 @@ func TestDamagedPartitionOffline(t *testing.T) {
 	}
 	if off := ts.b.OfflinePartitions(); len(off) != 1 || off[0].Name != "t-0" || !off[0].Damaged {
 		t.Fatalf("offline partitions: %+v", off)
+	}
+}
+
+// TestScrubbedCorruptionServedAsStorageError: bytes flipped inside a
+// sealed segment pass every header check and would be served; the scrub
+// finds them, the partition answers KAFKA_STORAGE_ERROR from then on (the
+// other keeps serving), and fifty failing fetches log one line, not fifty.
+func TestScrubbedCorruptionServedAsStorageError(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	first := startServer(t, broker.Config{Dir: dir}, Config{})
+	createTopic(t, first.b, "t", 2, map[string]string{broker.ConfigSegmentBytes: "2048"})
+	c := dial(t, first.addr)
+	for range 40 {
+		for p := range int32(2) {
+			if pp := producePartition(t, c.do(produceReq("t", p, batch(t, 3, -1, -1, -1)), 9)); pp.ErrorCode != 0 {
+				t.Fatal(kerr.ErrorForCode(pp.ErrorCode))
+			}
+		}
+	}
+	c.conn.Close()
+	if err := errors.Join(first.s.Close(), first.b.Close()); err != nil {
+		t.Fatal(err)
+	}
+	seg := filepath.Join(dir, "t-0", "00000000000000000000.log")
+	data, err := os.ReadFile(seg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 16 { // inside the last batch's records: its header stays valid
+		data[len(data)-20+i] ^= 0xff
+	}
+	if err := os.WriteFile(seg, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	var logs lockedBuffer
+	ts := startServer(t, broker.Config{Dir: dir}, Config{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	if off := ts.b.OfflinePartitions(); len(off) != 0 {
+		t.Fatalf("offline before the scrub: %+v", off)
+	}
+	rep, err := ts.b.Scrub(context.Background())
+	if err != nil || len(rep.Damaged) != 1 || rep.Damaged[0] != "t-0" {
+		t.Fatalf("scrub: %+v, %v", rep, err)
+	}
+	tp, _ := ts.b.Topic("t")
+	c = dial(t, ts.addr)
+	for range 50 {
+		if fp := fetchPartition(t, c.do(fetchReq("t", tp.ID, map[int32]int64{0: 0}), 12)); fp.ErrorCode != kerr.KafkaStorageError.Code {
+			t.Fatalf("fetch from the corrupt partition: %v", kerr.ErrorForCode(fp.ErrorCode))
+		}
+	}
+	if pp := producePartition(t, c.do(produceReq("t", 1, batch(t, 1, -1, -1, -1)), 9)); pp.ErrorCode != 0 {
+		t.Fatalf("the healthy partition: %v", kerr.ErrorForCode(pp.ErrorCode))
+	}
+	if n := strings.Count(logs.String(), "fetch failed"); n != 1 {
+		t.Fatalf("%d log lines for 50 failing fetches, want 1:\n%s", n, logs.String())
 	}
 }

@@ -258,6 +258,9 @@ func (l *Log) repairIndex(s *segment, active bool, mis *indexMismatchError) {
 		return
 	}
 	if err := s.rebuildIndex(); err != nil {
+		if l.readFailed(err) != err {
+			return // the log itself is damaged: it went offline
+		}
 		l.logger.Warn("partlog: rebuilding offset index failed; reads scan the segment", "dir", l.dir,
 			"file", segmentName(s.base)+indexSuffix, "err", err)
 		return
