@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/signal"
 	"strings"
+	"sync"
 	"syscall"
 	"text/tabwriter"
 	"time"
@@ -154,6 +155,9 @@ func (o *clientOptions) client(ctx context.Context, opts ...kgo.Opt) (*kgo.Clien
 	base := []kgo.Opt{
 		kgo.SeedBrokers(o.seeds()...),
 		kgo.RetryTimeout(o.timeout),
+		// A record the broker does not take within --timeout fails, so
+		// produce waits, flushes included, end when the broker is gone.
+		kgo.RecordDeliveryTimeout(o.timeout),
 		kgo.ClientID("strand-cli"),
 	}
 	if tlsCfg != nil {
@@ -272,9 +276,36 @@ func parseKV(flag string, vals []string) (map[string]string, error) {
 }
 
 // signalContext is parent, cancelled on SIGINT or SIGTERM, so that a
-// command stops cleanly (commits, flushes) when interrupted.
+// command stops cleanly (commits, flushes, each bounded by --timeout) when
+// interrupted. A second signal exits at once (status 130), for a user who
+// will not wait even that long.
 func signalContext(parent context.Context) (context.Context, context.CancelFunc) {
-	return signal.NotifyContext(parent, os.Interrupt, syscall.SIGTERM)
+	ctx, cancel := context.WithCancel(parent)
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() {
+		select {
+		case <-sigs:
+			cancel()
+		case <-done:
+			return
+		}
+		select {
+		case <-sigs:
+			fmt.Fprintln(os.Stderr, "strand: interrupted twice; exiting without finishing")
+			os.Exit(130)
+		case <-done:
+		}
+	}()
+	var once sync.Once
+	return ctx, func() {
+		once.Do(func() {
+			signal.Stop(sigs)
+			close(done)
+			cancel()
+		})
+	}
 }
 
 // markUsageErrors makes the argument checks of c and every command below it

@@ -149,6 +149,21 @@ func dlqBounds(ctx context.Context, adm *kadm.Client, dlq string) (map[int32]int
 	return starts, ends, nil
 }
 
+// brokerAnswers returns nil when the broker still answers about topic
+// within --timeout, and an error saying it does not otherwise.
+func brokerAnswers(ctx context.Context, o *clientOptions, cl *kgo.Client, topic string) error {
+	lctx, cancel := o.ctx(ctx)
+	defer cancel()
+	ends, err := kadm.NewClient(cl).ListEndOffsets(lctx, topic)
+	if err == nil {
+		err = ends.Error()
+	}
+	if err != nil {
+		return fmt.Errorf("read %s: no records came and the broker does not answer (is it running?): %w", topic, err)
+	}
+	return nil
+}
+
 var errStopReading = errors.New("stop reading")
 
 // readIdle is how long readDLQ waits for records it knows exist before it
@@ -185,7 +200,8 @@ func readDLQ(ctx context.Context, o *clientOptions, dlq string, from, to map[int
 			return err
 		}
 		if fs.Empty() && pctx.Err() != nil {
-			return nil
+			// Gaps, or a broker that went away: only an answer tells.
+			return brokerAnswers(ctx, o, cl, dlq)
 		}
 		if err := fs.Err0(); err != nil && !errors.Is(err, context.DeadlineExceeded) {
 			return fmt.Errorf("read %s: %w", dlq, err)
