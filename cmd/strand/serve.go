@@ -269,6 +269,7 @@ func (o *serveOptions) run(ctx context.Context, logOut io.Writer) error {
 	if o.cleanerMapBytes < minCleanerMapBytes {
 		return fmt.Errorf("--log-cleaner-dedupe-buffer-size: %d bytes is below the minimum of %d", o.cleanerMapBytes, minCleanerMapBytes)
 	}
+	started := time.Now()
 	b, err := strand.Start(ctx, strand.Config{
 		Dir:                     dir,
 		Addr:                    o.listen,
@@ -308,7 +309,7 @@ func (o *serveOptions) run(ctx context.Context, logOut io.Writer) error {
 	logger.Info("strand: serving Kafka on "+b.Addr()+", data in "+dir,
 		"listen", b.Addr(), "advertised", advertised, "data_dir", dir, "node_id", o.nodeID,
 		"auto_create_topics", o.autoCreate, "default_partitions", o.defaultPartitions,
-		"pid", strconv.Itoa(os.Getpid()))
+		"pid", strconv.Itoa(os.Getpid()), "started_in", time.Since(started).Round(time.Millisecond))
 	if addr := b.MetricsAddr(); addr != "" {
 		logger.Info("strand: metrics on http://"+addr+"/metrics", "metrics", addr)
 	}
@@ -317,9 +318,10 @@ func (o *serveOptions) run(ctx context.Context, logOut io.Writer) error {
 	}
 	<-ctx.Done()
 	logger.Info("strand: shutting down")
+	stopping := time.Now()
 	if err := b.Close(); err != nil && !errors.Is(err, context.Canceled) {
 		return fmt.Errorf("shutdown: %w", err)
 	}
-	logger.Info("strand: stopped")
+	logger.Info("strand: stopped", "took", time.Since(stopping).Round(time.Millisecond))
 	return nil
 }

@@ -232,11 +232,8 @@ func Open(cfg Config) (_ *Broker, err error) {
 		}
 	}
 	b.clusterID = m.ClusterID
-	for _, mt := range m.Topics {
-		if err := b.openTopic(mt); err != nil {
-			b.closePartitions()
-			return nil, err
-		}
+	if err := b.openTopics(m.Topics); err != nil {
+		return nil, err
 	}
 	b.removeOrphanSnapshots()
 	b.reserveLoggedProducerIDs()
@@ -254,25 +251,49 @@ func Open(cfg Config) (_ *Broker, err error) {
 	return b, nil
 }
 
-func (b *Broker) openTopic(mt metaTopic) error {
-	id, _ := parseTopicID(mt.ID) // checked by readMeta
-	tc, err := newTopicConfig(b.internalOverrides(mt.Name, mt.Configs), b.defaults)
-	if err != nil {
-		return fmt.Errorf("broker: topic %q: %w", mt.Name, err)
+// openTopics opens every partition of every topic, in parallel: each
+// open is mostly waiting on the disk (reads, a directory fsync), and a
+// broker with thousands of partitions should not start one at a time.
+func (b *Broker) openTopics(metas []metaTopic) error {
+	start := time.Now()
+	type job struct {
+		t  *Topic
+		id PartitionID
 	}
-	t := &Topic{Name: mt.Name, ID: id, Config: tc}
-	for i := range mt.Partitions {
-		p, err := b.openPartition(mt.Name, id, PartitionID(i), tc)
+	var jobs []job
+	var topics []*Topic
+	for _, mt := range metas {
+		id, _ := parseTopicID(mt.ID) // checked by readMeta
+		tc, err := newTopicConfig(b.internalOverrides(mt.Name, mt.Configs), b.defaults)
 		if err != nil {
-			for _, p := range t.partitions {
+			return fmt.Errorf("broker: topic %q: %w", mt.Name, err)
+		}
+		t := &Topic{Name: mt.Name, ID: id, Config: tc, partitions: make([]*Partition, mt.Partitions)}
+		topics = append(topics, t)
+		for i := range mt.Partitions {
+			jobs = append(jobs, job{t, PartitionID(i)})
+		}
+	}
+	err := forEach(len(jobs), func(i int) error {
+		j := jobs[i]
+		p, err := b.openPartition(j.t.Name, j.t.ID, j.id, j.t.Config)
+		j.t.partitions[j.id] = p // each job its own slot
+		return err
+	})
+	if err != nil {
+		for _, j := range jobs {
+			if p := j.t.partitions[j.id]; p != nil {
 				_ = p.close(false)
 			}
-			return err
 		}
-		t.partitions = append(t.partitions, p)
+		return err
 	}
-	b.mu.topics[t.Name] = t
-	b.mu.byID[t.ID] = t
+	for _, t := range topics {
+		b.mu.topics[t.Name] = t
+		b.mu.byID[t.ID] = t
+	}
+	b.logger.Info("broker: opened partitions", "partitions", len(jobs), "topics", len(topics),
+		"took", time.Since(start).Round(time.Millisecond))
 	return nil
 }
 
@@ -386,14 +407,18 @@ func (b *Broker) Close() error {
 	return errors.Join(err, b.lock.Close())
 }
 
+// closePartitions saves every partition's producer state and closes its
+// log, in parallel: each close waits on fsyncs, and one at a time a broker
+// with thousands of partitions took half a minute to stop.
 func (b *Broker) closePartitions() error {
-	var errs []error
+	start := time.Now()
+	var all []*Partition
 	for _, t := range b.mu.topics {
-		for _, p := range t.partitions {
-			errs = append(errs, p.close(true))
-		}
+		all = append(all, t.partitions...)
 	}
-	return errors.Join(errs...)
+	err := forEach(len(all), func(i int) error { return all[i].close(true) })
+	b.logger.Info("broker: closed partitions", "partitions", len(all), "took", time.Since(start).Round(time.Millisecond))
+	return err
 }
 
 // NodeID returns the broker's node id.

@@ -151,9 +151,13 @@ func (l *Log) takeCleanMarker() (bool, record.Offset, error) {
 	if err != nil {
 		return false, -1, nil
 	}
+	// The marker is written without an fsync: only content that ends in
+	// its newline arrived whole.
 	end := record.Offset(-1)
-	if n, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64); err == nil && n >= 0 {
-		end = record.Offset(n)
+	if text, whole := strings.CutSuffix(string(b), "\n"); whole {
+		if n, err := strconv.ParseInt(text, 10, 64); err == nil && n >= 0 {
+			end = record.Offset(n)
+		}
 	}
 	if err := l.fs.Remove(p); err != nil {
 		return false, -1, fmt.Errorf("partlog: remove %s: %w", p, err)
@@ -497,14 +501,32 @@ func (l *Log) Close() error {
 		err = l.syncLocked()
 	}
 	if err == nil && l.damage.Load() == nil {
-		end := []byte(strconv.FormatInt(l.end.Load(), 10) + "\n")
-		err = vfs.WriteFileSync(l.fs, l.dir, filepath.Join(l.dir, cleanFile), end)
+		err = l.writeCleanMarker()
 	}
 	l.segs.Lock()
 	err = errors.Join(err, l.closeSegments())
 	l.segs.Unlock()
 	l.wake()
 	return err
+}
+
+// writeCleanMarker records a clean close and the end offset. It is not
+// fsynced, and need not be: the data it vouches for was synced before it
+// was written, so it can never be durable without them, and a marker the
+// crash lost only makes the next open verify what was fine.
+func (l *Log) writeCleanMarker() error {
+	f, err := vfs.Create(l.fs, filepath.Join(l.dir, cleanFile))
+	if err != nil {
+		return fmt.Errorf("partlog: write clean-shutdown marker: %w", err)
+	}
+	_, err = f.Write([]byte(strconv.FormatInt(l.end.Load(), 10) + "\n"))
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("partlog: write clean-shutdown marker: %w", err)
+	}
+	return nil
 }
 
 func (l *Log) closeSegments() error {
