@@ -99,10 +99,14 @@ func TestGroupCommit(t *testing.T) {
 func TestUnsyncedBatchInvisible(t *testing.T) {
 	fs := vfs.NewMem()
 	l := mustOpen(t, fs, "/d", Config{FlushMessages: 1})
-	defer l.Close()
 	mustAppend(t, l, batch(t, 1000, "a"))
 
 	entered, release := make(chan struct{}), make(chan struct{})
+	var releaseOnce sync.Once
+	free := func() { releaseOnce.Do(func() { close(release) }) }
+	// Registered after mustOpen's Close, so it runs first: a failing
+	// assertion below must not leave Close waiting on the held fsync.
+	t.Cleanup(free)
 	var blocked atomic.Bool
 	fs.InjectError(func(op vfs.Op, path string) error {
 		if op == vfs.OpSync && strings.HasSuffix(path, ".log") && blocked.CompareAndSwap(false, true) {
@@ -113,7 +117,11 @@ func TestUnsyncedBatchInvisible(t *testing.T) {
 	})
 	done := make(chan error, 2)
 	go func() { _, err := l.Append(batch(t, 1000, "b")); done <- err }()
-	<-entered
+	select {
+	case <-entered:
+	case <-time.After(time.Minute):
+		t.Fatal("the append never reached its fsync")
+	}
 	if hw := l.HighWatermark(); hw != 1 {
 		t.Fatalf("high watermark %d while offset 1 waits for its fsync", hw)
 	}
@@ -122,7 +130,7 @@ func TestUnsyncedBatchInvisible(t *testing.T) {
 	if hw := l.HighWatermark(); hw != 1 {
 		t.Fatalf("high watermark %d while an fsync is pending", hw)
 	}
-	close(release)
+	free()
 	for range 2 {
 		if err := <-done; err != nil {
 			t.Fatal(err)
