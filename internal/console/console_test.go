@@ -184,16 +184,26 @@ func TestErrors(t *testing.T) {
 	}
 }
 
-// TestPagesEscape: a topic name and record contents are data, not markup.
+// TestPagesEscape: record contents are data, not markup — in the value,
+// the key, a header's key and a header's value alike.
 func TestPagesEscape(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
-	if _, err := f.b.ProduceRecords(context.Background(), "orders", 0, []record.Record{{Value: []byte("<script>alert(1)</script>"), Timestamp: 9}}); err != nil {
+	rec := record.Record{
+		Key:       []byte("<script>key(1)</script>"),
+		Value:     []byte("<script>alert(1)</script>"),
+		Headers:   []record.RecordHeader{{Key: "<script>hkey(1)</script>", Value: []byte("<script>hval(1)</script>")}},
+		Timestamp: 9,
+	}
+	if _, err := f.b.ProduceRecords(context.Background(), "orders", 0, []record.Record{rec}); err != nil {
 		t.Fatal(err)
 	}
 	_, body := f.get(t, "/topics/orders/partitions/0?offset=3")
-	if strings.Contains(body, "<script>alert") || !strings.Contains(body, "&lt;script&gt;alert(1)&lt;/script&gt;") {
-		t.Fatalf("record value not escaped:\n%s", body)
+	for _, what := range []string{"alert", "key", "hkey", "hval"} {
+		raw, escaped := "<script>"+what+"(1)</script>", "&lt;script&gt;"+what+"(1)&lt;/script&gt;"
+		if strings.Contains(body, raw) || !strings.Contains(body, escaped) {
+			t.Errorf("%s not escaped:\n%s", raw, body)
+		}
 	}
 }
 
