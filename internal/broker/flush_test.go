@@ -87,3 +87,44 @@ func durablePartition(t *testing.T) (*vfs.MemFS, *Partition) {
 	p, _ := b.Partition("durable", 0)
 	return fs, p
 }
+
+// TestFlushEachAcknowledgesAfterFsync: on a flush.messages=1 topic every
+// acknowledgement — acks=1 and acks=0 as much as acks=all — comes after
+// the batch's fsync: when Append returns, the log has been synced and the
+// high watermark covers the batch, and a power cut at that moment (a crash
+// copy of the disk) keeps it.
+func TestFlushEachAcknowledgesAfterFsync(t *testing.T) {
+	t.Parallel()
+	for _, acks := range []Acks{AcksAll, AcksLeader, AcksNone} {
+		fs, p := durablePartition(t)
+		var syncs atomic.Int64
+		fs.InjectError(func(op vfs.Op, path string) error {
+			if op == vfs.OpSync && strings.HasSuffix(path, ".log") {
+				syncs.Add(1)
+			}
+			return nil
+		})
+		for i := range 3 {
+			before := syncs.Load()
+			res, err := p.Append(context.Background(), idempotent(t, 9, int32(i), 1), acks)
+			if err != nil {
+				t.Fatalf("acks=%d: %v", acks, err)
+			}
+			if syncs.Load() == before {
+				t.Fatalf("acks=%d: append %d acknowledged before any fsync of the log", acks, i)
+			}
+			if hw := p.HighWatermark(); hw <= res.BaseOffset {
+				t.Fatalf("acks=%d: high watermark %d does not cover the acknowledged offset %d", acks, hw, res.BaseOffset)
+			}
+			crashed := fs.CrashClone(vfs.CrashOptions{})
+			b2 := open(t, crashed, "/d")
+			p2, _ := b2.Partition("durable", 0)
+			if end := p2.log.LogEndOffset(); end != res.BaseOffset+1 {
+				t.Fatalf("acks=%d: after a power cut the log ends at %d; offset %d was acknowledged", acks, end, res.BaseOffset)
+			}
+			if err := b2.Close(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+}
