@@ -109,6 +109,11 @@ type Config struct {
 	// the read-only web console and its JSON API under /api/v1 (see
 	// Broker.ConsoleAddr). Empty: no console.
 	ConsoleAddr string
+	// ConsoleAllowedHosts are host names, beyond IP literals, localhost,
+	// this machine's name and ConsoleAddr's host, that the console answers
+	// to ("*": any). Other Host headers are refused: a guard against DNS
+	// rebinding.
+	ConsoleAllowedHosts []string
 	// TLS, if set, makes the Kafka listener speak TLS (Kafka's SSL
 	// listener) with this configuration; set ClientAuth and ClientCAs for
 	// mutual TLS. The metrics and console listeners stay plain HTTP.
@@ -230,7 +235,8 @@ func (b *Broker) startConsole(ctx context.Context, lc net.ListenConfig, cfg Conf
 	if b.consoleLn, err = lc.Listen(ctx, "tcp", cfg.ConsoleAddr); err != nil {
 		return fmt.Errorf("strand: console listener on %s: %w", cfg.ConsoleAddr, err)
 	}
-	b.consoleSrv = &http.Server{Handler: c, ReadHeaderTimeout: 10 * time.Second}
+	host, _, _ := net.SplitHostPort(cfg.ConsoleAddr)
+	b.consoleSrv = &http.Server{Handler: console.HostGuard(c, host, cfg.ConsoleAllowedHosts), ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = b.consoleSrv.Serve(b.consoleLn) }() // ends with ErrServerClosed on Close
 	return nil
 }

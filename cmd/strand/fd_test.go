@@ -118,3 +118,31 @@ func grepLines(s, sub string) string {
 	}
 	return strconv.Itoa(len(out)) + " lines:\n" + strings.Join(out, "\n")
 }
+
+var consoleRE = regexp.MustCompile(`console on http://(\S+)/`)
+
+// TestServeConsoleRefusesForeignHost: the console of a running `strand
+// serve` answers by IP address and by a name given with
+// --console-allowed-hosts, and refuses a Host a DNS-rebinding page would
+// send with 421.
+func TestServeConsoleRefusesForeignHost(t *testing.T) {
+	p := startServe(t, "--data-dir", t.TempDir(), "--console-listen", "127.0.0.1:0", "--console-allowed-hosts", "strand.test")
+	if p.addr == "" {
+		t.Fatalf("broker did not start:\n%s", p.logs.String())
+	}
+	addr := p.logged(t, consoleRE)
+	for host, want := range map[string]int{addr: http.StatusOK, "strand.test": http.StatusOK, "rebound.example": http.StatusMisdirectedRequest} {
+		req, _ := http.NewRequest("GET", "http://"+addr+"/", nil)
+		req.Host = host
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != want {
+			t.Errorf("Host %s: %d %s, want %d", host, resp.StatusCode, body, want)
+		}
+	}
+	p.stop(t)
+}

@@ -58,6 +58,7 @@ type serveOptions struct {
 	failedAuthDelay   time.Duration
 	scrubInterval     time.Duration
 	scrubRate         int64
+	consoleHosts      []string
 }
 
 const serveLong = `Run a Strand broker: Kafka clients connect to --listen; data lives in --data-dir.
@@ -73,7 +74,7 @@ log-format, metrics-listen, console-listen, tls-cert, tls-key, tls-client-ca, sa
 log-cleaner-dedupe-buffer-size, offsets-retention, group-initial-rebalance-delay,
 connections-max-idle, max-connections, max-connections-per-ip,
 queued-max-request-bytes, failed-authentication-delay, scrub-interval,
-scrub-rate), and "topic.<config>" sets a broker-wide default for a topic
+scrub-rate, console-allowed-hosts), and "topic.<config>" sets a broker-wide default for a topic
 config, e.g.:
 
     listen = 0.0.0.0:9092
@@ -132,6 +133,7 @@ func newServeCmd() *cobra.Command {
 	f.DurationVar(&o.failedAuthDelay, "failed-authentication-delay", kafka.DefaultFailedAuthDelay, "hold a connection whose SASL authentication failed this long before answering and closing it (connection.failed.authentication.delay.ms; 0: none)")
 	f.DurationVar(&o.scrubInterval, "scrub-interval", broker.DefaultScrubInterval, "how often every sealed segment's CRCs are verified in the background; a partition whose data fails goes offline (0: never)")
 	f.Int64Var(&o.scrubRate, "scrub-rate", broker.DefaultScrubBytesPerSecond, "most bytes per second the background scrub reads")
+	f.StringSliceVar(&o.consoleHosts, "console-allowed-hosts", nil, `host names the console answers to besides IP addresses, localhost and this machine's name (DNS rebinding guard; "*": any)`)
 	return cmd
 }
 
@@ -282,6 +284,7 @@ func (o *serveOptions) run(ctx context.Context, logOut io.Writer) error {
 		Logger:                  logger,
 		MetricsAddr:             o.metricsListen,
 		ConsoleAddr:             o.consoleListen,
+		ConsoleAllowedHosts:     o.consoleHosts,
 		TLS:                     tlsCfg,
 		SASLUsers:               users,
 		RetentionCheckInterval:  o.retentionCheck,
