@@ -90,18 +90,49 @@ func (c *epochCache) assign(e record.Epoch, start record.Offset) error {
 	return c.store()
 }
 
+// rebuildEpochs recomputes the epoch cache from the leader epoch every
+// batch header carries (Kafka rebuilds its leader-epoch-checkpoint the same
+// way), and stores it. An epoch learned only at an election, before any
+// batch of it, cannot be recovered; the next AssignEpoch records it again.
+func (l *Log) rebuildEpochs() error {
+	l.epochs.entries = nil
+	if l.Damaged() != nil {
+		return nil // offline: its headers cannot be trusted
+	}
+	err := l.ScanHeaders(record.Offset(l.start.Load()), func(h record.Header) error {
+		if last, ok := l.epochs.latest(); h.LeaderEpoch >= 0 && (!ok || h.LeaderEpoch > last.epoch) {
+			l.epochs.entries = append(l.epochs.entries, epochEntry{h.LeaderEpoch, h.BaseOffset})
+		}
+		return nil
+	})
+	if errors.Is(err, ErrDamaged) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("partlog: rebuild %s: %w", epochFile, err)
+	}
+	return l.epochs.store()
+}
+
+// endOffsetFor is Kafka's LeaderEpochFileCache.endOffsetFor: the latest
+// epoch ends at the log end; an epoch above it, or none asked, is unknown
+// (−1, −1); otherwise the largest known epoch ≤ e and the start of the
+// next one.
 func (c *epochCache) endOffsetFor(e record.Epoch, end record.Offset) (record.Epoch, record.Offset) {
 	last, ok := c.latest()
-	if !ok || e == record.NoEpoch {
+	switch {
+	case !ok || e == record.NoEpoch || e > last.epoch:
 		return record.NoEpoch, record.NoOffset
-	}
-	if e >= last.epoch {
+	case e == last.epoch:
 		return last.epoch, end
 	}
 	// The first entry with an epoch above e starts where e's run ends.
 	i := sort.Search(len(c.entries), func(i int) bool { return c.entries[i].epoch > e })
 	if i == 0 {
-		return record.NoEpoch, record.NoOffset
+		// Older than anything the log remembers (retention took its
+		// records): Kafka answers with the asked epoch, ending where the
+		// first known one starts, so a follower truncates to there.
+		return e, c.entries[0].start
 	}
 	return c.entries[i-1].epoch, c.entries[i].start
 }

@@ -115,8 +115,12 @@ func Open(fs vfs.FS, dir string, cfg Config) (*Log, error) {
 		return nil, err
 	}
 	if err := l.epochs.load(); err != nil {
-		cfg.Logger.Warn("partlog: leader epoch checkpoint unreadable; starting empty", "dir", dir, "err", err)
-		l.epochs.entries = nil
+		cfg.Logger.Warn("partlog: leader epoch checkpoint unreadable; rebuilding it from the batch headers",
+			"dir", dir, "file", epochFile, "err", err)
+		if err := l.rebuildEpochs(); err != nil {
+			l.closeSegments()
+			return nil, err
+		}
 	}
 	l.epochs.truncateFromEnd(record.Offset(l.end.Load()))
 	if err := l.loadStartOffset(clean); err != nil {
@@ -438,9 +442,11 @@ func (l *Log) AssignEpoch(e record.Epoch) error {
 	return nil
 }
 
-// EndOffsetForEpoch answers OffsetForLeaderEpoch (KIP-101): the largest epoch
-// <= e the log knows, and the offset where the epoch after it starts (the end
-// offset when it is the latest). (NoEpoch, NoOffset) when it knows none.
+// EndOffsetForEpoch answers OffsetForLeaderEpoch (KIP-101) as Kafka does:
+// the largest epoch <= e the log knows and the offset where the epoch after
+// it starts (the end offset for the latest); for an epoch older than every
+// known one, e and the first known epoch's start; (NoEpoch, NoOffset) for
+// an epoch above the latest or when it knows none.
 func (l *Log) EndOffsetForEpoch(e record.Epoch) (record.Epoch, record.Offset) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
