@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -420,6 +421,62 @@ func TestAssignEpochRecordsStart(t *testing.T) {
 		case <-l.Wait():
 		default:
 			t.Fatal("Wait after Close returned an open channel")
+		}
+	})
+}
+
+// TestTruncateToExcludesReaders: readers racing TruncateTo never meet a
+// half-cut segment (which they would take for damage), and a long poll
+// waiting on the log wakes when the end moves back.
+func TestTruncateToExcludesReaders(t *testing.T) {
+	forEachFS(t, func(t *testing.T, fs vfs.FS, dir string) {
+		l := mustOpen(t, fs, dir, Config{SegmentBytes: 600})
+		for i := range 60 {
+			mustAppend(t, l, batch(t, 1, fmt.Sprintf("v%02d%s", i, pad(40))))
+		}
+		stop := make(chan struct{})
+		var wg sync.WaitGroup
+		errs := make(chan error, 4)
+		for r := range 4 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := 0; ; i++ {
+					select {
+					case <-stop:
+						return
+					default:
+					}
+					from := record.Offset((i*7 + r) % 60)
+					if _, err := l.Read(from, 1<<10); err != nil && !errors.Is(err, ErrOffsetOutOfRange) {
+						errs <- err
+						return
+					}
+				}
+			}()
+		}
+		for round := range 30 {
+			woken := l.Wait()
+			if err := l.TruncateTo(record.Offset(30 + round%20)); err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case <-woken:
+			default:
+				t.Fatal("TruncateTo did not wake waiters")
+			}
+			for l.LogEndOffset() < 60 {
+				mustAppend(t, l, batch(t, 1, fmt.Sprintf("r%02d%s", round, pad(40))))
+			}
+		}
+		close(stop)
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			t.Fatalf("a reader racing TruncateTo: %v", err)
+		}
+		if err := l.Damaged(); err != nil {
+			t.Fatalf("truncation took the log offline: %v", err)
 		}
 	})
 }

@@ -165,7 +165,11 @@ func (l *Log) TruncateTo(o record.Offset) error {
 		return nil
 	}
 	if int64(o) <= l.start.Load() {
-		return l.resetToLocked(o)
+		if err := l.resetToLocked(o); err != nil {
+			return err
+		}
+		l.wake()
+		return nil
 	}
 	list := l.segmentsSnapshot()
 	k := len(list) - 1
@@ -178,21 +182,32 @@ func (l *Log) TruncateTo(o record.Offset) error {
 		return err
 	}
 	newEnd := record.Offset(s.next.Load())
+	// Readers are excluded while bytes go: one reading a segment as it is
+	// cut would meet a short batch and take it for damage.
+	l.segs.Lock()
 	if ok {
 		newEnd = h.BaseOffset
 		if err := l.cutLocked(s, pos, newEnd); err != nil {
+			l.segs.Unlock()
 			l.setFailedLocked(err)
 			return err
 		}
 		s.size.Store(pos)
 	}
-	if err := l.dropNewestLocked(len(list) - 1 - k); err != nil {
+	s.next.Store(int64(newEnd))
+	gone := l.segs.list[k+1:]
+	l.segs.list = append([]*segment(nil), l.segs.list[:k+1]...)
+	l.segs.Unlock()
+	if err := l.removeSegments(gone); err != nil {
 		return err
 	}
-	s.next.Store(int64(newEnd))
 	s.dirty.Store(true)
 	l.recomputeMaxTimestamp(s)
-	return l.afterTruncateLocked(newEnd)
+	if err := l.afterTruncateLocked(newEnd); err != nil {
+		return err
+	}
+	l.wake() // long-polls learn the end moved back
+	return nil
 }
 
 // resetToLocked deletes every segment and starts an empty log at o.
@@ -227,15 +242,12 @@ func (l *Log) resetToLocked(o record.Offset) error {
 	return l.afterTruncateLocked(o)
 }
 
-func (l *Log) dropNewestLocked(n int) error {
-	if n == 0 {
+// removeSegments deletes the files of segments already taken out of the
+// list.
+func (l *Log) removeSegments(gone []*segment) error {
+	if len(gone) == 0 {
 		return nil
 	}
-	l.segs.Lock()
-	keep := len(l.segs.list) - n
-	gone := l.segs.list[keep:]
-	l.segs.list = append([]*segment(nil), l.segs.list[:keep]...)
-	l.segs.Unlock()
 	var errs []error
 	for _, s := range gone {
 		errs = append(errs, s.remove(l.fs))
