@@ -509,3 +509,25 @@ func (p *Partition) damaged() error {
 	}
 	return nil
 }
+
+// TruncateTo removes every batch at or after o, as a follower does after a
+// leader change, and rebuilds the producer state to the new end: a retry
+// of a truncated idempotent batch must be appended again, not answered as
+// a duplicate at an offset that no longer holds it.
+func (p *Partition) TruncateTo(o record.Offset) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.mu.closed {
+		return fmt.Errorf("%w: %s-%d was deleted", ErrUnknownTopicOrPartition, p.topic, p.id)
+	}
+	if err := p.log.TruncateTo(o); err != nil {
+		return storageError(p, err)
+	}
+	s, err := p.rebuildProducers(p.log.LogEndOffset())
+	if err != nil {
+		return fmt.Errorf("broker: %s-%d: rebuild producer state after truncation: %w", p.topic, p.id, err)
+	}
+	p.mu.producers = s
+	p.mu.rolledAt = p.log.ActiveBase()
+	return nil
+}

@@ -139,13 +139,22 @@ func (p *Partition) recoverProducers() (*producer.State, error) {
 		}
 		p.b.logger.Info("broker: stale producer snapshot", "path", path, "snapshot", at, "end", end)
 	}
+	return p.rebuildProducers(end)
+}
 
+// rebuildProducers computes the producer state at end from the newest
+// usable roll snapshot at or below it plus the headers after it (every
+// header without one), deleting roll snapshots above end: they describe
+// batches the log no longer holds.
+func (p *Partition) rebuildProducers(end record.Offset) (*producer.State, error) {
+	fs, dir := p.b.fs, filepath.Join(p.b.cfg.Dir, producerStateDir)
+	var err error
 	s, from := producer.NewState(), record.Offset(0)
 	snaps := rollSnapshots(fs, dir, p.topicID, p.id)
 	for i := len(snaps) - 1; i >= 0; i-- {
 		r := snaps[i]
 		rpath := filepath.Join(dir, r.name)
-		if r.at > end { // the crash lost what it describes
+		if r.at > end { // a crash or a truncation took what it describes
 			if err := fs.Remove(rpath); err != nil {
 				return nil, fmt.Errorf("remove stale snapshot: %w", err)
 			}
