@@ -199,6 +199,9 @@ func TestPagesEscape(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, body := f.get(t, "/topics/orders/partitions/0?offset=3")
+	if _, api := f.get(t, "/api/v1/topics/orders/partitions/0/records?offset=3"); strings.Contains(api, "<script") {
+		t.Errorf("the records API serves raw markup (JSON's HTML escaping is off):\n%s", api)
+	}
 	for _, what := range []string{"alert", "key", "hkey", "hval"} {
 		raw, escaped := "<script>"+what+"(1)</script>", "&lt;script&gt;"+what+"(1)&lt;/script&gt;"
 		if strings.Contains(body, raw) || !strings.Contains(body, escaped) {
