@@ -192,58 +192,114 @@ type AppendResult struct {
 // when the ISR is smaller than min.insync.replicas. Whatever the acks, a
 // batch the flush policy fsyncs is acknowledged only once it is on disk.
 func (p *Partition) Append(ctx context.Context, batch []byte, acks Acks) (AppendResult, error) {
+	res, commit, err := p.AppendAsync(batch, acks)
+	if err != nil {
+		return res, err
+	}
+	return res, commit.Wait(ctx)
+}
+
+// AppendAsync is Append split from its commit wait: the batch is checked
+// and written (or found to be a duplicate), and Commit.Wait waits for what
+// acks asks before it may be acknowledged. A produce request's timeout
+// bounds only the wait; the batch is in the log either way.
+func (p *Partition) AppendAsync(batch []byte, acks Acks) (AppendResult, Commit, error) {
 	cfg := p.config.Load()
 	h, err := checkBatch(batch, cfg)
 	if err != nil {
-		return AppendResult{}, fmt.Errorf("%s-%d: %w", p.topic, p.id, err)
+		return AppendResult{}, Commit{}, fmt.Errorf("%s-%d: %w", p.topic, p.id, err)
 	}
 	if cfg.Compacted() && !IsInternalTopic(p.topic) {
 		if err := requireKeys(batch); err != nil {
-			return AppendResult{}, fmt.Errorf("%s-%d: %w", p.topic, p.id, err)
+			return AppendResult{}, Commit{}, fmt.Errorf("%s-%d: %w", p.topic, p.id, err)
 		}
 	}
 	if acks == AcksAll && len(p.Replicas()) < cfg.MinInsyncReplicas() {
-		return AppendResult{}, fmt.Errorf("%w: %s-%d has 1 in-sync replica, min.insync.replicas is %d",
+		return AppendResult{}, Commit{}, fmt.Errorf("%w: %s-%d has 1 in-sync replica, min.insync.replicas is %d",
 			ErrNotEnoughReplicas, p.topic, p.id, cfg.MinInsyncReplicas())
 	}
 	var q *quarantine
 	if v := cfg.Validator(); v != nil && !IsInternalTopic(p.topic) { // the group coordinator's records are not the user's to judge
 		if batch, h, q, err = p.screen(batch, h, v, cfg); err != nil {
-			return AppendResult{}, err
+			return AppendResult{}, Commit{}, err
 		}
 	}
 	res, pending, err := p.appendLocked(batch, h, cfg, q)
-	if err == nil {
-		// Outside the partition lock, so that concurrent producers share
-		// the fsync the flush policy asks for (group commit).
-		if err = pending.Wait(); err != nil {
-			err = storageError(p, err)
-		}
+	if err != nil {
+		return res, Commit{}, err
 	}
-	if err == nil && !res.Duplicate {
-		p.traffic.countIn(len(batch), h.NumRecords)
+	return res, Commit{p: p, res: res, pending: pending, acks: acks, bytes: len(batch), records: h.NumRecords}, nil
+}
+
+// Commit is the wait between an append and its acknowledgement.
+type Commit struct {
+	p       *Partition
+	res     AppendResult
+	pending partlog.Pending
+	acks    Acks
+	bytes   int
+	records int32
+}
+
+// Wait returns once the batch may be acknowledged: once it is fsynced if
+// the flush policy asks for that (whatever the acks), and for AcksAll (or a
+// duplicate, whose original may still be on its way) once the high
+// watermark passes it. ctx bounds the wait; the fsync itself still
+// completes, so the batch becomes visible even when no one waits for it.
+func (c Commit) Wait(ctx context.Context) error {
+	if c.p == nil {
+		return nil
 	}
-	if err != nil || (acks != AcksAll && !res.Duplicate) {
-		return res, err
+	p, res := c.p, c.res
+	// Outside the partition lock, so that concurrent producers share the
+	// fsync the flush policy asks for (group commit).
+	if err := c.waitDurable(ctx); err != nil {
+		return err
 	}
-	// A duplicate waits whatever its acks: its original may still be on its
-	// way to disk, or may never get there (the log failed).
+	if c.acks != AcksAll && !res.Duplicate {
+		return nil
+	}
 	for {
 		ch := p.log.Wait()
 		if p.log.HighWatermark() > res.last {
-			return res, nil
+			return nil
 		}
 		if err := p.log.Failed(); err != nil {
-			return res, storageError(p, err)
+			return storageError(p, err)
 		}
 		if p.isClosed() {
-			return res, fmt.Errorf("%w: %s-%d closed before the batch was committed", ErrUnknownTopicOrPartition, p.topic, p.id)
+			return fmt.Errorf("%w: %s-%d closed before the batch was committed", ErrUnknownTopicOrPartition, p.topic, p.id)
 		}
 		select {
 		case <-ch:
 		case <-ctx.Done():
-			return res, fmt.Errorf("broker: %s-%d: waiting for the high watermark: %w", p.topic, p.id, ctx.Err())
+			return fmt.Errorf("broker: %s-%d: waiting for the high watermark: %w", p.topic, p.id, ctx.Err())
 		}
+	}
+}
+
+// waitDurable waits for the batch's fsync (if any) and counts the batch in
+// once it is there.
+func (c Commit) waitDurable(ctx context.Context) error {
+	sync := func() error {
+		if err := c.pending.Wait(); err != nil {
+			return storageError(c.p, err)
+		}
+		if !c.res.Duplicate {
+			c.p.traffic.countIn(c.bytes, c.records)
+		}
+		return nil
+	}
+	if !c.pending.Waits() || ctx.Done() == nil {
+		return sync()
+	}
+	done := make(chan error, 1)
+	go func() { done <- sync() }() // finishes the group fsync even if ctx ends
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		return fmt.Errorf("broker: %s-%d: waiting for the fsync: %w", c.p.topic, c.p.id, ctx.Err())
 	}
 }
 

@@ -49,6 +49,11 @@ import (
 //   - acks=-1 with fewer in-sync replicas than min.insync.replicas:
 //     NOT_ENOUGH_REPLICAS, nothing written.
 //   - v8+: ErrorMessage says what was wrong.
+//   - acks=-1: TimeoutMillis bounds the wait for the batch to commit (its
+//     fsync, when the flush policy asks for one, and the high watermark);
+//     past it the partition answers REQUEST_TIMED_OUT, as Kafka's
+//     DelayedProduce does. The batch stays written, and becomes visible
+//     when its fsync completes.
 //   - Clients cannot write to an internal topic (__consumer_offsets):
 //     INVALID_TOPIC_EXCEPTION, as Kafka; only the group coordinator writes
 //     there.
@@ -56,8 +61,6 @@ import (
 // Deviations:
 //   - Transactions are not implemented: a request with a transactional id,
 //     or a transactional batch, gets TRANSACTIONAL_ID_AUTHORIZATION_FAILED.
-//   - TimeoutMillis is not needed: on a single node the high watermark
-//     follows the append.
 
 func (s *Server) handleProduce(ctx context.Context, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.ProduceRequest)
@@ -113,6 +116,11 @@ func (s *Server) handleProduce(ctx context.Context, kreq kmsg.Request) (kmsg.Res
 			}
 			jobs = append(jobs, produceJob{p: p, records: records, resp: sp})
 		}
+	}
+	if acks == broker.AcksAll && req.TimeoutMillis > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, time.Duration(req.TimeoutMillis)*time.Millisecond)
+		defer cancel()
 	}
 	runProduceJobs(ctx, jobs, acks)
 	failed := false

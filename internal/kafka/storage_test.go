@@ -8,12 +8,15 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strandmq/strand/internal/broker"
 	"github.com/strandmq/strand/internal/vfs"
@@ -224,4 +227,39 @@ func TestFlushEachAcks1SurvivesPowerCut(t *testing.T) {
 			t.Fatalf("record %d is %q, want %q", i, v, want)
 		}
 	}
+}
+
+// TestProduceTimeoutHonoured: an acks=-1 produce whose fsync hangs is
+// answered REQUEST_TIMED_OUT at its TimeoutMillis (the connection stays
+// usable); the batch stays written and becomes visible once the disk
+// answers, even though no one waits for it any more.
+func TestProduceTimeoutHonoured(t *testing.T) {
+	t.Parallel()
+	fs := vfs.NewMem()
+	ts := startServer(t, broker.Config{FS: fs, Dir: "/data"}, Config{})
+	createTopic(t, ts.b, "synced", 1, map[string]string{broker.ConfigFlushMessages: "1"})
+	c := dial(t, ts.addr)
+	release := make(chan struct{})
+	var once sync.Once
+	free := func() { once.Do(func() { close(release) }) }
+	t.Cleanup(free) // before the server's Close, which would wait on the held fsync
+	var held atomic.Bool
+	fs.InjectError(func(op vfs.Op, path string) error {
+		if op == vfs.OpSync && strings.HasSuffix(path, ".log") && held.CompareAndSwap(false, true) {
+			<-release
+		}
+		return nil
+	})
+	req := produceReq("synced", 0, batch(t, 1, -1, -1, -1))
+	req.TimeoutMillis = 300
+	if pp := producePartition(t, c.do(req, 9)); pp.ErrorCode != kerr.RequestTimedOut.Code {
+		t.Fatalf("produce whose fsync hangs past TimeoutMillis: %v", kerr.ErrorForCode(pp.ErrorCode))
+	}
+	c.do(kmsg.NewPtrApiVersionsRequest(), 3) // the connection still answers
+	p, _ := ts.b.Partition("synced", 0)
+	if hw := p.HighWatermark(); hw != 0 {
+		t.Fatalf("high watermark %d before the fsync completed", hw)
+	}
+	free()
+	waitFor(t, "the timed-out batch to become visible", func() bool { return p.HighWatermark() == 1 })
 }

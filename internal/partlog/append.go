@@ -49,6 +49,9 @@ type Pending struct {
 	writes uint64 // zero: nothing to wait for
 }
 
+// Waits reports whether Wait has an fsync to wait for.
+func (p Pending) Waits() bool { return p.writes != 0 }
+
 // Wait returns once the batch is on disk, or the fsync's error (the log
 // then refuses appends: Failed).
 func (p Pending) Wait() error {
