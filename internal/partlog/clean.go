@@ -23,14 +23,19 @@ type SegmentInfo struct {
 	MaxTimestamp int64         // newest batch max timestamp, -1 when empty
 }
 
-// SealedSegments lists every segment but the active one, oldest first. Sealed
-// segments never change except through ReplaceSegments and retention.
+// SealedSegments lists every segment but the active one wholly below the
+// high watermark, oldest first. Sealed segments never change except
+// through ReplaceSegments and retention.
 func (l *Log) SealedSegments() []SegmentInfo {
 	l.segs.RLock()
 	defer l.segs.RUnlock()
 	list := l.segs.list
+	hw := l.hwm.Load()
 	out := make([]SegmentInfo, 0, len(list)-1)
 	for _, s := range list[:len(list)-1] {
+		if s.next.Load() > hw {
+			break // the cleaner works below the high watermark only
+		}
 		out = append(out, SegmentInfo{
 			Base:         s.base,
 			Next:         record.Offset(s.next.Load()),

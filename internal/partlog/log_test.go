@@ -480,3 +480,41 @@ func TestTruncateToExcludesReaders(t *testing.T) {
 		}
 	})
 }
+
+// TestRetentionStopsAtHighWatermark: retention by size and by count, and
+// the cleaner's list of sealed segments, never pass the high watermark —
+// a record not yet committed is never deleted before it could be read.
+func TestRetentionStopsAtHighWatermark(t *testing.T) {
+	forEachFS(t, func(t *testing.T, fs vfs.FS, dir string) {
+		l := mustOpen(t, fs, dir, Config{SegmentBytes: 300, RetentionBytes: 1, RetentionRecords: 5})
+		l.SetHighWatermark(0) // a leader whose followers have nothing yet
+		for i := range 20 {
+			mustAppend(t, l, batch(t, 1, fmt.Sprintf("v%02d%s", i, pad(60))))
+		}
+		if n, err := l.ApplyRetention(); err != nil || n != 0 || l.LogStartOffset() != 0 {
+			t.Fatalf("retention above the high watermark: deleted %d, start %d, %v", n, l.LogStartOffset(), err)
+		}
+		if got := l.SealedSegments(); len(got) != 0 {
+			t.Fatalf("the cleaner is offered %d segments above the high watermark", len(got))
+		}
+		l.SetHighWatermark(8)
+		mustAppend(t, l, batch(t, 1, "more")) // count retention runs on append
+		if start := l.LogStartOffset(); start > 8 {
+			t.Fatalf("count retention moved the start to %d, past the high watermark 8", start)
+		}
+		if _, err := l.ApplyRetention(); err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range l.SealedSegments() {
+			if s.Next > 8 {
+				t.Fatalf("the cleaner is offered segment [%d, %d) past the high watermark 8", s.Base, s.Next)
+			}
+		}
+		if start := l.LogStartOffset(); start != 8 {
+			t.Fatalf("log start %d: count retention should reach the high watermark 8 and stop", start)
+		}
+		if got := values(readAll(t, l, 8)); len(got) != 0 {
+			t.Fatalf("read past the high watermark: %q", got)
+		}
+	})
+}

@@ -39,6 +39,13 @@ func (l *Log) ApplyRetention() (int, error) {
 			n = max(n, i+1)
 		}
 	}
+	// Never past the high watermark (Kafka bounds deletable segments by
+	// it): a record not yet committed must not be deleted before a
+	// consumer or a follower could read it.
+	hw := record.Offset(l.hwm.Load())
+	for n > 0 && record.Offset(list[n-1].next.Load()) > hw {
+		n--
+	}
 	if n == 0 {
 		return 0, nil
 	}
@@ -65,7 +72,7 @@ func (l *Log) applyCountRetentionLocked() {
 	if keep < 0 {
 		return
 	}
-	if target := l.end.Load() - keep; target > l.start.Load() {
+	if target := min(l.end.Load()-keep, l.hwm.Load()); target > l.start.Load() {
 		if err := l.advanceStartLocked(record.Offset(target)); err != nil {
 			l.mu.cfg.Logger.Warn("partlog: count retention", "dir", l.dir, "err", err)
 		}
