@@ -112,7 +112,6 @@ func (l *Log) appendLocked(batch []byte) (base record.Offset, wait uint64, err e
 			cfg.Logger.Warn("partlog: persist leader epoch", "dir", l.dir, "err", err)
 		}
 	}
-	l.applyCountRetentionLocked()
 	if l.flushDueLocked(h.NumRecords, now) {
 		l.mu.syncWanted = next
 		wait = l.mu.writes
@@ -120,6 +119,7 @@ func (l *Log) appendLocked(batch []byte) (base record.Offset, wait uint64, err e
 	if !l.mu.manualHWM && l.mu.syncWanted <= l.mu.durable.end {
 		l.publishHWM(next) // no append waits for an fsync: publish at once
 	}
+	l.applyCountRetentionLocked() // after the publish: it stops at the high watermark
 	return base, wait, nil
 }
 

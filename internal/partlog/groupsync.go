@@ -136,6 +136,7 @@ func (l *Log) publishDurableLocked() {
 	}
 	if int64(o) > l.hwm.Load() {
 		l.publishHWM(o)
+		l.applyCountRetentionLocked() // it waited for the high watermark
 	}
 }
 
