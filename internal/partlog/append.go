@@ -107,6 +107,7 @@ func (l *Log) appendLocked(batch []byte) (base record.Offset, wait uint64, err e
 	seg.size.Store(pos + int64(len(batch)))
 	seg.next.Store(int64(next))
 	l.end.Store(int64(next))
+	l.ends.wake(false) // followers' long polls: the end moved
 	if l.mu.epoch != record.NoEpoch {
 		if err := l.epochs.assign(l.mu.epoch, base); err != nil {
 			cfg.Logger.Warn("partlog: persist leader epoch", "dir", l.dir, "err", err)

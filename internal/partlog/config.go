@@ -35,6 +35,13 @@ type Config struct {
 	// IndexIntervalBytes is how many log bytes separate offset-index entries
 	// (index.interval.bytes; default 4096).
 	IndexIntervalBytes int64
+	// ReplicatedHighWatermark chooses the high-watermark mode at open: set,
+	// the high watermark is the caller's (SetHighWatermark: a leader's ISR
+	// rule, a follower's fetch), starts at its checkpoint and is
+	// checkpointed (CheckpointHighWatermark, Close); unset, it follows the
+	// end offset (a single node is its own ISR). Either way it never
+	// passes a batch still waiting for the fsync its flush policy asks for.
+	ReplicatedHighWatermark bool
 	// Now is the clock; tests inject one. Default time.Now.
 	Now func() time.Time
 	// Logger receives recovery and retention events. Default slog.Default().

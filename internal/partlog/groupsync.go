@@ -128,6 +128,7 @@ func (l *Log) syncGroup() (uint64, error) {
 // when no append waits for durability, else to the durable point.
 func (l *Log) publishDurableLocked() {
 	if l.mu.manualHWM {
+		l.publishManualLocked()
 		return
 	}
 	o := l.mu.durable.end

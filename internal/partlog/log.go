@@ -50,6 +50,7 @@ type Log struct {
 		failed     error
 		epoch      record.Epoch
 		manualHWM  bool
+		hwTarget   record.Offset // manual mode: the high watermark asked for (hwm may lag it at the fsync gate)
 		unflushed  int64
 		lastFlush  int64         // unix ms
 		writes     uint64        // appends so far (group commit counts in them)
@@ -80,6 +81,9 @@ type Log struct {
 
 	waitMu sync.Mutex
 	waitCh chan struct{}
+	ends   endWake // wakes on appends (hwm.go)
+	// hwmSaved is the high watermark last checkpointed (manual mode).
+	hwmSaved atomic.Int64
 
 	clean    sync.Mutex        // serialises ReplaceSegments
 	testHook func(step string) // called between the steps of a segment swap
@@ -127,7 +131,7 @@ func Open(fs vfs.FS, dir string, cfg Config) (*Log, error) {
 		l.closeSegments()
 		return nil, err
 	}
-	l.hwm.Store(l.end.Load())
+	l.openHighWatermark()
 	l.group.cond.L = &l.group.mu
 	l.mu.Lock()
 	l.markDurableLocked() // recovery verified what it kept
@@ -351,17 +355,17 @@ func (l *Log) LogEndOffset() record.Offset { return record.Offset(l.end.Load()) 
 func (l *Log) HighWatermark() record.Offset { return record.Offset(l.hwm.Load()) }
 
 // SetHighWatermark moves the high watermark (replication calls it once a
-// quorum has an offset). It switches the log to manual mode: from then on the
-// high watermark no longer follows the end offset. It never passes the end
-// offset, and never moves backwards except through TruncateTo.
+// quorum has an offset). It switches the log to manual mode if it was not
+// opened in it: from then on the high watermark no longer follows the end
+// offset. It never passes the end offset, nor a batch still waiting for the
+// fsync the flush policy asks for (it gets there when the fsync does), and
+// never moves backwards except through TruncateTo.
 func (l *Log) SetHighWatermark(o record.Offset) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.mu.manualHWM = true
-	o = min(o, record.Offset(l.end.Load()))
-	if int64(o) > l.hwm.Load() {
-		l.publishHWM(o)
-	}
+	l.mu.hwTarget = max(l.mu.hwTarget, o)
+	l.publishManualLocked()
 }
 
 // Wait returns a channel closed the next time the high watermark advances or
@@ -506,6 +510,9 @@ func (l *Log) Close() error {
 	if l.damage.Load() == nil { // a damaged log stays as found: no sync, no clean marker
 		err = l.syncLocked()
 	}
+	if err == nil && l.damage.Load() == nil && l.mu.manualHWM {
+		err = l.checkpointHWM()
+	}
 	if err == nil && l.damage.Load() == nil {
 		err = l.writeCleanMarker()
 	}
@@ -513,6 +520,7 @@ func (l *Log) Close() error {
 	err = errors.Join(err, l.closeSegments())
 	l.segs.Unlock()
 	l.wake()
+	l.ends.wake(true)
 	return err
 }
 

@@ -271,6 +271,8 @@ func (l *Log) afterTruncateLocked(end record.Offset) error {
 	if l.hwm.Load() > int64(end) {
 		l.hwm.Store(int64(end))
 	}
+	l.mu.hwTarget = min(l.mu.hwTarget, end)
+	l.ends.wake(false)
 	if l.start.Load() > int64(end) {
 		l.start.Store(int64(end))
 		if err := l.storeStartOffsetLocked(); err != nil {

@@ -1,0 +1,142 @@
+package partlog
+
+import (
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/strandmq/strand/internal/record"
+	"github.com/strandmq/strand/internal/vfs"
+)
+
+func closed(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
+}
+
+// TestWaitEndSeparateFromHighWatermark: in replicated mode an append wakes
+// those waiting on the end offset (a leader serving followers) but not
+// those waiting on the high watermark (consumers), which SetHighWatermark
+// wakes.
+func TestWaitEndSeparateFromHighWatermark(t *testing.T) {
+	forEachFS(t, func(t *testing.T, fs vfs.FS, dir string) {
+		l := mustOpen(t, fs, dir, Config{ReplicatedHighWatermark: true})
+		ends, hws := l.WaitEnd(), l.Wait()
+		mustAppend(t, l, batch(t, 1, "a"))
+		if !closed(ends) {
+			t.Fatal("an append did not wake the end-offset waiters")
+		}
+		if closed(hws) {
+			t.Fatal("an append woke the high-watermark waiters in replicated mode")
+		}
+		if l.HighWatermark() != 0 {
+			t.Fatalf("high watermark %d before anyone set it", l.HighWatermark())
+		}
+		l.SetHighWatermark(1)
+		if !closed(hws) || l.HighWatermark() != 1 {
+			t.Fatalf("SetHighWatermark(1): woken %v, high watermark %d", closed(hws), l.HighWatermark())
+		}
+		ends = l.WaitEnd()
+		if err := l.TruncateTo(0); err != nil {
+			t.Fatal(err)
+		}
+		if !closed(ends) {
+			t.Fatal("a truncation did not wake the end-offset waiters")
+		}
+	})
+}
+
+// TestHighWatermarkCheckpoint: in replicated mode the high watermark
+// survives a restart at its checkpoint — clean (Close writes it) or not
+// (the last CheckpointHighWatermark) — instead of jumping to the end and
+// exposing records no quorum was known to hold; in automatic mode it is the
+// end.
+func TestHighWatermarkCheckpoint(t *testing.T) {
+	forEachFS(t, func(t *testing.T, fs vfs.FS, dir string) {
+		cfg := Config{ReplicatedHighWatermark: true}
+		l, err := Open(fs, dir, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range 10 {
+			mustAppend(t, l, batch(t, 1, fmt.Sprint("v", i)))
+		}
+		l.SetHighWatermark(4)
+		if err := l.CheckpointHighWatermark(); err != nil {
+			t.Fatal(err)
+		}
+		l.SetHighWatermark(6)
+		abandon(l) // killed: the checkpoint says 4
+		l, err = Open(fs, dir, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if hw := l.HighWatermark(); hw != 4 {
+			t.Fatalf("after a crash the high watermark is %d, want the checkpointed 4", hw)
+		}
+		if got := values(readAll(t, l, 0)); len(got) != 4 {
+			t.Fatalf("readers see %d records, want 4", len(got))
+		}
+		l.SetHighWatermark(7)
+		if err := l.Close(); err != nil {
+			t.Fatal(err)
+		}
+		l = mustOpen(t, fs, dir, cfg)
+		if hw := l.HighWatermark(); hw != 7 {
+			t.Fatalf("after a clean restart the high watermark is %d, want 7", hw)
+		}
+		l.Close()
+		l = mustOpen(t, fs, dir, Config{})
+		if hw := l.HighWatermark(); hw != 10 {
+			t.Fatalf("automatic mode: high watermark %d, want the end 10", hw)
+		}
+	})
+}
+
+// TestFsyncGateInReplicatedMode: a high watermark set past a batch still
+// waiting for the fsync its flush policy asks for stops short of it, and
+// reaches it when the fsync completes.
+func TestFsyncGateInReplicatedMode(t *testing.T) {
+	fs := vfs.NewMem()
+	l := mustOpen(t, fs, "/d", Config{FlushMessages: 1, ReplicatedHighWatermark: true})
+	mustAppend(t, l, batch(t, 1, "a"))
+	l.SetHighWatermark(1)
+
+	entered, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	free := func() { once.Do(func() { close(release) }) }
+	t.Cleanup(free) // runs before mustOpen's Close, which would wait on the fsync
+	var blocked atomic.Bool
+	fs.InjectError(func(op vfs.Op, path string) error {
+		if op == vfs.OpSync && strings.HasSuffix(path, ".log") && blocked.CompareAndSwap(false, true) {
+			close(entered)
+			<-release
+		}
+		return nil
+	})
+	done := make(chan error, 1)
+	go func() { _, err := l.Append(batch(t, 1, "b")); done <- err }()
+	select {
+	case <-entered:
+	case <-time.After(time.Minute):
+		t.Fatal("the append never reached its fsync")
+	}
+	l.SetHighWatermark(2) // every replica has it, but it is not on this disk yet
+	if hw := l.HighWatermark(); hw != 1 {
+		t.Fatalf("high watermark %d passes a batch waiting for its fsync", hw)
+	}
+	free()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if hw := l.HighWatermark(); hw != record.Offset(2) {
+		t.Fatalf("high watermark %d after the fsync, want 2", hw)
+	}
+}
