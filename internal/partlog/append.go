@@ -36,11 +36,41 @@ func (l *Log) Append(batch []byte) (record.Offset, error) {
 // own lock around the append waits after releasing it, so that concurrent
 // appends can share the fsync.
 func (l *Log) AppendAsync(batch []byte) (record.Offset, Pending, error) {
-	base, wait, err := l.appendLocked(batch)
+	base, wait, err := l.appendLocked(batch, false)
 	if err != nil {
 		return base, Pending{}, err
 	}
 	return base, Pending{l: l, writes: wait}, nil
+}
+
+// AppendAsFollower appends batches fetched from a partition's leader (one
+// or more, concatenated, as a Fetch response carries them) as they are:
+// each keeps the leader's base offset and partition leader epoch, and the
+// epoch cache learns each new epoch from the batches. A batch below the end
+// offset is refused (ErrOffsetsOutOfOrder): the follower truncates first.
+// Gaps are kept (a compacted leader's log has them). Every batch's CRC is
+// checked. The returned Pending covers the last batch's fsync, if the flush
+// policy asks for one.
+func (l *Log) AppendAsFollower(batches []byte) (Pending, error) {
+	var wait uint64
+	for len(batches) > 0 {
+		h, err := record.ParseHeader(batches)
+		if err != nil || h.Size() > len(batches) {
+			return Pending{l: l, writes: wait}, fmt.Errorf("partlog: follower append: %w", record.ErrShortBatch)
+		}
+		w, err := l.appendAt(batches[:h.Size()])
+		if err != nil {
+			return Pending{l: l, writes: wait}, err
+		}
+		wait = max(wait, w)
+		batches = batches[h.Size():]
+	}
+	return Pending{l: l, writes: wait}, nil
+}
+
+func (l *Log) appendAt(batch []byte) (uint64, error) {
+	_, wait, err := l.appendLocked(batch, true)
+	return wait, err
 }
 
 // Pending is an appended batch's fsync, if the flush policy asked for one.
@@ -62,8 +92,10 @@ func (p Pending) Wait() error {
 }
 
 // appendLocked writes the batch under the log lock. wait, when not zero, is
-// the write count an fsync must cover before the batch is acknowledged.
-func (l *Log) appendLocked(batch []byte) (base record.Offset, wait uint64, err error) {
+// the write count an fsync must cover before the batch is acknowledged. A
+// leader's append (follower unset) gives the batch the end offset and the
+// log's epoch; a follower's keeps both as the leader wrote them.
+func (l *Log) appendLocked(batch []byte, follower bool) (base record.Offset, wait uint64, err error) {
 	h, err := record.Check(batch)
 	if err != nil {
 		return record.NoOffset, 0, fmt.Errorf("partlog: append: %w", err)
@@ -91,12 +123,20 @@ func (l *Log) appendLocked(batch []byte) (base record.Offset, wait uint64, err e
 		}
 	}
 
-	base = record.Offset(l.end.Load())
-	record.SetBaseOffset(batch, base)
-	if l.mu.epoch != record.NoEpoch {
-		record.SetLeaderEpoch(batch, l.mu.epoch)
+	epoch := l.mu.epoch
+	if follower {
+		base, epoch = h.BaseOffset, h.LeaderEpoch
+		if end := record.Offset(l.end.Load()); base < end {
+			return record.NoOffset, 0, fmt.Errorf("%w: a batch at offset %d, the log ends at %d", ErrOffsetsOutOfOrder, base, end)
+		}
+	} else {
+		base = record.Offset(l.end.Load())
+		record.SetBaseOffset(batch, base)
+		if epoch != record.NoEpoch {
+			record.SetLeaderEpoch(batch, epoch)
+		}
+		h.BaseOffset = base
 	}
-	h.BaseOffset = base
 	pos := seg.size.Load()
 	if err := l.writeLocked(seg, batch, &h, pos, now); err != nil {
 		return record.NoOffset, 0, err
@@ -108,8 +148,8 @@ func (l *Log) appendLocked(batch []byte) (base record.Offset, wait uint64, err e
 	seg.next.Store(int64(next))
 	l.end.Store(int64(next))
 	l.ends.wake(false) // followers' long polls: the end moved
-	if l.mu.epoch != record.NoEpoch {
-		if err := l.epochs.assign(l.mu.epoch, base); err != nil {
+	if epoch >= 0 {
+		if err := l.epochs.assign(epoch, base); err != nil {
 			cfg.Logger.Warn("partlog: persist leader epoch", "dir", l.dir, "err", err)
 		}
 	}

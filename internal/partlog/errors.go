@@ -20,6 +20,9 @@ var (
 	// durable data is damaged (a torn or corrupt batch below the recovery
 	// point): nothing is truncated or served until an operator repairs it.
 	ErrDamaged = errors.New("partlog: log offline: durable data is damaged")
+	// ErrOffsetsOutOfOrder: a follower's batch starts below the log end
+	// (Kafka's UnexpectedAppendOffsetException): it must truncate first.
+	ErrOffsetsOutOfOrder = errors.New("partlog: batch offsets out of order")
 	// ErrBatchTooLarge is returned when a batch can never fit in a segment.
 	ErrBatchTooLarge = errors.New("partlog: batch larger than segment.bytes")
 )

@@ -1,6 +1,7 @@
 package partlog
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -139,4 +140,58 @@ func TestFsyncGateInReplicatedMode(t *testing.T) {
 	if hw := l.HighWatermark(); hw != record.Offset(2) {
 		t.Fatalf("high watermark %d after the fsync, want 2", hw)
 	}
+}
+
+// TestAppendAsFollower: a follower appends what its leader's log holds as
+// it is — same bytes, offsets and partition leader epochs — and its epoch
+// cache learns the leader's epochs from the batches; a batch below its end
+// is refused, and a gap (a compacted leader) is kept.
+func TestAppendAsFollower(t *testing.T) {
+	forEachFS(t, func(t *testing.T, fs vfs.FS, dir string) {
+		leader := mustOpen(t, fs, dir+"-leader", Config{})
+		for _, step := range []struct {
+			epoch record.Epoch
+			n     int
+		}{{1, 3}, {3, 2}} {
+			if err := leader.AssignEpoch(step.epoch); err != nil {
+				t.Fatal(err)
+			}
+			for i := range step.n {
+				mustAppend(t, leader, batch(t, 1, fmt.Sprintf("e%d-%d", step.epoch, i), "x"))
+			}
+		}
+		fetched, err := leader.ReadUpTo(0, 1<<20, leader.LogEndOffset())
+		if err != nil {
+			t.Fatal(err)
+		}
+		follower := mustOpen(t, fs, dir+"-follower", Config{ReplicatedHighWatermark: true})
+		pending, err := follower.AppendAsFollower(fetched)
+		if err == nil {
+			err = pending.Wait()
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if follower.LogEndOffset() != leader.LogEndOffset() {
+			t.Fatalf("follower ends at %d, leader at %d", follower.LogEndOffset(), leader.LogEndOffset())
+		}
+		copied, err := follower.ReadUpTo(0, 1<<20, follower.LogEndOffset())
+		if err != nil || string(copied) != string(fetched) {
+			t.Fatalf("the follower's bytes differ from the leader's (%v)", err)
+		}
+		if got, want := fmt.Sprint(follower.epochs.entries), fmt.Sprint(leader.epochs.entries); got != want {
+			t.Fatalf("follower epoch cache %s, leader's %s", got, want)
+		}
+		if _, err := follower.AppendAsFollower(fetched); !errors.Is(err, ErrOffsetsOutOfOrder) {
+			t.Fatalf("a batch below the end: %v, want ErrOffsetsOutOfOrder", err)
+		}
+		gap := batch(t, 1, "after-a-gap")
+		record.SetBaseOffset(gap, follower.LogEndOffset()+5)
+		if _, err := follower.AppendAsFollower(gap); err != nil {
+			t.Fatal(err)
+		}
+		if end := follower.LogEndOffset(); end != leader.LogEndOffset()+6 {
+			t.Fatalf("after a batch past a gap the end is %d, want %d", end, leader.LogEndOffset()+6)
+		}
+	})
 }
