@@ -57,6 +57,13 @@ var (
 	// failure (it recovers when the broker restarts). Nothing was
 	// acknowledged; KAFKA_STORAGE_ERROR, which clients retry.
 	ErrStorage = errors.New("broker: storage error")
+	// ErrNotLeader: this node does not lead the partition
+	// (NOT_LEADER_OR_FOLLOWER): clients refresh metadata and go to the
+	// leader.
+	ErrNotLeader = errors.New("broker: not the leader")
+	// ErrFencedLeaderEpoch: a leader epoch older than the partition's
+	// (FENCED_LEADER_EPOCH).
+	ErrFencedLeaderEpoch = errors.New("broker: fenced leader epoch")
 	// ErrClosed: the broker is shut down.
 	ErrClosed = errors.New("broker: closed")
 )

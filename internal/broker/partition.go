@@ -44,7 +44,9 @@ type Partition struct {
 	topicID TopicID
 	id      PartitionID
 	log     *partlog.Log
-	epoch   record.Epoch
+	// replica is the partition's role, leader, replicas, ISR and leader
+	// epoch (replica.go).
+	replica atomic.Pointer[replicaState]
 	// traffic is the topic's stats counters (shared by its partitions).
 	traffic *topicCounters
 
@@ -80,6 +82,7 @@ func (b *Broker) openPartition(topic string, tid TopicID, id PartitionID, tc Top
 	// The topic's traffic counters, looked up once: a lookup by name boxes
 	// the name, an allocation the produce and fetch paths need not make.
 	p := &Partition{b: b, topic: topic, topicID: tid, id: id, log: l, traffic: b.stats.counters(topic)}
+	p.replica.Store(soloState(b.cfg.NodeID))
 	p.config.Store(&tc)
 	if derr := l.Damaged(); derr != nil {
 		// Offline until repaired: its headers cannot be trusted, and no
@@ -140,13 +143,7 @@ func (p *Partition) Topic() string { return p.topic }
 func (p *Partition) ID() PartitionID { return p.id }
 
 // Leader returns the partition leader (this node).
-func (p *Partition) Leader() NodeID { return p.b.cfg.NodeID }
 
-// Replicas returns the replica set; the ISR is the same on a single node.
-func (p *Partition) Replicas() []NodeID { return []NodeID{p.b.cfg.NodeID} }
-
-// LeaderEpoch returns the current leader epoch.
-func (p *Partition) LeaderEpoch() record.Epoch { return p.epoch }
 
 // HighWatermark returns the high watermark (the last stable offset too:
 // Strand has no transactions).
@@ -204,6 +201,9 @@ func (p *Partition) Append(ctx context.Context, batch []byte, acks Acks) (Append
 // acks asks before it may be acknowledged. A produce request's timeout
 // bounds only the wait; the batch is in the log either way.
 func (p *Partition) AppendAsync(batch []byte, acks Acks) (AppendResult, Commit, error) {
+	if err := p.notLeader(); err != nil {
+		return AppendResult{}, Commit{}, err
+	}
 	cfg := p.config.Load()
 	h, err := checkBatch(batch, cfg)
 	if err != nil {
@@ -214,9 +214,9 @@ func (p *Partition) AppendAsync(batch []byte, acks Acks) (AppendResult, Commit, 
 			return AppendResult{}, Commit{}, fmt.Errorf("%s-%d: %w", p.topic, p.id, err)
 		}
 	}
-	if acks == AcksAll && len(p.Replicas()) < cfg.MinInsyncReplicas() {
-		return AppendResult{}, Commit{}, fmt.Errorf("%w: %s-%d has 1 in-sync replica, min.insync.replicas is %d",
-			ErrNotEnoughReplicas, p.topic, p.id, cfg.MinInsyncReplicas())
+	if isr := len(p.state().isr); acks == AcksAll && isr < cfg.MinInsyncReplicas() {
+		return AppendResult{}, Commit{}, fmt.Errorf("%w: %s-%d has %d in-sync replicas, min.insync.replicas is %d",
+			ErrNotEnoughReplicas, p.topic, p.id, isr, cfg.MinInsyncReplicas())
 	}
 	var q *quarantine
 	if v := cfg.Validator(); v != nil && !IsInternalTopic(p.topic) { // the group coordinator's records are not the user's to judge
@@ -441,6 +441,9 @@ func (p *Partition) Read(from record.Offset, maxBytes int) (ReadResult, error) {
 // ReadInto is Read into buf when buf's capacity suffices (the result then
 // aliases buf), so a server can recycle its read buffers.
 func (p *Partition) ReadInto(buf []byte, from record.Offset, maxBytes int) (ReadResult, error) {
+	if err := p.notLeader(); err != nil {
+		return ReadResult{}, err
+	}
 	b, err := p.log.ReadInto(buf, from, maxBytes, p.log.HighWatermark())
 	res := ReadResult{Batches: b, HighWatermark: p.log.HighWatermark(), LogStartOffset: p.log.LogStartOffset()}
 	if errors.Is(err, partlog.ErrDamaged) {
@@ -520,9 +523,9 @@ func (p *Partition) DeleteRecordsBefore(before record.Offset) (record.Offset, er
 // records it with the first batch).
 func (p *Partition) EndOffsetForEpoch(e record.Epoch) (record.Epoch, record.Offset) {
 	switch {
-	case e == p.epoch:
-		return p.epoch, p.log.LogEndOffset()
-	case e > p.epoch || e < 0:
+	case e == p.LeaderEpoch():
+		return e, p.log.LogEndOffset()
+	case e > p.LeaderEpoch() || e < 0:
 		return record.NoEpoch, record.NoOffset
 	}
 	return p.log.EndOffsetForEpoch(e)

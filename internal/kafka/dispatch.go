@@ -114,6 +114,8 @@ var errorCodes = []struct {
 	{broker.ErrGroupNotEmpty, kerr.NonEmptyGroup},
 	{broker.ErrStorage, kerr.KafkaStorageError},
 	{broker.ErrClosed, kerr.NotLeaderForPartition},
+	{broker.ErrNotLeader, kerr.NotLeaderForPartition},
+	{broker.ErrFencedLeaderEpoch, kerr.FencedLeaderEpoch},
 	{producer.ErrOutOfOrderSequence, kerr.OutOfOrderSequenceNumber},
 	{producer.ErrInvalidProducerEpoch, kerr.InvalidProducerEpoch},
 	{context.Canceled, kerr.RequestTimedOut},

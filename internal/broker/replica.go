@@ -1,0 +1,99 @@
+package broker
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/strandmq/strand/internal/record"
+)
+
+// Role is what this node does for a partition.
+type Role int8
+
+const (
+	// RoleLeader takes produces and serves consumers.
+	RoleLeader Role = iota
+	// RoleFollower copies its leader's log (AppendAsFollower) and answers
+	// clients NOT_LEADER_OR_FOLLOWER.
+	RoleFollower
+)
+
+func (r Role) String() string {
+	if r == RoleFollower {
+		return "follower"
+	}
+	return "leader"
+}
+
+// replicaState is a partition's place in the cluster, replaced whole (an
+// atomic pointer) so readers see one consistent version: the single source
+// of truth for its leader epoch.
+type replicaState struct {
+	role     Role
+	epoch    record.Epoch
+	leader   NodeID
+	replicas []NodeID
+	isr      []NodeID
+}
+
+// soloState is a partition on a single node: its own leader, replica set
+// and ISR, at epoch 0.
+func soloState(self NodeID) *replicaState {
+	return &replicaState{role: RoleLeader, epoch: 0, leader: self, replicas: []NodeID{self}, isr: []NodeID{self}}
+}
+
+func (p *Partition) state() *replicaState { return p.replica.Load() }
+
+// Role returns whether this node leads the partition or follows.
+func (p *Partition) Role() Role { return p.state().role }
+
+// Leader returns the node that leads the partition.
+func (p *Partition) Leader() NodeID { return p.state().leader }
+
+// Replicas returns the replica set.
+func (p *Partition) Replicas() []NodeID { return slices.Clone(p.state().replicas) }
+
+// ISR returns the in-sync replicas.
+func (p *Partition) ISR() []NodeID { return slices.Clone(p.state().isr) }
+
+// LeaderEpoch returns the current leader epoch.
+func (p *Partition) LeaderEpoch() record.Epoch { return p.state().epoch }
+
+// BecomeLeader makes this node the partition's leader at epoch, with the
+// given replicas and ISR: later appends are stamped with epoch, and the
+// epoch cache records where it starts (Kafka's election-time entry). An
+// epoch below the current one is refused (a stale decision).
+func (p *Partition) BecomeLeader(epoch record.Epoch, replicas, isr []NodeID) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if cur := p.state(); epoch < cur.epoch {
+		return fmt.Errorf("%w: %s-%d: leader epoch %d is older than the current %d", ErrFencedLeaderEpoch, p.topic, p.id, epoch, cur.epoch)
+	}
+	if err := p.log.AssignEpoch(epoch); err != nil {
+		return storageError(p, err)
+	}
+	p.replica.Store(&replicaState{role: RoleLeader, epoch: epoch, leader: p.b.cfg.NodeID,
+		replicas: slices.Clone(replicas), isr: slices.Clone(isr)})
+	return nil
+}
+
+// BecomeFollower makes this node a follower of leader at epoch: produces
+// and consumer fetches are refused with ErrNotLeader from then on.
+func (p *Partition) BecomeFollower(epoch record.Epoch, leader NodeID, replicas, isr []NodeID) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if cur := p.state(); epoch < cur.epoch {
+		return fmt.Errorf("%w: %s-%d: leader epoch %d is older than the current %d", ErrFencedLeaderEpoch, p.topic, p.id, epoch, cur.epoch)
+	}
+	p.replica.Store(&replicaState{role: RoleFollower, epoch: epoch, leader: leader,
+		replicas: slices.Clone(replicas), isr: slices.Clone(isr)})
+	return nil
+}
+
+// notLeader is the error of a client request a follower must not serve.
+func (p *Partition) notLeader() error {
+	if s := p.state(); s.role != RoleLeader {
+		return fmt.Errorf("%w: %s-%d is led by node %d (epoch %d)", ErrNotLeader, p.topic, p.id, s.leader, s.epoch)
+	}
+	return nil
+}
