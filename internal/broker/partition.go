@@ -144,7 +144,6 @@ func (p *Partition) ID() PartitionID { return p.id }
 
 // Leader returns the partition leader (this node).
 
-
 // HighWatermark returns the high watermark (the last stable offset too:
 // Strand has no transactions).
 func (p *Partition) HighWatermark() record.Offset { return p.log.HighWatermark() }
