@@ -142,8 +142,6 @@ func (p *Partition) Topic() string { return p.topic }
 // ID returns the partition's index.
 func (p *Partition) ID() PartitionID { return p.id }
 
-// Leader returns the partition leader (this node).
-
 // HighWatermark returns the high watermark (the last stable offset too:
 // Strand has no transactions).
 func (p *Partition) HighWatermark() record.Offset { return p.log.HighWatermark() }
