@@ -159,9 +159,7 @@ func (b *Broker) DeleteTopic(name string) error {
 	// The tombstone is in meta.json with the topic's removal, before any
 	// data goes: after a crash, the start-up finishes the delete; nothing
 	// else may remove a partition directory.
-	b.deleted[t.ID] = true
 	if err := b.installLocked(name, nil); err != nil {
-		delete(b.deleted, t.ID)
 		return fmt.Errorf("broker: delete topic %q: %w", name, err)
 	}
 	var errs []error

@@ -15,6 +15,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/strandmq/strand/internal/cluster"
 	"github.com/strandmq/strand/internal/group"
 	"github.com/strandmq/strand/internal/partlog"
 	"github.com/strandmq/strand/internal/producer"
@@ -132,20 +133,17 @@ func (c Config) withDefaults() Config {
 
 // Broker is a single Strand node's topics and partitions.
 type Broker struct {
-	cfg       Config
-	fs        vfs.FS
-	logger    *slog.Logger
-	clusterID string
-	defaults  map[string]string // validated TopicDefaults
-	ids       *producer.Allocator
-	groups    *group.Coordinator
-	ingest    ingestStats // validation counters (ingest.go)
-	stats     stats       // traffic counters (stats.go)
+	cfg      Config
+	fs       vfs.FS
+	logger   *slog.Logger
+	meta     *cluster.FileStore // topics, ids, configs, tombstones (meta.json)
+	defaults map[string]string  // validated TopicDefaults
+	ids      *producer.Allocator
+	groups   *group.Coordinator
+	ingest   ingestStats // validation counters (ingest.go)
+	stats    stats       // traffic counters (stats.go)
 
 	lock io.Closer // the data directory's .lock, held until Close
-	// deleted holds the ids of deleted topics whose directories may still
-	// exist (meta.json's tombstones); guarded by admin after Open.
-	deleted map[TopicID]bool
 
 	stop chan struct{}
 	wg   sync.WaitGroup
@@ -215,24 +213,21 @@ func Open(cfg Config) (_ *Broker, err error) {
 	if b.ids, err = producer.OpenAllocator(b.fs, cfg.Dir); err != nil {
 		return nil, fmt.Errorf("broker: %w", err)
 	}
-	m, existed, err := readMeta(b.fs, cfg.Dir)
+	store, existed, err := cluster.OpenFileStore(b.fs, cfg.Dir)
+	if err != nil {
+		return nil, fmt.Errorf("broker: %w", err)
+	}
+	b.meta = store
+	recs, err := b.checkPartitionDirs(store.Image())
 	if err != nil {
 		return nil, err
 	}
-	if !existed {
-		m.ClusterID = newClusterID()
-	}
-	changed, err := b.checkPartitionDirs(&m)
-	if err != nil {
-		return nil, err
-	}
-	if !existed || changed {
-		if err := writeMeta(b.fs, cfg.Dir, m); err != nil {
-			return nil, err
+	if !existed || len(recs) > 0 {
+		if _, err := store.Apply(recs...); err != nil {
+			return nil, fmt.Errorf("broker: %w", err)
 		}
 	}
-	b.clusterID = m.ClusterID
-	if err := b.openTopics(m.Topics); err != nil {
+	if err := b.openTopics(store.Image().Topics()); err != nil {
 		return nil, err
 	}
 	b.removeOrphanSnapshots()
@@ -254,7 +249,7 @@ func Open(cfg Config) (_ *Broker, err error) {
 // openTopics opens every partition of every topic, in parallel: each
 // open is mostly waiting on the disk (reads, a directory fsync), and a
 // broker with thousands of partitions should not start one at a time.
-func (b *Broker) openTopics(metas []metaTopic) error {
+func (b *Broker) openTopics(metas []cluster.Topic) error {
 	start := time.Now()
 	type job struct {
 		t  *Topic
@@ -263,7 +258,7 @@ func (b *Broker) openTopics(metas []metaTopic) error {
 	var jobs []job
 	var topics []*Topic
 	for _, mt := range metas {
-		id, _ := parseTopicID(mt.ID) // checked by readMeta
+		id := mt.ID
 		tc, err := newTopicConfig(b.internalOverrides(mt.Name, mt.Configs), b.defaults)
 		if err != nil {
 			return fmt.Errorf("broker: topic %q: %w", mt.Name, err)
@@ -425,7 +420,7 @@ func (b *Broker) closePartitions() error {
 func (b *Broker) NodeID() NodeID { return b.cfg.NodeID }
 
 // ClusterID returns the cluster id, generated on first start and persisted.
-func (b *Broker) ClusterID() string { return b.clusterID }
+func (b *Broker) ClusterID() string { return b.meta.Image().ClusterID() }
 
 // AutoCreateTopics reports whether auto.create.topics.enable is on.
 func (b *Broker) AutoCreateTopics() bool { return !b.cfg.DisableAutoCreateTopics }
@@ -533,36 +528,15 @@ func (b *Broker) checkOpen() error {
 	return nil
 }
 
-// metaLocked renders the registry as meta.json contents. b.admin must be
-// held; every topic in the registry (after the caller's change) is listed.
-func (b *Broker) metaLocked(topics map[string]*Topic) metaFile {
-	m := metaFile{ClusterID: b.clusterID}
-	for id := range b.deleted {
-		m.Deleted = append(m.Deleted, fmt.Sprintf("%x", id[:]))
-	}
-	for _, t := range topics {
-		m.Topics = append(m.Topics, metaTopic{
-			Name:       t.Name,
-			ID:         fmt.Sprintf("%x", t.ID[:]),
-			Partitions: t.Partitions(),
-			Configs:    t.Config.Overrides(),
-		})
-	}
-	return m
-}
-
-// installLocked persists the registry with t added or replaced (or name
-// removed, when t is nil) and then publishes it. b.admin must be held.
+// installLocked records t (added or replaced; name removed, when t is nil)
+// in the cluster metadata and then publishes it in the registry. b.admin
+// must be held.
 func (b *Broker) installLocked(name string, t *Topic) error {
-	b.mu.RLock()
-	next := maps.Clone(b.mu.topics)
-	b.mu.RUnlock()
-	if t == nil {
-		delete(next, name)
-	} else {
-		next[name] = t
+	var rec cluster.Record = cluster.RemoveTopic{Name: name}
+	if t != nil {
+		rec = cluster.PutTopic{Topic: cluster.Topic{Name: t.Name, ID: t.ID, Partitions: t.Partitions(), Configs: t.Config.Overrides()}}
 	}
-	if err := writeMeta(b.fs, b.cfg.Dir, b.metaLocked(next)); err != nil {
+	if _, err := b.meta.Apply(rec); err != nil {
 		return err
 	}
 	b.mu.Lock()

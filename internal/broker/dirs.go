@@ -3,6 +3,7 @@ package broker
 import (
 	"errors"
 	"fmt"
+	"github.com/strandmq/strand/internal/cluster"
 	"maps"
 	"path/filepath"
 	"slices"
@@ -23,24 +24,20 @@ type orphanDir struct {
 }
 
 // checkPartitionDirs removes the directories of deleted topics and of
-// interrupted creates, prunes tombstones whose directories are gone, and
-// refuses (or, with Config.RecoverTopics, re-registers) directories holding
-// data that m does not explain. changed reports whether m must be written.
-func (b *Broker) checkPartitionDirs(m *metaFile) (changed bool, err error) {
-	b.deleted = make(map[TopicID]bool)
-	for _, d := range m.Deleted {
-		id, _ := parseTopicID(d) // checked by readMeta
-		b.deleted[id] = true
-	}
-	orphans, err := b.orphanDirs(m)
+// interrupted creates, and refuses (or, with Config.RecoverTopics,
+// re-registers) directories holding data that img does not explain. It
+// returns the records that bring the metadata in line: tombstones whose
+// directories are gone, recovered topics.
+func (b *Broker) checkPartitionDirs(img *cluster.Image) ([]cluster.Record, error) {
+	orphans, err := b.orphanDirs(img)
 	if err != nil {
-		return false, err
+		return nil, err
 	}
 	remaining := make(map[TopicID]bool) // tombstoned ids with directories left
 	var unexplained []orphanDir
 	for _, o := range orphans {
 		switch path := filepath.Join(b.cfg.Dir, o.name); {
-		case !o.id.IsZero() && b.deleted[o.id]:
+		case !o.id.IsZero() && img.IsDeleted(o.id):
 			b.logger.Info("broker: removing partition directory of a deleted topic", "dir", path, "topic_id", o.id)
 			if err := b.fs.RemoveAll(path); err != nil {
 				b.logger.Warn("broker: cannot remove partition directory of a deleted topic", "dir", path, "err", err)
@@ -55,33 +52,37 @@ func (b *Broker) checkPartitionDirs(m *metaFile) (changed bool, err error) {
 			unexplained = append(unexplained, o)
 		}
 	}
-	if len(remaining) != len(b.deleted) {
-		b.deleted, changed = remaining, true
-		m.Deleted = m.Deleted[:0]
-		for id := range remaining {
-			m.Deleted = append(m.Deleted, fmt.Sprintf("%x", id[:]))
+	var recs []cluster.Record
+	var gone []TopicID
+	for _, id := range img.Deleted() {
+		if !remaining[id] {
+			gone = append(gone, id)
 		}
 	}
+	if len(gone) > 0 {
+		recs = append(recs, cluster.ForgetDeleted{IDs: gone})
+	}
 	if len(unexplained) == 0 {
-		return changed, nil
+		return recs, nil
 	}
 	if !b.cfg.RecoverTopics {
-		return false, unexplainedError(b.cfg.Dir, unexplained)
+		return nil, unexplainedError(b.cfg.Dir, unexplained)
 	}
-	if err := b.recoverTopics(m, unexplained); err != nil {
-		return false, err
+	recovered, err := b.recoverTopics(img, unexplained)
+	if err != nil {
+		return nil, err
 	}
-	return true, nil
+	return append(recs, recovered...), nil
 }
 
 // orphanDirs lists the partition directories that m does not list.
-func (b *Broker) orphanDirs(m *metaFile) ([]orphanDir, error) {
+func (b *Broker) orphanDirs(img *cluster.Image) ([]orphanDir, error) {
 	names, err := b.fs.ReadDir(b.cfg.Dir)
 	if err != nil {
 		return nil, fmt.Errorf("broker: list data directory %s: %w", b.cfg.Dir, err)
 	}
-	listed := make(map[string]int32, len(m.Topics))
-	for _, t := range m.Topics {
+	listed := make(map[string]int32)
+	for _, t := range img.Topics() {
 		listed[t.Name] = t.Partitions
 	}
 	var out []orphanDir
@@ -122,46 +123,47 @@ func unexplainedError(dir string, dirs []orphanDir) error {
 		dir, metaFileName, metaFileName, strings.Join(list, ", "), metaFileName)
 }
 
-// recoverTopics adds the topics of unexplained directories to m: a listed
-// topic whose id they carry grows to cover them; an unlisted name becomes a
-// topic with its directories' id (a new one if they carry none) and default
-// configs.
-func (b *Broker) recoverTopics(m *metaFile, dirs []orphanDir) error {
+// recoverTopics returns the records that register the topics of
+// unexplained directories: a listed topic whose id they carry grows to
+// cover them; an unlisted name becomes a topic with its directories' id (a
+// new one if they carry none) and default configs.
+func (b *Broker) recoverTopics(img *cluster.Image, dirs []orphanDir) ([]cluster.Record, error) {
 	byName := make(map[string][]orphanDir)
 	for _, o := range dirs {
 		byName[o.topic] = append(byName[o.topic], o)
 	}
+	var recs []cluster.Record
 	for _, name := range slices.Sorted(maps.Keys(byName)) {
 		ds := byName[name]
 		id := ds[0].id
 		n := int32(0)
 		for _, o := range ds {
 			if o.id != id {
-				return fmt.Errorf("broker: --recover-topics: the directories of topic %q carry different topic ids; move the stray ones out of %s", name, b.cfg.Dir)
+				return nil, fmt.Errorf("broker: --recover-topics: the directories of topic %q carry different topic ids; move the stray ones out of %s", name, b.cfg.Dir)
 			}
 			n = max(n, int32(o.part)+1)
 		}
-		if i := slices.IndexFunc(m.Topics, func(t metaTopic) bool { return t.Name == name }); i >= 0 {
-			known, _ := parseTopicID(m.Topics[i].ID)
-			if !id.IsZero() && id != known {
-				return fmt.Errorf("broker: --recover-topics: %s holds topic %q with id %s, but %s's topic %q has id %s; move those directories out of %s",
-					b.cfg.Dir, name, id, metaFileName, name, known, b.cfg.Dir)
+		if known, ok := img.Topic(name); ok {
+			if !id.IsZero() && id != known.ID {
+				return nil, fmt.Errorf("broker: --recover-topics: %s holds topic %q with id %s, but %s's topic %q has id %s; move those directories out of %s",
+					b.cfg.Dir, name, id, metaFileName, name, known.ID, b.cfg.Dir)
 			}
-			b.logger.Warn("broker: recovered partitions of a listed topic", "topic", name, "partitions", n, "was", m.Topics[i].Partitions)
-			m.Topics[i].Partitions = n
+			b.logger.Warn("broker: recovered partitions of a listed topic", "topic", name, "partitions", n, "was", known.Partitions)
+			known.Partitions = n
+			recs = append(recs, cluster.PutTopic{Topic: known})
 			continue
 		}
 		if id.IsZero() {
 			id = newTopicID()
 		}
 		b.logger.Warn("broker: recovered a topic from its directories, with default configs", "topic", name, "topic_id", id, "partitions", n)
-		mt := metaTopic{Name: name, ID: fmt.Sprintf("%x", id[:]), Partitions: n}
+		t := cluster.Topic{Name: name, ID: id, Partitions: n}
 		if IsInternalTopic(name) { // its pinned configs, not the defaults
-			mt.Configs = offsetsTopicSpec().Configs
+			t.Configs = offsetsTopicSpec().Configs
 		}
-		m.Topics = append(m.Topics, mt)
+		recs = append(recs, cluster.PutTopic{Topic: t})
 	}
-	return nil
+	return recs, nil
 }
 
 // claimPartitionDir makes dir (a partition directory name) belong to topic
@@ -174,7 +176,7 @@ func (b *Broker) claimPartitionDir(name string, id TopicID) error {
 	switch {
 	case err == nil && got == id:
 		return nil
-	case err == nil && b.deleted[got]:
+	case err == nil && b.meta.Image().IsDeleted(got):
 		b.logger.Info("broker: replacing the leftover directory of a deleted topic", "dir", path, "topic_id", got)
 		if err := b.fs.RemoveAll(path); err != nil {
 			return err

@@ -1,0 +1,60 @@
+package cluster
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+)
+
+// ErrConflict: a record does not fit the image (a topic name taken by
+// another id, a topic to remove that is not there).
+var ErrConflict = errors.New("cluster: record conflicts with the metadata")
+
+// Record is one change to the metadata.
+type Record interface {
+	apply(*Image) error
+}
+
+// PutTopic creates a topic, or replaces one with the same id (a partition
+// count that grew, changed configs).
+type PutTopic struct{ Topic Topic }
+
+func (r PutTopic) apply(im *Image) error {
+	t := r.Topic
+	switch old, ok := im.topics[t.Name]; {
+	case t.Name == "" || t.ID.IsZero() || t.Partitions < 1:
+		return fmt.Errorf("%w: topic %q with id %s and %d partitions", ErrConflict, t.Name, t.ID, t.Partitions)
+	case ok && old.ID != t.ID:
+		return fmt.Errorf("%w: topic %q exists with another id", ErrConflict, t.Name)
+	case ok && t.Partitions < old.Partitions:
+		return fmt.Errorf("%w: topic %q cannot shrink from %d to %d partitions", ErrConflict, t.Name, old.Partitions, t.Partitions)
+	}
+	t.Configs = maps.Clone(t.Configs)
+	im.topics[t.Name] = t
+	return nil
+}
+
+// RemoveTopic deletes a topic and leaves a tombstone for its id, so its
+// partition directories — and only they — may be removed, now or after a
+// crash.
+type RemoveTopic struct{ Name string }
+
+func (r RemoveTopic) apply(im *Image) error {
+	t, ok := im.topics[r.Name]
+	if !ok {
+		return fmt.Errorf("%w: no topic %q to remove", ErrConflict, r.Name)
+	}
+	delete(im.topics, r.Name)
+	im.deleted[t.ID] = true
+	return nil
+}
+
+// ForgetDeleted drops tombstones whose directories are all gone.
+type ForgetDeleted struct{ IDs []TopicID }
+
+func (r ForgetDeleted) apply(im *Image) error {
+	for _, id := range r.IDs {
+		delete(im.deleted, id)
+	}
+	return nil
+}
