@@ -111,3 +111,16 @@ func (im *Image) With(recs ...Record) (*Image, error) {
 	}
 	return next, nil
 }
+
+// MarshalText writes the id in hex (records, snapshots).
+func (id TopicID) MarshalText() ([]byte, error) { return []byte(id.Hex()), nil }
+
+// UnmarshalText reads the hex form.
+func (id *TopicID) UnmarshalText(b []byte) error {
+	v, err := ParseTopicID(string(b))
+	if err != nil {
+		return err
+	}
+	*id = v
+	return nil
+}

@@ -1,0 +1,174 @@
+package cluster
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/raft"
+	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
+)
+
+// Voter is one member of the metadata quorum.
+type Voter struct {
+	ID   int32
+	Addr string // host:port of its raft transport
+}
+
+// RaftConfig configures a node of the metadata quorum.
+type RaftConfig struct {
+	NodeID int32
+	// Dir holds the raft log, stable store and snapshots.
+	Dir string
+	// Bind is this node's raft address (host:port), as Voters lists it.
+	Bind string
+	// Voters is the initial quorum, identical on every initial voter:
+	// bootstrapped once, on a node with no raft state. Later starts ignore
+	// it (the quorum's configuration is in the log).
+	Voters []Voter
+	// HeartbeatTimeout, ElectionTimeout and LeaderLease tune raft; zero:
+	// 500/500/250 ms, which two loaded cores hold without flapping.
+	HeartbeatTimeout, ElectionTimeout, LeaderLease time.Duration
+	Logger                                         *slog.Logger
+}
+
+// RaftStore is cluster metadata replicated by a hashicorp/raft quorum: the
+// same records as FileStore, applied by the leader and, once committed,
+// by every node's FSM.
+type RaftStore struct {
+	r     *raft.Raft
+	fsm   *fsm
+	trans *raft.NetworkTransport
+	logs  *raftboltdb.BoltStore
+}
+
+// ErrNotController: this node does not lead the metadata quorum; changes go
+// to the leader (Leader).
+var ErrNotController = errors.New("cluster: not the controller")
+
+// OpenRaftStore starts this node's raft and, when it has no raft state
+// yet, bootstraps the configured voters.
+func OpenRaftStore(cfg RaftConfig) (*RaftStore, error) {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	dir := filepath.Join(cfg.Dir, "raft")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("cluster: %w", err)
+	}
+	logs, err := raftboltdb.NewBoltStore(filepath.Join(dir, "raft.db"))
+	if err != nil {
+		return nil, fmt.Errorf("cluster: raft log store: %w", err)
+	}
+	hlog := hclog.New(&hclog.LoggerOptions{Name: "raft", Level: hclog.Warn, Output: io.Discard})
+	snaps, err := raft.NewFileSnapshotStoreWithLogger(dir, 2, hlog)
+	if err != nil {
+		logs.Close()
+		return nil, fmt.Errorf("cluster: raft snapshots: %w", err)
+	}
+	addr, err := net.ResolveTCPAddr("tcp", cfg.Bind)
+	if err != nil {
+		logs.Close()
+		return nil, fmt.Errorf("cluster: raft address %q: %w", cfg.Bind, err)
+	}
+	trans, err := raft.NewTCPTransportWithLogger(cfg.Bind, addr, 3, 10*time.Second, hlog)
+	if err != nil {
+		logs.Close()
+		return nil, fmt.Errorf("cluster: raft transport on %s: %w", cfg.Bind, err)
+	}
+	rc := raft.DefaultConfig()
+	rc.LocalID = raft.ServerID(strconv.Itoa(int(cfg.NodeID)))
+	rc.Logger = hlog
+	rc.HeartbeatTimeout = orDefault(cfg.HeartbeatTimeout, 500*time.Millisecond)
+	rc.ElectionTimeout = orDefault(cfg.ElectionTimeout, 500*time.Millisecond)
+	rc.LeaderLeaseTimeout = orDefault(cfg.LeaderLease, 250*time.Millisecond)
+	s := &RaftStore{fsm: newFSM(), trans: trans, logs: logs}
+	existing, err := raft.HasExistingState(logs, logs, snaps)
+	if err != nil {
+		s.closeStores()
+		return nil, fmt.Errorf("cluster: raft state: %w", err)
+	}
+	if !existing && len(cfg.Voters) > 0 {
+		var servers []raft.Server
+		for _, v := range cfg.Voters {
+			servers = append(servers, raft.Server{ID: raft.ServerID(strconv.Itoa(int(v.ID))), Address: raft.ServerAddress(v.Addr)})
+		}
+		if err := raft.BootstrapCluster(rc, logs, logs, snaps, trans, raft.Configuration{Servers: servers}); err != nil && !errors.Is(err, raft.ErrCantBootstrap) {
+			s.closeStores()
+			return nil, fmt.Errorf("cluster: bootstrap raft: %w", err)
+		}
+	}
+	if s.r, err = raft.NewRaft(rc, s.fsm, logs, logs, snaps, trans); err != nil {
+		s.closeStores()
+		return nil, fmt.Errorf("cluster: start raft: %w", err)
+	}
+	return s, nil
+}
+
+func orDefault(d, def time.Duration) time.Duration {
+	if d > 0 {
+		return d
+	}
+	return def
+}
+
+// Image returns the image this node has applied.
+func (s *RaftStore) Image() *Image { return s.fsm.img.Load() }
+
+// AppliedIndex is the raft index of the last entry this node applied.
+func (s *RaftStore) AppliedIndex() uint64 { return s.fsm.index.Load() }
+
+// Subscribe calls fn with every image this node applies from now on.
+func (s *RaftStore) Subscribe(fn func(*Image)) (cancel func()) { return s.fsm.subscribe(fn) }
+
+// Leader returns the node id and raft address of the quorum's leader, or
+// ok false while there is none.
+func (s *RaftStore) Leader() (id int32, addr string, ok bool) {
+	a, sid := s.r.LeaderWithID()
+	if sid == "" {
+		return 0, "", false
+	}
+	n, err := strconv.Atoi(string(sid))
+	return int32(n), string(a), err == nil
+}
+
+// Apply commits recs through the quorum (this node must lead it:
+// ErrNotController otherwise) and returns the image after them, or the
+// conflict every node found. It waits at most timeout.
+func (s *RaftStore) Apply(timeout time.Duration, recs ...Record) (*Image, error) {
+	data, err := EncodeRecords(recs)
+	if err != nil {
+		return nil, err
+	}
+	f := s.r.Apply(data, timeout)
+	if err := f.Error(); err != nil {
+		if errors.Is(err, raft.ErrNotLeader) || errors.Is(err, raft.ErrLeadershipLost) {
+			return nil, fmt.Errorf("%w: %w", ErrNotController, err)
+		}
+		return nil, fmt.Errorf("cluster: commit metadata: %w", err)
+	}
+	res, _ := f.Response().(applyResult)
+	return res.img, res.err
+}
+
+// Barrier waits until this node, as leader, has applied every entry
+// committed before it: a new controller calls it before deciding anything
+// from its image.
+func (s *RaftStore) Barrier(timeout time.Duration) error { return s.r.Barrier(timeout).Error() }
+
+// Close stops raft and releases its stores.
+func (s *RaftStore) Close() error {
+	err := s.r.Shutdown().Error()
+	return errors.Join(err, s.closeStores())
+}
+
+func (s *RaftStore) closeStores() error {
+	return errors.Join(s.trans.Close(), s.logs.Close())
+}
