@@ -37,6 +37,27 @@ type RaftConfig struct {
 	// 500/500/250 ms, which two loaded cores hold without flapping.
 	HeartbeatTimeout, ElectionTimeout, LeaderLease time.Duration
 	Logger                                         *slog.Logger
+	// Network, if set, carries raft's connections instead of plain TCP
+	// (tests: internal/vnet, to cut and delay links).
+	Network Network
+}
+
+// Network is what raft's transport needs of a network: vnet.Network in
+// tests.
+type Network interface {
+	Listen(node, addr string) (net.Listener, error)
+	Dial(from, addr string, timeout time.Duration) (net.Conn, error)
+}
+
+// streamLayer adapts a Network to raft's transport.
+type streamLayer struct {
+	net.Listener
+	nw   Network
+	node string
+}
+
+func (s streamLayer) Dial(addr raft.ServerAddress, timeout time.Duration) (net.Conn, error) {
+	return s.nw.Dial(s.node, string(addr), timeout)
 }
 
 // RaftStore is cluster metadata replicated by a hashicorp/raft quorum: the
@@ -78,7 +99,15 @@ func OpenRaftStore(cfg RaftConfig) (*RaftStore, error) {
 		logs.Close()
 		return nil, fmt.Errorf("cluster: raft address %q: %w", cfg.Bind, err)
 	}
-	trans, err := raft.NewTCPTransportWithLogger(cfg.Bind, addr, 3, 10*time.Second, hlog)
+	var trans *raft.NetworkTransport
+	if cfg.Network != nil {
+		var ln net.Listener
+		if ln, err = cfg.Network.Listen(strconv.Itoa(int(cfg.NodeID)), cfg.Bind); err == nil {
+			trans = raft.NewNetworkTransportWithLogger(streamLayer{ln, cfg.Network, strconv.Itoa(int(cfg.NodeID))}, 3, 10*time.Second, hlog)
+		}
+	} else {
+		trans, err = raft.NewTCPTransportWithLogger(cfg.Bind, addr, 3, 10*time.Second, hlog)
+	}
 	if err != nil {
 		logs.Close()
 		return nil, fmt.Errorf("cluster: raft transport on %s: %w", cfg.Bind, err)
