@@ -238,6 +238,21 @@ type Commit struct {
 	records int32
 }
 
+// Done reports whether the batch may be acknowledged already (Wait would
+// not block): no fsync to wait for and, when acks asks for it, the high
+// watermark past it.
+func (c Commit) Done() bool {
+	switch {
+	case c.p == nil:
+		return true
+	case c.pending.Waits():
+		return false
+	case c.acks != AcksAll && !c.res.Duplicate:
+		return true
+	}
+	return c.p.log.HighWatermark() > c.res.last
+}
+
 // Wait returns once the batch may be acknowledged: once it is fsynced if
 // the flush policy asks for that (whatever the acks), and for AcksAll (or a
 // duplicate, whose original may still be on its way) once the high

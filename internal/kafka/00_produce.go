@@ -117,12 +117,11 @@ func (s *Server) handleProduce(ctx context.Context, kreq kmsg.Request) (kmsg.Res
 			jobs = append(jobs, produceJob{p: p, records: records, resp: sp})
 		}
 	}
+	var timeout time.Duration // bounds only a commit wait that blocks
 	if acks == broker.AcksAll && req.TimeoutMillis > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, time.Duration(req.TimeoutMillis)*time.Millisecond)
-		defer cancel()
+		timeout = time.Duration(req.TimeoutMillis) * time.Millisecond
 	}
-	runProduceJobs(ctx, jobs, acks)
+	runProduceJobs(ctx, jobs, acks, timeout)
 	failed := false
 	for _, j := range jobs {
 		if j.err != nil {
@@ -158,8 +157,18 @@ type produceJob struct {
 	err     error
 }
 
-func (j *produceJob) run(ctx context.Context, acks broker.Acks) {
-	res, err := j.p.Append(ctx, j.records, acks)
+func (j *produceJob) run(ctx context.Context, acks broker.Acks, timeout time.Duration) {
+	res, commit, err := j.p.AppendAsync(j.records, acks)
+	if err == nil {
+		// A timer only for a wait that blocks: most commits are done by
+		// the time the append returns.
+		if timeout > 0 && !commit.Done() {
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithTimeout(ctx, timeout)
+			defer cancel()
+		}
+		err = commit.Wait(ctx)
+	}
 	if err != nil {
 		j.err = err
 		return
@@ -172,7 +181,7 @@ func (j *produceJob) run(ctx context.Context, acks broker.Acks) {
 // runProduceJobs appends every job's batch, concurrently unless two jobs
 // name the same partition (then in request order, so a client's sequence
 // order holds).
-func runProduceJobs(ctx context.Context, jobs []produceJob, acks broker.Acks) {
+func runProduceJobs(ctx context.Context, jobs []produceJob, acks broker.Acks, timeout time.Duration) {
 	distinct := len(jobs) > 1
 	if distinct {
 		seen := make(map[*broker.Partition]bool, len(jobs))
@@ -186,7 +195,7 @@ func runProduceJobs(ctx context.Context, jobs []produceJob, acks broker.Acks) {
 	}
 	if !distinct {
 		for i := range jobs {
-			jobs[i].run(ctx, acks)
+			jobs[i].run(ctx, acks, timeout)
 		}
 		return
 	}
@@ -196,7 +205,7 @@ func runProduceJobs(ctx context.Context, jobs []produceJob, acks broker.Acks) {
 		sem <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-sem }()
-			jobs[i].run(ctx, acks)
+			jobs[i].run(ctx, acks, timeout)
 		})
 	}
 	wg.Wait()
