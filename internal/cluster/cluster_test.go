@@ -25,6 +25,7 @@ func TestRecords(t *testing.T) {
 	for _, bad := range []Record{
 		PutTopic{Topic{Name: "a", ID: NewTopicID(), Partitions: 3}}, // the name is taken by another id
 		PutTopic{Topic{Name: "a", ID: a, Partitions: 1}},            // partitions never shrink
+		PutTopic{Topic{Name: "c", ID: b, Partitions: 1}},            // an id names one topic
 		PutTopic{Topic{Name: "", ID: a, Partitions: 1}},
 		RemoveTopic{Name: "nope"},
 	} {

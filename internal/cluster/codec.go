@@ -24,7 +24,7 @@ type batch struct {
 // ClusterInit names the cluster; the first controller writes it once.
 type ClusterInit struct{ ClusterID string }
 
-func (r ClusterInit) apply(im *Image) error {
+func (r ClusterInit) apply(im *Image, _ int64) error {
 	switch {
 	case r.ClusterID == "":
 		return fmt.Errorf("%w: empty cluster id", ErrConflict)
@@ -48,6 +48,16 @@ func recordType(r Record) (string, error) {
 		return "remove_topic", nil
 	case ForgetDeleted:
 		return "forget_deleted", nil
+	case RegisterBroker:
+		return "register_broker", nil
+	case BrokerRegistrationChange:
+		return "broker_registration_change", nil
+	case UnregisterBroker:
+		return "unregister_broker", nil
+	case Partition:
+		return "partition", nil
+	case PartitionChange:
+		return "partition_change", nil
 	}
 	return "", fmt.Errorf("cluster: no codec for %T", r)
 }
@@ -96,6 +106,21 @@ func DecodeRecords(data []byte) ([]Record, error) {
 		case "forget_deleted":
 			var x ForgetDeleted
 			err, r = strict(e.Data, &x), &x
+		case "register_broker":
+			var x RegisterBroker
+			err, r = strict(e.Data, &x), &x
+		case "broker_registration_change":
+			var x BrokerRegistrationChange
+			err, r = strict(e.Data, &x), &x
+		case "unregister_broker":
+			var x UnregisterBroker
+			err, r = strict(e.Data, &x), &x
+		case "partition":
+			var x Partition
+			err, r = strict(e.Data, &x), &x
+		case "partition_change":
+			var x PartitionChange
+			err, r = strict(e.Data, &x), &x
 		default:
 			return nil, fmt.Errorf("cluster: record type %q is unknown", e.Type)
 		}
@@ -117,6 +142,16 @@ func deref(r Record) Record {
 	case *RemoveTopic:
 		return *x
 	case *ForgetDeleted:
+		return *x
+	case *RegisterBroker:
+		return *x
+	case *BrokerRegistrationChange:
+		return *x
+	case *UnregisterBroker:
+		return *x
+	case *Partition:
+		return *x
+	case *PartitionChange:
 		return *x
 	}
 	return r

@@ -68,6 +68,14 @@ func (s *FileStore) Image() *Image { return s.img.Load() }
 // publishes it and tells subscribers. On an error nothing changes. With no
 // records it writes the current image (a fresh directory's first file).
 func (s *FileStore) Apply(recs ...Record) (*Image, error) {
+	for _, r := range recs {
+		switch r.(type) {
+		case PutTopic, RemoveTopic, ForgetDeleted:
+		default:
+			// meta.json has no place for it: it would be lost at restart.
+			return nil, fmt.Errorf("cluster: a single node's metadata does not keep %T records", r)
+		}
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	next, err := s.img.Load().With(recs...)

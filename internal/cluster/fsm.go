@@ -48,7 +48,7 @@ func (f *fsm) Apply(l *raft.Log) any {
 	if err != nil {
 		panic(fmt.Sprintf("cluster: raft entry %d: %v", l.Index, err))
 	}
-	next, err := f.img.Load().With(recs...)
+	next, err := f.img.Load().WithAt(int64(l.Index), recs...)
 	f.index.Store(l.Index)
 	if err != nil {
 		return applyResult{err: err}
@@ -85,13 +85,16 @@ func (f *fsm) subscribe(fn func(*Image)) func() {
 
 // snapshotForm is an image as a snapshot stores it.
 type snapshotForm struct {
-	ClusterID string    `json:"clusterId"`
-	Topics    []Topic   `json:"topics"`
-	Deleted   []TopicID `json:"deleted"`
+	ClusterID  string                             `json:"clusterId"`
+	Topics     []Topic                            `json:"topics"`
+	Deleted    []TopicID                          `json:"deleted"`
+	Brokers    []BrokerReg                        `json:"brokers"`
+	Partitions map[TopicID]map[int32]PartitionReg `json:"partitions"`
 }
 
 func encodeImage(im *Image) ([]byte, error) {
-	return json.Marshal(snapshotForm{ClusterID: im.ClusterID(), Topics: im.Topics(), Deleted: im.Deleted()})
+	return json.Marshal(snapshotForm{ClusterID: im.ClusterID(), Topics: im.Topics(), Deleted: im.Deleted(),
+		Brokers: im.Brokers(), Partitions: im.partitions})
 }
 
 func decodeImage(b []byte) (*Image, error) {
@@ -105,6 +108,12 @@ func decodeImage(b []byte) (*Image, error) {
 	}
 	for _, id := range s.Deleted {
 		im.deleted[id] = true
+	}
+	for _, b := range s.Brokers {
+		im.brokers[b.ID] = b
+	}
+	for id, ps := range s.Partitions {
+		im.partitions[id] = ps
 	}
 	return im, nil
 }

@@ -63,14 +63,17 @@ type Topic struct {
 // yields a new image (With), so a reader holding one sees a consistent
 // version however the metadata moves on.
 type Image struct {
-	clusterID string
-	topics    map[string]Topic
-	deleted   map[TopicID]bool
+	clusterID  string
+	topics     map[string]Topic
+	deleted    map[TopicID]bool
+	brokers    map[NodeID]BrokerReg
+	partitions map[TopicID]map[int32]PartitionReg // inner maps copied on write
 }
 
 // NewImage returns an empty image of cluster clusterID.
 func NewImage(clusterID string) *Image {
-	return &Image{clusterID: clusterID, topics: map[string]Topic{}, deleted: map[TopicID]bool{}}
+	return &Image{clusterID: clusterID, topics: map[string]Topic{}, deleted: map[TopicID]bool{},
+		brokers: map[NodeID]BrokerReg{}, partitions: map[TopicID]map[int32]PartitionReg{}}
 }
 
 // ClusterID returns the cluster's id.
@@ -102,10 +105,15 @@ func (im *Image) Deleted() []TopicID {
 
 // With returns the image after recs, applied in order, or the first
 // record's error (the image is unchanged then).
-func (im *Image) With(recs ...Record) (*Image, error) {
-	next := &Image{clusterID: im.clusterID, topics: maps.Clone(im.topics), deleted: maps.Clone(im.deleted)}
+func (im *Image) With(recs ...Record) (*Image, error) { return im.WithAt(0, recs...) }
+
+// WithAt is With for records committed at raft index index (a new broker
+// incarnation takes it as its epoch).
+func (im *Image) WithAt(index int64, recs ...Record) (*Image, error) {
+	next := &Image{clusterID: im.clusterID, topics: maps.Clone(im.topics), deleted: maps.Clone(im.deleted),
+		brokers: maps.Clone(im.brokers), partitions: maps.Clone(im.partitions)}
 	for _, r := range recs {
-		if err := r.apply(next); err != nil {
+		if err := r.apply(next, index); err != nil {
 			return im, err
 		}
 	}

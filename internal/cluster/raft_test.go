@@ -22,6 +22,11 @@ func TestCodecRoundTrip(t *testing.T) {
 		PutTopic{Topic{Name: "a", ID: id, Partitions: 3, Configs: map[string]string{"cleanup.policy": "compact"}}},
 		RemoveTopic{Name: "a"},
 		ForgetDeleted{IDs: []TopicID{id}},
+		RegisterBroker{ID: 1, IncarnationID: "x", Endpoints: []Endpoint{{"CLIENT", "h", 9092}}, Rack: "r"},
+		BrokerRegistrationChange{ID: 1, Epoch: 5, Fenced: -1, InControlledShutdown: 1},
+		UnregisterBroker{ID: 1, Epoch: 5},
+		Partition{TopicID: id, PartitionID: 0, Replicas: []NodeID{1, 2}, ISR: []NodeID{1}, Leader: 1},
+		PartitionChange{TopicID: id, PartitionID: 0, ExpectedPartitionEpoch: 3, ISR: []NodeID{1, 2}, Leader: LeaderUnchanged},
 	}
 	b, err := EncodeRecords(recs)
 	if err != nil {
@@ -75,13 +80,22 @@ func randomRecords(rng *rand.Rand, n int) [][]Record {
 		name := fmt.Sprint("t", rng.IntN(6))
 		id := ids[rng.IntN(len(ids))]
 		var r Record
-		switch rng.IntN(4) {
+		node := NodeID(rng.IntN(4))
+		switch rng.IntN(9) {
 		case 0, 1:
 			r = PutTopic{Topic{Name: name, ID: id, Partitions: int32(1 + rng.IntN(4)), Configs: map[string]string{"k": fmt.Sprint(rng.IntN(3))}}}
 		case 2:
 			r = RemoveTopic{Name: name}
-		default:
+		case 3:
 			r = ForgetDeleted{IDs: []TopicID{id}}
+		case 4:
+			r = RegisterBroker{ID: node, IncarnationID: fmt.Sprint("inc", rng.IntN(2))}
+		case 5:
+			r = BrokerRegistrationChange{ID: node, Epoch: int64(rng.IntN(50)), Fenced: int8(rng.IntN(3) - 1)}
+		case 6:
+			r = Partition{TopicID: id, PartitionID: int32(rng.IntN(3)), Replicas: []NodeID{node, (node + 1) % 4}, ISR: []NodeID{node}, Leader: node}
+		default:
+			r = PartitionChange{TopicID: id, PartitionID: int32(rng.IntN(3)), ExpectedPartitionEpoch: int32(rng.IntN(3)), Leader: NodeID(rng.IntN(5) - 2)}
 		}
 		out = append(out, []Record{r})
 	}

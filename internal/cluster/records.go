@@ -12,14 +12,14 @@ var ErrConflict = errors.New("cluster: record conflicts with the metadata")
 
 // Record is one change to the metadata.
 type Record interface {
-	apply(*Image) error
+	apply(im *Image, index int64) error
 }
 
 // PutTopic creates a topic, or replaces one with the same id (a partition
 // count that grew, changed configs).
 type PutTopic struct{ Topic Topic }
 
-func (r PutTopic) apply(im *Image) error {
+func (r PutTopic) apply(im *Image, _ int64) error {
 	t := r.Topic
 	switch old, ok := im.topics[t.Name]; {
 	case t.Name == "" || t.ID.IsZero() || t.Partitions < 1:
@@ -28,6 +28,13 @@ func (r PutTopic) apply(im *Image) error {
 		return fmt.Errorf("%w: topic %q exists with another id", ErrConflict, t.Name)
 	case ok && t.Partitions < old.Partitions:
 		return fmt.Errorf("%w: topic %q cannot shrink from %d to %d partitions", ErrConflict, t.Name, old.Partitions, t.Partitions)
+	case !ok && im.deleted[t.ID]:
+		return fmt.Errorf("%w: topic id %s belonged to a deleted topic", ErrConflict, t.ID)
+	}
+	if other, taken := im.topicByID(t.ID); taken && other.Name != t.Name {
+		// Ids name topics uniquely: a second name on one id would make
+		// every lookup by id depend on map order, and nodes diverge.
+		return fmt.Errorf("%w: topic id %s is topic %q's", ErrConflict, t.ID, other.Name)
 	}
 	t.Configs = maps.Clone(t.Configs)
 	im.topics[t.Name] = t
@@ -39,12 +46,13 @@ func (r PutTopic) apply(im *Image) error {
 // crash.
 type RemoveTopic struct{ Name string }
 
-func (r RemoveTopic) apply(im *Image) error {
+func (r RemoveTopic) apply(im *Image, _ int64) error {
 	t, ok := im.topics[r.Name]
 	if !ok {
 		return fmt.Errorf("%w: no topic %q to remove", ErrConflict, r.Name)
 	}
 	delete(im.topics, r.Name)
+	delete(im.partitions, t.ID)
 	im.deleted[t.ID] = true
 	return nil
 }
@@ -52,7 +60,7 @@ func (r RemoveTopic) apply(im *Image) error {
 // ForgetDeleted drops tombstones whose directories are all gone.
 type ForgetDeleted struct{ IDs []TopicID }
 
-func (r ForgetDeleted) apply(im *Image) error {
+func (r ForgetDeleted) apply(im *Image, _ int64) error {
 	for _, id := range r.IDs {
 		delete(im.deleted, id)
 	}
