@@ -146,7 +146,7 @@ type Partition struct {
 }
 
 func (r Partition) apply(im *Image, _ int64) error {
-	t, ok := im.topicByID(r.TopicID)
+	t, ok := im.TopicByID(r.TopicID)
 	switch {
 	case !ok:
 		return fmt.Errorf("%w: no topic with id %s", ErrConflict, r.TopicID)
@@ -204,13 +204,4 @@ func (r PartitionChange) apply(im *Image, _ int64) error {
 	ps[r.PartitionID] = next
 	im.partitions[r.TopicID] = ps
 	return nil
-}
-
-func (im *Image) topicByID(id TopicID) (Topic, bool) {
-	for _, t := range im.topics {
-		if t.ID == id {
-			return t, true
-		}
-	}
-	return Topic{}, false
 }

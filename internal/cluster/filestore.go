@@ -145,6 +145,7 @@ func readMetaFile(fs vfs.FS, dir string) (*Image, bool, error) {
 			return nil, false, fmt.Errorf("cluster: %s: topic %q: %d partitions", MetaFileName, t.Name, t.Partitions)
 		}
 		img.topics[t.Name] = Topic{Name: t.Name, ID: id, Partitions: t.Partitions, Configs: t.Configs}
+		img.names[id] = t.Name
 	}
 	return img, true, nil
 }

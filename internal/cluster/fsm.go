@@ -105,6 +105,7 @@ func decodeImage(b []byte) (*Image, error) {
 	im := NewImage(s.ClusterID)
 	for _, t := range s.Topics {
 		im.topics[t.Name] = t
+		im.names[t.ID] = t.Name
 	}
 	for _, id := range s.Deleted {
 		im.deleted[id] = true

@@ -65,6 +65,7 @@ type Topic struct {
 type Image struct {
 	clusterID  string
 	topics     map[string]Topic
+	names      map[TopicID]string // topic id → name
 	deleted    map[TopicID]bool
 	brokers    map[NodeID]BrokerReg
 	partitions map[TopicID]map[int32]PartitionReg // inner maps copied on write
@@ -72,7 +73,7 @@ type Image struct {
 
 // NewImage returns an empty image of cluster clusterID.
 func NewImage(clusterID string) *Image {
-	return &Image{clusterID: clusterID, topics: map[string]Topic{}, deleted: map[TopicID]bool{},
+	return &Image{clusterID: clusterID, topics: map[string]Topic{}, names: map[TopicID]string{}, deleted: map[TopicID]bool{},
 		brokers: map[NodeID]BrokerReg{}, partitions: map[TopicID]map[int32]PartitionReg{}}
 }
 
@@ -83,6 +84,15 @@ func (im *Image) ClusterID() string { return im.clusterID }
 func (im *Image) Topic(name string) (Topic, bool) {
 	t, ok := im.topics[name]
 	return t, ok
+}
+
+// TopicByID returns the topic with id id.
+func (im *Image) TopicByID(id TopicID) (Topic, bool) {
+	name, ok := im.names[id]
+	if !ok {
+		return Topic{}, false
+	}
+	return im.topics[name], true
 }
 
 // Topics returns every topic, by name.
@@ -110,7 +120,7 @@ func (im *Image) With(recs ...Record) (*Image, error) { return im.WithAt(0, recs
 // WithAt is With for records committed at raft index index (a new broker
 // incarnation takes it as its epoch).
 func (im *Image) WithAt(index int64, recs ...Record) (*Image, error) {
-	next := &Image{clusterID: im.clusterID, topics: maps.Clone(im.topics), deleted: maps.Clone(im.deleted),
+	next := &Image{clusterID: im.clusterID, topics: maps.Clone(im.topics), names: maps.Clone(im.names), deleted: maps.Clone(im.deleted),
 		brokers: maps.Clone(im.brokers), partitions: maps.Clone(im.partitions)}
 	for _, r := range recs {
 		if err := r.apply(next, index); err != nil {

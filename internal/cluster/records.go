@@ -31,13 +31,14 @@ func (r PutTopic) apply(im *Image, _ int64) error {
 	case !ok && im.deleted[t.ID]:
 		return fmt.Errorf("%w: topic id %s belonged to a deleted topic", ErrConflict, t.ID)
 	}
-	if other, taken := im.topicByID(t.ID); taken && other.Name != t.Name {
+	if other, taken := im.TopicByID(t.ID); taken && other.Name != t.Name {
 		// Ids name topics uniquely: a second name on one id would make
 		// every lookup by id depend on map order, and nodes diverge.
 		return fmt.Errorf("%w: topic id %s is topic %q's", ErrConflict, t.ID, other.Name)
 	}
 	t.Configs = maps.Clone(t.Configs)
 	im.topics[t.Name] = t
+	im.names[t.ID] = t.Name
 	return nil
 }
 
@@ -52,6 +53,7 @@ func (r RemoveTopic) apply(im *Image, _ int64) error {
 		return fmt.Errorf("%w: no topic %q to remove", ErrConflict, r.Name)
 	}
 	delete(im.topics, r.Name)
+	delete(im.names, t.ID)
 	delete(im.partitions, t.ID)
 	im.deleted[t.ID] = true
 	return nil
