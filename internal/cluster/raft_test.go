@@ -334,3 +334,34 @@ func TestRaftLeaderIsolated(t *testing.T) {
 		}
 	}
 }
+
+// TestSingleVoterStartsFast: one voter with the single-node timings
+// (100/100/50 ms) leads and commits within a second or two of starting —
+// what `strand serve` with no flags needs (REPLICATION.md §1.1) — and
+// again after a restart on its data.
+func TestSingleVoterStartsFast(t *testing.T) {
+	dir, addr := t.TempDir(), freeAddr(t)
+	cfg := RaftConfig{NodeID: 1, Dir: dir, Bind: addr, Voters: []Voter{{1, addr}},
+		HeartbeatTimeout: 100 * time.Millisecond, ElectionTimeout: 100 * time.Millisecond, LeaderLease: 50 * time.Millisecond}
+	for round := range 2 {
+		start := time.Now()
+		s, err := OpenRaftStore(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, "the single voter to lead", 10*time.Second, func() bool {
+			id, _, ok := s.Leader()
+			return ok && id == 1
+		})
+		if _, err := s.Apply(5*time.Second, PutTopic{Topic{Name: fmt.Sprint("t", round), ID: NewTopicID(), Partitions: 1}}); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("round %d: leading and committed %v after start", round, time.Since(start).Round(time.Millisecond))
+		if got := len(s.Image().Topics()); got != round+1 {
+			t.Fatalf("round %d: %d topics, want %d (the log replays at restart)", round, got, round+1)
+		}
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
