@@ -94,6 +94,9 @@ type Config struct {
 	ScrubInterval time.Duration
 	// ScrubBytesPerSecond bounds the scrub's reads. Zero: 32 MiB/s.
 	ScrubBytesPerSecond int64
+	// Metadata keeps the cluster metadata (topics, ids, configs); default
+	// a cluster.FileStore over Dir's meta.json. The broker does not close it.
+	Metadata cluster.Store
 	// Logger; default slog.Default().
 	Logger *slog.Logger
 	// Now is the clock; default time.Now.
@@ -136,8 +139,8 @@ type Broker struct {
 	cfg      Config
 	fs       vfs.FS
 	logger   *slog.Logger
-	meta     *cluster.FileStore // topics, ids, configs, tombstones (meta.json)
-	defaults map[string]string  // validated TopicDefaults
+	meta     cluster.Store     // topics, ids, configs, tombstones (Config.Metadata)
+	defaults map[string]string // validated TopicDefaults
 	ids      *producer.Allocator
 	groups   *group.Coordinator
 	ingest   ingestStats // validation counters (ingest.go)
@@ -213,16 +216,27 @@ func Open(cfg Config) (_ *Broker, err error) {
 	if b.ids, err = producer.OpenAllocator(b.fs, cfg.Dir); err != nil {
 		return nil, fmt.Errorf("broker: %w", err)
 	}
-	store, existed, err := cluster.OpenFileStore(b.fs, cfg.Dir)
+	store := cfg.Metadata
+	if store == nil {
+		if store, _, err = cluster.OpenFileStore(b.fs, cfg.Dir); err != nil {
+			return nil, fmt.Errorf("broker: %w", err)
+		}
+	}
+	b.meta = store
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	err = store.CatchUp(ctx)
+	cancel()
 	if err != nil {
 		return nil, fmt.Errorf("broker: %w", err)
 	}
-	b.meta = store
 	recs, err := b.checkPartitionDirs(store.Image())
 	if err != nil {
 		return nil, err
 	}
-	if !existed || len(recs) > 0 {
+	if store.Image().ClusterID() == "" { // a new cluster
+		recs = append([]cluster.Record{cluster.ClusterInit{ClusterID: cluster.NewClusterID()}}, recs...)
+	}
+	if len(recs) > 0 {
 		if _, err := store.Apply(recs...); err != nil {
 			return nil, fmt.Errorf("broker: %w", err)
 		}

@@ -60,6 +60,9 @@ func TestFileStore(t *testing.T) {
 	if err != nil || existed {
 		t.Fatalf("fresh directory: existed %v, %v", existed, err)
 	}
+	if _, err := s.Apply(ClusterInit{ClusterID: "c1"}); err != nil {
+		t.Fatal(err)
+	}
 	var seen []int
 	cancel := s.Subscribe(func(im *Image) { seen = append(seen, len(im.Topics())) })
 	ids := map[string]TopicID{}
@@ -89,7 +92,7 @@ func TestFileStore(t *testing.T) {
 			t.Fatalf("%s: existed %v, %v", name, existed, err)
 		}
 		im := r.Image()
-		if im.ClusterID() != cluster || len(im.Topics()) != 2 || !im.IsDeleted(ids["t1"]) {
+		if im.ClusterID() != "c1" || im.ClusterID() != cluster || len(im.Topics()) != 2 || !im.IsDeleted(ids["t1"]) {
 			t.Fatalf("%s: cluster %s, topics %v, t1 tombstoned %v", name, im.ClusterID(), im.Topics(), im.IsDeleted(ids["t1"]))
 		}
 		if t2, _ := im.Topic("t2"); t2.ID != ids["t2"] || t2.Partitions != 3 {

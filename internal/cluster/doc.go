@@ -8,3 +8,23 @@
 // always has. The Raft-replicated store of a cluster (REPLICATION.md §1)
 // takes the same records, so the broker does not change when it comes.
 package cluster
+
+import "context"
+
+// Store keeps cluster metadata: FileStore on a single node, RaftStore in a
+// quorum. Apply makes recs durable (committed) before it returns the image
+// after them; Subscribe sees every image applied from then on.
+type Store interface {
+	Image() *Image
+	Apply(recs ...Record) (*Image, error)
+	Subscribe(fn func(*Image)) (cancel func())
+	// CatchUp returns once the image holds every change committed before
+	// the call (a restarted raft node replays its log asynchronously): a
+	// reader deciding from the image calls it first.
+	CatchUp(ctx context.Context) error
+}
+
+var (
+	_ Store = (*FileStore)(nil)
+	_ Store = (*RaftStore)(nil)
+)

@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -49,8 +50,8 @@ type FileStore struct {
 }
 
 // OpenFileStore reads dir's meta.json. Without one (a fresh directory) the
-// image is empty with a new cluster id, and existed is false: the first
-// Apply writes the file.
+// image is empty, without a cluster id until a ClusterInit record, and
+// existed is false: the first Apply writes the file.
 func OpenFileStore(fs vfs.FS, dir string) (s *FileStore, existed bool, err error) {
 	s = &FileStore{fs: fs, dir: dir, subs: map[int]func(*Image){}}
 	img, existed, err := readMetaFile(fs, dir)
@@ -70,7 +71,7 @@ func (s *FileStore) Image() *Image { return s.img.Load() }
 func (s *FileStore) Apply(recs ...Record) (*Image, error) {
 	for _, r := range recs {
 		switch r.(type) {
-		case PutTopic, RemoveTopic, ForgetDeleted:
+		case ClusterInit, PutTopic, RemoveTopic, ForgetDeleted:
 		default:
 			// meta.json has no place for it: it would be lost at restart.
 			return nil, fmt.Errorf("cluster: a single node's metadata does not keep %T records", r)
@@ -98,6 +99,9 @@ func (s *FileStore) Apply(recs ...Record) (*Image, error) {
 	return next, nil
 }
 
+// CatchUp returns at once: the file is the image.
+func (s *FileStore) CatchUp(context.Context) error { return nil }
+
 // Subscribe calls fn with every image Apply publishes from now on, on the
 // applying goroutine, until cancel is called.
 func (s *FileStore) Subscribe(fn func(*Image)) (cancel func()) {
@@ -116,7 +120,7 @@ func (s *FileStore) Subscribe(fn func(*Image)) (cancel func()) {
 func readMetaFile(fs vfs.FS, dir string) (*Image, bool, error) {
 	b, err := vfs.ReadFile(fs, filepath.Join(dir, MetaFileName))
 	if errors.Is(err, os.ErrNotExist) {
-		return NewImage(NewClusterID()), false, nil
+		return NewImage(""), false, nil // ClusterInit names it
 	}
 	if err != nil {
 		return nil, false, fmt.Errorf("cluster: read %s: %w", MetaFileName, err)

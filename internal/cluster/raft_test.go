@@ -220,7 +220,7 @@ func TestRaftQuorum(t *testing.T) {
 		t.Fatal(err)
 	}
 	a := NewTopicID()
-	if _, err := l.Apply(5*time.Second, ClusterInit{ClusterID: "c1"}, PutTopic{Topic{Name: "a", ID: a, Partitions: 2}}); err != nil {
+	if _, err := l.ApplyWithin(5*time.Second, ClusterInit{ClusterID: "c1"}, PutTopic{Topic{Name: "a", ID: a, Partitions: 2}}); err != nil {
 		t.Fatal(err)
 	}
 	for id, s := range nodes {
@@ -229,7 +229,7 @@ func TestRaftQuorum(t *testing.T) {
 			return ok
 		})
 	}
-	if _, err := l.Apply(5*time.Second, PutTopic{Topic{Name: "a", ID: NewTopicID(), Partitions: 1}}); err == nil {
+	if _, err := l.ApplyWithin(5*time.Second, PutTopic{Topic{Name: "a", ID: NewTopicID(), Partitions: 1}}); err == nil {
 		t.Fatal("a conflicting topic was committed")
 	}
 
@@ -247,7 +247,7 @@ func TestRaftQuorum(t *testing.T) {
 	nl := leader(old)
 	t.Logf("new leader elected in %v", time.Since(elected).Round(time.Millisecond))
 	b := NewTopicID()
-	if _, err := nl.Apply(5*time.Second, PutTopic{Topic{Name: "b", ID: b, Partitions: 1}}); err != nil {
+	if _, err := nl.ApplyWithin(5*time.Second, PutTopic{Topic{Name: "b", ID: b, Partitions: 1}}); err != nil {
 		t.Fatal(err)
 	}
 
@@ -301,7 +301,7 @@ func TestRaftLeaderIsolated(t *testing.T) {
 		return id, nodes[id]
 	}
 	old, l := leaderOf(1, 2, 3)
-	if _, err := l.Apply(5*time.Second, ClusterInit{ClusterID: "c1"}, PutTopic{Topic{Name: "a", ID: NewTopicID(), Partitions: 1}}); err != nil {
+	if _, err := l.ApplyWithin(5*time.Second, ClusterInit{ClusterID: "c1"}, PutTopic{Topic{Name: "a", ID: NewTopicID(), Partitions: 1}}); err != nil {
 		t.Fatal(err)
 	}
 	var rest []int32
@@ -316,10 +316,10 @@ func TestRaftLeaderIsolated(t *testing.T) {
 	cut := time.Now()
 	_, nl := leaderOf(rest...)
 	t.Logf("a new leader %v after the cut", time.Since(cut).Round(time.Millisecond))
-	if _, err := nl.Apply(5*time.Second, PutTopic{Topic{Name: "b", ID: NewTopicID(), Partitions: 1}}); err != nil {
+	if _, err := nl.ApplyWithin(5*time.Second, PutTopic{Topic{Name: "b", ID: NewTopicID(), Partitions: 1}}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := l.Apply(2*time.Second, PutTopic{Topic{Name: "c", ID: NewTopicID(), Partitions: 1}}); err == nil {
+	if _, err := l.ApplyWithin(2*time.Second, PutTopic{Topic{Name: "c", ID: NewTopicID(), Partitions: 1}}); err == nil {
 		t.Fatal("the isolated old leader committed a change")
 	}
 	nw.Heal()
@@ -353,7 +353,7 @@ func TestSingleVoterStartsFast(t *testing.T) {
 			id, _, ok := s.Leader()
 			return ok && id == 1
 		})
-		if _, err := s.Apply(5*time.Second, PutTopic{Topic{Name: fmt.Sprint("t", round), ID: NewTopicID(), Partitions: 1}}); err != nil {
+		if _, err := s.ApplyWithin(5*time.Second, PutTopic{Topic{Name: fmt.Sprint("t", round), ID: NewTopicID(), Partitions: 1}}); err != nil {
 			t.Fatal(err)
 		}
 		t.Logf("round %d: leading and committed %v after start", round, time.Since(start).Round(time.Millisecond))

@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -168,10 +169,18 @@ func (s *RaftStore) Leader() (id int32, addr string, ok bool) {
 	return int32(n), string(a), err == nil
 }
 
-// Apply commits recs through the quorum (this node must lead it:
+// DefaultApplyTimeout bounds Apply.
+const DefaultApplyTimeout = 10 * time.Second
+
+// Apply is ApplyWithin DefaultApplyTimeout: the Store interface.
+func (s *RaftStore) Apply(recs ...Record) (*Image, error) {
+	return s.ApplyWithin(DefaultApplyTimeout, recs...)
+}
+
+// ApplyWithin commits recs through the quorum (this node must lead it:
 // ErrNotController otherwise) and returns the image after them, or the
 // conflict every node found. It waits at most timeout.
-func (s *RaftStore) Apply(timeout time.Duration, recs ...Record) (*Image, error) {
+func (s *RaftStore) ApplyWithin(timeout time.Duration, recs ...Record) (*Image, error) {
 	data, err := EncodeRecords(recs)
 	if err != nil {
 		return nil, err
@@ -191,6 +200,29 @@ func (s *RaftStore) Apply(timeout time.Duration, recs ...Record) (*Image, error)
 // committed before it: a new controller calls it before deciding anything
 // from its image.
 func (s *RaftStore) Barrier(timeout time.Duration) error { return s.r.Barrier(timeout).Error() }
+
+// CatchUp waits until this node has applied everything committed: as
+// leader, through a Barrier; as a follower, until its applied index
+// reaches the commit index it knows. ctx bounds the wait (a node without
+// a quorum cannot catch up).
+func (s *RaftStore) CatchUp(ctx context.Context) error {
+	for {
+		if _, _, ok := s.Leader(); ok {
+			if s.r.State() == raft.Leader {
+				if err := s.r.Barrier(DefaultApplyTimeout).Error(); err == nil {
+					return nil
+				}
+			} else if commit := s.r.CommitIndex(); commit > 0 && s.r.AppliedIndex() >= commit {
+				return nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("cluster: catching up with the metadata quorum: %w", ctx.Err())
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
 
 // Close stops raft and releases its stores.
 func (s *RaftStore) Close() error {
