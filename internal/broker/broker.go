@@ -136,15 +136,18 @@ func (c Config) withDefaults() Config {
 
 // Broker is a single Strand node's topics and partitions.
 type Broker struct {
-	cfg      Config
-	fs       vfs.FS
-	logger   *slog.Logger
-	meta     cluster.Store     // topics, ids, configs, tombstones (Config.Metadata)
-	defaults map[string]string // validated TopicDefaults
-	ids      *producer.Allocator
-	groups   *group.Coordinator
-	ingest   ingestStats // validation counters (ingest.go)
-	stats    stats       // traffic counters (stats.go)
+	cfg    Config
+	fs     vfs.FS
+	logger *slog.Logger
+	meta   cluster.Store // topics, ids, configs, tombstones (Config.Metadata)
+	// images feeds the reconciler (reconcile.go); unsubscribe ends its feed.
+	images      chan *cluster.Image
+	unsubscribe func()
+	defaults    map[string]string // validated TopicDefaults
+	ids         *producer.Allocator
+	groups      *group.Coordinator
+	ingest      ingestStats // validation counters (ingest.go)
+	stats       stats       // traffic counters (stats.go)
 
 	lock io.Closer // the data directory's .lock, held until Close
 
@@ -250,6 +253,7 @@ func Open(cfg Config) (_ *Broker, err error) {
 		b.closePartitions()
 		return nil, err
 	}
+	b.startReconciler()
 	b.wg.Add(2)
 	go b.every(b.cfg.RetentionCheckInterval, b.ApplyRetention)
 	go b.every(b.cfg.CleanerBackoff, b.CleanLogs) // log.cleaner.backoff.ms
@@ -408,6 +412,7 @@ func (b *Broker) Close() error {
 	b.mu.Unlock()
 	// The coordinator first: it writes to __consumer_offsets.
 	b.groups.Close()
+	b.unsubscribe()
 	close(b.stop)
 	b.wg.Wait()
 	b.admin.Lock()

@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"errors"
 	"net"
 	"path/filepath"
 	"testing"
@@ -18,31 +19,7 @@ import (
 // broker finds its topic, with its id, and the record produced to it.
 func TestBrokerOverRaftMetadata(t *testing.T) {
 	root := t.TempDir()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	cfg := cluster.RaftConfig{NodeID: 0, Dir: filepath.Join(root, "quorum"), Bind: addr, Voters: []cluster.Voter{{ID: 0, Addr: addr}},
-		HeartbeatTimeout: 100 * time.Millisecond, ElectionTimeout: 100 * time.Millisecond, LeaderLease: 50 * time.Millisecond}
-	openBoth := func() (*cluster.RaftStore, *Broker) {
-		t.Helper()
-		rs, err := cluster.OpenRaftStore(cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-			if id, _, ok := rs.Leader(); ok && id == 0 {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatal("the single voter never led")
-			}
-		}
-		b := open(t, vfs.Default, filepath.Join(root, "data"), func(c *Config) { c.Metadata = rs })
-		return rs, b
-	}
+	openBoth := singleVoterBroker(t, root)
 	rs, b := openBoth()
 	tp := mustCreate(t, b, TopicSpec{Name: "orders", Partitions: 2})
 	if got, ok := rs.Image().Topic("orders"); !ok || got.ID != tp.ID || got.Partitions != 2 {
@@ -71,4 +48,82 @@ func TestBrokerOverRaftMetadata(t *testing.T) {
 	if p.log.LogEndOffset() != 1 {
 		t.Fatalf("partition 1 ends at %d after the restart, want 1", p.log.LogEndOffset())
 	}
+}
+
+// singleVoterBroker returns a function that opens a single-voter raft
+// quorum in root and a broker (node 0) on it, leading.
+func singleVoterBroker(t *testing.T, root string) func() (*cluster.RaftStore, *Broker) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	cfg := cluster.RaftConfig{NodeID: 0, Dir: filepath.Join(root, "quorum"), Bind: addr, Voters: []cluster.Voter{{ID: 0, Addr: addr}},
+		HeartbeatTimeout: 100 * time.Millisecond, ElectionTimeout: 100 * time.Millisecond, LeaderLease: 50 * time.Millisecond}
+	return func() (*cluster.RaftStore, *Broker) {
+		t.Helper()
+		rs, err := cluster.OpenRaftStore(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+			if id, _, ok := rs.Leader(); ok && id == 0 {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatal("the single voter never led")
+			}
+		}
+		b := open(t, vfs.Default, filepath.Join(root, "data"), func(c *Config) { c.Metadata = rs })
+		return rs, b
+	}
+}
+
+// TestReconcilerAppliesRegistrations: partition registrations committed to
+// the quorum become the partition's role, leader, ISR and epoch: a change
+// of leader to another node makes it a follower (produces refused), back to
+// this node a leader stamping the new epoch, and an ISR-only change (a new
+// partition epoch) updates the ISR without a new leader epoch.
+func TestReconcilerAppliesRegistrations(t *testing.T) {
+	rs, b := singleVoterBroker(t, t.TempDir())()
+	defer rs.Close()
+	defer b.Close()
+	tp := mustCreate(t, b, TopicSpec{Name: "t", Partitions: 1})
+	p, _ := tp.Partition(0)
+	waitState := func(what string, ok func() bool) {
+		t.Helper()
+		for deadline := time.Now().Add(10 * time.Second); !ok(); time.Sleep(10 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("timed out waiting for %s: %+v", what, *p.state())
+			}
+		}
+	}
+	apply := func(recs ...cluster.Record) {
+		t.Helper()
+		if _, err := rs.Apply(recs...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	apply(cluster.Partition{TopicID: tp.ID, PartitionID: 0, Replicas: []cluster.NodeID{0, 1}, ISR: []cluster.NodeID{0, 1}, Leader: 0})
+	waitState("the registration", func() bool { return len(p.ISR()) == 2 })
+	apply(cluster.PartitionChange{TopicID: tp.ID, PartitionID: 0, ExpectedPartitionEpoch: 0, Leader: 1})
+	waitState("follower of node 1", func() bool { return p.Role() == RoleFollower && p.Leader() == 1 && p.LeaderEpoch() == 1 })
+	if _, err := p.Append(context.Background(), encode(t, 1, record.DefaultBatchOptions()), AcksLeader); !errors.Is(err, ErrNotLeader) {
+		t.Fatalf("produce while following: %v", err)
+	}
+	apply(cluster.PartitionChange{TopicID: tp.ID, PartitionID: 0, ExpectedPartitionEpoch: 1, Leader: 0})
+	waitState("leader again", func() bool { return p.Role() == RoleLeader && p.LeaderEpoch() == 2 })
+	res, err := p.Append(context.Background(), encode(t, 1, record.DefaultBatchOptions()), AcksLeader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rr, _ := p.Read(res.BaseOffset, 1<<20); len(rr.Batches) == 0 {
+		t.Fatal("nothing read back")
+	} else if h, _ := record.ParseHeader(rr.Batches); h.LeaderEpoch != 2 {
+		t.Fatalf("batch stamped with epoch %d, want 2", h.LeaderEpoch)
+	}
+	apply(cluster.PartitionChange{TopicID: tp.ID, PartitionID: 0, ExpectedPartitionEpoch: 2, ISR: []cluster.NodeID{0}, Leader: cluster.LeaderUnchanged})
+	waitState("the ISR shrink", func() bool { return len(p.ISR()) == 1 && p.LeaderEpoch() == 2 })
 }

@@ -34,12 +34,15 @@ type replicaState struct {
 	leader   NodeID
 	replicas []NodeID
 	isr      []NodeID
+	// partitionEpoch is the registration's (bumped by every change); -1
+	// for a single node's partition, which has none.
+	partitionEpoch int32
 }
 
 // soloState is a partition on a single node: its own leader, replica set
 // and ISR, at epoch 0.
 func soloState(self NodeID) *replicaState {
-	return &replicaState{role: RoleLeader, epoch: 0, leader: self, replicas: []NodeID{self}, isr: []NodeID{self}}
+	return &replicaState{role: RoleLeader, epoch: 0, leader: self, replicas: []NodeID{self}, isr: []NodeID{self}, partitionEpoch: -1}
 }
 
 func (p *Partition) state() *replicaState { return p.replica.Load() }
