@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"reflect"
 )
 
 // A raft log entry is one batch of records, applied atomically. Each
@@ -37,38 +38,43 @@ func (r ClusterInit) apply(im *Image, _ int64) error {
 
 const recordVersion = 1
 
-// recordType names each record type on the wire.
-func recordType(r Record) (string, error) {
-	switch r.(type) {
-	case ClusterInit:
-		return "cluster_init", nil
-	case PutTopic:
-		return "put_topic", nil
-	case RemoveTopic:
-		return "remove_topic", nil
-	case ForgetDeleted:
-		return "forget_deleted", nil
-	case RegisterBroker:
-		return "register_broker", nil
-	case BrokerRegistrationChange:
-		return "broker_registration_change", nil
-	case UnregisterBroker:
-		return "unregister_broker", nil
-	case Partition:
-		return "partition", nil
-	case PartitionChange:
-		return "partition_change", nil
+// codecs names each record type on the wire and decodes it. Adding a
+// record means adding it here, nowhere else.
+var codecs = map[string]func([]byte) (Record, error){
+	"cluster_init":               decodeAs[ClusterInit],
+	"put_topic":                  decodeAs[PutTopic],
+	"remove_topic":               decodeAs[RemoveTopic],
+	"forget_deleted":             decodeAs[ForgetDeleted],
+	"register_broker":            decodeAs[RegisterBroker],
+	"broker_registration_change": decodeAs[BrokerRegistrationChange],
+	"unregister_broker":          decodeAs[UnregisterBroker],
+	"partition":                  decodeAs[Partition],
+	"partition_change":           decodeAs[PartitionChange],
+}
+
+// typeNames is codecs' key for each record type.
+var typeNames = func() map[reflect.Type]string {
+	m := make(map[reflect.Type]string, len(codecs))
+	for name, decode := range codecs {
+		r, _ := decode([]byte("{}"))
+		m[reflect.TypeOf(r)] = name
 	}
-	return "", fmt.Errorf("cluster: no codec for %T", r)
+	return m
+}()
+
+func decodeAs[R Record](data []byte) (Record, error) {
+	var r R
+	err := strict(data, &r)
+	return r, err
 }
 
 // EncodeRecords encodes one batch of records.
 func EncodeRecords(recs []Record) ([]byte, error) {
 	var b batch
 	for _, r := range recs {
-		typ, err := recordType(r)
-		if err != nil {
-			return nil, err
+		typ, ok := typeNames[reflect.TypeOf(r)]
+		if !ok {
+			return nil, fmt.Errorf("cluster: no codec for %T", r)
 		}
 		data, err := json.Marshal(r)
 		if err != nil {
@@ -88,73 +94,20 @@ func DecodeRecords(data []byte) ([]Record, error) {
 	}
 	out := make([]Record, 0, len(b.Records))
 	for _, e := range b.Records {
+		decode, ok := codecs[e.Type]
+		if !ok {
+			return nil, fmt.Errorf("cluster: record type %q is unknown", e.Type)
+		}
 		if e.Version != recordVersion {
 			return nil, fmt.Errorf("cluster: record %q version %d is unknown", e.Type, e.Version)
 		}
-		var r Record
-		var err error
-		switch e.Type {
-		case "cluster_init":
-			var x ClusterInit
-			err, r = strict(e.Data, &x), &x
-		case "put_topic":
-			var x PutTopic
-			err, r = strict(e.Data, &x), &x
-		case "remove_topic":
-			var x RemoveTopic
-			err, r = strict(e.Data, &x), &x
-		case "forget_deleted":
-			var x ForgetDeleted
-			err, r = strict(e.Data, &x), &x
-		case "register_broker":
-			var x RegisterBroker
-			err, r = strict(e.Data, &x), &x
-		case "broker_registration_change":
-			var x BrokerRegistrationChange
-			err, r = strict(e.Data, &x), &x
-		case "unregister_broker":
-			var x UnregisterBroker
-			err, r = strict(e.Data, &x), &x
-		case "partition":
-			var x Partition
-			err, r = strict(e.Data, &x), &x
-		case "partition_change":
-			var x PartitionChange
-			err, r = strict(e.Data, &x), &x
-		default:
-			return nil, fmt.Errorf("cluster: record type %q is unknown", e.Type)
-		}
+		r, err := decode(e.Data)
 		if err != nil {
 			return nil, fmt.Errorf("cluster: decode %s: %w", e.Type, err)
 		}
-		out = append(out, deref(r))
+		out = append(out, r)
 	}
 	return out, nil
-}
-
-// deref turns the pointer a record was decoded into back into a value.
-func deref(r Record) Record {
-	switch x := r.(type) {
-	case *ClusterInit:
-		return *x
-	case *PutTopic:
-		return *x
-	case *RemoveTopic:
-		return *x
-	case *ForgetDeleted:
-		return *x
-	case *RegisterBroker:
-		return *x
-	case *BrokerRegistrationChange:
-		return *x
-	case *UnregisterBroker:
-		return *x
-	case *Partition:
-		return *x
-	case *PartitionChange:
-		return *x
-	}
-	return r
 }
 
 func strict(data []byte, v any) error {

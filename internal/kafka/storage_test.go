@@ -78,24 +78,7 @@ func TestDiskFailuresAreStorageErrors(t *testing.T) {
 // and the damaged files stay as they are.
 func TestDamagedPartitionOffline(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
-	first := startServer(t, broker.Config{Dir: dir}, Config{})
-	createTopic(t, first.b, "t", 2, map[string]string{broker.ConfigSegmentBytes: "2048"})
-	c := dial(t, first.addr)
-	for range 40 {
-		for p := range int32(2) {
-			if pp := producePartition(t, c.do(produceReq("t", p, batch(t, 3, -1, -1, -1)), 9)); pp.ErrorCode != 0 {
-				t.Fatal(kerr.ErrorForCode(pp.ErrorCode))
-			}
-		}
-	}
-	c.conn.Close()
-	if err := first.s.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if err := first.b.Close(); err != nil {
-		t.Fatal(err)
-	}
+	dir := twoSealedPartitions(t)
 	seg := filepath.Join(dir, "t-0", "00000000000000000000.log")
 	fi, err := os.Stat(seg)
 	if err != nil {
@@ -106,7 +89,7 @@ func TestDamagedPartitionOffline(t *testing.T) {
 	}
 
 	ts := startServer(t, broker.Config{Dir: dir}, Config{})
-	c = dial(t, ts.addr)
+	c := dial(t, ts.addr)
 	pp := producePartition(t, c.do(produceReq("t", 0, batch(t, 1, -1, -1, -1)), 9))
 	if pp.ErrorCode != kerr.KafkaStorageError.Code || pp.ErrorMessage == nil || !strings.Contains(*pp.ErrorMessage, "00000000000000000000.log") {
 		t.Fatalf("produce to the damaged partition: %v %v", kerr.ErrorForCode(pp.ErrorCode), pp.ErrorMessage)
@@ -132,21 +115,7 @@ func TestDamagedPartitionOffline(t *testing.T) {
 // other keeps serving), and fifty failing fetches log one line, not fifty.
 func TestScrubbedCorruptionServedAsStorageError(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
-	first := startServer(t, broker.Config{Dir: dir}, Config{})
-	createTopic(t, first.b, "t", 2, map[string]string{broker.ConfigSegmentBytes: "2048"})
-	c := dial(t, first.addr)
-	for range 40 {
-		for p := range int32(2) {
-			if pp := producePartition(t, c.do(produceReq("t", p, batch(t, 3, -1, -1, -1)), 9)); pp.ErrorCode != 0 {
-				t.Fatal(kerr.ErrorForCode(pp.ErrorCode))
-			}
-		}
-	}
-	c.conn.Close()
-	if err := errors.Join(first.s.Close(), first.b.Close()); err != nil {
-		t.Fatal(err)
-	}
+	dir := twoSealedPartitions(t)
 	seg := filepath.Join(dir, "t-0", "00000000000000000000.log")
 	data, err := os.ReadFile(seg)
 	if err != nil {
@@ -169,7 +138,7 @@ func TestScrubbedCorruptionServedAsStorageError(t *testing.T) {
 		t.Fatalf("scrub: %+v, %v", rep, err)
 	}
 	tp, _ := ts.b.Topic("t")
-	c = dial(t, ts.addr)
+	c := dial(t, ts.addr)
 	for range 50 {
 		if fp := fetchPartition(t, c.do(fetchReq("t", tp.ID, map[int32]int64{0: 0}), 12)); fp.ErrorCode != kerr.KafkaStorageError.Code {
 			t.Fatalf("fetch from the corrupt partition: %v", kerr.ErrorForCode(fp.ErrorCode))
@@ -262,4 +231,27 @@ func TestProduceTimeoutHonoured(t *testing.T) {
 	}
 	free()
 	waitFor(t, "the timed-out batch to become visible", func() bool { return p.HighWatermark() == 1 })
+}
+
+// twoSealedPartitions fills both partitions of topic "t" (2 KiB segments,
+// so each has sealed ones) over the wire, stops the broker cleanly and
+// returns its data directory.
+func twoSealedPartitions(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	first := startServer(t, broker.Config{Dir: dir}, Config{})
+	createTopic(t, first.b, "t", 2, map[string]string{broker.ConfigSegmentBytes: "2048"})
+	c := dial(t, first.addr)
+	for range 40 {
+		for p := range int32(2) {
+			if pp := producePartition(t, c.do(produceReq("t", p, batch(t, 3, -1, -1, -1)), 9)); pp.ErrorCode != 0 {
+				t.Fatal(kerr.ErrorForCode(pp.ErrorCode))
+			}
+		}
+	}
+	c.conn.Close()
+	if err := errors.Join(first.s.Close(), first.b.Close()); err != nil {
+		t.Fatal(err)
+	}
+	return dir
 }

@@ -101,27 +101,9 @@ func TestUnsyncedBatchInvisible(t *testing.T) {
 	l := mustOpen(t, fs, "/d", Config{FlushMessages: 1})
 	mustAppend(t, l, batch(t, 1000, "a"))
 
-	entered, release := make(chan struct{}), make(chan struct{})
-	var releaseOnce sync.Once
-	free := func() { releaseOnce.Do(func() { close(release) }) }
-	// Registered after mustOpen's Close, so it runs first: a failing
-	// assertion below must not leave Close waiting on the held fsync.
-	t.Cleanup(free)
-	var blocked atomic.Bool
-	fs.InjectError(func(op vfs.Op, path string) error {
-		if op == vfs.OpSync && strings.HasSuffix(path, ".log") && blocked.CompareAndSwap(false, true) {
-			close(entered)
-			<-release
-		}
-		return nil
-	})
+	entered, free := holdFirstLogSync(t, fs)
 	done := make(chan error, 2)
-	go func() { _, err := l.Append(batch(t, 1000, "b")); done <- err }()
-	select {
-	case <-entered:
-	case <-time.After(time.Minute):
-		t.Fatal("the append never reached its fsync")
-	}
+	appendReachesSync(t, l, batch(t, 1000, "b"), entered, done)
 	if hw := l.HighWatermark(); hw != 1 {
 		t.Fatalf("high watermark %d while offset 1 waits for its fsync", hw)
 	}
@@ -141,5 +123,39 @@ func TestUnsyncedBatchInvisible(t *testing.T) {
 	}
 	if got := values(readAll(t, l, 0)); strings.Join(got, ",") != "a,b,c" {
 		t.Fatalf("log holds %q", got)
+	}
+}
+
+// holdFirstLogSync makes the first fsync of a .log file on fs wait until
+// the returned free is called (also at cleanup, registered after any
+// earlier mustOpen's Close so that it runs first: a failing assertion must
+// not leave Close waiting on the held fsync). entered closes once that
+// fsync has begun.
+func holdFirstLogSync(t *testing.T, fs *vfs.MemFS) (entered <-chan struct{}, free func()) {
+	t.Helper()
+	in, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	free = func() { once.Do(func() { close(release) }) }
+	t.Cleanup(free)
+	var blocked atomic.Bool
+	fs.InjectError(func(op vfs.Op, path string) error {
+		if op == vfs.OpSync && strings.HasSuffix(path, ".log") && blocked.CompareAndSwap(false, true) {
+			close(in)
+			<-release
+		}
+		return nil
+	})
+	return in, free
+}
+
+// appendReachesSync appends b on its own goroutine (its error to done)
+// and waits, bounded, until its fsync has begun.
+func appendReachesSync(t *testing.T, l *Log, b []byte, entered <-chan struct{}, done chan<- error) {
+	t.Helper()
+	go func() { _, err := l.Append(b); done <- err }()
+	select {
+	case <-entered:
+	case <-time.After(time.Minute):
+		t.Fatal("the append never reached its fsync")
 	}
 }

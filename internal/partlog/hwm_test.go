@@ -3,11 +3,7 @@ package partlog
 import (
 	"errors"
 	"fmt"
-	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/strandmq/strand/internal/record"
 	"github.com/strandmq/strand/internal/vfs"
@@ -110,25 +106,9 @@ func TestFsyncGateInReplicatedMode(t *testing.T) {
 	mustAppend(t, l, batch(t, 1, "a"))
 	l.SetHighWatermark(1)
 
-	entered, release := make(chan struct{}), make(chan struct{})
-	var once sync.Once
-	free := func() { once.Do(func() { close(release) }) }
-	t.Cleanup(free) // runs before mustOpen's Close, which would wait on the fsync
-	var blocked atomic.Bool
-	fs.InjectError(func(op vfs.Op, path string) error {
-		if op == vfs.OpSync && strings.HasSuffix(path, ".log") && blocked.CompareAndSwap(false, true) {
-			close(entered)
-			<-release
-		}
-		return nil
-	})
+	entered, free := holdFirstLogSync(t, fs)
 	done := make(chan error, 1)
-	go func() { _, err := l.Append(batch(t, 1, "b")); done <- err }()
-	select {
-	case <-entered:
-	case <-time.After(time.Minute):
-		t.Fatal("the append never reached its fsync")
-	}
+	appendReachesSync(t, l, batch(t, 1, "b"), entered, done)
 	l.SetHighWatermark(2) // every replica has it, but it is not on this disk yet
 	if hw := l.HighWatermark(); hw != 1 {
 		t.Fatalf("high watermark %d passes a batch waiting for its fsync", hw)
