@@ -205,3 +205,30 @@ func (r PartitionChange) apply(im *Image, _ int64) error {
 	im.partitions[r.TopicID] = ps
 	return nil
 }
+
+// eachPartition calls fn for every registered partition, in topic id and
+// partition order (decisions from it must not depend on map order).
+func (im *Image) eachPartition(fn func(TopicID, int32, PartitionReg)) {
+	ids := slices.Collect(maps.Keys(im.partitions))
+	slices.SortFunc(ids, func(a, b TopicID) int { return cmp.Compare(a.Hex(), b.Hex()) })
+	for _, id := range ids {
+		ps := im.partitions[id]
+		nums := slices.Sorted(maps.Keys(ps))
+		for _, p := range nums {
+			fn(id, p, ps[p])
+		}
+	}
+}
+
+// leadsAny reports whether broker id leads a partition.
+func (im *Image) leadsAny(id NodeID) bool {
+	for _, ps := range im.partitions {
+		for _, r := range ps {
+			if r.Leader == id {
+				return true
+			}
+		}
+	}
+	return false
+}
+

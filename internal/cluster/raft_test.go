@@ -187,7 +187,7 @@ func TestRaftQuorum(t *testing.T) {
 	nodes := map[int32]*RaftStore{}
 	start := func(v Voter) {
 		t.Helper()
-		s, err := OpenRaftStore(RaftConfig{NodeID: v.ID, Dir: dirs[v.ID], Bind: v.Addr, Voters: voters})
+		s, err := OpenRaftStore(RaftConfig{NodeID: v.ID, Dir: dirs[v.ID], Bind: v.Addr, Voters: voters, Controller: ControllerConfig{ClusterID: "c1"}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -275,7 +275,7 @@ func TestRaftLeaderIsolated(t *testing.T) {
 	voters := []Voter{{1, freeAddr(t)}, {2, freeAddr(t)}, {3, freeAddr(t)}}
 	nodes := map[int32]*RaftStore{}
 	for _, v := range voters {
-		s, err := OpenRaftStore(RaftConfig{NodeID: v.ID, Dir: t.TempDir(), Bind: v.Addr, Voters: voters, Network: nw})
+		s, err := OpenRaftStore(RaftConfig{NodeID: v.ID, Dir: t.TempDir(), Bind: v.Addr, Voters: voters, Network: nw, Controller: ControllerConfig{ClusterID: "c1"}})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -41,6 +41,8 @@ type RaftConfig struct {
 	// Network, if set, carries raft's connections instead of plain TCP
 	// (tests: internal/vnet, to cut and delay links).
 	Network Network
+	// Controller tunes the controller this node runs while it leads.
+	Controller ControllerConfig
 }
 
 // Network is what raft's transport needs of a network: vnet.Network in
@@ -69,6 +71,10 @@ type RaftStore struct {
 	fsm   *fsm
 	trans *raft.NetworkTransport
 	logs  *raftboltdb.BoltStore
+	ctl   *controller
+	nw    Network
+	node  string        // this node's id, as Network names it
+	done  chan struct{} // closed by Close: ends the controller's watch
 }
 
 // ErrNotController: this node does not lead the metadata quorum; changes go
@@ -95,31 +101,27 @@ func OpenRaftStore(cfg RaftConfig) (*RaftStore, error) {
 		logs.Close()
 		return nil, fmt.Errorf("cluster: raft snapshots: %w", err)
 	}
-	addr, err := net.ResolveTCPAddr("tcp", cfg.Bind)
+	if cfg.Network == nil {
+		cfg.Network = tcpNetwork{}
+	}
+	node := strconv.Itoa(int(cfg.NodeID))
+	s := &RaftStore{fsm: newFSM(), logs: logs, nw: cfg.Network, node: node, done: make(chan struct{})}
+	s.ctl = newController(s, cfg.Controller, cfg.Logger)
+	ln, err := cfg.Network.Listen(node, cfg.Bind)
 	if err != nil {
 		logs.Close()
-		return nil, fmt.Errorf("cluster: raft address %q: %w", cfg.Bind, err)
+		return nil, fmt.Errorf("cluster: raft port %s: %w", cfg.Bind, err)
 	}
-	var trans *raft.NetworkTransport
-	if cfg.Network != nil {
-		var ln net.Listener
-		if ln, err = cfg.Network.Listen(strconv.Itoa(int(cfg.NodeID)), cfg.Bind); err == nil {
-			trans = raft.NewNetworkTransportWithLogger(streamLayer{ln, cfg.Network, strconv.Itoa(int(cfg.NodeID))}, 3, 10*time.Second, hlog)
-		}
-	} else {
-		trans, err = raft.NewTCPTransportWithLogger(cfg.Bind, addr, 3, 10*time.Second, hlog)
-	}
-	if err != nil {
-		logs.Close()
-		return nil, fmt.Errorf("cluster: raft transport on %s: %w", cfg.Bind, err)
-	}
+	mux := newMuxListener(ln, s.ctl.serve)
+	s.trans = raft.NewNetworkTransportWithLogger(streamLayer{mux, cfg.Network, node}, 3, 10*time.Second, hlog)
 	rc := raft.DefaultConfig()
 	rc.LocalID = raft.ServerID(strconv.Itoa(int(cfg.NodeID)))
 	rc.Logger = hlog
 	rc.HeartbeatTimeout = orDefault(cfg.HeartbeatTimeout, 500*time.Millisecond)
 	rc.ElectionTimeout = orDefault(cfg.ElectionTimeout, 500*time.Millisecond)
 	rc.LeaderLeaseTimeout = orDefault(cfg.LeaderLease, 250*time.Millisecond)
-	s := &RaftStore{fsm: newFSM(), trans: trans, logs: logs}
+	notify := make(chan bool, 8) // raft blocks on a full NotifyCh: watch drains it
+	rc.NotifyCh = notify
 	existing, err := raft.HasExistingState(logs, logs, snaps)
 	if err != nil {
 		s.closeStores()
@@ -130,15 +132,16 @@ func OpenRaftStore(cfg RaftConfig) (*RaftStore, error) {
 		for _, v := range cfg.Voters {
 			servers = append(servers, raft.Server{ID: raft.ServerID(strconv.Itoa(int(v.ID))), Address: raft.ServerAddress(v.Addr)})
 		}
-		if err := raft.BootstrapCluster(rc, logs, logs, snaps, trans, raft.Configuration{Servers: servers}); err != nil && !errors.Is(err, raft.ErrCantBootstrap) {
+		if err := raft.BootstrapCluster(rc, logs, logs, snaps, s.trans, raft.Configuration{Servers: servers}); err != nil && !errors.Is(err, raft.ErrCantBootstrap) {
 			s.closeStores()
 			return nil, fmt.Errorf("cluster: bootstrap raft: %w", err)
 		}
 	}
-	if s.r, err = raft.NewRaft(rc, s.fsm, logs, logs, snaps, trans); err != nil {
+	if s.r, err = raft.NewRaft(rc, s.fsm, logs, logs, snaps, s.trans); err != nil {
 		s.closeStores()
 		return nil, fmt.Errorf("cluster: start raft: %w", err)
 	}
+	go s.ctl.watch(notify, s.done)
 	return s, nil
 }
 
@@ -177,23 +180,108 @@ func (s *RaftStore) Apply(recs ...Record) (*Image, error) {
 	return s.ApplyWithin(DefaultApplyTimeout, recs...)
 }
 
-// ApplyWithin commits recs through the quorum (this node must lead it:
-// ErrNotController otherwise) and returns the image after them, or the
-// conflict every node found. It waits at most timeout.
+// ApplyWithin commits recs through the quorum and returns this node's
+// image once it holds them, or the conflict the controller found. On the
+// controller it applies them; elsewhere it forwards them to the
+// controller (following a leader change) and waits until this node has
+// applied the entry, so a caller reads its own write. It waits at most
+// timeout.
 func (s *RaftStore) ApplyWithin(timeout time.Duration, recs ...Record) (*Image, error) {
 	data, err := EncodeRecords(recs)
 	if err != nil {
 		return nil, err
 	}
+	resp, err := s.callController(rpcRequest{Apply: data}, timeout)
+	if err != nil {
+		return nil, err
+	}
+	return s.waitApplied(resp.Index, timeout)
+}
+
+// applyLocal commits recs as leader and returns the image after them and
+// their raft index.
+func (s *RaftStore) applyLocal(timeout time.Duration, recs ...Record) (*Image, uint64, error) {
+	data, err := EncodeRecords(recs)
+	if err != nil {
+		return nil, 0, err
+	}
 	f := s.r.Apply(data, timeout)
 	if err := f.Error(); err != nil {
 		if errors.Is(err, raft.ErrNotLeader) || errors.Is(err, raft.ErrLeadershipLost) {
-			return nil, fmt.Errorf("%w: %w", ErrNotController, err)
+			return nil, 0, fmt.Errorf("%w: %w", ErrNotController, err)
 		}
-		return nil, fmt.Errorf("cluster: commit metadata: %w", err)
+		return nil, 0, fmt.Errorf("cluster: commit metadata: %w", err)
 	}
 	res, _ := f.Response().(applyResult)
-	return res.img, res.err
+	return res.img, f.Index(), res.err
+}
+
+// callController sends req to the controller — this node's own when it
+// leads — retrying through elections until timeout. Only "not the
+// controller" and an unreachable leader are retried: any answer the
+// controller gave is final (a retried change that had committed would
+// come back as a conflict, as a retried CreateTopics does in Kafka).
+func (s *RaftStore) callController(req rpcRequest, timeout time.Duration) (rpcResponse, error) {
+	deadline := time.Now().Add(timeout)
+	var last error = ErrNotController
+	for time.Now().Before(deadline) {
+		id, addr, ok := s.Leader()
+		if ok {
+			var resp rpcResponse
+			var err error
+			if strconv.Itoa(int(id)) == s.node {
+				resp = s.ctl.serve(req)
+			} else {
+				resp, err = call(s.nw, s.node, addr, req, min(time.Until(deadline), 10*time.Second))
+			}
+			switch {
+			case err != nil:
+				last = fmt.Errorf("cluster: controller %d at %s: %w", id, addr, err)
+			case resp.Code == "":
+				return resp, nil
+			case resp.Code != "not_controller":
+				return resp, rpcError(resp.Code, resp.Err)
+			}
+		}
+		select {
+		case <-s.done:
+			return rpcResponse{}, errors.New("cluster: closed")
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	return rpcResponse{}, fmt.Errorf("%w: no controller answered within %v: %w", ErrNotController, timeout, last)
+}
+
+// waitApplied waits until this node has applied raft index index.
+func (s *RaftStore) waitApplied(index uint64, timeout time.Duration) (*Image, error) {
+	deadline := time.Now().Add(timeout)
+	for s.AppliedIndex() < index {
+		if time.Now().After(deadline) {
+			return nil, fmt.Errorf("cluster: the change committed at index %d but this node has applied only %d after %v", index, s.AppliedIndex(), timeout)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	return s.Image(), nil
+}
+
+// Register registers this process as broker r.ID and returns its broker
+// epoch, once this node's image holds the registration.
+func (s *RaftStore) Register(r Registration, timeout time.Duration) (int64, error) {
+	resp, err := s.callController(rpcRequest{Register: &r}, timeout)
+	if err != nil {
+		return 0, err
+	}
+	_, err = s.waitApplied(resp.Index, timeout)
+	return resp.Epoch, err
+}
+
+// SendHeartbeat sends one heartbeat to the controller.
+func (s *RaftStore) SendHeartbeat(hb Heartbeat, timeout time.Duration) (HeartbeatReply, error) {
+	resp, err := s.callController(rpcRequest{Heartbeat: &hb}, timeout)
+	if err != nil || resp.Heartbeat == nil {
+		return HeartbeatReply{}, err
+	}
+	return *resp.Heartbeat, nil
 }
 
 // Barrier waits until this node, as leader, has applied every entry
@@ -226,6 +314,7 @@ func (s *RaftStore) CatchUp(ctx context.Context) error {
 
 // Close stops raft and releases its stores.
 func (s *RaftStore) Close() error {
+	close(s.done)
 	err := s.r.Shutdown().Error()
 	return errors.Join(err, s.closeStores())
 }

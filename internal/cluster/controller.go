@@ -1,0 +1,327 @@
+package cluster
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sync"
+	"time"
+)
+
+// The controller is the quorum leader's decision loop (REPLICATION.md
+// §1.5, §3). It runs only while this node leads raft, and its first act
+// is a Barrier, so it never decides from an image older than the log.
+// Soft state — when each broker was last heard from — is not in the log:
+// a new controller gives every broker one session of grace.
+
+var (
+	// ErrDuplicateBroker: another live process registered this node id
+	// (Kafka's DUPLICATE_BROKER_REGISTRATION).
+	ErrDuplicateBroker = errors.New("cluster: another live broker has this node id")
+	// ErrStaleBrokerEpoch: a heartbeat from an incarnation the quorum has
+	// replaced; the broker must register again (STALE_BROKER_EPOCH).
+	ErrStaleBrokerEpoch = errors.New("cluster: stale broker epoch")
+)
+
+// Registration is what a broker process tells the controller at start.
+type Registration struct {
+	ID            NodeID
+	IncarnationID string
+	Endpoints     []Endpoint
+	Rack          string
+}
+
+// Heartbeat is a registered broker's periodic proof of life.
+type Heartbeat struct {
+	ID           NodeID
+	Epoch        int64
+	AppliedIndex uint64 // how far this broker's image has come
+	WantShutdown bool
+}
+
+// HeartbeatReply is the controller's answer.
+type HeartbeatReply struct {
+	Fenced         bool
+	CaughtUp       bool // the broker's image holds its own registration
+	ShouldShutdown bool // controlled shutdown: it leads nothing any more
+}
+
+// ControllerConfig tunes the controller; zero values are Kafka's.
+type ControllerConfig struct {
+	// SessionTimeout fences a broker not heard from for this long
+	// (broker.session.timeout.ms); default 9 s.
+	SessionTimeout time.Duration
+	// ClusterID names a new cluster; default a random id.
+	ClusterID string
+}
+
+type controller struct {
+	s      *RaftStore
+	cfg    ControllerConfig
+	logger *slog.Logger
+
+	// decide serialises decisions: each reads the image and commits its
+	// records before the next reads it.
+	decide sync.Mutex
+
+	mu          sync.Mutex
+	active      bool          // this node leads raft
+	ready       bool          // ... and its image has caught up (Barrier)
+	term        chan struct{} // closed when this leadership ends
+	lastContact map[NodeID]time.Time
+}
+
+func newController(s *RaftStore, cfg ControllerConfig, logger *slog.Logger) *controller {
+	if cfg.SessionTimeout <= 0 {
+		cfg.SessionTimeout = 9 * time.Second
+	}
+	return &controller{s: s, cfg: cfg, logger: logger, lastContact: map[NodeID]time.Time{}}
+}
+
+// watch follows raft's leadership notifications (NotifyCh, not LeaderCh:
+// the latter coalesces transitions).
+func (c *controller) watch(notify <-chan bool, done <-chan struct{}) {
+	for {
+		select {
+		case <-done:
+			c.deactivate()
+			return
+		case leader := <-notify:
+			if leader {
+				c.activate()
+			} else {
+				c.deactivate()
+			}
+		}
+	}
+}
+
+func (c *controller) activate() {
+	c.mu.Lock()
+	if c.active {
+		c.mu.Unlock()
+		return
+	}
+	c.active, c.term = true, make(chan struct{})
+	term := c.term
+	c.mu.Unlock()
+	go c.run(term)
+}
+
+func (c *controller) deactivate() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.active {
+		c.active, c.ready = false, false
+		close(c.term)
+	}
+}
+
+// run is one leadership: catch up, name the cluster if it has no name,
+// then fence stale brokers and elect leaders for leaderless partitions.
+func (c *controller) run(term chan struct{}) {
+	for c.s.Barrier(5*time.Second) != nil {
+		select {
+		case <-term:
+			return
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	if c.s.Image().ClusterID() == "" {
+		id := c.cfg.ClusterID
+		if id == "" {
+			id = NewClusterID()
+		}
+		if _, _, err := c.s.applyLocal(5*time.Second, ClusterInit{ClusterID: id}); err != nil {
+			c.logger.Warn("cluster: naming the cluster", "err", err)
+		}
+	}
+	now := time.Now()
+	c.mu.Lock()
+	for _, b := range c.s.Image().Brokers() {
+		c.lastContact[b.ID] = now // one session of grace
+	}
+	select {
+	case <-term:
+	default:
+		c.ready = true
+	}
+	c.mu.Unlock()
+	c.logger.Info("cluster: this node is the controller", "cluster", c.s.Image().ClusterID(), "applied_index", c.s.AppliedIndex())
+	tick := time.NewTicker(250 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case <-term:
+			return
+		case <-tick.C:
+			c.fenceOneStale(time.Now())
+		}
+	}
+}
+
+// fenceOneStale fences at most one broker whose session expired (one at a
+// time, as Kafka, so each effect is visible before the next) and takes
+// leadership from its partitions.
+func (c *controller) fenceOneStale(now time.Time) {
+	c.decide.Lock()
+	defer c.decide.Unlock()
+	img := c.s.Image()
+	for _, b := range img.Brokers() {
+		if b.Fenced {
+			continue
+		}
+		c.mu.Lock()
+		last, ok := c.lastContact[b.ID]
+		if !ok {
+			last, c.lastContact[b.ID] = now, now
+		}
+		c.mu.Unlock()
+		if now.Sub(last) <= c.cfg.SessionTimeout {
+			continue
+		}
+		recs := append([]Record{BrokerRegistrationChange{ID: b.ID, Epoch: b.Epoch, Fenced: 1}}, leaveLeadership(img, b.ID)...)
+		if _, _, err := c.s.applyLocal(5*time.Second, recs...); err != nil {
+			c.logger.Warn("cluster: fencing a broker", "broker", b.ID, "err", err)
+			return
+		}
+		c.logger.Warn("cluster: fenced a broker whose session expired", "broker", b.ID, "last_heard", now.Sub(last).Round(time.Millisecond))
+		return
+	}
+}
+
+// leaveLeadership moves leadership off broker id: to another unfenced ISR
+// member, or to no leader (with replication factor 1 the partition is
+// offline until its broker is back).
+func leaveLeadership(img *Image, id NodeID) []Record {
+	var recs []Record
+	img.eachPartition(func(t TopicID, p int32, reg PartitionReg) {
+		if reg.Leader != id {
+			return
+		}
+		next := NoLeader
+		for _, r := range reg.ISR {
+			if b, ok := img.Broker(r); r != id && ok && !b.Fenced && !b.InControlledShutdown {
+				next = r
+				break
+			}
+		}
+		recs = append(recs, PartitionChange{TopicID: t, PartitionID: p, ExpectedPartitionEpoch: reg.PartitionEpoch, Leader: next})
+	})
+	return recs
+}
+
+// electFor gives broker id the leadership of every leaderless partition
+// whose ISR holds it (Kafka's handleBrokerUnfenced).
+func electFor(img *Image, id NodeID) []Record {
+	var recs []Record
+	img.eachPartition(func(t TopicID, p int32, reg PartitionReg) {
+		if reg.Leader == NoLeader && slices.Contains(reg.ISR, id) {
+			recs = append(recs, PartitionChange{TopicID: t, PartitionID: p, ExpectedPartitionEpoch: reg.PartitionEpoch, Leader: id})
+		}
+	})
+	return recs
+}
+
+// register admits a broker process. A different incarnation of a live
+// broker is refused: two processes with one node id.
+func (c *controller) register(r Registration) (int64, uint64, error) {
+	img := c.s.Image()
+	if old, ok := img.Broker(r.ID); ok && old.IncarnationID != r.IncarnationID && !old.Fenced {
+		c.mu.Lock()
+		last := c.lastContact[r.ID]
+		c.mu.Unlock()
+		if time.Since(last) <= c.cfg.SessionTimeout {
+			return 0, 0, fmt.Errorf("%w: node %d (incarnation %s) was heard from %v ago", ErrDuplicateBroker, r.ID, old.IncarnationID, time.Since(last).Round(time.Millisecond))
+		}
+	}
+	recs := []Record{RegisterBroker{ID: r.ID, IncarnationID: r.IncarnationID, Endpoints: r.Endpoints, Rack: r.Rack}}
+	if old, ok := img.Broker(r.ID); ok && old.IncarnationID != r.IncarnationID && !old.Fenced {
+		recs = append(leaveLeadership(img, r.ID), recs...) // the old process is gone
+	}
+	next, index, err := c.s.applyLocal(5*time.Second, recs...)
+	if err != nil {
+		return 0, 0, err
+	}
+	c.mu.Lock()
+	c.lastContact[r.ID] = time.Now()
+	c.mu.Unlock()
+	b, _ := next.Broker(r.ID)
+	return b.Epoch, index, nil
+}
+
+// heartbeat records a broker's contact and moves its state: unfenced once
+// its image holds its registration; in controlled shutdown, without
+// leadership, then told to stop.
+func (c *controller) heartbeat(hb Heartbeat) (HeartbeatReply, error) {
+	img := c.s.Image()
+	b, ok := img.Broker(hb.ID)
+	if !ok || b.Epoch != hb.Epoch {
+		return HeartbeatReply{}, fmt.Errorf("%w: node %d at epoch %d", ErrStaleBrokerEpoch, hb.ID, hb.Epoch)
+	}
+	c.mu.Lock()
+	c.lastContact[hb.ID] = time.Now()
+	c.mu.Unlock()
+	caughtUp := hb.AppliedIndex >= uint64(b.Epoch)
+	var recs []Record
+	switch {
+	case hb.WantShutdown:
+		if !b.InControlledShutdown {
+			recs = append(recs, BrokerRegistrationChange{ID: b.ID, Epoch: b.Epoch, InControlledShutdown: 1})
+		}
+		recs = append(recs, leaveLeadership(img, b.ID)...)
+	case b.Fenced && caughtUp && !b.InControlledShutdown:
+		recs = append([]Record{BrokerRegistrationChange{ID: b.ID, Epoch: b.Epoch, Fenced: -1}}, electFor(img, b.ID)...)
+	}
+	if len(recs) > 0 {
+		next, _, err := c.s.applyLocal(5*time.Second, recs...)
+		if err != nil {
+			return HeartbeatReply{}, err
+		}
+		img = next
+		b, _ = img.Broker(hb.ID)
+	}
+	reply := HeartbeatReply{Fenced: b.Fenced, CaughtUp: caughtUp}
+	if hb.WantShutdown {
+		reply.ShouldShutdown = !img.leadsAny(hb.ID)
+	}
+	return reply, nil
+}
+
+// serve answers one controller RPC.
+func (c *controller) serve(req rpcRequest) rpcResponse {
+	c.mu.Lock()
+	ready := c.ready
+	c.mu.Unlock()
+	if !ready {
+		return rpcFailure(ErrNotController) // the caller retries
+	}
+	c.decide.Lock()
+	defer c.decide.Unlock()
+	switch {
+	case req.Apply != nil:
+		recs, err := DecodeRecords(req.Apply)
+		if err != nil {
+			return rpcFailure(err)
+		}
+		_, index, err := c.s.applyLocal(DefaultApplyTimeout, recs...)
+		if err != nil {
+			return rpcFailure(err)
+		}
+		return rpcResponse{Index: index}
+	case req.Register != nil:
+		epoch, index, err := c.register(*req.Register)
+		if err != nil {
+			return rpcFailure(err)
+		}
+		return rpcResponse{Epoch: epoch, Index: index}
+	case req.Heartbeat != nil:
+		reply, err := c.heartbeat(*req.Heartbeat)
+		if err != nil {
+			return rpcFailure(err)
+		}
+		return rpcResponse{Heartbeat: &reply, Index: c.s.AppliedIndex()}
+	}
+	return rpcFailure(errors.New("empty controller request"))
+}

@@ -1,0 +1,181 @@
+package cluster
+
+import (
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+)
+
+// quorum starts three voters on loopback with a short broker session and
+// returns them by node id, and the leader's id.
+func quorum(t *testing.T, session time.Duration) (map[int32]*RaftStore, int32) {
+	t.Helper()
+	voters := []Voter{{1, freeAddr(t)}, {2, freeAddr(t)}, {3, freeAddr(t)}}
+	nodes := map[int32]*RaftStore{}
+	for _, v := range voters {
+		s, err := OpenRaftStore(RaftConfig{NodeID: v.ID, Dir: t.TempDir(), Bind: v.Addr, Voters: voters,
+			Controller: ControllerConfig{ClusterID: "c1", SessionTimeout: session}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		nodes[v.ID] = s
+	}
+	t.Cleanup(func() {
+		for _, s := range nodes {
+			s.Close()
+		}
+	})
+	var leader int32
+	eventually(t, "a leader", 15*time.Second, func() bool {
+		for id, s := range nodes {
+			if lid, _, ok := s.Leader(); ok && lid == id {
+				leader = id
+				return true
+			}
+		}
+		return false
+	})
+	return nodes, leader
+}
+
+// TestApplyFromFollower: a change made on a node that does not lead the
+// quorum is forwarded to the controller, and returns once that node's own
+// image holds it (read your writes); a conflict found by the controller
+// comes back as ErrConflict.
+func TestApplyFromFollower(t *testing.T) {
+	nodes, leader := quorum(t, 0)
+	follower := nodes[leader%3+1]
+	id := NewTopicID()
+	img, err := follower.ApplyWithin(10*time.Second, PutTopic{Topic{Name: "a", ID: id, Partitions: 3}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, ok := img.Topic("a"); !ok || got.ID != id {
+		t.Fatalf("the follower's image after its change: %+v %v", got, ok)
+	}
+	if got, ok := follower.Image().Topic("a"); !ok || got.ID != id {
+		t.Fatal("the follower's store does not hold its own change")
+	}
+	_, err = follower.ApplyWithin(10*time.Second, PutTopic{Topic{Name: "a", ID: NewTopicID(), Partitions: 1}})
+	if !errors.Is(err, ErrConflict) {
+		t.Fatalf("a conflicting change from a follower: %v, want ErrConflict", err)
+	}
+	if got := follower.Image().ClusterID(); got != "c1" {
+		t.Fatalf("cluster id %q, want the controller's c1", got)
+	}
+}
+
+// TestBrokerLiveness: brokers register (fenced) and are unfenced by their
+// first heartbeat once caught up; a second process with a live node id is
+// refused; a broker that stops heartbeating is fenced after its session
+// and its partition loses its leader; a new incarnation of it is
+// unfenced and leads the partition again, at a higher leader epoch.
+func TestBrokerLiveness(t *testing.T) {
+	nodes, _ := quorum(t, time.Second)
+	epochs := map[int32]int64{}
+	for id, s := range nodes {
+		epoch, err := s.Register(Registration{ID: id, IncarnationID: fmt.Sprint("inc-", id), Endpoints: []Endpoint{{Name: "CLIENT", Host: "127.0.0.1", Port: 9000 + id}}}, 10*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		epochs[id] = epoch
+		if b, _ := s.Image().Broker(id); !b.Fenced {
+			t.Fatalf("broker %d is unfenced before its first heartbeat", id)
+		}
+	}
+	beat := func(id int32) HeartbeatReply {
+		t.Helper()
+		s := nodes[id]
+		r, err := s.SendHeartbeat(Heartbeat{ID: id, Epoch: epochs[id], AppliedIndex: s.AppliedIndex()}, 5*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	for id := range nodes {
+		if r := beat(id); r.Fenced || !r.CaughtUp {
+			t.Fatalf("broker %d after a caught-up heartbeat: %+v", id, r)
+		}
+	}
+	if _, err := nodes[1].Register(Registration{ID: 2, IncarnationID: "impostor"}, 5*time.Second); !errors.Is(err, ErrDuplicateBroker) {
+		t.Fatalf("a second process as live broker 2: %v, want ErrDuplicateBroker", err)
+	}
+
+	tid := NewTopicID()
+	if _, err := nodes[1].ApplyWithin(5*time.Second, PutTopic{Topic{Name: "t", ID: tid, Partitions: 1}},
+		Partition{TopicID: tid, PartitionID: 0, Replicas: []NodeID{2}, ISR: []NodeID{2}, Leader: 2}); err != nil {
+		t.Fatal(err)
+	}
+	// Brokers 1 and 3 keep beating; broker 2 goes silent.
+	stop := time.Now().Add(20 * time.Second)
+	fenced := false
+	for !fenced && time.Now().Before(stop) {
+		beat(1)
+		beat(3)
+		b, _ := nodes[1].Image().Broker(2)
+		fenced = b.Fenced
+		time.Sleep(200 * time.Millisecond)
+	}
+	if !fenced {
+		t.Fatal("a silent broker was not fenced")
+	}
+	eventually(t, "the partition to lose its leader", 5*time.Second, func() bool {
+		reg, _ := nodes[1].Image().Partition(tid, 0)
+		return reg.Leader == NoLeader
+	})
+	for _, id := range []int32{1, 3} {
+		if b, _ := nodes[1].Image().Broker(id); b.Fenced {
+			t.Fatalf("live broker %d was fenced", id)
+		}
+	}
+	epoch, err := nodes[2].Register(Registration{ID: 2, IncarnationID: "inc-2b"}, 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if epoch <= epochs[2] {
+		t.Fatalf("new incarnation's epoch %d is not above the old %d", epoch, epochs[2])
+	}
+	epochs[2] = epoch
+	if r := beat(2); r.Fenced {
+		t.Fatalf("the new incarnation stayed fenced: %+v", r)
+	}
+	eventually(t, "broker 2 to lead again", 5*time.Second, func() bool {
+		reg, _ := nodes[2].Image().Partition(tid, 0)
+		return reg.Leader == 2 && reg.LeaderEpoch == 2
+	})
+	// A heartbeat from the replaced incarnation is refused.
+	if _, err := nodes[2].SendHeartbeat(Heartbeat{ID: 2, Epoch: epoch - 1}, 5*time.Second); !errors.Is(err, ErrStaleBrokerEpoch) {
+		t.Fatalf("a stale incarnation's heartbeat: %v", err)
+	}
+}
+
+// TestControlledShutdown: a broker that asks to shut down loses the
+// leadership of its partitions and is then told it may stop.
+func TestControlledShutdown(t *testing.T) {
+	nodes, _ := quorum(t, 0)
+	s := nodes[3]
+	epoch, err := s.Register(Registration{ID: 3, IncarnationID: "x"}, 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.SendHeartbeat(Heartbeat{ID: 3, Epoch: epoch, AppliedIndex: s.AppliedIndex()}, 5*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	tid := NewTopicID()
+	if _, err := s.ApplyWithin(5*time.Second, PutTopic{Topic{Name: "t", ID: tid, Partitions: 1}},
+		Partition{TopicID: tid, PartitionID: 0, Replicas: []NodeID{3}, ISR: []NodeID{3}, Leader: 3}); err != nil {
+		t.Fatal(err)
+	}
+	r, err := s.SendHeartbeat(Heartbeat{ID: 3, Epoch: epoch, AppliedIndex: s.AppliedIndex(), WantShutdown: true}, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !r.ShouldShutdown {
+		t.Fatalf("after giving up leadership: %+v", r)
+	}
+	eventually(t, "the partition to lose its leader", 5*time.Second, func() bool {
+		reg, _ := s.Image().Partition(tid, 0)
+		return reg.Leader == NoLeader
+	})
+}

@@ -1,0 +1,215 @@
+package cluster
+
+import (
+	"bufio"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"sync"
+	"time"
+)
+
+// Controller RPCs — forwarded metadata changes, broker registration and
+// heartbeats — travel on the raft port: every node already knows the
+// leader's raft address (raft.LeaderWithID), so no other address has to be
+// configured or discovered. A connection's first byte tells the two
+// apart: raft's own RPC types are small integers (0–4), a controller RPC
+// starts with rpcMagic. One request per connection, then it closes:
+// controller RPCs are rare (admin changes, one heartbeat per broker per
+// interval) and a fresh connection cannot carry a stale stream.
+const rpcMagic byte = 'S'
+
+// maxRPCBytes bounds one controller RPC frame.
+const maxRPCBytes = 64 << 20
+
+type rpcRequest struct {
+	Apply     json.RawMessage `json:"apply,omitempty"` // an encoded batch (EncodeRecords)
+	Register  *Registration   `json:"register,omitempty"`
+	Heartbeat *Heartbeat      `json:"heartbeat,omitempty"`
+}
+
+type rpcResponse struct {
+	Index     uint64          `json:"index,omitempty"` // the entry that committed an Apply or Register
+	Code      string          `json:"code,omitempty"`  // rpcCodes key; "" is success
+	Err       string          `json:"err,omitempty"`
+	Epoch     int64           `json:"epoch,omitempty"` // a registration's broker epoch
+	Heartbeat *HeartbeatReply `json:"heartbeat,omitempty"`
+}
+
+// rpcCodes carries the errors a caller acts on across the wire.
+var rpcCodes = map[string]error{
+	"conflict":         ErrConflict,
+	"not_controller":   ErrNotController,
+	"duplicate_broker": ErrDuplicateBroker,
+	"stale_epoch":      ErrStaleBrokerEpoch,
+}
+
+func rpcError(code, msg string) error {
+	if sentinel, ok := rpcCodes[code]; ok {
+		return fmt.Errorf("%w (controller: %s)", sentinel, msg)
+	}
+	return fmt.Errorf("cluster: controller: %s", msg)
+}
+
+func rpcFailure(err error) rpcResponse {
+	for code, sentinel := range rpcCodes {
+		if errors.Is(err, sentinel) {
+			return rpcResponse{Code: code, Err: err.Error()}
+		}
+	}
+	return rpcResponse{Code: "error", Err: err.Error()}
+}
+
+func writeFrame(w io.Writer, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	buf := binary.BigEndian.AppendUint32(make([]byte, 0, 4+len(b)), uint32(len(b)))
+	_, err = w.Write(append(buf, b...))
+	return err
+}
+
+func readFrame(r io.Reader, v any) error {
+	var n [4]byte
+	if _, err := io.ReadFull(r, n[:]); err != nil {
+		return err
+	}
+	size := binary.BigEndian.Uint32(n[:])
+	if size > maxRPCBytes {
+		return fmt.Errorf("cluster: controller RPC of %d bytes, the limit is %d", size, maxRPCBytes)
+	}
+	b := make([]byte, size)
+	if _, err := io.ReadFull(r, b); err != nil {
+		return err
+	}
+	return json.Unmarshal(b, v)
+}
+
+// call sends one controller RPC to the raft address addr.
+func call(nw Network, from, addr string, req rpcRequest, timeout time.Duration) (rpcResponse, error) {
+	var resp rpcResponse
+	c, err := nw.Dial(from, addr, timeout)
+	if err != nil {
+		return resp, err
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(timeout))
+	if _, err := c.Write([]byte{rpcMagic}); err != nil {
+		return resp, err
+	}
+	if err := writeFrame(c, req); err != nil {
+		return resp, err
+	}
+	err = readFrame(c, &resp)
+	return resp, err
+}
+
+// muxListener splits the raft port: raft's connections go to Accept,
+// controller RPCs to handle.
+type muxListener struct {
+	net.Listener
+	handle  func(rpcRequest) rpcResponse
+	conns   chan net.Conn
+	done    chan struct{}
+	closeMu sync.Once
+}
+
+func newMuxListener(ln net.Listener, handle func(rpcRequest) rpcResponse) *muxListener {
+	m := &muxListener{Listener: ln, handle: handle, conns: make(chan net.Conn), done: make(chan struct{})}
+	go m.acceptLoop()
+	return m
+}
+
+func (m *muxListener) acceptLoop() {
+	for {
+		c, err := m.Listener.Accept()
+		if err != nil {
+			select {
+			case <-m.done:
+				return
+			default:
+			}
+			if ne, ok := err.(net.Error); ok && ne.Timeout() {
+				continue
+			}
+			time.Sleep(50 * time.Millisecond) // EMFILE and friends: back off
+			continue
+		}
+		go m.route(c)
+	}
+}
+
+// route reads a connection's first byte, off the accept loop so a silent
+// dialer holds up nobody.
+func (m *muxListener) route(c net.Conn) {
+	_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	br := bufio.NewReader(c)
+	first, err := br.Peek(1)
+	if err != nil {
+		c.Close()
+		return
+	}
+	if first[0] == rpcMagic {
+		_, _ = br.Discard(1)
+		m.serveRPC(c, br)
+		return
+	}
+	_ = c.SetReadDeadline(time.Time{})
+	select {
+	case m.conns <- &peekedConn{Conn: c, r: br}:
+	case <-m.done:
+		c.Close()
+	}
+}
+
+func (m *muxListener) serveRPC(c net.Conn, r io.Reader) {
+	defer c.Close()
+	var req rpcRequest
+	if err := readFrame(r, &req); err != nil {
+		return
+	}
+	_ = c.SetReadDeadline(time.Time{})
+	resp := m.handle(req)
+	_ = c.SetWriteDeadline(time.Now().Add(10 * time.Second))
+	_ = writeFrame(c, resp)
+}
+
+// Accept returns the next raft connection.
+func (m *muxListener) Accept() (net.Conn, error) {
+	select {
+	case c := <-m.conns:
+		return c, nil
+	case <-m.done:
+		return nil, net.ErrClosed
+	}
+}
+
+func (m *muxListener) Close() error {
+	var err error
+	m.closeMu.Do(func() {
+		close(m.done)
+		err = m.Listener.Close()
+	})
+	return err
+}
+
+// peekedConn replays the byte route peeked.
+type peekedConn struct {
+	net.Conn
+	r *bufio.Reader
+}
+
+func (c *peekedConn) Read(p []byte) (int, error) { return c.r.Read(p) }
+
+// tcpNetwork is Network over plain TCP.
+type tcpNetwork struct{}
+
+func (tcpNetwork) Listen(_, addr string) (net.Listener, error) { return net.Listen("tcp", addr) }
+
+func (tcpNetwork) Dial(_, addr string, timeout time.Duration) (net.Conn, error) {
+	return net.DialTimeout("tcp", addr, timeout)
+}
