@@ -231,4 +231,3 @@ func (im *Image) leadsAny(id NodeID) bool {
 	}
 	return false
 }
-
