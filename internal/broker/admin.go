@@ -4,7 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"strconv"
 	"strings"
+
+	"github.com/strandmq/strand/internal/cluster"
 )
 
 // TopicSpec describes a topic to create.
@@ -50,6 +53,9 @@ func (b *Broker) CreateTopic(spec TopicSpec) (*Topic, error) {
 		return nil, err
 	}
 	t := &Topic{Name: spec.Name, ID: newTopicID(), Config: tc}
+	if b.clustered() {
+		return b.createTopicInCluster(t, n, spec)
+	}
 	if spec.ValidateOnly {
 		t.partitions = make([]*Partition, n)
 		return t, nil
@@ -93,13 +99,26 @@ func (b *Broker) partitionCount(spec TopicSpec) (int32, error) {
 	case n > MaxPartitionsPerTopic:
 		return 0, fmt.Errorf("%w: %d partitions, Strand's limit is %d", ErrInvalidPartitions, n, MaxPartitionsPerTopic)
 	}
-	if rf := spec.ReplicationFactor; rf != -1 && rf != 0 && rf != 1 {
-		return 0, fmt.Errorf("%w: %d, but the cluster has 1 broker", ErrInvalidReplicationFactor, rf)
+	if err := b.checkReplicationFactor(spec.ReplicationFactor); err != nil {
+		return 0, err
 	}
 	return n, nil
 }
 
+func (b *Broker) checkReplicationFactor(rf int16) error {
+	if rf == -1 || rf == 0 || rf == 1 {
+		return nil
+	}
+	if b.clustered() {
+		return fmt.Errorf("%w: %d: partitions are not replicated yet; each lives on one broker (replication factor 1)", ErrInvalidReplicationFactor, rf)
+	}
+	return fmt.Errorf("%w: %d, but the cluster has 1 broker", ErrInvalidReplicationFactor, rf)
+}
+
 func (b *Broker) checkAssignment(a [][]NodeID) error {
+	if b.clustered() {
+		return checkClusterAssignment(b.meta.Image(), a)
+	}
 	for i, replicas := range a {
 		if len(replicas) != 1 || replicas[0] != b.cfg.NodeID {
 			return fmt.Errorf("%w: partition %d on %v, but the only broker is node %d", ErrInvalidReplicaAssignment, i, replicas, b.cfg.NodeID)
@@ -156,6 +175,9 @@ func (b *Broker) DeleteTopic(name string) error {
 	if err := b.removeTopicOffsets(name); err != nil {
 		return fmt.Errorf("broker: delete topic %q: removing its committed offsets: %w (nothing was deleted)", name, err)
 	}
+	if b.clustered() {
+		return b.applyInClusterLocked("delete topic "+strconv.Quote(name), cluster.RemoveTopic{Name: name})
+	}
 	// The tombstone is in meta.json with the topic's removal, before any
 	// data goes: after a crash, the start-up finishes the delete; nothing
 	// else may remove a partition directory.
@@ -163,7 +185,7 @@ func (b *Broker) DeleteTopic(name string) error {
 		return fmt.Errorf("broker: delete topic %q: %w", name, err)
 	}
 	var errs []error
-	for _, p := range t.partitions {
+	for _, p := range t.local() {
 		errs = append(errs, p.remove())
 	}
 	// A commit that raced the first pass is refused from now on (the
@@ -209,6 +231,9 @@ func (b *Broker) CreatePartitions(name string, total int32, assignment [][]NodeI
 	}
 	if err := b.checkAssignment(assignment); err != nil {
 		return nil, err
+	}
+	if b.clustered() {
+		return b.addPartitionsInCluster(t, total, assignment, validateOnly)
 	}
 	nt := &Topic{Name: t.Name, ID: t.ID, Config: t.Config, partitions: append([]*Partition(nil), t.partitions...)}
 	if validateOnly {
@@ -273,6 +298,10 @@ func (b *Broker) alterConfigs(name string, validateOnly bool, next func(TopicCon
 	}
 	if validateOnly {
 		return nil
+	}
+	if b.clustered() {
+		return b.applyInClusterLocked("alter configs of "+strconv.Quote(name),
+			cluster.PutTopic{Topic: cluster.Topic{Name: t.Name, ID: t.ID, Partitions: t.Partitions(), Configs: tc.Overrides()}})
 	}
 	nt := &Topic{Name: t.Name, ID: t.ID, Config: tc, partitions: t.partitions}
 	if err := b.installLocked(name, nt); err != nil {

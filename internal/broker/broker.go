@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/strandmq/strand/internal/cluster"
@@ -96,7 +97,16 @@ type Config struct {
 	ScrubBytesPerSecond int64
 	// Metadata keeps the cluster metadata (topics, ids, configs); default
 	// a cluster.FileStore over Dir's meta.json. The broker does not close it.
+	// A store that is also a Member (cluster.RaftStore) makes the broker a
+	// member of a cluster (member.go).
 	Metadata cluster.Store
+	// Endpoints are the listeners a cluster member registers (its client
+	// listener first); Rack is its broker.rack.
+	Endpoints []cluster.Endpoint
+	Rack      string
+	// HeartbeatInterval and SessionTimeout time a member's heartbeats and
+	// how long it serves without an answer; defaults 1 s and 9 s.
+	HeartbeatInterval, SessionTimeout time.Duration
 	// Logger; default slog.Default().
 	Logger *slog.Logger
 	// Now is the clock; default time.Now.
@@ -125,6 +135,12 @@ func (c Config) withDefaults() Config {
 	if c.ScrubBytesPerSecond <= 0 {
 		c.ScrubBytesPerSecond = DefaultScrubBytesPerSecond
 	}
+	if c.HeartbeatInterval <= 0 {
+		c.HeartbeatInterval = DefaultHeartbeatInterval
+	}
+	if c.SessionTimeout <= 0 {
+		c.SessionTimeout = DefaultSessionTimeout
+	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
@@ -145,7 +161,8 @@ type Broker struct {
 	unsubscribe func()
 	defaults    map[string]string // validated TopicDefaults
 	ids         *producer.Allocator
-	groups      *group.Coordinator
+	groupsPtr   atomic.Pointer[group.Coordinator] // nil on a member not hosting __consumer_offsets
+	member      *membership                       // nil on a single node
 	ingest      ingestStats // validation counters (ingest.go)
 	stats       stats       // traffic counters (stats.go)
 
@@ -184,6 +201,9 @@ func (t *Topic) Partitions() int32 { return int32(len(t.partitions)) }
 func (t *Topic) Partition(p PartitionID) (*Partition, error) {
 	if p < 0 || int(p) >= len(t.partitions) {
 		return nil, fmt.Errorf("%w: %s-%d", ErrUnknownTopicOrPartition, t.Name, p)
+	}
+	if t.partitions[p] == nil { // a cluster member's partition placed on another node
+		return nil, fmt.Errorf("%w: %s-%d is not on this node", ErrNotLeader, t.Name, p)
 	}
 	return t.partitions[p], nil
 }
@@ -226,6 +246,9 @@ func Open(cfg Config) (_ *Broker, err error) {
 		}
 	}
 	b.meta = store
+	if m, ok := store.(Member); ok {
+		return b.openMember(m)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	err = store.CatchUp(ctx)
 	cancel()
@@ -253,6 +276,12 @@ func Open(cfg Config) (_ *Broker, err error) {
 		b.closePartitions()
 		return nil, err
 	}
+	b.startLoops()
+	return b, nil
+}
+
+// startLoops starts the reconciler and the background maintenance.
+func (b *Broker) startLoops() {
 	b.startReconciler()
 	b.wg.Add(2)
 	go b.every(b.cfg.RetentionCheckInterval, b.ApplyRetention)
@@ -261,7 +290,6 @@ func Open(cfg Config) (_ *Broker, err error) {
 		b.wg.Add(1)
 		go b.every(b.cfg.ScrubInterval, b.scrubInBackground)
 	}
-	return b, nil
 }
 
 // openTopics opens every partition of every topic, in parallel: each
@@ -316,7 +344,7 @@ func (b *Broker) openTopics(metas []cluster.Topic) error {
 func (b *Broker) reserveLoggedProducerIDs() {
 	top := producer.NoID
 	for _, t := range b.mu.topics {
-		for _, p := range t.partitions {
+		for _, p := range t.local() {
 			for _, a := range p.Producers() {
 				top = max(top, a.ID)
 			}
@@ -383,13 +411,13 @@ func (b *Broker) every(interval time.Duration, fn func()) {
 // expires committed offsets, now (the broker also does so every
 // RetentionCheckInterval).
 func (b *Broker) ApplyRetention() {
-	if b.groups != nil {
+	if g := b.groups(); g != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		b.groups.ExpireOffsets(ctx)
+		g.ExpireOffsets(ctx)
 		cancel()
 	}
 	for _, t := range b.Topics() {
-		for _, p := range t.partitions {
+		for _, p := range t.local() {
 			if p.Failed() != nil {
 				continue // offline: nothing may change its files
 			}
@@ -411,7 +439,9 @@ func (b *Broker) Close() error {
 	b.mu.closed = true
 	b.mu.Unlock()
 	// The coordinator first: it writes to __consumer_offsets.
-	b.groups.Close()
+	if g := b.groups(); g != nil {
+		g.Close()
+	}
 	b.unsubscribe()
 	close(b.stop)
 	b.wg.Wait()
@@ -428,7 +458,7 @@ func (b *Broker) closePartitions() error {
 	start := time.Now()
 	var all []*Partition
 	for _, t := range b.mu.topics {
-		all = append(all, t.partitions...)
+		all = append(all, t.local()...)
 	}
 	err := forEach(len(all), func(i int) error { return all[i].close(true) })
 	b.logger.Info("broker: closed partitions", "partitions", len(all), "took", time.Since(start).Round(time.Millisecond))
@@ -464,7 +494,7 @@ type OfflinePartition struct {
 func (b *Broker) OfflinePartitions() []OfflinePartition {
 	var out []OfflinePartition
 	for _, t := range b.Topics() {
-		for _, p := range t.partitions {
+		for _, p := range t.local() {
 			if err := p.Failed(); err != nil {
 				out = append(out, OfflinePartition{Name: partitionDirName(t.Name, p.id), Damaged: errors.Is(err, partlog.ErrDamaged), Reason: err.Error()})
 			}

@@ -93,7 +93,7 @@ func (b *Broker) CleanLogs() {
 	defer b.cleaning.Unlock()
 	cl := &compact.Cleaner{FS: b.fs, Now: b.cfg.Now, Logger: b.logger, MapBytes: b.cfg.CleanerMapBytes}
 	for _, t := range b.Topics() {
-		for _, p := range t.partitions {
+		for _, p := range t.local() {
 			select {
 			case <-b.stop:
 				return

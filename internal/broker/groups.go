@@ -49,7 +49,11 @@ type GroupLag struct {
 // GroupLag computes a group's lag. Committed offsets of topics that no
 // longer exist are left out. An unknown group has no partitions and lag 0.
 func (b *Broker) GroupLag(ctx context.Context, groupID string) (GroupLag, error) {
-	offsets, code := b.groups.FetchOffsets(ctx, groupID, nil)
+	coord, err := b.localCoordinator()
+	if err != nil {
+		return GroupLag{}, err
+	}
+	offsets, code := coord.FetchOffsets(ctx, groupID, nil)
 	if err := codeError("fetch offsets", groupID, code); err != nil {
 		return GroupLag{}, err
 	}
@@ -69,7 +73,10 @@ func (b *Broker) GroupLag(ctx context.Context, groupID string) (GroupLag, error)
 			continue
 		}
 		for i := range t.Partitions() {
-			p := t.partitions[i]
+			p, err := t.Partition(PartitionID(i))
+			if err != nil {
+				continue // on another node of the cluster
+			}
 			pl := PartitionLag{Topic: name, Partition: PartitionID(i), Committed: record.NoOffset,
 				LogStart: p.LogStartOffset(), End: p.HighWatermark()}
 			from := pl.LogStart
@@ -106,7 +113,11 @@ func (g *ConsumerGroup) ID() string { return g.id }
 // Committed returns the committed offset of a partition, or record.NoOffset.
 func (g *ConsumerGroup) Committed(ctx context.Context, topic string, p PartitionID) (record.Offset, error) {
 	tp := group.TopicPartition{Topic: topic, Partition: int32(p)}
-	offsets, code := g.b.groups.FetchOffsets(ctx, g.id, []group.TopicPartition{tp})
+	coord, err := g.b.localCoordinator()
+	if err != nil {
+		return record.NoOffset, err
+	}
+	offsets, code := coord.FetchOffsets(ctx, g.id, []group.TopicPartition{tp})
 	if err := codeError("fetch offsets", g.id, code); err != nil {
 		return record.NoOffset, err
 	}
@@ -168,7 +179,11 @@ func (g *ConsumerGroup) commit(ctx context.Context, op, topic string, p Partitio
 		return fmt.Errorf("broker: %s: empty group id", op)
 	}
 	tp := group.TopicPartition{Topic: topic, Partition: int32(p)}
-	codes := g.b.groups.CommitOffsets(ctx, group.OffsetCommitRequest{
+	coord, err := g.b.localCoordinator()
+	if err != nil {
+		return err
+	}
+	codes := coord.CommitOffsets(ctx, group.OffsetCommitRequest{
 		GroupID:    g.id,
 		Generation: group.NoGeneration,
 		Offsets:    map[group.TopicPartition]group.OffsetAndMetadata{tp: {Offset: int64(next), LeaderEpoch: -1}},

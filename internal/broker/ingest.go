@@ -268,7 +268,7 @@ func (b *Broker) resolveDLQ(p *Partition, cfg *TopicConfig) (*Partition, error) 
 	if t.Config.Validator() != nil || name == p.topic {
 		return nil, fmt.Errorf("%w: DLQ %q of topic %q: %w", ErrInvalidConfig, name, p.topic, errDLQValidated)
 	}
-	return t.partitions[int(p.id)%len(t.partitions)], nil
+	return t.Partition(PartitionID(int(p.id) % len(t.partitions)))
 }
 
 // writeLocked appends the quarantined records to the DLQ partition, as if

@@ -66,6 +66,12 @@ func (b *Broker) openGroups() error {
 	if err != nil {
 		return err
 	}
+	return b.startCoordinator(p)
+}
+
+// startCoordinator starts the group coordinator over p, partition 0 of
+// __consumer_offsets, which replays it.
+func (b *Broker) startCoordinator(p *Partition) error {
 	g, err := group.New(group.Config{
 		Store:                  &offsetStore{p: p},
 		Logger:                 b.logger,
@@ -74,14 +80,20 @@ func (b *Broker) openGroups() error {
 		InitialRebalanceDelay:  b.cfg.GroupInitialRebalanceDelay,
 		OffsetsRetention:       b.cfg.OffsetsRetention,
 		PartitionExists: func(tp group.TopicPartition) bool {
-			_, err := b.Partition(tp.Topic, PartitionID(tp.Partition))
-			return err == nil
+			t, err := b.Topic(tp.Topic)
+			return err == nil && tp.Partition >= 0 && tp.Partition < t.Partitions()
 		},
 	})
 	if err != nil {
 		return fmt.Errorf("broker: %w", err)
 	}
-	b.groups = g
+	b.groupsPtr.Store(g)
+	if b.clustered() {
+		// A member's image may still be catching up: a topic it does not
+		// know yet is not a deleted one. Deletions reach the coordinator
+		// as tombstones instead (syncLocked).
+		return nil
+	}
 	// Offsets of topics that no longer exist: a delete that crashed before
 	// its second pass, or data from before offsets were removed on delete.
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -96,17 +108,30 @@ func (b *Broker) openGroups() error {
 
 // removeTopicOffsets tombstones every group's committed offsets of topic.
 func (b *Broker) removeTopicOffsets(topic string) error {
-	if b.groups == nil {
+	g := b.groups()
+	if g == nil {
 		return nil
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	_, err := b.groups.RemoveTopicOffsets(ctx, func(t string) bool { return t == topic })
+	_, err := g.RemoveTopicOffsets(ctx, func(t string) bool { return t == topic })
 	return err
 }
 
-// Groups returns the consumer-group coordinator.
-func (b *Broker) Groups() *group.Coordinator { return b.groups }
+// Groups returns the consumer-group coordinator, or nil on a cluster
+// member that does not host __consumer_offsets (it coordinates no group).
+func (b *Broker) Groups() *group.Coordinator { return b.groupsPtr.Load() }
+
+func (b *Broker) groups() *group.Coordinator { return b.groupsPtr.Load() }
+
+// localCoordinator is Groups for the in-process group API, which only a
+// node coordinating groups can serve.
+func (b *Broker) localCoordinator() (*group.Coordinator, error) {
+	if g := b.groups(); g != nil {
+		return g, nil
+	}
+	return nil, fmt.Errorf("%w: node %d does not host %s; use a Kafka client against the cluster", ErrCoordinatorNotAvailable, b.cfg.NodeID, ConsumerOffsetsTopic)
+}
 
 // offsetStore is group.Store over partition 0 of __consumer_offsets.
 type offsetStore struct{ p *Partition }

@@ -51,7 +51,8 @@ func TestBrokerOverRaftMetadata(t *testing.T) {
 }
 
 // singleVoterBroker returns a function that opens a single-voter raft
-// quorum in root and a broker (node 0) on it, leading.
+// quorum in root and a broker (node 0) on it, leading, registered and
+// unfenced.
 func singleVoterBroker(t *testing.T, root string) func() (*cluster.RaftStore, *Broker) {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -76,7 +77,14 @@ func singleVoterBroker(t *testing.T, root string) func() (*cluster.RaftStore, *B
 				t.Fatal("the single voter never led")
 			}
 		}
-		b := open(t, vfs.Default, filepath.Join(root, "data"), func(c *Config) { c.Metadata = rs })
+		b := open(t, vfs.Default, filepath.Join(root, "data"), func(c *Config) {
+			c.Metadata, c.HeartbeatInterval = rs, 50*time.Millisecond
+		})
+		for deadline := time.Now().Add(10 * time.Second); b.Fenced(); time.Sleep(10 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatal("the broker was never unfenced")
+			}
+		}
 		return rs, b
 	}
 }
@@ -106,14 +114,18 @@ func TestReconcilerAppliesRegistrations(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	apply(cluster.Partition{TopicID: tp.ID, PartitionID: 0, Replicas: []cluster.NodeID{0, 1}, ISR: []cluster.NodeID{0, 1}, Leader: 0})
-	waitState("the registration", func() bool { return len(p.ISR()) == 2 })
-	apply(cluster.PartitionChange{TopicID: tp.ID, PartitionID: 0, ExpectedPartitionEpoch: 0, Leader: 1})
+	if reg, ok := rs.Image().Partition(tp.ID, 0); !ok || reg.Leader != 0 || len(reg.Replicas) != 1 {
+		t.Fatalf("the created partition's registration: %+v %v", reg, ok)
+	}
+	apply(cluster.PartitionChange{TopicID: tp.ID, PartitionID: 0, ExpectedPartitionEpoch: 0,
+		Replicas: []cluster.NodeID{0, 1}, ISR: []cluster.NodeID{0, 1}, Leader: cluster.LeaderUnchanged})
+	waitState("the replica set", func() bool { return len(p.ISR()) == 2 })
+	apply(cluster.PartitionChange{TopicID: tp.ID, PartitionID: 0, ExpectedPartitionEpoch: 1, Leader: 1})
 	waitState("follower of node 1", func() bool { return p.Role() == RoleFollower && p.Leader() == 1 && p.LeaderEpoch() == 1 })
 	if _, err := p.Append(context.Background(), encode(t, 1, record.DefaultBatchOptions()), AcksLeader); !errors.Is(err, ErrNotLeader) {
 		t.Fatalf("produce while following: %v", err)
 	}
-	apply(cluster.PartitionChange{TopicID: tp.ID, PartitionID: 0, ExpectedPartitionEpoch: 1, Leader: 0})
+	apply(cluster.PartitionChange{TopicID: tp.ID, PartitionID: 0, ExpectedPartitionEpoch: 2, Leader: 0})
 	waitState("leader again", func() bool { return p.Role() == RoleLeader && p.LeaderEpoch() == 2 })
 	res, err := p.Append(context.Background(), encode(t, 1, record.DefaultBatchOptions()), AcksLeader)
 	if err != nil {
@@ -124,6 +136,6 @@ func TestReconcilerAppliesRegistrations(t *testing.T) {
 	} else if h, _ := record.ParseHeader(rr.Batches); h.LeaderEpoch != 2 {
 		t.Fatalf("batch stamped with epoch %d, want 2", h.LeaderEpoch)
 	}
-	apply(cluster.PartitionChange{TopicID: tp.ID, PartitionID: 0, ExpectedPartitionEpoch: 2, ISR: []cluster.NodeID{0}, Leader: cluster.LeaderUnchanged})
+	apply(cluster.PartitionChange{TopicID: tp.ID, PartitionID: 0, ExpectedPartitionEpoch: 3, ISR: []cluster.NodeID{0}, Leader: cluster.LeaderUnchanged})
 	waitState("the ISR shrink", func() bool { return len(p.ISR()) == 1 && p.LeaderEpoch() == 2 })
 }

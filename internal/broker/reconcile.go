@@ -1,7 +1,10 @@
 package broker
 
 import (
+	"context"
+	"maps"
 	"slices"
+	"time"
 
 	"github.com/strandmq/strand/internal/cluster"
 	"github.com/strandmq/strand/internal/record"
@@ -45,34 +48,44 @@ func (b *Broker) startReconciler() {
 	}()
 }
 
-// reconcile applies img's partition registrations that are newer (by
-// leader epoch, then partition epoch) than what each partition has.
+// reconcile makes this node what img says: on a cluster member, the
+// registry and open partitions first (syncLocked); then every local
+// partition's role, where img's registration is newer (by leader epoch,
+// then partition epoch) than what the partition has.
 func (b *Broker) reconcile(img *cluster.Image) {
-	self := b.cfg.NodeID
+	if b.clustered() {
+		b.admin.Lock()
+		b.syncLocked(img)
+		b.admin.Unlock()
+	}
 	for _, t := range b.Topics() {
-		for _, p := range t.partitions {
-			reg, ok := img.Partition(t.ID, int32(p.id))
-			if !ok {
-				continue
+		for _, p := range t.local() {
+			if reg, ok := img.Partition(t.ID, int32(p.id)); ok {
+				b.applyRegistration(p, reg)
 			}
-			cur, epoch := p.state(), record.Epoch(reg.LeaderEpoch)
-			if epoch < cur.epoch || (epoch == cur.epoch && reg.PartitionEpoch <= cur.partitionEpoch) {
-				continue
-			}
-			replicas, isr := nodeIDs(reg.Replicas), nodeIDs(reg.ISR)
-			var err error
-			if NodeID(reg.Leader) == self {
-				err = p.BecomeLeader(epoch, replicas, isr)
-			} else {
-				err = p.BecomeFollower(epoch, NodeID(reg.Leader), replicas, isr)
-			}
-			if err != nil {
-				b.logger.Warn("broker: applying a partition's registration", "topic", t.Name, "partition", p.id, "err", err)
-				continue
-			}
-			p.setPartitionEpoch(reg.PartitionEpoch)
 		}
 	}
+}
+
+// applyRegistration makes p lead or follow as reg says, if reg is newer
+// than p's state.
+func (b *Broker) applyRegistration(p *Partition, reg cluster.PartitionReg) {
+	cur, epoch := p.state(), record.Epoch(reg.LeaderEpoch)
+	if epoch < cur.epoch || (epoch == cur.epoch && reg.PartitionEpoch <= cur.partitionEpoch) {
+		return
+	}
+	replicas, isr := nodeIDs(reg.Replicas), nodeIDs(reg.ISR)
+	var err error
+	if NodeID(reg.Leader) == b.cfg.NodeID {
+		err = p.BecomeLeader(epoch, replicas, isr)
+	} else {
+		err = p.BecomeFollower(epoch, NodeID(reg.Leader), replicas, isr)
+	}
+	if err != nil {
+		b.logger.Warn("broker: applying a partition's registration", "topic", p.topic, "partition", p.id, "err", err)
+		return
+	}
+	p.setPartitionEpoch(reg.PartitionEpoch)
 }
 
 func nodeIDs(ids []cluster.NodeID) []NodeID {
@@ -91,4 +104,138 @@ func (p *Partition) setPartitionEpoch(e int32) {
 	s.replicas, s.isr = slices.Clone(s.replicas), slices.Clone(s.isr)
 	s.partitionEpoch = e
 	p.replica.Store(&s)
+}
+
+// openMember opens a broker that is a member of a cluster. Its partitions
+// are the image's: the reconciler opens those placed on this node as the
+// image names them, so a member whose image is still catching up (or
+// cannot reach the quorum) opens what it knows and waits for the rest; it
+// serves nothing until the controller unfences it.
+func (b *Broker) openMember(m Member) (*Broker, error) {
+	b.member = &membership{m: m, incarnation: cluster.NewClusterID(), stopped: make(chan struct{})}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	err := m.CatchUp(ctx)
+	cancel()
+	if err != nil {
+		b.logger.Warn("broker: the metadata quorum is not reachable yet; starting with the metadata this node has", "err", err)
+	}
+	b.startLoops() // the reconciler's first pass opens what the image places here
+	b.wg.Add(1)
+	go func() {
+		defer b.wg.Done()
+		b.runMembership()
+	}()
+	return b, nil
+}
+
+// syncLocked makes a member's registry what img says: every topic listed
+// (partitions placed elsewhere as nil), this node's replicas open, configs
+// current, and the local data of deleted topics removed. b.admin must be
+// held.
+func (b *Broker) syncLocked(img *cluster.Image) {
+	seen := map[string]bool{}
+	for _, mt := range img.Topics() {
+		seen[mt.Name] = true
+		b.syncTopicLocked(img, mt)
+	}
+	for _, t := range b.Topics() {
+		if seen[t.Name] {
+			continue
+		}
+		b.mu.Lock()
+		delete(b.mu.topics, t.Name)
+		delete(b.mu.byID, t.ID)
+		b.mu.Unlock()
+		if img.IsDeleted(t.ID) {
+			b.dropDeletedLocked(t)
+		} else {
+			b.closeLocal(t)
+		}
+	}
+}
+
+// syncTopicLocked brings one topic of the image into the registry.
+func (b *Broker) syncTopicLocked(img *cluster.Image, mt cluster.Topic) {
+	self := cluster.NodeID(b.cfg.NodeID)
+	old, _ := b.Topic(mt.Name)
+	if old != nil && old.ID != mt.ID { // deleted and created again
+		b.dropDeletedLocked(old)
+		old = nil
+	}
+	tc, err := newTopicConfig(b.internalOverrides(mt.Name, mt.Configs), b.defaults)
+	if err != nil {
+		b.logger.Warn("broker: topic configs from the cluster's metadata do not parse; keeping defaults", "topic", mt.Name, "err", err)
+		tc, _ = newTopicConfig(nil, b.defaults)
+	}
+	nt := &Topic{Name: mt.Name, ID: mt.ID, Config: tc, partitions: make([]*Partition, mt.Partitions)}
+	changed := old == nil || old.Partitions() != mt.Partitions || !maps.Equal(old.Config.Overrides(), tc.Overrides())
+	for i := range mt.Partitions {
+		var p *Partition
+		if old != nil && int(i) < len(old.partitions) {
+			p = old.partitions[i]
+		}
+		reg, ok := img.Partition(mt.ID, i)
+		if p == nil && ok && slices.Contains(reg.Replicas, self) {
+			if p, err = b.openPartition(mt.Name, mt.ID, PartitionID(i), tc); err != nil {
+				b.logger.Error("broker: cannot open a partition placed on this node", "topic", mt.Name, "partition", i, "err", err)
+				continue
+			}
+			changed = true
+			b.applyRegistration(p, reg)
+		}
+		nt.partitions[i] = p
+	}
+	if !changed {
+		return
+	}
+	for _, p := range nt.local() {
+		p.setConfig(tc)
+	}
+	b.mu.Lock()
+	b.mu.topics[nt.Name] = nt
+	b.mu.byID[nt.ID] = nt
+	b.mu.Unlock()
+	if nt.Name == ConsumerOffsetsTopic && b.groups() == nil && len(nt.partitions) > 0 && nt.partitions[0] != nil {
+		if err := b.startCoordinator(nt.partitions[0]); err != nil {
+			b.logger.Error("broker: cannot start the group coordinator", "err", err)
+		}
+	}
+}
+
+// dropDeletedLocked removes a deleted topic's local data and, where this
+// node coordinates groups, their committed offsets of it.
+func (b *Broker) dropDeletedLocked(t *Topic) {
+	for _, p := range t.local() {
+		if err := p.remove(); err != nil {
+			b.logger.Warn("broker: removing a deleted topic's partition", "topic", t.Name, "partition", p.id, "err", err)
+		}
+	}
+	if g := b.groups(); g != nil {
+		b.wg.Add(1)
+		go func() { // a write to __consumer_offsets; not under b.admin
+			defer b.wg.Done()
+			if err := b.removeTopicOffsets(t.Name); err != nil {
+				b.logger.Warn("broker: removing committed offsets of a deleted topic", "topic", t.Name, "err", err)
+			}
+		}()
+	}
+	b.logger.Info("broker: topic deleted", "topic", t.Name)
+}
+
+// closeLocal closes a topic's local partitions, keeping their data.
+func (b *Broker) closeLocal(t *Topic) {
+	for _, p := range t.local() {
+		_ = p.close(true)
+	}
+}
+
+// local returns the topic's partitions this node holds.
+func (t *Topic) local() []*Partition {
+	out := make([]*Partition, 0, len(t.partitions))
+	for _, p := range t.partitions {
+		if p != nil {
+			out = append(out, p)
+		}
+	}
+	return out
 }

@@ -64,7 +64,10 @@ func (b *Broker) Redrive(ctx context.Context, topic string, opts RedriveOptions)
 	spans := make([]span, dlq.Partitions())
 	var total int64
 	for i := range spans {
-		p := dlq.partitions[i]
+		p, err := dlq.Partition(PartitionID(i))
+		if err != nil {
+			return res, fmt.Errorf("broker: redrive %q: %w", topic, err)
+		}
 		from, err := g.Committed(ctx, dlqName, PartitionID(i))
 		if err != nil {
 			return res, fmt.Errorf("broker: redrive %q: %w", topic, err)

@@ -95,6 +95,9 @@ func (p *Partition) BecomeFollower(epoch record.Epoch, leader NodeID, replicas, 
 
 // notLeader is the error of a client request a follower must not serve.
 func (p *Partition) notLeader() error {
+	if p.b.fenced() {
+		return p.b.errFenced()
+	}
 	if s := p.state(); s.role != RoleLeader {
 		return fmt.Errorf("%w: %s-%d is led by node %d (epoch %d)", ErrNotLeader, p.topic, p.id, s.leader, s.epoch)
 	}

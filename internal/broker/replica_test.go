@@ -64,3 +64,23 @@ func TestPartitionRoles(t *testing.T) {
 		t.Fatalf("an older epoch: %v, want ErrFencedLeaderEpoch", err)
 	}
 }
+
+// TestOffsetsPartitionIsKafkas: a group maps to the __consumer_offsets
+// partition Kafka picks (values from Java's "…".hashCode()).
+func TestOffsetsPartitionIsKafkas(t *testing.T) {
+	for _, c := range []struct {
+		group string
+		want  PartitionID
+	}{
+		{"", 0},
+		{"a", 97 % 50},                  // "a".hashCode() = 97
+		{"group", 98629247 % 50},        // positive
+		{"console-consumer-1", 24},      // 35782224 % 50
+		{"polygenelubricants", 0},       // hashCode is MinInt32: Utils.abs maps it to 0
+		{"日本", (26085*31 + 26412) % 50}, // UTF-16 code units
+	} {
+		if got := offsetsPartition(c.group, 50); got != c.want {
+			t.Errorf("offsetsPartition(%q, 50) = %d, want %d", c.group, got, c.want)
+		}
+	}
+}

@@ -29,7 +29,7 @@ func (b *Broker) Scrub(ctx context.Context) (ScrubReport, error) {
 	var rep ScrubReport
 	pace := b.scrubPacer(start)
 	for _, t := range b.Topics() {
-		for _, p := range t.partitions {
+		for _, p := range t.local() {
 			if p.Failed() != nil || p.isClosed() {
 				continue
 			}

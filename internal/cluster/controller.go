@@ -225,10 +225,11 @@ func electFor(img *Image, id NodeID) []Record {
 }
 
 // register admits a broker process. A different incarnation of a live
-// broker is refused: two processes with one node id.
+// broker is refused — two processes with one node id — unless the old
+// one shut down in a controlled way (it said it was going).
 func (c *controller) register(r Registration) (int64, uint64, error) {
 	img := c.s.Image()
-	if old, ok := img.Broker(r.ID); ok && old.IncarnationID != r.IncarnationID && !old.Fenced {
+	if old, ok := img.Broker(r.ID); ok && old.IncarnationID != r.IncarnationID && !old.Fenced && !old.InControlledShutdown {
 		c.mu.Lock()
 		last := c.lastContact[r.ID]
 		c.mu.Unlock()

@@ -193,7 +193,11 @@ func overview(ctx context.Context, b *broker.Broker) (Overview, error) {
 		o.Totals.Records += row.Records
 		o.Totals.Bytes += row.Bytes
 	}
-	for _, l := range b.Groups().List(ctx, nil) {
+	var groups []group.GroupListing
+	if g := b.Groups(); g != nil { // nil: a cluster member coordinating no group
+		groups = g.List(ctx, nil)
+	}
+	for _, l := range groups {
 		row := GroupRow{ID: l.GroupID, State: l.State.String(), ProtocolType: l.ProtocolType}
 		if lag, err := b.GroupLag(ctx, l.GroupID); err == nil {
 			row.Lag, row.TimeLagSeconds = lag.Total, lag.MaxTimeLag.Seconds()
@@ -315,7 +319,11 @@ func text(b []byte) (*string, bool) {
 }
 
 func groupDetail(ctx context.Context, b *broker.Broker, id string) (GroupDetail, error) {
-	descs := b.Groups().Describe(ctx, []string{id})
+	g := b.Groups()
+	if g == nil {
+		return GroupDetail{}, fmt.Errorf("%w: group %q (this node coordinates no group)", errNotFound, id)
+	}
+	descs := g.Describe(ctx, []string{id})
 	if len(descs) != 1 {
 		return GroupDetail{}, fmt.Errorf("%w: group %q", errNotFound, id)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strandmq/strand/internal/broker"
@@ -12,9 +13,13 @@ import (
 // Metadata: v0-v13.
 //
 // Behavior:
-//   - One broker (this node, at the advertised address), which is also the
-//     controller; every partition is led by it with replicas = ISR = [it]
-//     and leader epoch 0: a cluster of one.
+//   - A single node lists itself (at the advertised address) as the only
+//     broker and the controller; every partition is led by it with
+//     replicas = ISR = [it]. A cluster member lists every unfenced broker
+//     of its metadata image, the raft leader as controller, and each
+//     partition's registered leader, leader epoch, replicas, ISR and
+//     offline replicas (those on fenced brokers); a partition without a
+//     leader has LEADER_NOT_AVAILABLE.
 //   - All topics for a null topic list (v1+) or an empty one (v0); none for
 //     an empty list from v1.
 //   - An unknown topic is created when auto.create.topics.enable is on and
@@ -33,13 +38,17 @@ import (
 func (s *Server) handleMetadata(_ context.Context, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.MetadataRequest)
 	resp := req.ResponseKind().(*kmsg.MetadataResponse)
-	ep := s.advertisedEndpoint()
-	b := kmsg.NewMetadataResponseBroker()
-	b.NodeID, b.Host, b.Port = int32(s.b.NodeID()), ep.host, ep.port
-	resp.Brokers = []kmsg.MetadataResponseBroker{b}
+	for _, bi := range s.brokers(false) {
+		b := kmsg.NewMetadataResponseBroker()
+		b.NodeID, b.Host, b.Port = int32(bi.ID), bi.Host, bi.Port
+		if bi.Rack != "" {
+			b.Rack = &bi.Rack
+		}
+		resp.Brokers = append(resp.Brokers, b)
+	}
 	clusterID := s.b.ClusterID()
 	resp.ClusterID = &clusterID
-	resp.ControllerID = int32(s.b.NodeID())
+	resp.ControllerID = int32(s.b.ControllerID())
 
 	all := req.Topics == nil || (req.Version == 0 && len(req.Topics) == 0)
 	if all {
@@ -83,16 +92,41 @@ func (s *Server) metadataTopic(t *broker.Topic) kmsg.MetadataResponseTopic {
 	mt.Topic, mt.TopicID = &name, t.ID
 	mt.IsInternal = broker.IsInternalTopic(name)
 	for i := range t.Partitions() {
-		p, _ := t.Partition(broker.PartitionID(i))
+		info := s.b.PartitionInfo(t, broker.PartitionID(i))
 		mp := kmsg.NewMetadataResponseTopicPartition()
 		mp.Partition = i
-		mp.Leader = int32(p.Leader())
-		mp.LeaderEpoch = int32(p.LeaderEpoch())
-		for _, r := range p.Replicas() {
-			mp.Replicas = append(mp.Replicas, int32(r))
-			mp.ISR = append(mp.ISR, int32(r))
+		mp.Leader, mp.LeaderEpoch = int32(info.Leader), info.LeaderEpoch
+		if info.Leader < 0 {
+			mp.ErrorCode = kerr.LeaderNotAvailable.Code
 		}
+		mp.Replicas, mp.ISR, mp.OfflineReplicas = int32s(info.Replicas), int32s(info.ISR), int32s(info.Offline)
 		mt.Partitions = append(mt.Partitions, mp)
 	}
 	return mt
+}
+
+func int32s(ids []broker.NodeID) []int32 {
+	out := make([]int32, len(ids))
+	for i, id := range ids {
+		out[i] = int32(id)
+	}
+	return out
+}
+
+// brokers lists the brokers clients may use: this node alone, at its
+// advertised address, or a cluster's unfenced members (all of them, with
+// fenced set, when withFenced).
+func (s *Server) brokers(withFenced bool) []broker.BrokerInfo {
+	all := s.b.Brokers()
+	if all == nil {
+		ep := s.advertisedEndpoint()
+		return []broker.BrokerInfo{{ID: s.b.NodeID(), Host: ep.host, Port: ep.port}}
+	}
+	out := all[:0:0]
+	for _, bi := range all {
+		if withFenced || !bi.Fenced {
+			out = append(out, bi)
+		}
+	}
+	return out
 }

@@ -6,14 +6,30 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strandmq/strand/internal/broker"
 )
+
+// brokerAddr returns broker id's client address; self is this node's.
+func (s *Server) brokerAddr(id broker.NodeID, self endpoint) (string, int32, bool) {
+	if id == s.b.NodeID() {
+		return self.host, self.port, true
+	}
+	for _, bi := range s.brokers(false) {
+		if bi.ID == id {
+			return bi.Host, bi.Port, true
+		}
+	}
+	return "", 0, false
+}
 
 // FindCoordinator: v0-v6.
 //
 // Behavior:
-//   - The coordinator of every group is this node, at its advertised
-//     address (a cluster of one; __consumer_offsets has one partition, led
-//     here).
+//   - The coordinator of a group is the leader of its __consumer_offsets
+//     partition: this node when alone. A cluster creates the topic on the
+//     first FindCoordinator (as Kafka); while it has no leader the answer
+//     is COORDINATOR_NOT_AVAILABLE.
 //   - v0-v3 ask for one key; v4+ (KIP-699) for a batch of keys, answered
 //     one by one in request order.
 //   - Key type 1 (transaction) answers INVALID_REQUEST ("transactions are
@@ -46,7 +62,16 @@ func (s *Server) handleFindCoordinator(_ context.Context, kreq kmsg.Request) (km
 		c.Key = key
 		switch req.CoordinatorType {
 		case coordinatorGroup:
-			c.NodeID, c.Host, c.Port = int32(s.b.NodeID()), ep.host, ep.port
+			id, err := s.b.Coordinator(key)
+			if err == nil {
+				if host, port, ok := s.brokerAddr(id, ep); ok {
+					c.NodeID, c.Host, c.Port = int32(id), host, port
+					return c
+				}
+				err = broker.ErrCoordinatorNotAvailable
+			}
+			c.ErrorCode, c.ErrorMessage = kerr.CoordinatorNotAvailable.Code, errMessage(err)
+			c.NodeID, c.Port = -1, -1
 			return c
 		case coordinatorTransaction:
 			c.ErrorMessage = errMessage(errTransactionsUnsupported)

@@ -22,7 +22,7 @@ import (
 func (s *Server) handleDescribeGroups(ctx context.Context, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.DescribeGroupsRequest)
 	resp := req.ResponseKind().(*kmsg.DescribeGroupsResponse)
-	for _, d := range s.b.Groups().Describe(ctx, req.Groups) {
+	for _, d := range s.groups().Describe(ctx, req.Groups) {
 		g := kmsg.NewDescribeGroupsResponseGroup()
 		g.Group, g.ErrorCode, g.State = d.GroupID, int16(d.Code), d.State.String()
 		g.ProtocolType, g.Protocol = d.ProtocolType, d.Protocol

@@ -45,7 +45,7 @@ func (s *Server) handleListGroups(ctx context.Context, kreq kmsg.Request) (kmsg.
 			return resp, nil // only unknown states: nothing matches
 		}
 	}
-	for _, l := range s.b.Groups().List(ctx, states) {
+	for _, l := range s.groups().List(ctx, states) {
 		g := kmsg.NewListGroupsResponseGroup()
 		g.Group, g.ProtocolType, g.GroupState, g.GroupType = l.GroupID, l.ProtocolType, l.State.String(), "classic"
 		resp.Groups = append(resp.Groups, g)

@@ -17,7 +17,7 @@ import (
 func (s *Server) handleDeleteGroups(ctx context.Context, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.DeleteGroupsRequest)
 	resp := req.ResponseKind().(*kmsg.DeleteGroupsResponse)
-	codes := s.b.Groups().Delete(ctx, req.Groups)
+	codes := s.groups().Delete(ctx, req.Groups)
 	for _, id := range req.Groups {
 		g := kmsg.NewDeleteGroupsResponseGroup()
 		g.Group, g.ErrorCode = id, int16(codes[id])

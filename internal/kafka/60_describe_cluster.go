@@ -10,10 +10,10 @@ import (
 // DescribeCluster: v0-v2.
 //
 // Behavior:
-//   - The cluster id, this node as the only broker and as the controller.
+//   - The cluster id, the brokers Metadata lists (v2 IncludeFencedBrokers:
+//     fenced ones too, with IsFenced) and the controller.
 //   - v1+: EndpointType 1 (brokers) only; asking this broker for
 //     controllers (2) is MISMATCHED_ENDPOINT_TYPE, as Kafka's brokers answer.
-//   - v2+: the broker is never fenced.
 //   - ClusterAuthorizedOperations: not computed (Kafka's "not requested"
 //     sentinel).
 
@@ -26,10 +26,14 @@ func (s *Server) handleDescribeCluster(_ context.Context, kreq kmsg.Request) (km
 	}
 	resp.EndpointType = 1
 	resp.ClusterID = s.b.ClusterID()
-	resp.ControllerID = int32(s.b.NodeID())
-	ep := s.advertisedEndpoint()
-	b := kmsg.NewDescribeClusterResponseBroker()
-	b.NodeID, b.Host, b.Port = int32(s.b.NodeID()), ep.host, ep.port
-	resp.Brokers = []kmsg.DescribeClusterResponseBroker{b}
+	resp.ControllerID = int32(s.b.ControllerID())
+	for _, bi := range s.brokers(req.IncludeFencedBrokers) {
+		b := kmsg.NewDescribeClusterResponseBroker()
+		b.NodeID, b.Host, b.Port, b.IsFenced = int32(bi.ID), bi.Host, bi.Port, bi.Fenced
+		if bi.Rack != "" {
+			b.Rack = &bi.Rack
+		}
+		resp.Brokers = append(resp.Brokers, b)
+	}
 	return resp, nil
 }

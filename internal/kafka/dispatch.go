@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strandmq/strand/internal/broker"
+	"github.com/strandmq/strand/internal/cluster"
 	"github.com/strandmq/strand/internal/producer"
 )
 
@@ -116,6 +117,8 @@ var errorCodes = []struct {
 	{broker.ErrClosed, kerr.NotLeaderForPartition},
 	{broker.ErrNotLeader, kerr.NotLeaderForPartition},
 	{broker.ErrFencedLeaderEpoch, kerr.FencedLeaderEpoch},
+	{broker.ErrCoordinatorNotAvailable, kerr.CoordinatorNotAvailable},
+	{cluster.ErrNotController, kerr.RequestTimedOut}, // no controller answered in time
 	{producer.ErrOutOfOrderSequence, kerr.OutOfOrderSequenceNumber},
 	{producer.ErrInvalidProducerEpoch, kerr.InvalidProducerEpoch},
 	{context.Canceled, kerr.RequestTimedOut},

@@ -115,7 +115,11 @@ func (c *brokerCollector) Collect(ch chan<- prometheus.Metric) {
 func (c *brokerCollector) collectLag(gauge func(*prometheus.Desc, float64, ...string)) {
 	ctx, cancel := scrapeContext(c.scrapeTimeout)
 	defer cancel()
-	for _, g := range c.b.Groups().List(ctx, nil) {
+	coord := c.b.Groups()
+	if coord == nil {
+		return // a cluster member coordinating no group
+	}
+	for _, g := range coord.List(ctx, nil) {
 		lag, err := c.b.GroupLag(ctx, g.GroupID)
 		if err != nil {
 			continue

@@ -1,0 +1,141 @@
+package broker
+
+import (
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"github.com/strandmq/strand/internal/cluster"
+)
+
+// A broker in a cluster is a member of it (REPLICATION.md §3): it
+// registers each process as a new incarnation, heartbeats the controller,
+// and serves partitions only while the controller has it unfenced. A
+// broker that loses the controller for a session fences itself — it
+// cannot prove it still leads anything — so a node cut off from the
+// quorum answers NOT_LEADER_OR_FOLLOWER rather than take writes the
+// cluster has given to no one.
+
+// Member is a metadata store with a controller to register with and
+// heartbeat (cluster.RaftStore). A broker whose Config.Metadata is one
+// runs as a member of a cluster.
+type Member interface {
+	cluster.Store
+	Register(r cluster.Registration, timeout time.Duration) (int64, error)
+	SendHeartbeat(hb cluster.Heartbeat, timeout time.Duration) (cluster.HeartbeatReply, error)
+	AppliedIndex() uint64
+	Leader() (id int32, addr string, ok bool)
+}
+
+// Heartbeat timings (Kafka's broker.heartbeat.interval.ms and, on the
+// controller, broker.session.timeout.ms).
+const (
+	DefaultHeartbeatInterval = time.Second
+	DefaultSessionTimeout    = 9 * time.Second
+)
+
+type membership struct {
+	m           Member
+	incarnation string
+	epoch       atomic.Int64
+	// unfenced holds since when the controller last said so: the broker
+	// serves only while that is within a session.
+	lastUnfenced atomic.Int64 // unix nanos; 0: fenced
+	shutdown     atomic.Bool  // Close asked for a controlled shutdown
+	stopped      chan struct{}
+}
+
+// clustered reports whether this broker is a member of a cluster.
+func (b *Broker) clustered() bool { return b.member != nil }
+
+// fenced reports whether this member may not serve partitions: the
+// controller has not unfenced it within the last session.
+func (b *Broker) fenced() bool {
+	if b.member == nil {
+		return false
+	}
+	last := b.member.lastUnfenced.Load()
+	return last == 0 || time.Since(time.Unix(0, last)) > b.cfg.SessionTimeout
+}
+
+// Fenced reports whether the broker is a fenced cluster member (health
+// checks, metrics).
+func (b *Broker) Fenced() bool { return b.fenced() }
+
+// runMembership registers this process and heartbeats until Close; on
+// Close it asks for a controlled shutdown first (heartbeat WantShutdown
+// until the controller has moved leadership away, at most a session).
+func (b *Broker) runMembership() {
+	ms := b.member
+	defer close(ms.stopped)
+	reg := cluster.Registration{ID: cluster.NodeID(b.cfg.NodeID), IncarnationID: ms.incarnation, Endpoints: b.cfg.Endpoints, Rack: b.cfg.Rack}
+	registered := false
+	var warned time.Time
+	for {
+		select {
+		case <-b.stop:
+			if registered {
+				b.controlledShutdown()
+			}
+			return
+		default:
+		}
+		var err error
+		if !registered {
+			var epoch int64
+			if epoch, err = ms.m.Register(reg, b.cfg.HeartbeatInterval*3); err == nil {
+				ms.epoch.Store(epoch)
+				registered = true
+				b.logger.Info("broker: registered with the controller", "node", b.cfg.NodeID, "broker_epoch", epoch)
+			}
+		} else {
+			var r cluster.HeartbeatReply
+			r, err = ms.m.SendHeartbeat(b.heartbeat(false), b.cfg.HeartbeatInterval*3)
+			switch {
+			case errors.Is(err, cluster.ErrStaleBrokerEpoch):
+				registered = false // replaced (or the quorum lost us): a new registration
+				ms.lastUnfenced.Store(0)
+			case err == nil && !r.Fenced:
+				if ms.lastUnfenced.Swap(time.Now().UnixNano()) == 0 {
+					b.logger.Info("broker: unfenced: serving partitions", "node", b.cfg.NodeID)
+				}
+			case err == nil:
+				ms.lastUnfenced.Store(0)
+			}
+		}
+		if err != nil && time.Since(warned) > 10*time.Second {
+			warned = time.Now()
+			b.logger.Warn("broker: cannot reach the cluster's controller; serving no partitions until it answers", "node", b.cfg.NodeID, "err", err)
+		}
+		select {
+		case <-b.stop:
+		case <-time.After(b.cfg.HeartbeatInterval):
+		}
+	}
+}
+
+func (b *Broker) heartbeat(wantShutdown bool) cluster.Heartbeat {
+	return cluster.Heartbeat{ID: cluster.NodeID(b.cfg.NodeID), Epoch: b.member.epoch.Load(), AppliedIndex: b.member.m.AppliedIndex(), WantShutdown: wantShutdown}
+}
+
+// controlledShutdown hands this broker's leadership back to the
+// controller before the process stops, so clients move on at once
+// instead of after a session timeout.
+func (b *Broker) controlledShutdown() {
+	deadline := time.Now().Add(b.cfg.SessionTimeout)
+	for time.Now().Before(deadline) {
+		r, err := b.member.m.SendHeartbeat(b.heartbeat(true), time.Until(deadline))
+		if err == nil && r.ShouldShutdown {
+			b.logger.Info("broker: controlled shutdown: leadership handed back", "node", b.cfg.NodeID)
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	b.logger.Warn("broker: controlled shutdown gave up; the controller will fence this node after its session", "node", b.cfg.NodeID)
+}
+
+// errFenced is notLeader's error on a fenced member.
+func (b *Broker) errFenced() error {
+	return fmt.Errorf("%w: node %d is fenced (no recent word from the cluster's controller)", ErrNotLeader, b.cfg.NodeID)
+}

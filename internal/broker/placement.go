@@ -1,0 +1,138 @@
+package broker
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+
+	"github.com/strandmq/strand/internal/cluster"
+)
+
+// On a cluster member, topic changes are records committed through the
+// controller (cluster.Store.Apply forwards them and returns once this
+// node's image holds them); the registry then follows the image
+// (syncLocked), so the answer to a CreateTopics already lists the topic
+// with its leaders, on this node and — a moment later — on every other.
+
+// liveBrokers are the brokers partitions may be placed on: registered,
+// unfenced and not shutting down, by id.
+func liveBrokers(img *cluster.Image) []cluster.NodeID {
+	var out []cluster.NodeID
+	for _, br := range img.Brokers() {
+		if !br.Fenced && !br.InControlledShutdown {
+			out = append(out, br.ID)
+		}
+	}
+	return out
+}
+
+// place assigns partitions first..first+n-1 to live brokers, one replica
+// each, striped from a random start (Kafka's placement without racks), so
+// partitions and their leaders spread over the cluster.
+func place(img *cluster.Image, n int32) ([][]cluster.NodeID, error) {
+	live := liveBrokers(img)
+	if len(live) == 0 {
+		return nil, fmt.Errorf("%w: no live broker to place partitions on (brokers register and are unfenced once they reach the controller)", ErrInvalidReplicationFactor)
+	}
+	start := rand.IntN(len(live))
+	out := make([][]cluster.NodeID, n)
+	for i := range out {
+		out[i] = []cluster.NodeID{live[(start+i)%len(live)]}
+	}
+	return out, nil
+}
+
+func checkClusterAssignment(img *cluster.Image, a [][]NodeID) error {
+	live := liveBrokers(img)
+	for i, replicas := range a {
+		if len(replicas) != 1 {
+			return fmt.Errorf("%w: partition %d on %v: partitions are not replicated yet, each lives on one broker", ErrInvalidReplicaAssignment, i, replicas)
+		}
+		if !slices.Contains(live, cluster.NodeID(replicas[0])) {
+			return fmt.Errorf("%w: partition %d on broker %d, which is not a live broker (live: %v)", ErrInvalidReplicaAssignment, i, replicas[0], live)
+		}
+	}
+	return nil
+}
+
+// partitionRecords registers partitions first.. of topic id on the given
+// replicas, each led by its first replica.
+func partitionRecords(id TopicID, first int32, replicas [][]cluster.NodeID) []cluster.Record {
+	recs := make([]cluster.Record, len(replicas))
+	for i, r := range replicas {
+		recs[i] = cluster.Partition{TopicID: id, PartitionID: first + int32(i), Replicas: r, ISR: r, Leader: r[0]}
+	}
+	return recs
+}
+
+func toClusterIDs(a [][]NodeID) [][]cluster.NodeID {
+	out := make([][]cluster.NodeID, len(a))
+	for i, r := range a {
+		for _, id := range r {
+			out[i] = append(out[i], cluster.NodeID(id))
+		}
+	}
+	return out
+}
+
+// createTopicInCluster places and registers a new topic. b.admin is held.
+func (b *Broker) createTopicInCluster(t *Topic, n int32, spec TopicSpec) (*Topic, error) {
+	img := b.meta.Image()
+	replicas := toClusterIDs(spec.Assignment)
+	if len(replicas) == 0 {
+		var err error
+		if replicas, err = place(img, n); err != nil {
+			return nil, err
+		}
+	}
+	if spec.ValidateOnly {
+		t.partitions = make([]*Partition, n)
+		return t, nil
+	}
+	recs := append([]cluster.Record{cluster.PutTopic{Topic: cluster.Topic{Name: t.Name, ID: t.ID, Partitions: n, Configs: t.Config.Overrides()}}},
+		partitionRecords(t.ID, 0, replicas)...)
+	if err := b.applyInClusterLocked("create topic "+t.Name, recs...); err != nil {
+		if errors.Is(err, cluster.ErrConflict) {
+			if _, exists := b.meta.Image().Topic(t.Name); exists {
+				return nil, fmt.Errorf("%w: %q", ErrTopicExists, t.Name)
+			}
+		}
+		return nil, err
+	}
+	b.logger.Info("broker: topic created", "topic", t.Name, "partitions", n, "configs", t.Config.Overrides())
+	return b.Topic(t.Name)
+}
+
+// addPartitionsInCluster grows a topic to total partitions. b.admin is held.
+func (b *Broker) addPartitionsInCluster(t *Topic, total int32, assignment [][]NodeID, validateOnly bool) (*Topic, error) {
+	cur := t.Partitions()
+	replicas := toClusterIDs(assignment)
+	if len(replicas) == 0 {
+		var err error
+		if replicas, err = place(b.meta.Image(), total-cur); err != nil {
+			return nil, err
+		}
+	}
+	if validateOnly {
+		return &Topic{Name: t.Name, ID: t.ID, Config: t.Config, partitions: make([]*Partition, total)}, nil
+	}
+	recs := append([]cluster.Record{cluster.PutTopic{Topic: cluster.Topic{Name: t.Name, ID: t.ID, Partitions: total, Configs: t.Config.Overrides()}}},
+		partitionRecords(t.ID, cur, replicas)...)
+	if err := b.applyInClusterLocked("create partitions of "+t.Name, recs...); err != nil {
+		return nil, err
+	}
+	b.logger.Info("broker: partitions added", "topic", t.Name, "from", cur, "to", total)
+	return b.Topic(t.Name)
+}
+
+// applyInClusterLocked commits recs through the controller and brings the
+// registry up to the image that holds them. b.admin is held.
+func (b *Broker) applyInClusterLocked(what string, recs ...cluster.Record) error {
+	img, err := b.meta.Apply(recs...)
+	if err != nil {
+		return fmt.Errorf("broker: %s: %w", what, err)
+	}
+	b.syncLocked(img)
+	return nil
+}
