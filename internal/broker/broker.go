@@ -163,8 +163,8 @@ type Broker struct {
 	ids         *producer.Allocator
 	groupsPtr   atomic.Pointer[group.Coordinator] // nil on a member not hosting __consumer_offsets
 	member      *membership                       // nil on a single node
-	ingest      ingestStats // validation counters (ingest.go)
-	stats       stats       // traffic counters (stats.go)
+	ingest      ingestStats                       // validation counters (ingest.go)
+	stats       stats                             // traffic counters (stats.go)
 
 	lock io.Closer // the data directory's .lock, held until Close
 
