@@ -124,6 +124,9 @@ type Config struct {
 	// TLS that is Kafka's SASL_SSL; without, SASL_PLAINTEXT (PLAIN then
 	// sends the password in the clear: prefer SCRAM, or TLS).
 	SASLUsers map[string]string
+	// Cluster, if set, makes this process one node of a cluster (see
+	// ClusterConfig); nil: a single node, its own cluster.
+	Cluster *ClusterConfig
 }
 
 // Broker is a running embedded broker.
@@ -151,7 +154,12 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	b, err := broker.Open(broker.Config{
+	var lc net.ListenConfig
+	ln, err := lc.Listen(ctx, "tcp", cfg.Addr)
+	if err != nil {
+		return nil, fmt.Errorf("strand: listen on %s: %w", cfg.Addr, err)
+	}
+	bcfg := broker.Config{
 		Dir:                     cfg.Dir,
 		NodeID:                  broker.NodeID(cfg.NodeID),
 		DisableAutoCreateTopics: cfg.DisableAutoCreateTopics,
@@ -168,12 +176,18 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 		Now:                     cfg.Now,
 
 		GroupInitialRebalanceDelay: cfg.GroupInitialRebalanceDelay,
-	})
+	}
+	if cfg.Cluster != nil {
+		if err := cfg.Cluster.configure(&bcfg, cfg, ln.Addr()); err != nil {
+			return nil, errors.Join(err, ln.Close())
+		}
+	}
+	b, err := broker.Open(bcfg)
 	if err != nil {
-		return nil, fmt.Errorf("strand: %w", err)
+		return nil, errors.Join(fmt.Errorf("strand: %w", err), ln.Close())
 	}
 	if err := ctx.Err(); err != nil {
-		return nil, errors.Join(fmt.Errorf("strand: start: %w", err), b.Close())
+		return nil, errors.Join(fmt.Errorf("strand: start: %w", err), ln.Close(), b.Close())
 	}
 	kcfg := kafka.Config{
 		Broker:          b,
@@ -189,7 +203,7 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 	}
 	if cfg.SASLUsers != nil {
 		if kcfg.SASL, err = sasl.New(cfg.SASLUsers); err != nil {
-			return nil, errors.Join(fmt.Errorf("strand: %w", err), b.Close())
+			return nil, errors.Join(fmt.Errorf("strand: %w", err), ln.Close(), b.Close())
 		}
 	}
 	var m *metrics.Metrics
@@ -199,12 +213,7 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 	}
 	srv, err := kafka.NewServer(kcfg)
 	if err != nil {
-		return nil, errors.Join(fmt.Errorf("strand: %w", err), b.Close())
-	}
-	var lc net.ListenConfig
-	ln, err := lc.Listen(ctx, "tcp", cfg.Addr)
-	if err != nil {
-		return nil, errors.Join(fmt.Errorf("strand: listen on %s: %w", cfg.Addr, err), b.Close())
+		return nil, errors.Join(fmt.Errorf("strand: %w", err), ln.Close(), b.Close())
 	}
 	if cfg.TLS != nil {
 		ln = tls.NewListener(ln, cfg.TLS)

@@ -59,6 +59,9 @@ type serveOptions struct {
 	scrubInterval     time.Duration
 	scrubRate         int64
 	consoleHosts      []string
+	quorum            string
+	heartbeat         time.Duration
+	session           time.Duration
 }
 
 const serveLong = `Run a Strand broker: Kafka clients connect to --listen; data lives in --data-dir.
@@ -74,7 +77,8 @@ log-format, metrics-listen, console-listen, tls-cert, tls-key, tls-client-ca, sa
 log-cleaner-dedupe-buffer-size, offsets-retention, group-initial-rebalance-delay,
 connections-max-idle, max-connections, max-connections-per-ip,
 queued-max-request-bytes, failed-authentication-delay, scrub-interval,
-scrub-rate, console-allowed-hosts), and "topic.<config>" sets a broker-wide default for a topic
+scrub-rate, console-allowed-hosts, controller-quorum, broker-heartbeat-interval,
+broker-session-timeout), and "topic.<config>" sets a broker-wide default for a topic
 config, e.g.:
 
     listen = 0.0.0.0:9092
@@ -82,7 +86,15 @@ config, e.g.:
     data-dir = /var/lib/strand
     topic.retention.ms = 86400000
 
-Flags given on the command line override the file.`
+Flags given on the command line override the file.
+
+A cluster: start each node with its own --node-id, --listen and --data-dir,
+and the same --controller-quorum listing every node's Raft address, e.g.
+
+    strand serve --node-id 1 --listen 127.0.0.1:9192 --data-dir n1 \
+      --controller-quorum 1@127.0.0.1:9193,2@127.0.0.1:9293,3@127.0.0.1:9393
+
+Clients may bootstrap from any node.`
 
 func newServeCmd() *cobra.Command {
 	o := &serveOptions{}
@@ -133,6 +145,9 @@ func newServeCmd() *cobra.Command {
 	f.DurationVar(&o.failedAuthDelay, "failed-authentication-delay", kafka.DefaultFailedAuthDelay, "hold a connection whose SASL authentication failed this long before answering and closing it (connection.failed.authentication.delay.ms; 0: none)")
 	f.DurationVar(&o.scrubInterval, "scrub-interval", broker.DefaultScrubInterval, "how often every sealed segment's CRCs are verified in the background; a partition whose data fails goes offline (0: never)")
 	f.Int64Var(&o.scrubRate, "scrub-rate", broker.DefaultScrubBytesPerSecond, "most bytes per second the background scrub reads")
+	f.StringVar(&o.quorum, "controller-quorum", "", `run as one node of a cluster: every node's id and Raft address, the same on each node ("1@127.0.0.1:9193,2@127.0.0.1:9293,3@127.0.0.1:9393"; controller.quorum.voters); this node's entry is where its Raft listener binds`)
+	f.DurationVar(&o.heartbeat, "broker-heartbeat-interval", broker.DefaultHeartbeatInterval, "how often a cluster node heartbeats the controller (broker.heartbeat.interval.ms)")
+	f.DurationVar(&o.session, "broker-session-timeout", broker.DefaultSessionTimeout, "a cluster node not heard from this long is fenced and its partitions lose their leader (broker.session.timeout.ms)")
 	f.StringSliceVar(&o.consoleHosts, "console-allowed-hosts", nil, `host names the console answers to besides IP addresses, localhost and this machine's name (DNS rebinding guard; "*": any)`)
 	return cmd
 }
@@ -272,7 +287,16 @@ func (o *serveOptions) run(ctx context.Context, logOut io.Writer) error {
 		return fmt.Errorf("--log-cleaner-dedupe-buffer-size: %d bytes is below the minimum of %d", o.cleanerMapBytes, minCleanerMapBytes)
 	}
 	started := time.Now()
+	var clusterCfg *strand.ClusterConfig
+	if o.quorum != "" {
+		voters, err := strand.ParseQuorum(o.quorum)
+		if err != nil {
+			return fmt.Errorf("--controller-quorum: %w", err)
+		}
+		clusterCfg = &strand.ClusterConfig{Quorum: voters, HeartbeatInterval: o.heartbeat, SessionTimeout: o.session}
+	}
 	b, err := strand.Start(ctx, strand.Config{
+		Cluster:                 clusterCfg,
 		Dir:                     dir,
 		Addr:                    o.listen,
 		AdvertisedAddr:          o.advertised,

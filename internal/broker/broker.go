@@ -100,6 +100,10 @@ type Config struct {
 	// A store that is also a Member (cluster.RaftStore) makes the broker a
 	// member of a cluster (member.go).
 	Metadata cluster.Store
+	// OpenMetadata, if set instead of Metadata, opens the store once the
+	// data directory is locked (a raft quorum keeps its log there); the
+	// broker owns it and closes it last.
+	OpenMetadata func() (cluster.Store, error)
 	// Endpoints are the listeners a cluster member registers (its client
 	// listener first); Rack is its broker.rack.
 	Endpoints []cluster.Endpoint
@@ -166,7 +170,8 @@ type Broker struct {
 	ingest      ingestStats                       // validation counters (ingest.go)
 	stats       stats                             // traffic counters (stats.go)
 
-	lock io.Closer // the data directory's .lock, held until Close
+	lock      io.Closer // the data directory's .lock, held until Close
+	ownedMeta io.Closer // Config.OpenMetadata's store, closed by Close
 
 	stop chan struct{}
 	wg   sync.WaitGroup
@@ -240,6 +245,19 @@ func Open(cfg Config) (_ *Broker, err error) {
 		return nil, fmt.Errorf("broker: %w", err)
 	}
 	store := cfg.Metadata
+	if cfg.OpenMetadata != nil {
+		if store, err = cfg.OpenMetadata(); err != nil {
+			return nil, fmt.Errorf("broker: %w", err)
+		}
+		if c, ok := store.(io.Closer); ok {
+			b.ownedMeta = c
+			defer func() {
+				if err != nil {
+					_ = c.Close()
+				}
+			}()
+		}
+	}
 	if store == nil {
 		if store, _, err = cluster.OpenFileStore(b.fs, cfg.Dir); err != nil {
 			return nil, fmt.Errorf("broker: %w", err)
@@ -448,6 +466,9 @@ func (b *Broker) Close() error {
 	b.admin.Lock()
 	defer b.admin.Unlock()
 	err := b.closePartitions()
+	if b.ownedMeta != nil {
+		err = errors.Join(err, b.ownedMeta.Close())
+	}
 	return errors.Join(err, b.lock.Close())
 }
 

@@ -69,8 +69,7 @@ func (b *Broker) Fenced() bool { return b.fenced() }
 func (b *Broker) runMembership() {
 	ms := b.member
 	defer close(ms.stopped)
-	reg := cluster.Registration{ID: cluster.NodeID(b.cfg.NodeID), IncarnationID: ms.incarnation, Endpoints: b.cfg.Endpoints, Rack: b.cfg.Rack}
-	registered := false
+	registered := ms.epoch.Load() > 0
 	var warned time.Time
 	for {
 		select {
@@ -83,11 +82,13 @@ func (b *Broker) runMembership() {
 		}
 		var err error
 		if !registered {
-			var epoch int64
-			if epoch, err = ms.m.Register(reg, b.cfg.HeartbeatInterval*3); err == nil {
-				ms.epoch.Store(epoch)
+			if err = b.register(b.cfg.HeartbeatInterval * 3); err == nil {
 				registered = true
-				b.logger.Info("broker: registered with the controller", "node", b.cfg.NodeID, "broker_epoch", epoch)
+				if err = b.checkNodeMeta(ms.m.Image().ClusterID()); err != nil {
+					b.logger.Error("broker: this data directory does not belong to this cluster; serving nothing", "err", err)
+					<-b.stop
+					return
+				}
 			}
 		} else {
 			var r cluster.HeartbeatReply
@@ -113,6 +114,19 @@ func (b *Broker) runMembership() {
 		case <-time.After(b.cfg.HeartbeatInterval):
 		}
 	}
+}
+
+// register registers this process as a new incarnation of its node.
+func (b *Broker) register(timeout time.Duration) error {
+	ms := b.member
+	reg := cluster.Registration{ID: cluster.NodeID(b.cfg.NodeID), IncarnationID: ms.incarnation, Endpoints: b.cfg.Endpoints, Rack: b.cfg.Rack}
+	epoch, err := ms.m.Register(reg, timeout)
+	if err != nil {
+		return err
+	}
+	ms.epoch.Store(epoch)
+	b.logger.Info("broker: registered with the controller", "node", b.cfg.NodeID, "broker_epoch", epoch)
+	return nil
 }
 
 func (b *Broker) heartbeat(wantShutdown bool) cluster.Heartbeat {

@@ -94,7 +94,9 @@ func (b *Broker) createTopicInCluster(t *Topic, n int32, spec TopicSpec) (*Topic
 		partitionRecords(t.ID, 0, replicas)...)
 	if err := b.applyInClusterLocked("create topic "+t.Name, recs...); err != nil {
 		if errors.Is(err, cluster.ErrConflict) {
-			if _, exists := b.meta.Image().Topic(t.Name); exists {
+			img := b.meta.Image() // holds what the change ran into
+			b.syncLocked(img)
+			if _, exists := img.Topic(t.Name); exists {
 				return nil, fmt.Errorf("%w: %q", ErrTopicExists, t.Name)
 			}
 		}

@@ -2,6 +2,8 @@ package broker
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"maps"
 	"slices"
 	"time"
@@ -117,7 +119,16 @@ func (b *Broker) openMember(m Member) (*Broker, error) {
 	err := m.CatchUp(ctx)
 	cancel()
 	if err != nil {
-		b.logger.Warn("broker: the metadata quorum is not reachable yet; starting with the metadata this node has", "err", err)
+		b.logger.Warn("broker: the metadata quorum is not reachable yet; starting with the metadata this node has, serving nothing until the controller answers", "err", err)
+	} else {
+		if err := b.checkNodeMeta(m.Image().ClusterID()); err != nil {
+			return nil, err
+		}
+		// A first registration here, so a second process with this node
+		// id is refused at start rather than retrying in the background.
+		if err := b.register(b.cfg.HeartbeatInterval * 5); errors.Is(err, cluster.ErrDuplicateBroker) {
+			return nil, fmt.Errorf("broker: node %d is already running in this cluster (%w); each process needs its own --node-id", b.cfg.NodeID, err)
+		}
 	}
 	b.startLoops() // the reconciler's first pass opens what the image places here
 	b.wg.Add(1)

@@ -308,7 +308,11 @@ func (c *controller) serve(req rpcRequest) rpcResponse {
 		}
 		_, index, err := c.s.applyLocal(DefaultApplyTimeout, recs...)
 		if err != nil {
-			return rpcFailure(err)
+			// The image the conflict was found in: the caller waits for it
+			// too, so it sees what its change ran into.
+			resp := rpcFailure(err)
+			resp.Index = c.s.AppliedIndex()
+			return resp
 		}
 		return rpcResponse{Index: index}
 	case req.Register != nil:

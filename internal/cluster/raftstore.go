@@ -193,6 +193,9 @@ func (s *RaftStore) ApplyWithin(timeout time.Duration, recs ...Record) (*Image, 
 	}
 	resp, err := s.callController(rpcRequest{Apply: data}, timeout)
 	if err != nil {
+		if errors.Is(err, ErrConflict) && resp.Index > 0 {
+			_, _ = s.waitApplied(resp.Index, timeout)
+		}
 		return nil, err
 	}
 	return s.waitApplied(resp.Index, timeout)

@@ -126,6 +126,29 @@ func NewServer(cfg Config) (*Server, error) {
 	return s, nil
 }
 
+// Advertise returns the host and port clients are told to use: advertised
+// when set, else the listener's address, with this machine's host name
+// for a wildcard address.
+func Advertise(advertised string, ln net.Addr) (string, int32, error) {
+	if advertised != "" {
+		ep, err := parseEndpoint(advertised)
+		if err != nil {
+			return "", 0, fmt.Errorf("kafka: advertised address: %w", err)
+		}
+		return ep.host, ep.port, nil
+	}
+	ep, err := parseEndpoint(ln.String())
+	if err != nil {
+		return "", 0, fmt.Errorf("kafka: listener address: %w", err)
+	}
+	if ip := net.ParseIP(ep.host); ip != nil && ip.IsUnspecified() {
+		if h, err := os.Hostname(); err == nil {
+			ep.host = h
+		}
+	}
+	return ep.host, ep.port, nil
+}
+
 func parseEndpoint(addr string) (*endpoint, error) {
 	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
@@ -151,16 +174,11 @@ func (s *Server) Serve(ln net.Listener) error {
 	s.mu.listeners[ln] = struct{}{}
 	s.mu.Unlock()
 	if s.advertised.Load() == nil {
-		ep, err := parseEndpoint(ln.Addr().String())
+		host, port, err := Advertise("", ln.Addr())
 		if err != nil {
-			return fmt.Errorf("kafka: listener address: %w", err)
+			return err
 		}
-		if ip := net.ParseIP(ep.host); ip != nil && ip.IsUnspecified() {
-			if h, err := os.Hostname(); err == nil {
-				ep.host = h
-			}
-		}
-		s.advertised.CompareAndSwap(nil, ep)
+		s.advertised.CompareAndSwap(nil, &endpoint{host: host, port: port})
 	}
 	delay := time.Duration(0)
 	for {

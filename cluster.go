@@ -1,0 +1,114 @@
+package strand
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"net"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/strandmq/strand/internal/broker"
+	"github.com/strandmq/strand/internal/cluster"
+	"github.com/strandmq/strand/internal/kafka"
+)
+
+// ClusterConfig makes a Strand process one node of a cluster: brokers that
+// share one set of topics, each partition led by one node, with the
+// cluster's metadata (topics, placement, brokers) in a Raft quorum of
+// controller voters. Every node listed in Quorum is a voter; every node is
+// also a broker. Config.NodeID names this node.
+type ClusterConfig struct {
+	// Quorum is every voter's node id and Raft address, identical on every
+	// node ("1@host:9193,2@host:9193,…", see ParseQuorum). This node's
+	// entry is its own Raft address.
+	Quorum []Voter
+	// HeartbeatInterval is broker.heartbeat.interval.ms; default 1 s.
+	HeartbeatInterval time.Duration
+	// SessionTimeout is broker.session.timeout.ms: a broker not heard from
+	// for this long is fenced and its partitions lose their leader;
+	// default 9 s.
+	SessionTimeout time.Duration
+	// ElectionTimeout tunes Raft: a quorum without a leader for this long
+	// elects one (heartbeat timeout too; the leader lease is half);
+	// default 1 s, 100 ms for a quorum of one.
+	ElectionTimeout time.Duration
+}
+
+// Voter is one member of the metadata quorum.
+type Voter struct {
+	ID   int32
+	Addr string // host:port of its Raft listener
+}
+
+// ParseQuorum parses Kafka's controller.quorum.voters form:
+// "1@host:port,2@host:port,3@host:port".
+func ParseQuorum(s string) ([]Voter, error) {
+	var out []Voter
+	seen := map[int32]bool{}
+	for _, part := range strings.Split(s, ",") {
+		id, addr, ok := strings.Cut(strings.TrimSpace(part), "@")
+		n, err := strconv.ParseInt(id, 10, 32)
+		if !ok || err != nil || n < 0 {
+			return nil, fmt.Errorf("quorum entry %q: want <node id>@<host>:<port>", part)
+		}
+		if _, _, err := net.SplitHostPort(addr); err != nil {
+			return nil, fmt.Errorf("quorum entry %q: %w", part, err)
+		}
+		if seen[int32(n)] {
+			return nil, fmt.Errorf("quorum lists node %d twice", n)
+		}
+		seen[int32(n)] = true
+		out = append(out, Voter{ID: int32(n), Addr: addr})
+	}
+	return out, nil
+}
+
+// configure makes bcfg a cluster member's: its client endpoint, and the
+// Raft store it opens once its data directory is locked.
+func (c *ClusterConfig) configure(bcfg *broker.Config, cfg Config, ln net.Addr) error {
+	var self *Voter
+	voters := make([]cluster.Voter, len(c.Quorum))
+	for i, v := range c.Quorum {
+		voters[i] = cluster.Voter{ID: v.ID, Addr: v.Addr}
+		if v.ID == cfg.NodeID {
+			self = &c.Quorum[i]
+		}
+	}
+	if self == nil {
+		return fmt.Errorf("strand: node %d is not in the quorum %v; every node of a cluster is a voter", cfg.NodeID, c.Quorum)
+	}
+	host, port, err := kafka.Advertise(cfg.AdvertisedAddr, ln)
+	if err != nil {
+		return fmt.Errorf("strand: %w", err)
+	}
+	election := c.ElectionTimeout
+	if election <= 0 {
+		election = time.Second
+		if len(voters) == 1 {
+			election = 100 * time.Millisecond
+		}
+	}
+	rc := cluster.RaftConfig{
+		NodeID: cfg.NodeID, Dir: cfg.Dir, Bind: self.Addr, Voters: voters, Logger: cfg.Logger,
+		HeartbeatTimeout: election, ElectionTimeout: election, LeaderLease: election / 2,
+		Controller: cluster.ControllerConfig{SessionTimeout: c.SessionTimeout},
+	}
+	bcfg.OpenMetadata = func() (cluster.Store, error) {
+		// A directory that was a cluster member (meta.properties) but has
+		// no raft log lost it: bootstrapping afresh could roll back the
+		// quorum (hashicorp/raft#122), so refuse.
+		_, metaErr := os.Stat(filepath.Join(cfg.Dir, "meta.properties"))
+		_, raftErr := os.Stat(filepath.Join(cfg.Dir, "raft", "raft.db"))
+		if metaErr == nil && errors.Is(raftErr, os.ErrNotExist) {
+			return nil, fmt.Errorf("%s was a cluster member but its raft log (raft/raft.db) is gone; "+
+				"rejoining would start a fresh quorum log. Move the directory aside and start this node with an empty one", cfg.Dir)
+		}
+		return cluster.OpenRaftStore(rc)
+	}
+	bcfg.Endpoints = []cluster.Endpoint{{Name: "CLIENT", Host: host, Port: port}}
+	bcfg.HeartbeatInterval, bcfg.SessionTimeout = c.HeartbeatInterval, c.SessionTimeout
+	return nil
+}
