@@ -1,0 +1,339 @@
+package strand
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// testCluster is three nodes in this process, each with its own data
+// directory, Kafka listener and Raft port on loopback.
+type testCluster struct {
+	t      *testing.T
+	quorum []Voter
+	dirs   map[int32]string
+	addrs  map[int32]string // Kafka listeners, fixed across restarts
+	nodes  map[int32]*Broker
+}
+
+func freePort(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+func startCluster(t *testing.T) *testCluster {
+	t.Helper()
+	c := &testCluster{t: t, dirs: map[int32]string{}, addrs: map[int32]string{}, nodes: map[int32]*Broker{}}
+	root := t.TempDir()
+	for id := int32(1); id <= 3; id++ {
+		c.quorum = append(c.quorum, Voter{ID: id, Addr: freePort(t)})
+		c.dirs[id] = filepath.Join(root, fmt.Sprint("n", id))
+		c.addrs[id] = freePort(t)
+	}
+	type started struct {
+		id  int32
+		b   *Broker
+		err error
+	}
+	results := make(chan started, 3)
+	for id := int32(1); id <= 3; id++ {
+		go func() { // together: each waits for a quorum
+			b, err := c.open(id)
+			results <- started{id, b, err}
+		}()
+	}
+	for range 3 {
+		r := <-results
+		if r.err != nil {
+			t.Fatal(r.err)
+		}
+		c.nodes[r.id] = r.b
+	}
+	t.Cleanup(func() {
+		for _, b := range c.nodes {
+			b.Close()
+		}
+	})
+	c.waitLive(1, 2, 3)
+	return c
+}
+
+func (c *testCluster) start(id int32) error {
+	b, err := c.open(id)
+	if err == nil {
+		c.nodes[id] = b
+	}
+	return err
+}
+
+func (c *testCluster) open(id int32) (*Broker, error) {
+	return Start(context.Background(), Config{
+		Dir: c.dirs[id], Addr: c.addrs[id], NodeID: id,
+		Cluster: &ClusterConfig{Quorum: c.quorum, HeartbeatInterval: 100 * time.Millisecond,
+			SessionTimeout: 2 * time.Second, ElectionTimeout: 500 * time.Millisecond},
+		GroupInitialRebalanceDelay: -1,
+	})
+}
+
+// waitLive waits until node ids are the cluster's unfenced brokers, as
+// every live node's Metadata says.
+func (c *testCluster) waitLive(ids ...int32) {
+	c.t.Helper()
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		ok := true
+		for _, id := range ids {
+			got := c.metadata(id, nil).Brokers
+			ids2 := make([]int32, len(got))
+			for i, b := range got {
+				ids2[i] = b.NodeID
+			}
+			slices.Sort(ids2)
+			ok = ok && slices.Equal(ids2, ids)
+		}
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			c.t.Fatalf("brokers %v never became the cluster's live brokers", ids)
+		}
+	}
+}
+
+// metadata asks node id directly for topics (nil: all).
+func (c *testCluster) metadata(id int32, topics []string) *kmsg.MetadataResponse {
+	c.t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.addrs[id]))
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	defer cl.Close()
+	req := kmsg.NewPtrMetadataRequest()
+	for _, name := range topics {
+		rt := kmsg.NewMetadataRequestTopic()
+		rt.Topic = kmsg.StringPtr(name)
+		req.Topics = append(req.Topics, rt)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	resp, err := req.RequestWith(ctx, cl.Broker(int(id)))
+	if err != nil {
+		// before the client learns node ids, ask the seed
+		if resp, err = req.RequestWith(ctx, cl); err != nil {
+			c.t.Fatal(err)
+		}
+	}
+	return resp
+}
+
+func (c *testCluster) client(seed int32, opts ...kgo.Opt) *kgo.Client {
+	c.t.Helper()
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(c.addrs[seed])}, opts...)...)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	c.t.Cleanup(cl.Close)
+	return cl
+}
+
+// leaders returns each partition's leader as node id's Metadata says,
+// once it knows the topic (a node's image follows the controller's by a
+// Raft heartbeat or so; clients retry the same way).
+func (c *testCluster) leaders(id int32, topic string) []int32 {
+	c.t.Helper()
+	resp := c.metadata(id, []string{topic})
+	for deadline := time.Now().Add(5 * time.Second); len(resp.Topics) != 1 || resp.Topics[0].ErrorCode != 0; resp = c.metadata(id, []string{topic}) {
+		if time.Now().After(deadline) {
+			c.t.Fatalf("metadata of %s from node %d: %+v", topic, id, resp.Topics)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	out := make([]int32, len(resp.Topics[0].Partitions))
+	for _, p := range resp.Topics[0].Partitions {
+		out[p.Partition] = p.Leader
+	}
+	return out
+}
+
+// TestClusterServesClients: a topic created through one node is placed on
+// all three, with leaders on each; a client that knows only one node finds
+// them all, produces to every partition and a consumer group reads every
+// record back in per-key order, its coordinator on whichever node leads
+// __consumer_offsets; a produce sent to a node that does not lead the
+// partition is NOT_LEADER_OR_FOLLOWER.
+func TestClusterServesClients(t *testing.T) {
+	c := startCluster(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	adm := kadm.NewClient(c.client(2))
+	if _, err := adm.CreateTopic(ctx, 6, 1, nil, "orders"); err != nil {
+		t.Fatal(err)
+	}
+	leaders := c.leaders(3, "orders")
+	for id := int32(1); id <= 3; id++ {
+		if n := countOf(leaders, id); n != 2 {
+			t.Fatalf("node %d leads %d of 6 partitions (%v), want 2", id, n, leaders)
+		}
+	}
+	if _, err := adm.CreateTopic(ctx, 1, 3, nil, "rf3"); !errors.Is(err, kerr.InvalidReplicationFactor) {
+		t.Fatalf("replication factor 3: %v, want INVALID_REPLICATION_FACTOR", err)
+	}
+
+	prod := c.client(3, kgo.DefaultProduceTopic("orders"))
+	const n = 600
+	for i := range n {
+		r := &kgo.Record{Key: []byte(fmt.Sprint("k", i%20)), Value: []byte(fmt.Sprint(i))}
+		if err := prod.ProduceSync(ctx, r).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	cons := c.client(1, kgo.ConsumeTopics("orders"), kgo.ConsumerGroup("g"), kgo.DisableAutoCommit())
+	last := map[string]int{}
+	got := 0
+	for got < n {
+		fs := cons.PollFetches(ctx)
+		if err := ctx.Err(); err != nil {
+			t.Fatalf("consumed %d of %d: %v", got, n, err)
+		}
+		fs.EachError(func(topic string, p int32, err error) { t.Logf("fetch %s-%d: %v", topic, p, err) })
+		fs.EachRecord(func(r *kgo.Record) {
+			var v int
+			fmt.Sscan(string(r.Value), &v)
+			if prev, ok := last[string(r.Key)]; ok && v <= prev {
+				t.Fatalf("key %s: %d after %d", r.Key, v, prev)
+			}
+			last[string(r.Key)] = v
+			got++
+		})
+	}
+	if err := cons.CommitUncommittedOffsets(ctx); err != nil {
+		t.Fatal(err)
+	}
+	offs, err := adm.FetchOffsets(ctx, "g")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var committed int64
+	offs.Each(func(o kadm.OffsetResponse) { committed += o.At })
+	if committed != n {
+		t.Fatalf("the group committed %d records' worth of offsets, want %d", committed, n)
+	}
+
+	// A produce to a node that does not lead the partition.
+	var wrong int32
+	for id := int32(1); id <= 3; id++ {
+		if id != leaders[0] {
+			wrong = id
+		}
+	}
+	req := kmsg.NewPtrProduceRequest()
+	req.Acks, req.TimeoutMillis = -1, 5000
+	rt := kmsg.NewProduceRequestTopic()
+	rt.Topic, rt.TopicID = "orders", c.metadata(wrong, []string{"orders"}).Topics[0].TopicID // v13 names topics by id
+	rp := kmsg.NewProduceRequestTopicPartition()
+	rp.Partition = 0
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	resp, err := req.RequestWith(ctx, c.client(wrong).Broker(int(wrong)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code := resp.Topics[0].Partitions[0].ErrorCode; code != kerr.NotLeaderForPartition.Code {
+		t.Fatalf("produce to node %d, which does not lead orders-0: error %d, want NOT_LEADER_OR_FOLLOWER", wrong, code)
+	}
+}
+
+// TestClusterNodeLoss: a node that stops takes only the partitions it led
+// away — they have no leader, the others keep taking records — and when
+// it starts again they come back with every record they had.
+func TestClusterNodeLoss(t *testing.T) {
+	c := startCluster(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	adm := kadm.NewClient(c.client(1))
+	if _, err := adm.CreateTopic(ctx, 6, 1, nil, "t"); err != nil {
+		t.Fatal(err)
+	}
+	leaders := c.leaders(1, "t")
+	prod := c.client(1, kgo.DefaultProduceTopic("t"), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	for p := range int32(6) {
+		for i := range 10 {
+			if err := prod.ProduceSync(ctx, &kgo.Record{Partition: p, Value: []byte(fmt.Sprint(i))}).FirstErr(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	const gone = 2
+	if err := c.nodes[gone].Close(); err != nil {
+		t.Fatal(err)
+	}
+	delete(c.nodes, gone)
+	c.waitLive(1, 3)
+	after := c.leaders(3, "t")
+	for p, was := range leaders {
+		switch {
+		case was == gone && after[p] != -1:
+			t.Fatalf("partition %d of the stopped node has leader %d", p, after[p])
+		case was != gone && after[p] != was:
+			t.Fatalf("partition %d moved from %d to %d", p, was, after[p])
+		}
+	}
+	short, cancelShort := context.WithTimeout(ctx, 5*time.Second)
+	for p, was := range leaders {
+		if was == gone {
+			continue
+		}
+		if err := prod.ProduceSync(short, &kgo.Record{Partition: int32(p), Value: []byte("more")}).FirstErr(); err != nil {
+			t.Fatalf("partition %d on a live node: %v", p, err)
+		}
+	}
+	cancelShort()
+
+	if err := c.start(gone); err != nil {
+		t.Fatal(err)
+	}
+	c.waitLive(1, 2, 3)
+	for deadline := time.Now().Add(10 * time.Second); !slices.Equal(c.leaders(1, "t"), leaders); time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("leaders after the restart %v, want %v", c.leaders(1, "t"), leaders)
+		}
+	}
+	ends, err := adm.ListEndOffsets(ctx, "t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for p, was := range leaders {
+		want := int64(10)
+		if was != gone {
+			want = 11
+		}
+		if o, _ := ends.Lookup("t", int32(p)); o.Err != nil || o.Offset != want {
+			t.Fatalf("partition %d (node %d) ends at %d (%v), want %d", p, was, o.Offset, o.Err, want)
+		}
+	}
+}
+
+func countOf(s []int32, v int32) int {
+	n := 0
+	for _, x := range s {
+		if x == v {
+			n++
+		}
+	}
+	return n
+}
