@@ -15,10 +15,11 @@ import (
 
 // serveProc is a real `strand serve` process started by a test.
 type serveProc struct {
-	cmd  *exec.Cmd
-	addr string // the Kafka listener, once it serves
-	logs syncBuffer
-	done chan error
+	cmd    *exec.Cmd
+	addr   string // the Kafka listener, once it serves
+	logs   syncBuffer
+	done   chan error
+	served chan string
 }
 
 var servingRE = regexp.MustCompile(`serving Kafka on (\S+?),`)
@@ -35,13 +36,22 @@ func startServe(t *testing.T, args ...string) *serveProc {
 // (0: inherited), as `ulimit -n` would.
 func startServeNofile(t *testing.T, nofile int, args ...string) *serveProc {
 	t.Helper()
+	p := launchServe(t, nofile, args...)
+	p.awaitServing(t)
+	return p
+}
+
+// launchServe starts `strand serve` and returns at once; awaitServing
+// waits for it to serve or exit.
+func launchServe(t *testing.T, nofile int, args ...string) *serveProc {
+	t.Helper()
 	full := append([]string{"serve", "--listen", "127.0.0.1:0", "--metrics-listen", "", "--console-listen", ""}, args...)
 	cmd := exec.Command(strandBin(t), full...)
 	if nofile > 0 {
 		// sh's ulimit, then exec: the broker itself runs under the limit.
 		cmd = exec.Command("sh", append([]string{"-c", fmt.Sprintf(`ulimit -n %d && exec "$@"`, nofile), "sh", strandBin(t)}, full...)...)
 	}
-	p := &serveProc{cmd: cmd, done: make(chan error, 1)}
+	p := &serveProc{cmd: cmd, done: make(chan error, 1), served: make(chan string, 1)}
 	stderr, err := p.cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -49,7 +59,7 @@ func startServeNofile(t *testing.T, nofile int, args ...string) *serveProc {
 	if err := p.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	served := make(chan string, 1)
+	served := p.served
 	var once sync.Once
 	go func() {
 		sc := bufio.NewScanner(stderr)
@@ -71,14 +81,18 @@ func startServeNofile(t *testing.T, nofile int, args ...string) *serveProc {
 		case <-time.After(30 * time.Second):
 		}
 	})
+	return p
+}
+
+func (p *serveProc) awaitServing(t *testing.T) {
+	t.Helper()
 	select {
-	case p.addr = <-served:
+	case p.addr = <-p.served:
 	case err := <-p.done:
 		p.done <- err
 	case <-time.After(time.Minute):
 		t.Fatalf("strand serve neither served nor exited in a minute:\n%s", p.logs.String())
 	}
-	return p
 }
 
 // wait waits (bounded) for the process to exit and returns its error.

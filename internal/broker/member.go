@@ -70,6 +70,7 @@ func (b *Broker) runMembership() {
 	ms := b.member
 	defer close(ms.stopped)
 	registered := ms.epoch.Load() > 0
+	metaChecked := false // meta.properties holds the cluster id
 	var warned time.Time
 	for {
 		select {
@@ -81,14 +82,18 @@ func (b *Broker) runMembership() {
 		default:
 		}
 		var err error
+		if id := ms.m.Image().ClusterID(); id != "" && !metaChecked {
+			if err := b.checkNodeMeta(id); err != nil {
+				ms.lastUnfenced.Store(0)
+				b.logger.Error("broker: serving nothing", "err", err)
+				<-b.stop
+				return
+			}
+			metaChecked = true
+		}
 		if !registered {
 			if err = b.register(b.cfg.HeartbeatInterval * 3); err == nil {
 				registered = true
-				if err = b.checkNodeMeta(ms.m.Image().ClusterID()); err != nil {
-					b.logger.Error("broker: this data directory does not belong to this cluster; serving nothing", "err", err)
-					<-b.stop
-					return
-				}
 			}
 		} else {
 			var r cluster.HeartbeatReply

@@ -124,10 +124,8 @@ func (b *Broker) openMember(m Member) (*Broker, error) {
 		if err := b.checkNodeMeta(m.Image().ClusterID()); err != nil {
 			return nil, err
 		}
-		// A first registration here, so a second process with this node
-		// id is refused at start rather than retrying in the background.
-		if err := b.register(b.cfg.HeartbeatInterval * 5); errors.Is(err, cluster.ErrDuplicateBroker) {
-			return nil, fmt.Errorf("broker: node %d is already running in this cluster (%w); each process needs its own --node-id", b.cfg.NodeID, err)
+		if err := b.registerAtStart(); err != nil {
+			return nil, err
 		}
 	}
 	b.startLoops() // the reconciler's first pass opens what the image places here
@@ -137,6 +135,30 @@ func (b *Broker) openMember(m Member) (*Broker, error) {
 		b.runMembership()
 	}()
 	return b, nil
+}
+
+// registerAtStart registers before serving, so a second process with this
+// node id is refused at start. The controller cannot tell a live twin
+// from this node's own previous process that died without a word until
+// that one's session expires, so it keeps trying for a session: only a
+// registration that stays refused that long is a live twin.
+func (b *Broker) registerAtStart() error {
+	deadline := time.Now().Add(b.cfg.SessionTimeout + 2*b.cfg.HeartbeatInterval)
+	warned := false
+	for {
+		err := b.register(b.cfg.HeartbeatInterval * 5)
+		switch {
+		case !errors.Is(err, cluster.ErrDuplicateBroker):
+			return nil // registered, or the quorum is away: the membership loop goes on trying
+		case time.Now().After(deadline):
+			return fmt.Errorf("broker: node %d is already running in this cluster (%w); each process needs its own --node-id", b.cfg.NodeID, err)
+		case !warned:
+			warned = true
+			b.logger.Warn("broker: the controller still has a live registration for this node id; waiting for its session to expire (a previous process that died) or refusing to start (another process with this id)",
+				"node", b.cfg.NodeID, "session", b.cfg.SessionTimeout)
+		}
+		time.Sleep(b.cfg.HeartbeatInterval)
+	}
 }
 
 // syncLocked makes a member's registry what img says: every topic listed

@@ -141,8 +141,36 @@ func OpenRaftStore(cfg RaftConfig) (*RaftStore, error) {
 		s.closeStores()
 		return nil, fmt.Errorf("cluster: start raft: %w", err)
 	}
+	if existing && len(cfg.Voters) > 0 {
+		if err := s.checkVoters(cfg.Voters); err != nil {
+			_ = s.r.Shutdown().Error()
+			s.closeStores()
+			return nil, err
+		}
+	}
 	go s.ctl.watch(notify, s.done)
 	return s, nil
+}
+
+// checkVoters refuses a raft log whose quorum is not the configured one: a
+// data directory of another quorum would follow (or lead) that one.
+func (s *RaftStore) checkVoters(want []Voter) error {
+	f := s.r.GetConfiguration()
+	if err := f.Error(); err != nil {
+		return fmt.Errorf("cluster: raft configuration: %w", err)
+	}
+	have := map[string]string{}
+	for _, srv := range f.Configuration().Servers {
+		have[string(srv.ID)] = string(srv.Address)
+	}
+	same := len(have) == len(want)
+	for _, v := range want {
+		same = same && have[strconv.Itoa(int(v.ID))] == v.Addr
+	}
+	if !same {
+		return fmt.Errorf("cluster: this node's raft log has the quorum %v, but it was started with %v: the data directory belongs to another quorum (or the quorum's addresses changed)", have, want)
+	}
+	return nil
 }
 
 func orDefault(d, def time.Duration) time.Duration {

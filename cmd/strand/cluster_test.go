@@ -1,0 +1,186 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// procCluster is three `strand serve` processes on loopback.
+type procCluster struct {
+	quorum string
+	dirs   [4]string
+	addrs  [4]string
+	procs  [4]*serveProc
+}
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+func newProcCluster(t *testing.T) *procCluster {
+	t.Helper()
+	c := &procCluster{}
+	var voters []string
+	root := t.TempDir()
+	for n := 1; n <= 3; n++ {
+		voters = append(voters, fmt.Sprintf("%d@%s", n, freeAddr(t)))
+		c.dirs[n] = filepath.Join(root, fmt.Sprint("n", n))
+		c.addrs[n] = freeAddr(t)
+	}
+	c.quorum = strings.Join(voters, ",")
+	for n := 1; n <= 3; n++ {
+		c.procs[n] = c.launch(t, n)
+	}
+	for n := 1; n <= 3; n++ {
+		c.procs[n].awaitServing(t)
+	}
+	return c
+}
+
+func (c *procCluster) launch(t *testing.T, n int) *serveProc {
+	t.Helper()
+	return launchServe(t, 0, "--node-id", fmt.Sprint(n), "--listen", c.addrs[n], "--data-dir", c.dirs[n],
+		"--controller-quorum", c.quorum, "--broker-heartbeat-interval", "200ms", "--broker-session-timeout", "3s")
+}
+
+func (c *procCluster) brokers(except int) string {
+	var out []string
+	for n := 1; n <= 3; n++ {
+		if n != except {
+			out = append(out, c.addrs[n])
+		}
+	}
+	return strings.Join(out, ",")
+}
+
+// TestClusterControllerKill is scenario S5: SIGKILL of the node leading
+// the metadata quorum leaves a working cluster of two — the next topic
+// create through a survivor succeeds within the election timeout and a
+// session, applied once — and the killed node, started again, serves its
+// partitions with every acknowledged record.
+func TestClusterControllerKill(t *testing.T) {
+	c := newProcCluster(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Second)
+	defer cancel()
+	ok(t, c.addrs[1], "", "topic", "create", "s5", "--partitions", "6")
+
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.addrs[2]), kgo.DefaultProduceTopic("s5"), kgo.RecordPartitioner(kgo.RoundRobinPartitioner()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	const n = 300
+	for i := range n {
+		if err := cl.ProduceSync(ctx, kgo.StringRecord(fmt.Sprint(i))).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	adm := kadm.NewClient(cl)
+	meta, err := adm.Metadata(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctl := int(meta.Controller)
+	if ctl < 1 || ctl > 3 || len(meta.Brokers) != 3 {
+		t.Fatalf("controller %d, brokers %v", ctl, meta.Brokers)
+	}
+	if err := c.procs[ctl].cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	_ = c.procs[ctl].wait(t, 30*time.Second)
+	killed := time.Now()
+
+	var created time.Duration
+	for attempt := 0; ; attempt++ {
+		r := runCLI(t, c.brokers(ctl), "", "topic", "create", "after-kill", "--partitions", "2", "--timeout", "10s")
+		if r.code == 0 {
+			created = time.Since(killed)
+			break
+		}
+		if !strings.Contains(r.stderr, "timed out") && !strings.Contains(r.stderr, "TIMED_OUT") && !strings.Contains(r.stderr, "connect") && attempt > 0 {
+			t.Fatalf("topic create after the kill: exit %d\n%s", r.code, r.stderr)
+		}
+		if time.Since(killed) > 30*time.Second {
+			t.Fatalf("no topic create succeeded in 30 s after the controller died:\n%s", r.stderr)
+		}
+	}
+	t.Logf("controller %d killed; a topic create through a survivor succeeded %v later", ctl, created.Round(time.Millisecond))
+	// Every survivor lists it once, as soon as its image has caught up
+	// with the controller's.
+	for n := 1; n <= 3; n++ {
+		if n == ctl {
+			continue
+		}
+		for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+			list := ok(t, c.addrs[n], "", "topic", "list", "-o", "json")
+			if strings.Count(list.stdout, `"after-kill"`) == 1 {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("node %d's topic list after the kill:\n%s", n, list.stdout)
+			}
+		}
+	}
+
+	c.procs[ctl] = c.launch(t, ctl)
+	c.procs[ctl].awaitServing(t)
+	cons, err := kgo.NewClient(kgo.SeedBrokers(c.addrs[ctl]), kgo.ConsumeTopics("s5"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cons.Close()
+	seen := map[string]bool{}
+	for len(seen) < n {
+		fs := cons.PollFetches(ctx)
+		if ctx.Err() != nil {
+			t.Fatalf("read %d of %d acknowledged records after the restart; the restarted node:\n%s", len(seen), n, c.procs[ctl].logs.String())
+		}
+		fs.EachRecord(func(r *kgo.Record) { seen[string(r.Value)] = true })
+	}
+}
+
+// TestClusterRefusesForeignDirectory: a node whose data directory names
+// another cluster id than the quorum's refuses to start, naming both.
+func TestClusterRefusesForeignDirectory(t *testing.T) {
+	c := newProcCluster(t)
+	c.procs[3].stop(t)
+	props := filepath.Join(c.dirs[3], "meta.properties")
+	b, err := os.ReadFile(props)
+	if err != nil {
+		t.Fatal(err)
+	}
+	real := regexp.MustCompile(`cluster.id=(\S+)`).FindStringSubmatch(string(b))
+	if real == nil {
+		t.Fatalf("meta.properties has no cluster id:\n%s", b)
+	}
+	forged := strings.Replace(string(b), real[1], "AnotherClusterIdAAAAA", 1)
+	if err := os.WriteFile(props, []byte(forged), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p := c.launch(t, 3)
+	p.awaitServing(t)
+	if err := p.wait(t, 30*time.Second); err == nil {
+		t.Fatal("a node with another cluster's data directory started")
+	}
+	for _, id := range []string{real[1], "AnotherClusterIdAAAAA"} {
+		if !p.contains(id) {
+			t.Fatalf("the refusal does not name cluster %s:\n%s", id, p.logs.String())
+		}
+	}
+}
