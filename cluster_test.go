@@ -7,6 +7,7 @@ import (
 	"net"
 	"path/filepath"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -26,15 +27,25 @@ type testCluster struct {
 	nodes  map[int32]*Broker
 }
 
+// freePort returns a loopback address with a free port, never one it
+// returned before in this process (the kernel may hand a just-closed port
+// out again, and two nodes on one port fail to start).
 func freePort(t *testing.T) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	for {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		addr := ln.Addr().String()
+		ln.Close()
+		if _, dup := handedOut.LoadOrStore(addr, true); !dup {
+			return addr
+		}
 	}
-	defer ln.Close()
-	return ln.Addr().String()
 }
+
+var handedOut sync.Map
 
 func startCluster(t *testing.T) *testCluster {
 	t.Helper()
@@ -232,6 +243,23 @@ func TestClusterServesClients(t *testing.T) {
 	offs.Each(func(o kadm.OffsetResponse) { committed += o.At })
 	if committed != n {
 		t.Fatalf("the group committed %d records' worth of offsets, want %d", committed, n)
+	}
+
+	// Producer ids come from blocks the controller hands out: no two
+	// nodes give one id to two producers.
+	ids := map[int64]int32{}
+	for id := int32(1); id <= 3; id++ {
+		cl := c.client(id)
+		for range 2 {
+			resp, err := kmsg.NewPtrInitProducerIDRequest().RequestWith(ctx, cl.Broker(int(id)))
+			if err != nil || resp.ErrorCode != 0 {
+				t.Fatalf("InitProducerId on node %d: %v %+v", id, err, resp)
+			}
+			if other, dup := ids[resp.ProducerID]; dup {
+				t.Fatalf("nodes %d and %d both gave out producer id %d", other, id, resp.ProducerID)
+			}
+			ids[resp.ProducerID] = id
+		}
 	}
 
 	// A produce to a node that does not lead the partition.

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -23,15 +24,25 @@ type procCluster struct {
 	procs  [4]*serveProc
 }
 
+// freeAddr returns a loopback address with a free port, never one it
+// returned before in this process (the kernel may hand a just-closed port
+// out again, and two nodes on one port fail to start).
 func freeAddr(t *testing.T) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	for {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		addr := ln.Addr().String()
+		ln.Close()
+		if _, dup := handedOut.LoadOrStore(addr, true); !dup {
+			return addr
+		}
 	}
-	defer ln.Close()
-	return ln.Addr().String()
 }
+
+var handedOut sync.Map
 
 func newProcCluster(t *testing.T) *procCluster {
 	t.Helper()

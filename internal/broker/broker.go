@@ -167,6 +167,8 @@ type Broker struct {
 	ids         *producer.Allocator
 	groupsPtr   atomic.Pointer[group.Coordinator] // nil on a member not hosting __consumer_offsets
 	member      *membership                       // nil on a single node
+	syncedIndex int64                             // newest image syncLocked applied (b.admin)
+	coordPart   *Partition                        // the partition the coordinator runs on (b.admin)
 	ingest      ingestStats                       // validation counters (ingest.go)
 	stats       stats                             // traffic counters (stats.go)
 
@@ -582,6 +584,10 @@ func (b *Broker) TopicOrCreate(name string) (*Topic, error) {
 // (InitProducerId for a non-transactional producer: Kafka always allocates a
 // new id then).
 func (b *Broker) AllocateProducerID() (producer.ID, producer.Epoch, error) {
+	if b.clustered() {
+		id, err := b.member.nextProducerID(b)
+		return id, 0, err
+	}
 	id, err := b.ids.Next()
 	if err != nil {
 		return producer.NoID, -1, fmt.Errorf("broker: %w", err)

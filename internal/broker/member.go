@@ -3,10 +3,12 @@ package broker
 import (
 	"errors"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/strandmq/strand/internal/cluster"
+	"github.com/strandmq/strand/internal/producer"
 )
 
 // A broker in a cluster is a member of it (REPLICATION.md §3): it
@@ -36,6 +38,11 @@ const (
 )
 
 type membership struct {
+	// ids is this member's current block of cluster-unique producer ids.
+	ids struct {
+		sync.Mutex
+		next, limit producer.ID
+	}
 	m           Member
 	incarnation string
 	epoch       atomic.Int64
@@ -157,4 +164,27 @@ func (b *Broker) controlledShutdown() {
 // errFenced is notLeader's error on a fenced member.
 func (b *Broker) errFenced() error {
 	return fmt.Errorf("%w: node %d is fenced (no recent word from the cluster's controller)", ErrNotLeader, b.cfg.NodeID)
+}
+
+// nextProducerID hands out an id from this member's block, reserving the
+// next block through the controller when it is used up (Kafka's
+// AllocateProducerIds), so no two brokers give one id to two producers.
+func (ms *membership) nextProducerID(b *Broker) (producer.ID, error) {
+	ms.ids.Lock()
+	defer ms.ids.Unlock()
+	for ms.ids.next >= ms.ids.limit {
+		first := ms.m.Image().NextProducerID()
+		_, err := ms.m.Apply(cluster.ProducerIDBlock{Broker: cluster.NodeID(b.cfg.NodeID), First: first, Count: producer.IDBlock})
+		switch {
+		case err == nil:
+			ms.ids.next, ms.ids.limit = producer.ID(first), producer.ID(first+producer.IDBlock)
+		case errors.Is(err, cluster.ErrConflict):
+			// another broker took that block; the image now shows the next
+		default:
+			return producer.NoID, fmt.Errorf("broker: reserving producer ids: %w", err)
+		}
+	}
+	id := ms.ids.next
+	ms.ids.next++
+	return id, nil
 }

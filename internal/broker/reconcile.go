@@ -166,6 +166,13 @@ func (b *Broker) registerAtStart() error {
 // current, and the local data of deleted topics removed. b.admin must be
 // held.
 func (b *Broker) syncLocked(img *cluster.Image) {
+	// Images reach here from two paths (the reconciler's feed, and an
+	// admin change's result), so an older one can arrive after a newer:
+	// applying it would close partitions of topics created in between.
+	if img.Index() > 0 && img.Index() < b.syncedIndex {
+		return
+	}
+	b.syncedIndex = max(b.syncedIndex, img.Index())
 	seen := map[string]bool{}
 	for _, mt := range img.Topics() {
 		seen[mt.Name] = true
@@ -228,7 +235,12 @@ func (b *Broker) syncTopicLocked(img *cluster.Image, mt cluster.Topic) {
 	b.mu.topics[nt.Name] = nt
 	b.mu.byID[nt.ID] = nt
 	b.mu.Unlock()
-	if nt.Name == ConsumerOffsetsTopic && b.groups() == nil && len(nt.partitions) > 0 && nt.partitions[0] != nil {
+	if nt.Name == ConsumerOffsetsTopic && len(nt.partitions) > 0 && nt.partitions[0] != nil && nt.partitions[0] != b.coordPart {
+		if g := b.groups(); g != nil { // its partition was reopened
+			b.groupsPtr.Store(nil)
+			g.Close()
+		}
+		b.coordPart = nt.partitions[0]
 		if err := b.startCoordinator(nt.partitions[0]); err != nil {
 			b.logger.Error("broker: cannot start the group coordinator", "err", err)
 		}

@@ -70,3 +70,19 @@ func TestPartitionRecords(t *testing.T) {
 		t.Fatal("a removed topic's partition is still registered")
 	}
 }
+
+// TestProducerIDBlocks: blocks never overlap — one proposed from a stale
+// view of the next free id is refused — and may skip ids.
+func TestProducerIDBlocks(t *testing.T) {
+	im := NewImage("c")
+	im, err := im.With(ProducerIDBlock{Broker: 1, First: 0, Count: 1000})
+	if err != nil || im.NextProducerID() != 1000 {
+		t.Fatalf("first block: %v, next %d", err, im.NextProducerID())
+	}
+	if _, err := im.With(ProducerIDBlock{Broker: 2, First: 0, Count: 1000}); !errors.Is(err, ErrConflict) {
+		t.Fatalf("an overlapping block: %v", err)
+	}
+	if im, err = im.With(ProducerIDBlock{Broker: 2, First: 5000, Count: 1000}); err != nil || im.NextProducerID() != 6000 {
+		t.Fatalf("a block above the next free id: %v, next %d", err, im.NextProducerID())
+	}
+}

@@ -50,6 +50,7 @@ var codecs = map[string]func([]byte) (Record, error){
 	"unregister_broker":          decodeAs[UnregisterBroker],
 	"partition":                  decodeAs[Partition],
 	"partition_change":           decodeAs[PartitionChange],
+	"producer_id_block":          decodeAs[ProducerIDBlock],
 }
 
 // typeNames is codecs' key for each record type.

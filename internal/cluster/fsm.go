@@ -90,11 +90,13 @@ type snapshotForm struct {
 	Deleted    []TopicID                          `json:"deleted"`
 	Brokers    []BrokerReg                        `json:"brokers"`
 	Partitions map[TopicID]map[int32]PartitionReg `json:"partitions"`
+	// NextProducerID: absent in snapshots from before producer id blocks.
+	NextProducerID int64 `json:"nextProducerId,omitempty"`
 }
 
 func encodeImage(im *Image) ([]byte, error) {
 	return json.Marshal(snapshotForm{ClusterID: im.ClusterID(), Topics: im.Topics(), Deleted: im.Deleted(),
-		Brokers: im.Brokers(), Partitions: im.partitions})
+		Brokers: im.Brokers(), Partitions: im.partitions, NextProducerID: im.nextProducerID})
 }
 
 func decodeImage(b []byte) (*Image, error) {
@@ -116,6 +118,7 @@ func decodeImage(b []byte) (*Image, error) {
 	for id, ps := range s.Partitions {
 		im.partitions[id] = ps
 	}
+	im.nextProducerID = s.NextProducerID
 	return im, nil
 }
 

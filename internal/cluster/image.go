@@ -69,7 +69,16 @@ type Image struct {
 	deleted    map[TopicID]bool
 	brokers    map[NodeID]BrokerReg
 	partitions map[TopicID]map[int32]PartitionReg // inner maps copied on write
+	// nextProducerID is the first producer id not yet in a block.
+	nextProducerID int64
+	// index is the raft index of the entry that made this image (0: not
+	// from a raft log, or restored from a snapshot).
+	index int64
 }
+
+// Index returns the raft index of the entry that made this image: a
+// reader that met a newer image ignores an older one (0: unknown).
+func (im *Image) Index() int64 { return im.index }
 
 // NewImage returns an empty image of cluster clusterID.
 func NewImage(clusterID string) *Image {
@@ -121,7 +130,7 @@ func (im *Image) With(recs ...Record) (*Image, error) { return im.WithAt(0, recs
 // incarnation takes it as its epoch).
 func (im *Image) WithAt(index int64, recs ...Record) (*Image, error) {
 	next := &Image{clusterID: im.clusterID, topics: maps.Clone(im.topics), names: maps.Clone(im.names), deleted: maps.Clone(im.deleted),
-		brokers: maps.Clone(im.brokers), partitions: maps.Clone(im.partitions)}
+		brokers: maps.Clone(im.brokers), partitions: maps.Clone(im.partitions), nextProducerID: im.nextProducerID, index: index}
 	for _, r := range recs {
 		if err := r.apply(next, index); err != nil {
 			return im, err

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net"
+	"sync"
 	"testing"
 	"time"
 
@@ -27,6 +28,7 @@ func TestCodecRoundTrip(t *testing.T) {
 		UnregisterBroker{ID: 1, Epoch: 5},
 		Partition{TopicID: id, PartitionID: 0, Replicas: []NodeID{1, 2}, ISR: []NodeID{1}, Leader: 1},
 		PartitionChange{TopicID: id, PartitionID: 0, ExpectedPartitionEpoch: 3, ISR: []NodeID{1, 2}, Leader: LeaderUnchanged},
+		ProducerIDBlock{Broker: 2, First: 1000, Count: 1000},
 	}
 	b, err := EncodeRecords(recs)
 	if err != nil {
@@ -81,7 +83,7 @@ func randomRecords(rng *rand.Rand, n int) [][]Record {
 		id := ids[rng.IntN(len(ids))]
 		var r Record
 		node := NodeID(rng.IntN(4))
-		switch rng.IntN(9) {
+		switch rng.IntN(10) {
 		case 0, 1:
 			r = PutTopic{Topic{Name: name, ID: id, Partitions: int32(1 + rng.IntN(4)), Configs: map[string]string{"k": fmt.Sprint(rng.IntN(3))}}}
 		case 2:
@@ -92,6 +94,8 @@ func randomRecords(rng *rand.Rand, n int) [][]Record {
 			r = RegisterBroker{ID: node, IncarnationID: fmt.Sprint("inc", rng.IntN(2))}
 		case 5:
 			r = BrokerRegistrationChange{ID: node, Epoch: int64(rng.IntN(50)), Fenced: int8(rng.IntN(3) - 1)}
+		case 7:
+			r = ProducerIDBlock{Broker: node, First: int64(rng.IntN(4000)), Count: 1000}
 		case 6:
 			r = Partition{TopicID: id, PartitionID: int32(rng.IntN(3)), Replicas: []NodeID{node, (node + 1) % 4}, ISR: []NodeID{node}, Leader: node}
 		default:
@@ -158,15 +162,25 @@ type nopCloser struct{ *bytes.Buffer }
 
 func (nopCloser) Close() error { return nil }
 
+// freeAddr returns a loopback address with a free port, never one it
+// returned before in this process (the kernel may hand a just-closed port
+// out again, and two nodes on one port fail to start).
 func freeAddr(t *testing.T) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	for {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		addr := ln.Addr().String()
+		ln.Close()
+		if _, dup := handedOut.LoadOrStore(addr, true); !dup {
+			return addr
+		}
 	}
-	defer ln.Close()
-	return ln.Addr().String()
 }
+
+var handedOut sync.Map
 
 func eventually(t *testing.T, what string, d time.Duration, cond func() bool) {
 	t.Helper()

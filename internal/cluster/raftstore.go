@@ -57,10 +57,15 @@ type streamLayer struct {
 	net.Listener
 	nw   Network
 	node string
+	all  *connSet
 }
 
 func (s streamLayer) Dial(addr raft.ServerAddress, timeout time.Duration) (net.Conn, error) {
-	return s.nw.Dial(s.node, string(addr), timeout)
+	c, err := s.nw.Dial(s.node, string(addr), timeout)
+	if err == nil && !s.all.add(c) {
+		return nil, net.ErrClosed
+	}
+	return c, err
 }
 
 // RaftStore is cluster metadata replicated by a hashicorp/raft quorum: the
@@ -75,6 +80,7 @@ type RaftStore struct {
 	nw    Network
 	node  string        // this node's id, as Network names it
 	done  chan struct{} // closed by Close: ends the controller's watch
+	conns connSet       // raft's connections, both ways
 }
 
 // ErrNotController: this node does not lead the metadata quorum; changes go
@@ -112,8 +118,8 @@ func OpenRaftStore(cfg RaftConfig) (*RaftStore, error) {
 		logs.Close()
 		return nil, fmt.Errorf("cluster: raft port %s: %w", cfg.Bind, err)
 	}
-	mux := newMuxListener(ln, s.ctl.serve)
-	s.trans = raft.NewNetworkTransportWithLogger(streamLayer{mux, cfg.Network, node}, 3, 10*time.Second, hlog)
+	mux := newMuxListener(ln, s.ctl.serve, &s.conns)
+	s.trans = raft.NewNetworkTransportWithLogger(streamLayer{mux, cfg.Network, node, &s.conns}, 3, 10*time.Second, hlog)
 	rc := raft.DefaultConfig()
 	rc.LocalID = raft.ServerID(strconv.Itoa(int(cfg.NodeID)))
 	rc.Logger = hlog
@@ -351,5 +357,7 @@ func (s *RaftStore) Close() error {
 }
 
 func (s *RaftStore) closeStores() error {
-	return errors.Join(s.trans.Close(), s.logs.Close())
+	err := s.trans.Close()
+	s.conns.closeAll()
+	return errors.Join(err, s.logs.Close())
 }

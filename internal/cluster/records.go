@@ -68,3 +68,24 @@ func (r ForgetDeleted) apply(im *Image, _ int64) error {
 	}
 	return nil
 }
+
+// ProducerIDBlock reserves producer ids [First, First+Count) for a broker
+// (Kafka's ProducerIdsRecord): ids are unique across the cluster because
+// blocks never overlap. First must be at or above the next free id (a
+// compare-and-set: two brokers proposing from one view cannot both win).
+type ProducerIDBlock struct {
+	Broker NodeID
+	First  int64
+	Count  int64
+}
+
+func (r ProducerIDBlock) apply(im *Image, _ int64) error {
+	if r.Count <= 0 || r.First < im.nextProducerID {
+		return fmt.Errorf("%w: producer ids from %d (%d of them); the next free id is %d", ErrConflict, r.First, r.Count, im.nextProducerID)
+	}
+	im.nextProducerID = r.First + r.Count
+	return nil
+}
+
+// NextProducerID is the first producer id no block has reserved.
+func (im *Image) NextProducerID() int64 { return im.nextProducerID }

@@ -108,6 +108,40 @@ func call(nw Network, from, addr string, req rpcRequest, timeout time.Duration) 
 	return resp, err
 }
 
+// connSet holds a node's raft connections, both ways, so Close can end
+// them: raft's transport leaves inbound connections to their dialer and
+// keeps its outbound pool, and a stopped node must not leave goroutines
+// reading either.
+type connSet struct {
+	mu     sync.Mutex
+	conns  map[net.Conn]struct{}
+	closed bool
+}
+
+func (s *connSet) add(c net.Conn) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		c.Close()
+		return false
+	}
+	if s.conns == nil {
+		s.conns = map[net.Conn]struct{}{}
+	}
+	s.conns[c] = struct{}{}
+	return true
+}
+
+func (s *connSet) closeAll() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.closed = true
+	for c := range s.conns {
+		c.Close()
+	}
+	s.conns = nil
+}
+
 // muxListener splits the raft port: raft's connections go to Accept,
 // controller RPCs to handle.
 type muxListener struct {
@@ -116,10 +150,11 @@ type muxListener struct {
 	conns   chan net.Conn
 	done    chan struct{}
 	closeMu sync.Once
+	all     *connSet
 }
 
-func newMuxListener(ln net.Listener, handle func(rpcRequest) rpcResponse) *muxListener {
-	m := &muxListener{Listener: ln, handle: handle, conns: make(chan net.Conn), done: make(chan struct{})}
+func newMuxListener(ln net.Listener, handle func(rpcRequest) rpcResponse, all *connSet) *muxListener {
+	m := &muxListener{Listener: ln, handle: handle, conns: make(chan net.Conn), done: make(chan struct{}), all: all}
 	go m.acceptLoop()
 	return m
 }
@@ -139,7 +174,9 @@ func (m *muxListener) acceptLoop() {
 			time.Sleep(50 * time.Millisecond) // EMFILE and friends: back off
 			continue
 		}
-		go m.route(c)
+		if m.all.add(c) {
+			go m.route(c)
+		}
 	}
 }
 
