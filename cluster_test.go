@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
+	"net/http"
+	"strings"
 	"path/filepath"
 	"slices"
 	"sync"
@@ -98,7 +101,26 @@ func (c *testCluster) open(id int32) (*Broker, error) {
 		Cluster: &ClusterConfig{Quorum: c.quorum, HeartbeatInterval: 100 * time.Millisecond,
 			SessionTimeout: 2 * time.Second, ElectionTimeout: 500 * time.Millisecond},
 		GroupInitialRebalanceDelay: -1,
+		MetricsAddr:                "127.0.0.1:0",
 	})
+}
+
+// scrape returns node id's /metrics lines that start with prefix.
+func (c *testCluster) scrape(id int32, prefix string) []string {
+	c.t.Helper()
+	resp, err := http.Get("http://" + c.nodes[id].MetricsAddr() + "/metrics")
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	var out []string
+	for _, line := range strings.Split(string(body), "\n") {
+		if strings.HasPrefix(line, prefix) {
+			out = append(out, line)
+		}
+	}
+	return out
 }
 
 // waitLive waits until node ids are the cluster's unfenced brokers, as
@@ -243,6 +265,25 @@ func TestClusterServesClients(t *testing.T) {
 	offs.Each(func(o kadm.OffsetResponse) { committed += o.At })
 	if committed != n {
 		t.Fatalf("the group committed %d records' worth of offsets, want %d", committed, n)
+	}
+
+	// Each node's metrics: one raft leader; the partitions each leads.
+	leadersSeen, led := 0, 0
+	for id := int32(1); id <= 3; id++ {
+		if slices.Contains(c.scrape(id, "strand_raft_state"), `strand_raft_state{state="leader"} 1`) {
+			leadersSeen++
+		}
+		for _, line := range c.scrape(id, "strand_partitions_led ") {
+			var n int
+			fmt.Sscan(strings.TrimPrefix(line, "strand_partitions_led "), &n)
+			led += n
+		}
+		if got := c.scrape(id, "strand_broker_fenced "); !slices.Equal(got, []string{"strand_broker_fenced 0"}) {
+			t.Fatalf("node %d: %v", id, got)
+		}
+	}
+	if leadersSeen != 1 || led != 7 {
+		t.Fatalf("metrics: %d raft leaders (want 1), %d partitions led (want 6 of orders + 1 of __consumer_offsets)", leadersSeen, led)
 	}
 
 	// Producer ids come from blocks the controller hands out: no two

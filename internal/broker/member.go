@@ -28,7 +28,29 @@ type Member interface {
 	SendHeartbeat(hb cluster.Heartbeat, timeout time.Duration) (cluster.HeartbeatReply, error)
 	AppliedIndex() uint64
 	Leader() (id int32, addr string, ok bool)
+	QuorumStatus() (cluster.QuorumStatus, bool)
+	State() cluster.RaftState
 }
+
+// QuorumStatus describes the metadata quorum; ok is false unless this
+// node is a cluster member leading it.
+func (b *Broker) QuorumStatus() (cluster.QuorumStatus, bool) {
+	if !b.clustered() {
+		return cluster.QuorumStatus{}, false
+	}
+	return b.member.m.QuorumStatus()
+}
+
+// RaftState is this member's raft state; ok is false on a single node.
+func (b *Broker) RaftState() (cluster.RaftState, bool) {
+	if !b.clustered() {
+		return cluster.RaftState{}, false
+	}
+	return b.member.m.State(), true
+}
+
+// Clustered reports whether the broker is a member of a cluster.
+func (b *Broker) Clustered() bool { return b.clustered() }
 
 // Heartbeat timings (Kafka's broker.heartbeat.interval.ms and, on the
 // controller, broker.session.timeout.ms).

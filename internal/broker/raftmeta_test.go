@@ -53,7 +53,7 @@ func TestBrokerOverRaftMetadata(t *testing.T) {
 // singleVoterBroker returns a function that opens a single-voter raft
 // quorum in root and a broker (node 0) on it, leading, registered and
 // unfenced.
-func singleVoterBroker(t *testing.T, root string) func() (*cluster.RaftStore, *Broker) {
+func singleVoterBroker(t *testing.T, root string, opts ...func(*Config)) func() (*cluster.RaftStore, *Broker) {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -77,9 +77,9 @@ func singleVoterBroker(t *testing.T, root string) func() (*cluster.RaftStore, *B
 				t.Fatal("the single voter never led")
 			}
 		}
-		b := open(t, vfs.Default, filepath.Join(root, "data"), func(c *Config) {
+		b := open(t, vfs.Default, filepath.Join(root, "data"), append([]func(*Config){func(c *Config) {
 			c.Metadata, c.HeartbeatInterval = rs, 50*time.Millisecond
-		})
+		}}, opts...)...)
 		for deadline := time.Now().Add(10 * time.Second); b.Fenced(); time.Sleep(10 * time.Millisecond) {
 			if time.Now().After(deadline) {
 				t.Fatal("the broker was never unfenced")
@@ -138,4 +138,29 @@ func TestReconcilerAppliesRegistrations(t *testing.T) {
 	}
 	apply(cluster.PartitionChange{TopicID: tp.ID, PartitionID: 0, ExpectedPartitionEpoch: 3, ISR: []cluster.NodeID{0}, Leader: cluster.LeaderUnchanged})
 	waitState("the ISR shrink", func() bool { return len(p.ISR()) == 1 && p.LeaderEpoch() == 2 })
+}
+
+// TestMemberWithoutQuorumServesNothing: a member that loses its metadata
+// quorum fences itself after a session: it cannot prove it still leads,
+// so its partitions answer NOT_LEADER_OR_FOLLOWER instead of taking
+// writes the cluster may have given to another node.
+func TestMemberWithoutQuorumServesNothing(t *testing.T) {
+	rs, b := singleVoterBroker(t, t.TempDir(), func(c *Config) { c.SessionTimeout = 500 * time.Millisecond })()
+	defer b.Close()
+	tp := mustCreate(t, b, TopicSpec{Name: "t", Partitions: 1})
+	p, _ := tp.Partition(0)
+	if _, err := p.Append(context.Background(), encode(t, 1, record.DefaultBatchOptions()), AcksAll); err != nil {
+		t.Fatal(err)
+	}
+	if err := rs.Close(); err != nil { // the quorum is gone
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); !b.Fenced(); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("a member without its quorum never fenced itself")
+		}
+	}
+	if _, err := p.Append(context.Background(), encode(t, 1, record.DefaultBatchOptions()), AcksAll); !errors.Is(err, ErrNotLeader) {
+		t.Fatalf("produce on a member without a quorum: %v, want ErrNotLeader", err)
+	}
 }

@@ -4,7 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"slices"
+	"strconv"
 	"sync"
 	"time"
 )
@@ -70,13 +72,14 @@ type controller struct {
 	ready       bool          // ... and its image has caught up (Barrier)
 	term        chan struct{} // closed when this leadership ends
 	lastContact map[NodeID]time.Time
+	applied     map[NodeID]uint64 // each broker's applied index, from its heartbeats
 }
 
 func newController(s *RaftStore, cfg ControllerConfig, logger *slog.Logger) *controller {
 	if cfg.SessionTimeout <= 0 {
 		cfg.SessionTimeout = 9 * time.Second
 	}
-	return &controller{s: s, cfg: cfg, logger: logger, lastContact: map[NodeID]time.Time{}}
+	return &controller{s: s, cfg: cfg, logger: logger, lastContact: map[NodeID]time.Time{}, applied: map[NodeID]uint64{}}
 }
 
 // watch follows raft's leadership notifications (NotifyCh, not LeaderCh:
@@ -263,6 +266,7 @@ func (c *controller) heartbeat(hb Heartbeat) (HeartbeatReply, error) {
 	}
 	c.mu.Lock()
 	c.lastContact[hb.ID] = time.Now()
+	c.applied[hb.ID] = hb.AppliedIndex
 	c.mu.Unlock()
 	caughtUp := hb.AppliedIndex >= uint64(b.Epoch)
 	var recs []Record
@@ -329,4 +333,50 @@ func (c *controller) serve(req rpcRequest) rpcResponse {
 		return rpcResponse{Heartbeat: &reply, Index: c.s.AppliedIndex()}
 	}
 	return rpcFailure(errors.New("empty controller request"))
+}
+
+// VoterStatus is one voter as the controller sees it.
+type VoterStatus struct {
+	ID   NodeID
+	Addr string
+	// AppliedIndex is how far the node's metadata image has come (its last
+	// heartbeat's; the controller's own for itself), LastContact when the
+	// controller last heard from it (zero: not since it took over).
+	AppliedIndex uint64
+	LastContact  time.Time
+}
+
+// QuorumStatus is the metadata quorum as its leader sees it.
+type QuorumStatus struct {
+	Leader      NodeID
+	Term        uint64
+	CommitIndex uint64
+	Voters      []VoterStatus
+}
+
+// quorumStatus answers for the controller only (ok false elsewhere).
+func (c *controller) quorumStatus() (QuorumStatus, bool) {
+	c.mu.Lock()
+	ready := c.ready
+	applied, contact := maps.Clone(c.applied), maps.Clone(c.lastContact)
+	c.mu.Unlock()
+	if !ready {
+		return QuorumStatus{}, false
+	}
+	id, _, _ := c.s.Leader()
+	st := QuorumStatus{Leader: id, Term: c.s.term(), CommitIndex: c.s.r.CommitIndex()}
+	cfg := c.s.r.GetConfiguration()
+	if cfg.Error() != nil {
+		return QuorumStatus{}, false
+	}
+	for _, srv := range cfg.Configuration().Servers {
+		n, _ := strconv.Atoi(string(srv.ID))
+		v := VoterStatus{ID: NodeID(n), Addr: string(srv.Address), AppliedIndex: applied[NodeID(n)], LastContact: contact[NodeID(n)]}
+		if NodeID(n) == id {
+			v.AppliedIndex, v.LastContact = c.s.AppliedIndex(), time.Now()
+		}
+		st.Voters = append(st.Voters, v)
+	}
+	slices.SortFunc(st.Voters, func(a, b VoterStatus) int { return int(a.ID - b.ID) })
+	return st, true
 }

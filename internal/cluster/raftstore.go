@@ -361,3 +361,27 @@ func (s *RaftStore) closeStores() error {
 	s.conns.closeAll()
 	return errors.Join(err, s.logs.Close())
 }
+
+// QuorumStatus returns the quorum as this node, leading it, sees it; ok
+// is false on a node that is not the controller.
+func (s *RaftStore) QuorumStatus() (QuorumStatus, bool) { return s.ctl.quorumStatus() }
+
+// RaftState is this node's part in the quorum, for health and metrics.
+type RaftState struct {
+	State       string // Leader, Follower, Candidate, Shutdown
+	Term        uint64
+	CommitIndex uint64
+	Applied     uint64
+	LastContact time.Time // with the leader (zero on the leader)
+}
+
+// State returns this node's raft state.
+func (s *RaftStore) State() RaftState {
+	return RaftState{State: s.r.State().String(), Term: s.term(), CommitIndex: s.r.CommitIndex(),
+		Applied: s.AppliedIndex(), LastContact: s.r.LastContact()}
+}
+
+func (s *RaftStore) term() uint64 {
+	t, _ := strconv.ParseUint(s.r.Stats()["term"], 10, 64)
+	return t
+}

@@ -62,6 +62,7 @@ func init() {
 		42: {0, 2, (*Server).handleDeleteGroups},
 		44: {0, 1, (*Server).handleIncrementalAlterConfigs},
 		47: {0, 0, (*Server).handleOffsetDelete},
+		55: {0, 2, (*Server).handleDescribeQuorum},
 		60: {0, 2, (*Server).handleDescribeCluster},
 		61: {0, 0, (*Server).handleDescribeProducers},
 	}

@@ -2,6 +2,7 @@ package metrics
 
 import (
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -48,6 +49,22 @@ var (
 		[]string{"group", "topic", "partition"}, nil)
 	descGroupLagSecondsMax = prometheus.NewDesc("strand_group_lag_seconds_max",
 		"A consumer group's largest time lag over its partitions.", []string{"group"}, nil)
+
+	// A cluster member's (absent on a single node).
+	descRaftState = prometheus.NewDesc("strand_raft_state",
+		"1 for this node's current raft state (leader, follower, candidate, shutdown), 0 for the others.", []string{"state"}, nil)
+	descRaftTerm = prometheus.NewDesc("strand_raft_term",
+		"This node's raft term.", nil, nil)
+	descRaftCommit = prometheus.NewDesc("strand_raft_commit_index",
+		"The raft commit index this node knows.", nil, nil)
+	descRaftApplied = prometheus.NewDesc("strand_raft_applied_index",
+		"The raft index this node's metadata image has applied.", nil, nil)
+	descFenced = prometheus.NewDesc("strand_broker_fenced",
+		"1 while this node is fenced (the controller has not unfenced it within a session): it serves no partition.", nil, nil)
+	descBrokersFenced = prometheus.NewDesc("strand_cluster_brokers_fenced",
+		"Registered brokers the cluster's metadata has fenced.", nil, nil)
+	descPartitionsLed = prometheus.NewDesc("strand_partitions_led",
+		"Partitions this node leads.", nil, nil)
 )
 
 // brokerCollector reads the broker at scrape time.
@@ -60,7 +77,8 @@ func (c *brokerCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descLogStart, descLogEnd, descHighWatermark, descSize,
 		descPartitions, descRecordsIn, descBytesIn, descRecordsOut, descBytesOut,
 		descValidated, descQuarantined, descRedriven, descFailed, descDamaged, descGroupLag, descGroupLagTotal,
-		descGroupLagSeconds, descGroupLagSecondsMax} {
+		descGroupLagSeconds, descGroupLagSecondsMax,
+		descRaftState, descRaftTerm, descRaftCommit, descRaftApplied, descFenced, descBrokersFenced, descPartitionsLed} {
 		ch <- d
 	}
 }
@@ -106,7 +124,46 @@ func (c *brokerCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	gauge(descFailed, float64(len(off)))
 	gauge(descDamaged, float64(damaged))
+	c.collectCluster(gauge)
 	c.collectLag(gauge)
+}
+
+// collectCluster exports a member's raft and fencing state.
+func (c *brokerCollector) collectCluster(gauge func(*prometheus.Desc, float64, ...string)) {
+	rs, ok := c.b.RaftState()
+	if !ok {
+		return
+	}
+	for _, s := range []string{"Leader", "Follower", "Candidate", "Shutdown"} {
+		gauge(descRaftState, b2f(rs.State == s), strings.ToLower(s))
+	}
+	gauge(descRaftTerm, float64(rs.Term))
+	gauge(descRaftCommit, float64(rs.CommitIndex))
+	gauge(descRaftApplied, float64(rs.Applied))
+	gauge(descFenced, b2f(c.b.Fenced()))
+	fenced := 0
+	for _, bi := range c.b.Brokers() {
+		if bi.Fenced {
+			fenced++
+		}
+	}
+	gauge(descBrokersFenced, float64(fenced))
+	led := 0
+	for _, t := range c.b.Topics() {
+		for i := range t.Partitions() {
+			if p, err := t.Partition(broker.PartitionID(i)); err == nil && p.Role() == broker.RoleLeader && p.Leader() == c.b.NodeID() {
+				led++
+			}
+		}
+	}
+	gauge(descPartitionsLed, float64(led))
+}
+
+func b2f(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // collectLag exports every group's lag (broker.GroupLag). Each group is

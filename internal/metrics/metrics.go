@@ -144,6 +144,11 @@ func (m *Metrics) Handler() http.Handler {
 				return
 			}
 		}
+		if m.b.Fenced() {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			_, _ = w.Write([]byte("unhealthy: this node is fenced: the cluster's controller has not heard from it within a session (is the metadata quorum reachable?); it serves no partition\n"))
+			return
+		}
 		if off := m.b.OfflinePartitions(); len(off) > 0 {
 			w.WriteHeader(http.StatusServiceUnavailable)
 			lines := []string{"unhealthy: offline partitions (a failed fsync: restart to recover; damaged data: see docs/OPERATIONS.md):"}

@@ -1,0 +1,145 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// clusterInfo is "strand cluster info": the brokers, the controller and
+// the metadata quorum, as any node answers over the Kafka API
+// (DescribeCluster, and DescribeQuorum from the controller).
+type clusterInfo struct {
+	ClusterID    string          `json:"cluster_id"`
+	ControllerID int32           `json:"controller_id"`
+	Brokers      []clusterBroker `json:"brokers"`
+	// Quorum: the raft term (Kafka's leader epoch) and commit index (its
+	// high watermark); each voter's applied index is its log end offset.
+	Term        int32 `json:"raft_term"`
+	CommitIndex int64 `json:"raft_commit_index"`
+}
+
+type clusterBroker struct {
+	ID           int32  `json:"node_id"`
+	Address      string `json:"address,omitempty"`
+	State        string `json:"state"` // live, fenced, or absent (a voter that never registered)
+	Controller   bool   `json:"controller"`
+	Voter        bool   `json:"voter"`
+	AppliedIndex int64  `json:"applied_index"` // -1: unknown
+}
+
+func newClusterCmd() *cobra.Command {
+	o := &clientOptions{}
+	cmd := &cobra.Command{
+		Use:   "cluster",
+		Short: "Show the cluster: brokers, controller and metadata quorum",
+		Args:  cobra.NoArgs,
+		RunE:  func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
+	}
+	addClientFlags(cmd, o, true, true)
+	cmd.AddCommand(&cobra.Command{
+		Use:   "info",
+		Short: "List the brokers (live or fenced), the controller, and each Raft voter's applied index",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			asJSON, err := o.json()
+			if err != nil {
+				return err
+			}
+			ctx, cancel := o.ctx(cmd.Context())
+			defer cancel()
+			cl, err := o.client(ctx)
+			if err != nil {
+				return err
+			}
+			defer cl.Close()
+			{
+				info, err := describeCluster(ctx, cl)
+				if err != nil {
+					return err
+				}
+				w := cmd.OutOrStdout()
+				if asJSON {
+					return writeJSON(w, info)
+				}
+				fmt.Fprintf(w, "cluster %s, controller node %d, raft term %d, commit index %d\n\n", info.ClusterID, info.ControllerID, info.Term, info.CommitIndex)
+				tw := newTable(w)
+				fmt.Fprintln(tw, "NODE\tADDRESS\tSTATE\tROLE\tAPPLIED")
+				for _, b := range info.Brokers {
+					var role []string
+					if b.Controller {
+						role = append(role, "controller")
+					}
+					if b.Voter {
+						role = append(role, "voter")
+					}
+					applied := "-"
+					if b.AppliedIndex >= 0 {
+						applied = fmt.Sprint(b.AppliedIndex)
+					}
+					fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\n", b.ID, orDash(b.Address), b.State, orDash(strings.Join(role, ",")), applied)
+				}
+				return tw.Flush()
+			}
+		},
+	})
+	return cmd
+}
+
+func describeCluster(ctx context.Context, cl kmsg.Requestor) (clusterInfo, error) {
+	var info clusterInfo
+	dreq := kmsg.NewPtrDescribeClusterRequest()
+	dreq.IncludeFencedBrokers = true
+	dresp, err := dreq.RequestWith(ctx, cl)
+	if err == nil && dresp.ErrorCode != 0 {
+		err = fmt.Errorf("error code %d", dresp.ErrorCode)
+	}
+	if err != nil {
+		return info, fmt.Errorf("describe cluster: %w", err)
+	}
+	info.ClusterID, info.ControllerID = dresp.ClusterID, dresp.ControllerID
+	byID := map[int32]*clusterBroker{}
+	for _, b := range dresp.Brokers {
+		state := "live"
+		if b.IsFenced {
+			state = "fenced"
+		}
+		info.Brokers = append(info.Brokers, clusterBroker{ID: b.NodeID, Address: fmt.Sprintf("%s:%d", b.Host, b.Port), State: state, AppliedIndex: -1})
+	}
+	qresp, err := kmsg.NewPtrDescribeQuorumRequest().RequestWith(ctx, cl)
+	if err != nil || qresp.ErrorCode != 0 || len(qresp.Topics) != 1 || len(qresp.Topics[0].Partitions) != 1 {
+		return info, fmt.Errorf("describe the metadata quorum: %v (error code %d)", err, codeOf(qresp))
+	}
+	qp := qresp.Topics[0].Partitions[0]
+	info.Term, info.CommitIndex = qp.LeaderEpoch, qp.HighWatermark
+	for i := range info.Brokers {
+		byID[info.Brokers[i].ID] = &info.Brokers[i]
+	}
+	for _, v := range qp.CurrentVoters {
+		b := byID[v.ReplicaID]
+		if b == nil {
+			info.Brokers = append(info.Brokers, clusterBroker{ID: v.ReplicaID, State: "absent", AppliedIndex: -1})
+			b = &info.Brokers[len(info.Brokers)-1]
+			for i := range info.Brokers { // the append may have moved them
+				byID[info.Brokers[i].ID] = &info.Brokers[i]
+			}
+		}
+		b.Voter, b.AppliedIndex = true, v.LogEndOffset
+	}
+	for i := range info.Brokers {
+		info.Brokers[i].Controller = info.Brokers[i].ID == info.ControllerID
+	}
+	slices.SortFunc(info.Brokers, func(a, b clusterBroker) int { return int(a.ID - b.ID) })
+	return info, nil
+}
+
+func codeOf(r *kmsg.DescribeQuorumResponse) int16 {
+	if r == nil {
+		return 0
+	}
+	return r.ErrorCode
+}
