@@ -90,6 +90,16 @@ func TestClusterControllerKill(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Second)
 	defer cancel()
 	ok(t, c.addrs[1], "", "topic", "create", "s5", "--partitions", "6")
+	var info clusterInfo
+	decodeJSON(t, ok(t, c.addrs[2], "", "cluster", "info", "-o", "json").stdout, &info)
+	if len(info.Brokers) != 3 || info.ControllerID < 1 || info.ControllerID > 3 {
+		t.Fatalf("cluster info: %+v", info)
+	}
+	for _, b := range info.Brokers {
+		if b.State != "live" || !b.Voter || b.Controller != (b.ID == info.ControllerID) || b.Address != c.addrs[b.ID] {
+			t.Fatalf("cluster info broker %+v (addresses %v)", b, c.addrs)
+		}
+	}
 
 	cl, err := kgo.NewClient(kgo.SeedBrokers(c.addrs[2]), kgo.DefaultProduceTopic("s5"), kgo.RecordPartitioner(kgo.RoundRobinPartitioner()))
 	if err != nil {
@@ -146,6 +156,22 @@ func TestClusterControllerKill(t *testing.T) {
 			if time.Now().After(deadline) {
 				t.Fatalf("node %d's topic list after the kill:\n%s", n, list.stdout)
 			}
+		}
+	}
+
+	// cluster info through a survivor: a new controller, and the killed
+	// node fenced once its session (3 s here) is over.
+	for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+		decodeJSON(t, ok(t, c.brokers(ctl), "", "cluster", "info", "-o", "json").stdout, &info)
+		fenced := false
+		for _, b := range info.Brokers {
+			fenced = fenced || (int(b.ID) == ctl && b.State == "fenced")
+		}
+		if fenced && int(info.ControllerID) != ctl {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("cluster info after killing node %d: %+v", ctl, info)
 		}
 	}
 

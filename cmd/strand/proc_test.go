@@ -51,6 +51,12 @@ func launchServe(t *testing.T, nofile int, args ...string) *serveProc {
 		// sh's ulimit, then exec: the broker itself runs under the limit.
 		cmd = exec.Command("sh", append([]string{"-c", fmt.Sprintf(`ulimit -n %d && exec "$@"`, nofile), "sh", strandBin(t)}, full...)...)
 	}
+	return startProc(t, cmd)
+}
+
+// startProc starts cmd, a `strand serve`, collecting its log.
+func startProc(t *testing.T, cmd *exec.Cmd) *serveProc {
+	t.Helper()
 	p := &serveProc{cmd: cmd, done: make(chan error, 1), served: make(chan string, 1)}
 	stderr, err := p.cmd.StderrPipe()
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"os/exec"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestReadmeTour runs every command of the README's "Five-minute tour", so
@@ -21,7 +22,7 @@ func TestReadmeTour(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	steps := tourSteps(t, string(raw))
+	steps := sectionSteps(t, string(raw), "Five-minute tour")
 	if len(steps) < 10 {
 		t.Fatalf("the tour has only %d commands: is the section still there?", len(steps))
 	}
@@ -70,14 +71,18 @@ func TestReadmeTour(t *testing.T) {
 type tourStep struct {
 	cmd  string
 	want []string // expected output lines (comments after the command)
+	// fuzzy are expected lines with "…" standing for what varies; each
+	// piece between them must appear.
+	fuzzy []string
 }
 
-// tourSteps extracts the commands of the fenced sh blocks of the tour.
-func tourSteps(t *testing.T, readme string) []tourStep {
+// sectionSteps extracts the commands of the fenced sh blocks of the
+// README section with this heading.
+func sectionSteps(t *testing.T, readme, heading string) []tourStep {
 	t.Helper()
-	_, section, ok := strings.Cut(readme, "\n## Five-minute tour\n")
+	_, section, ok := strings.Cut(readme, "\n## "+heading+"\n")
 	if !ok {
-		t.Fatal(`README.md has no "## Five-minute tour" section`)
+		t.Fatalf(`README.md has no "## %s" section`, heading)
 	}
 	if end := strings.Index(section, "\n## "); end >= 0 {
 		section = section[:end]
@@ -92,9 +97,13 @@ func tourSteps(t *testing.T, readme string) []tourStep {
 		case !inBlock || trimmed == "":
 		case strings.HasPrefix(trimmed, "#"):
 			text := strings.TrimSpace(strings.TrimPrefix(trimmed, "#"))
-			if len(steps) > 0 && text != "" && !strings.Contains(text, "…") {
+			if len(steps) > 0 && text != "" {
 				last := &steps[len(steps)-1]
-				last.want = append(last.want, text)
+				if strings.Contains(text, "…") {
+					last.fuzzy = append(last.fuzzy, text)
+				} else {
+					last.want = append(last.want, text)
+				}
 			}
 		default:
 			steps = append(steps, tourStep{cmd: trimmed})
@@ -125,4 +134,100 @@ func normalize(s string) string {
 		lines[i] = strings.Join(strings.Fields(l), " ")
 	}
 	return strings.Join(lines, "\n")
+}
+
+// TestReadmeCluster runs the README's three-node section: its three
+// `strand serve` commands as real processes (on free ports), then every
+// other command — cluster info, a topic created through one node, records
+// produced through another and read back with kcat through the third, the
+// SIGKILL of the controller and the topic create after it — checking each
+// against the README's expected output. Then it starts the killed node
+// again, as the section says, and waits for three live brokers.
+func TestReadmeCluster(t *testing.T) {
+	raw, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	steps := sectionSteps(t, string(raw), "A three-node cluster on one machine")
+	bin := strandBin(t)
+	dir := t.TempDir()
+	var pairs []string
+	for _, node := range []string{"91", "92", "93"} {
+		for _, suffix := range []string{"92", "93", "94", "95"} {
+			pairs = append(pairs, "127.0.0.1:"+node+suffix, freeAddr(t))
+		}
+	}
+	pairs = append(pairs, "./strand ", bin+" ")
+	replacer := strings.NewReplacer(pairs...)
+	serves := map[string]string{} // node id → its command
+	var procs []*serveProc
+	for _, s := range steps {
+		line := replacer.Replace(s.cmd)
+		if strings.HasPrefix(s.cmd, "./strand serve") {
+			line = strings.TrimSuffix(strings.TrimSpace(line), "&")
+			id := strings.Fields(strings.SplitN(line, "--node-id", 2)[1])[0]
+			serves[id] = line
+			procs = append(procs, launchShell(t, dir, line))
+			continue
+		}
+		if procs != nil { // the first command after the serves
+			for _, p := range procs {
+				p.awaitServing(t)
+			}
+			procs = nil
+			waitLive(t, replacer, 3)
+		}
+		if tool := missingTool(s.cmd, "kcat"); tool != "" {
+			t.Logf("skipped (no %s installed): %s", tool, s.cmd)
+			continue
+		}
+		cmd := exec.Command("bash", "-o", "pipefail", "-c", line)
+		cmd.Dir = dir
+		out, err := cmd.CombinedOutput()
+		t.Logf("$ %s\n%s", s.cmd, out)
+		if err != nil && !strings.HasPrefix(s.cmd, "pkill") {
+			t.Fatalf("README command failed (%v): %s\n%s", err, s.cmd, out)
+		}
+		have := normalize(string(out))
+		for _, want := range append(s.want, s.fuzzy...) {
+			for _, part := range strings.Split(normalize(replacer.Replace(want)), "…") {
+				if !strings.Contains(have, strings.TrimSpace(part)) {
+					t.Errorf("README command %s\nprinted:\n%s\nwithout the README's %q", s.cmd, out, want)
+				}
+			}
+		}
+	}
+	if len(serves) != 3 {
+		t.Fatalf("the section starts %d nodes, want 3", len(serves))
+	}
+	// Start every node that is gone (the killed controller) again.
+	for id, line := range serves {
+		if exec.Command("pgrep", "-f", "strand serve --node-id "+id+" ").Run() != nil {
+			launchShell(t, dir, line).awaitServing(t)
+		}
+	}
+	waitLive(t, replacer, 3)
+}
+
+// waitLive waits until cluster info lists n live brokers.
+func waitLive(t *testing.T, replacer *strings.Replacer, n int) {
+	t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+		out, _ := exec.Command("bash", "-c", replacer.Replace("./strand cluster info --brokers 127.0.0.1:9192")).CombinedOutput()
+		if strings.Count(string(out), " live ") == n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("cluster info never listed %d live brokers:\n%s", n, out)
+		}
+	}
+}
+
+// launchShell runs a README `strand serve` line (through bash, for its
+// quoting) in dir, as a process the test kills at the end.
+func launchShell(t *testing.T, dir, line string) *serveProc {
+	t.Helper()
+	cmd := exec.Command("bash", "-c", "exec "+line)
+	cmd.Dir = dir
+	return startProc(t, cmd)
 }
