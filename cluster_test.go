@@ -282,8 +282,37 @@ func TestClusterServesClients(t *testing.T) {
 			t.Fatalf("node %d: %v", id, got)
 		}
 	}
-	if leadersSeen != 1 || led != 7 {
-		t.Fatalf("metrics: %d raft leaders (want 1), %d partitions led (want 6 of orders + 1 of __consumer_offsets)", leadersSeen, led)
+	if leadersSeen != 1 || led != 56 {
+		t.Fatalf("metrics: %d raft leaders (want 1), %d partitions led (want 6 of orders + 50 of __consumer_offsets)", leadersSeen, led)
+	}
+
+	// Groups are spread: their coordinators (the leaders of their
+	// __consumer_offsets partitions) are on every node, and each answers
+	// for its own groups only.
+	coordinators := map[int32]bool{}
+	for i := range 12 {
+		id := fmt.Sprint("group-", i)
+		req := kmsg.NewPtrFindCoordinatorRequest()
+		req.CoordinatorKey = id
+		resp, err := req.RequestWith(ctx, c.client(1))
+		if err != nil || resp.ErrorCode != 0 {
+			t.Fatalf("FindCoordinator %s: %v %+v", id, err, resp)
+		}
+		coordinators[resp.NodeID] = true
+		for other := int32(1); other <= 3; other++ {
+			if other == resp.NodeID {
+				continue
+			}
+			hb := kmsg.NewPtrHeartbeatRequest()
+			hb.Group, hb.MemberID = id, "m"
+			r, err := hb.RequestWith(ctx, c.client(other).Broker(int(other)))
+			if err != nil || r.ErrorCode != kerr.NotCoordinator.Code {
+				t.Fatalf("heartbeat for %s (coordinated by %d) to node %d: %v, code %d; want NOT_COORDINATOR", id, resp.NodeID, other, err, r.ErrorCode)
+			}
+		}
+	}
+	if len(coordinators) != 3 {
+		t.Fatalf("12 groups' coordinators are on nodes %v, want all three", coordinators)
 	}
 
 	// Producer ids come from blocks the controller hands out: no two

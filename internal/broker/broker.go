@@ -13,11 +13,9 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/strandmq/strand/internal/cluster"
-	"github.com/strandmq/strand/internal/group"
 	"github.com/strandmq/strand/internal/partlog"
 	"github.com/strandmq/strand/internal/producer"
 	"github.com/strandmq/strand/internal/vfs"
@@ -51,6 +49,10 @@ type Config struct {
 	// default, as in Kafka): producing to or requesting metadata for an
 	// unknown topic creates it with DefaultPartitions partitions.
 	DisableAutoCreateTopics bool
+	// OffsetsTopicPartitions is offsets.topic.num.partitions for a
+	// cluster's __consumer_offsets (created on the first FindCoordinator);
+	// default 50. A single node's has one.
+	OffsetsTopicPartitions int32
 	// DefaultPartitions is num.partitions, for auto-created topics and
 	// CreateTopics with -1 partitions; default 1.
 	DefaultPartitions int32
@@ -139,6 +141,9 @@ func (c Config) withDefaults() Config {
 	if c.ScrubBytesPerSecond <= 0 {
 		c.ScrubBytesPerSecond = DefaultScrubBytesPerSecond
 	}
+	if c.OffsetsTopicPartitions <= 0 {
+		c.OffsetsTopicPartitions = 50
+	}
 	if c.HeartbeatInterval <= 0 {
 		c.HeartbeatInterval = DefaultHeartbeatInterval
 	}
@@ -165,12 +170,12 @@ type Broker struct {
 	unsubscribe func()
 	defaults    map[string]string // validated TopicDefaults
 	ids         *producer.Allocator
-	groupsPtr   atomic.Pointer[group.Coordinator] // nil on a member not hosting __consumer_offsets
-	member      *membership                       // nil on a single node
-	syncedIndex int64                             // newest image syncLocked applied (b.admin)
-	coordPart   *Partition                        // the partition the coordinator runs on (b.admin)
-	ingest      ingestStats                       // validation counters (ingest.go)
-	stats       stats                             // traffic counters (stats.go)
+	coords      coordShards // group coordinators, by __consumer_offsets partition
+	coordSync   sync.Mutex  // serialises syncCoordinators
+	member      *membership // nil on a single node
+	syncedIndex int64       // newest image syncLocked applied (b.admin)
+	ingest      ingestStats // validation counters (ingest.go)
+	stats       stats       // traffic counters (stats.go)
 
 	lock      io.Closer // the data directory's .lock, held until Close
 	ownedMeta io.Closer // Config.OpenMetadata's store, closed by Close
@@ -431,7 +436,7 @@ func (b *Broker) every(interval time.Duration, fn func()) {
 // expires committed offsets, now (the broker also does so every
 // RetentionCheckInterval).
 func (b *Broker) ApplyRetention() {
-	if g := b.groups(); g != nil {
+	for _, g := range b.coords.loaded() {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		g.ExpireOffsets(ctx)
 		cancel()
@@ -458,10 +463,15 @@ func (b *Broker) Close() error {
 	}
 	b.mu.closed = true
 	b.mu.Unlock()
-	// The coordinator first: it writes to __consumer_offsets.
-	if g := b.groups(); g != nil {
-		g.Close()
+	// The coordinators first: they write to __consumer_offsets.
+	b.coordSync.Lock()
+	for k, sh := range b.coords.all() {
+		b.coords.set(k, nil)
+		if sh.loaded != nil {
+			sh.loaded.Close()
+		}
 	}
+	b.coordSync.Unlock()
 	b.unsubscribe()
 	close(b.stop)
 	b.wg.Wait()

@@ -21,9 +21,17 @@ type BrokerInfo struct {
 	Fenced bool
 }
 
-// ErrCoordinatorNotAvailable: no broker coordinates the group now
-// (COORDINATOR_NOT_AVAILABLE).
-var ErrCoordinatorNotAvailable = errors.New("broker: the group coordinator is not available")
+var (
+	// ErrCoordinatorNotAvailable: no broker coordinates the group now
+	// (COORDINATOR_NOT_AVAILABLE).
+	ErrCoordinatorNotAvailable = errors.New("broker: the group coordinator is not available")
+	// ErrNotCoordinator: another node coordinates the group
+	// (NOT_COORDINATOR).
+	ErrNotCoordinator = errors.New("broker: not the group's coordinator")
+	// ErrCoordinatorLoading: this node is loading the group's partition
+	// (COORDINATOR_LOAD_IN_PROGRESS).
+	ErrCoordinatorLoading = errors.New("broker: the group coordinator is loading")
+)
 
 // Brokers returns the cluster's registered brokers with a client
 // endpoint, by id; nil on a single node (the caller lists itself).
@@ -99,7 +107,7 @@ func (b *Broker) Coordinator(groupID string) (NodeID, error) {
 	}
 	t, err := b.Topic(ConsumerOffsetsTopic)
 	if err != nil {
-		if t, err = b.CreateTopic(offsetsTopicSpec()); errors.Is(err, ErrTopicExists) {
+		if t, err = b.CreateTopic(offsetsTopicSpec(b.cfg.OffsetsTopicPartitions)); errors.Is(err, ErrTopicExists) {
 			t, err = b.Topic(ConsumerOffsetsTopic)
 		}
 		if err != nil {

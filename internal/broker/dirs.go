@@ -159,7 +159,7 @@ func (b *Broker) recoverTopics(img *cluster.Image, dirs []orphanDir) ([]cluster.
 		b.logger.Warn("broker: recovered a topic from its directories, with default configs", "topic", name, "topic_id", id, "partitions", n)
 		t := cluster.Topic{Name: name, ID: id, Partitions: n}
 		if IsInternalTopic(name) { // its pinned configs, not the defaults
-			t.Configs = offsetsTopicSpec().Configs
+			t.Configs = offsetsTopicSpec(1).Configs
 		}
 		recs = append(recs, cluster.PutTopic{Topic: t})
 	}

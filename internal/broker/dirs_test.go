@@ -306,7 +306,7 @@ func TestStaleOffsetsSweptAtStart(t *testing.T) {
 	}
 	ctx := context.Background()
 	at := group.TopicPartition{Topic: "gone", Partition: 0}
-	codes := b.Groups().CommitOffsets(ctx, group.OffsetCommitRequest{GroupID: "g", Generation: group.NoGeneration,
+	codes := coordOf(t, b, "g").CommitOffsets(ctx, group.OffsetCommitRequest{GroupID: "g", Generation: group.NoGeneration,
 		Offsets: map[group.TopicPartition]group.OffsetAndMetadata{at: {Offset: 5, LeaderEpoch: -1}}})
 	if codes[at] != group.CodeNone {
 		t.Fatalf("commit: %v", codes[at])
@@ -318,7 +318,7 @@ func TestStaleOffsetsSweptAtStart(t *testing.T) {
 	})
 	b = open(t, fs, "/d", noDelay)
 	defer b.Close()
-	offs, code := b.Groups().FetchOffsets(ctx, "g", []group.TopicPartition{at})
+	offs, code := coordOf(t, b, "g").FetchOffsets(ctx, "g", []group.TopicPartition{at})
 	if o, ok := offs[at]; code != group.CodeNone || (ok && o.Offset >= 0) {
 		t.Fatalf("offset of a deleted topic survived the restart: %+v %v", offs, code)
 	}

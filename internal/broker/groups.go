@@ -49,7 +49,7 @@ type GroupLag struct {
 // GroupLag computes a group's lag. Committed offsets of topics that no
 // longer exist are left out. An unknown group has no partitions and lag 0.
 func (b *Broker) GroupLag(ctx context.Context, groupID string) (GroupLag, error) {
-	coord, err := b.localCoordinator()
+	coord, err := b.localCoordinator(groupID)
 	if err != nil {
 		return GroupLag{}, err
 	}
@@ -113,7 +113,7 @@ func (g *ConsumerGroup) ID() string { return g.id }
 // Committed returns the committed offset of a partition, or record.NoOffset.
 func (g *ConsumerGroup) Committed(ctx context.Context, topic string, p PartitionID) (record.Offset, error) {
 	tp := group.TopicPartition{Topic: topic, Partition: int32(p)}
-	coord, err := g.b.localCoordinator()
+	coord, err := g.b.localCoordinator(g.id)
 	if err != nil {
 		return record.NoOffset, err
 	}
@@ -179,7 +179,7 @@ func (g *ConsumerGroup) commit(ctx context.Context, op, topic string, p Partitio
 		return fmt.Errorf("broker: %s: empty group id", op)
 	}
 	tp := group.TopicPartition{Topic: topic, Partition: int32(p)}
-	coord, err := g.b.localCoordinator()
+	coord, err := g.b.localCoordinator(g.id)
 	if err != nil {
 		return err
 	}

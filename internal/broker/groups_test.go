@@ -33,7 +33,7 @@ func TestConsumerOffsetsTopic(t *testing.T) {
 		if err := b.DeleteTopic(ConsumerOffsetsTopic); !errors.Is(err, ErrInternalTopic) {
 			t.Fatalf("delete internal topic: %v", err)
 		}
-		if _, err := b.CreateTopic(offsetsTopicSpec()); !errors.Is(err, ErrTopicExists) {
+		if _, err := b.CreateTopic(offsetsTopicSpec(1)); !errors.Is(err, ErrTopicExists) {
 			t.Fatalf("create it again: %v", err)
 		}
 	})
@@ -59,10 +59,10 @@ func TestCommittedOffsetsSurviveRestart(t *testing.T) {
 		if err := b.Group("other").CommitThrough(ctx, "t", 0, 4); err != nil {
 			t.Fatal(err)
 		}
-		if code, _ := b.Groups().DeleteOffsets(ctx, "g", []group.TopicPartition{{Topic: "t", Partition: 2}}); code != group.CodeNone {
+		if code, _ := coordOf(t, b, "g").DeleteOffsets(ctx, "g", []group.TopicPartition{{Topic: "t", Partition: 2}}); code != group.CodeNone {
 			t.Fatal(code)
 		}
-		if codes := b.Groups().Delete(ctx, []string{"other"}); codes["other"] != group.CodeNone {
+		if codes := coordOf(t, b, "other").Delete(ctx, []string{"other"}); codes["other"] != group.CodeNone {
 			t.Fatal(codes)
 		}
 		if err := b.Close(); err != nil {
@@ -163,7 +163,7 @@ func TestSeekRefusedWithLiveMembers(t *testing.T) {
 	b := open(t, vfs.NewMem(), "/data", noDelay)
 	defer b.Close()
 	mustCreate(t, b, TopicSpec{Name: "orders", Partitions: 1})
-	join := b.Groups().Join(ctx, group.JoinRequest{
+	join := coordOf(t, b, "live").Join(ctx, group.JoinRequest{
 		GroupID: "live", ProtocolType: "consumer", Protocols: []group.Protocol{{Name: "range"}},
 		SessionTimeout: 30 * time.Second, RebalanceTimeout: 30 * time.Second,
 	})
@@ -175,7 +175,7 @@ func TestSeekRefusedWithLiveMembers(t *testing.T) {
 		t.Fatalf("seek with a live member: %v", err)
 	}
 	t.Log(err)
-	leave := b.Groups().Leave(ctx, group.LeaveRequest{GroupID: "live", Members: []group.LeaveMember{{MemberID: join.MemberID}}})
+	leave := coordOf(t, b, "live").Leave(ctx, group.LeaveRequest{GroupID: "live", Members: []group.LeaveMember{{MemberID: join.MemberID}}})
 	if leave.Code != group.CodeNone {
 		t.Fatal(leave.Code)
 	}
@@ -300,4 +300,14 @@ func TestTimeLag(t *testing.T) {
 	if lag.MaxTimeLag != 90*time.Second {
 		t.Errorf("max time lag %v", lag.MaxTimeLag)
 	}
+}
+
+// coordOf returns the coordinator of group id on b.
+func coordOf(t *testing.T, b *Broker, id string) *group.Coordinator {
+	t.Helper()
+	g, err := b.GroupCoordinator(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g
 }

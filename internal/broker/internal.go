@@ -18,7 +18,7 @@ import (
 // internalTopicSpec returns an internal topic's spec.
 func internalTopicSpec(name string) (TopicSpec, bool) {
 	if name == ConsumerOffsetsTopic {
-		return offsetsTopicSpec(), true
+		return offsetsTopicSpec(1), true // the partition count is not a config
 	}
 	return TopicSpec{}, false
 }

@@ -4,7 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/strandmq/strand/internal/group"
@@ -35,10 +39,11 @@ const offsetsTopicMaxBatch = 64 << 20
 // (listed with IsInternal in Metadata; it cannot be deleted).
 func IsInternalTopic(name string) bool { return name == ConsumerOffsetsTopic }
 
-func offsetsTopicSpec() TopicSpec {
+// offsetsTopicSpec is __consumer_offsets with n partitions.
+func offsetsTopicSpec(n int32) TopicSpec {
 	return TopicSpec{
 		Name:       ConsumerOffsetsTopic,
-		Partitions: 1,
+		Partitions: n,
 		// Every config that could drop or divert the coordinator's records
 		// is pinned, whatever the broker-wide TopicDefaults say.
 		Configs: map[string]string{
@@ -55,23 +60,44 @@ func offsetsTopicSpec() TopicSpec {
 }
 
 // openGroups creates __consumer_offsets if it is missing and starts the
-// group coordinator, which replays it.
+// group coordinator over each of its partitions (one, on a single node),
+// which replays it before Open returns.
 func (b *Broker) openGroups() error {
 	if _, err := b.Topic(ConsumerOffsetsTopic); err != nil {
-		if _, err := b.CreateTopic(offsetsTopicSpec()); err != nil {
+		if _, err := b.CreateTopic(offsetsTopicSpec(1)); err != nil {
 			return fmt.Errorf("broker: create %s: %w", ConsumerOffsetsTopic, err)
 		}
 	}
-	p, err := b.Partition(ConsumerOffsetsTopic, 0)
+	t, err := b.Topic(ConsumerOffsetsTopic)
 	if err != nil {
 		return err
 	}
-	return b.startCoordinator(p)
+	for _, p := range t.local() {
+		g, err := b.newCoordinator(p)
+		if err != nil {
+			return err
+		}
+		b.coords.set(int32(p.id), &coordShard{p: p, loaded: g})
+	}
+	// Offsets of topics that no longer exist: a delete that crashed before
+	// its second pass, or data from before offsets were removed on delete.
+	// (Not on a cluster member, whose image may still be catching up: a
+	// topic it does not know yet is not a deleted one.)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	for _, g := range b.coords.loaded() {
+		if n, err := g.RemoveTopicOffsets(ctx, func(topic string) bool { _, err := b.Topic(topic); return err != nil }); err != nil {
+			b.logger.Warn("broker: removing committed offsets of deleted topics", "err", err)
+		} else if n > 0 {
+			b.logger.Info("broker: removed committed offsets of deleted topics", "offsets", n)
+		}
+	}
+	return nil
 }
 
-// startCoordinator starts the group coordinator over p, partition 0 of
-// __consumer_offsets, which replays it.
-func (b *Broker) startCoordinator(p *Partition) error {
+// newCoordinator starts a group coordinator over p, a partition of
+// __consumer_offsets; it replays p before it returns.
+func (b *Broker) newCoordinator(p *Partition) (*group.Coordinator, error) {
 	g, err := group.New(group.Config{
 		Store:                  &offsetStore{p: p},
 		Logger:                 b.logger,
@@ -85,52 +111,160 @@ func (b *Broker) startCoordinator(p *Partition) error {
 		},
 	})
 	if err != nil {
-		return fmt.Errorf("broker: %w", err)
+		return nil, fmt.Errorf("broker: %w", err)
 	}
-	b.groupsPtr.Store(g)
-	if b.clustered() {
-		// A member's image may still be catching up: a topic it does not
-		// know yet is not a deleted one. Deletions reach the coordinator
-		// as tombstones instead (syncLocked).
-		return nil
-	}
-	// Offsets of topics that no longer exist: a delete that crashed before
-	// its second pass, or data from before offsets were removed on delete.
+	return g, nil
+}
+
+// removeTopicOffsets tombstones every group's committed offsets of topic,
+// in every coordinator this node runs.
+func (b *Broker) removeTopicOffsets(topic string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	if n, err := g.RemoveTopicOffsets(ctx, func(topic string) bool { _, err := b.Topic(topic); return err != nil }); err != nil {
-		b.logger.Warn("broker: removing committed offsets of deleted topics", "err", err)
-	} else if n > 0 {
-		b.logger.Info("broker: removed committed offsets of deleted topics", "offsets", n)
+	var errs []error
+	for _, g := range b.coords.loaded() {
+		_, err := g.RemoveTopicOffsets(ctx, func(t string) bool { return t == topic })
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+// Coordinators returns the group coordinators this node runs and has
+// loaded: one per __consumer_offsets partition it leads.
+func (b *Broker) Coordinators() []*group.Coordinator { return b.coords.loaded() }
+
+// GroupCoordinator returns the coordinator of group groupID if this node
+// runs it: ErrNotCoordinator if another node leads the group's
+// __consumer_offsets partition, ErrCoordinatorLoading while this one
+// replays it.
+func (b *Broker) GroupCoordinator(groupID string) (*group.Coordinator, error) {
+	t, err := b.Topic(ConsumerOffsetsTopic)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s does not exist yet", ErrNotCoordinator, ConsumerOffsetsTopic)
+	}
+	k := offsetsPartition(groupID, t.Partitions())
+	sh := b.coords.get(int32(k))
+	switch {
+	case sh == nil:
+		return nil, fmt.Errorf("%w: group %q is coordinated by the leader of %s-%d, not node %d", ErrNotCoordinator, groupID, ConsumerOffsetsTopic, k, b.cfg.NodeID)
+	case sh.loaded == nil:
+		return nil, fmt.Errorf("%w: %s-%d", ErrCoordinatorLoading, ConsumerOffsetsTopic, k)
+	}
+	return sh.loaded, nil
+}
+
+// localCoordinator is GroupCoordinator for the in-process group API.
+func (b *Broker) localCoordinator(groupID string) (*group.Coordinator, error) {
+	g, err := b.GroupCoordinator(groupID)
+	if err != nil {
+		return nil, fmt.Errorf("%w (the in-process group API serves the groups this node coordinates; use a Kafka client against the cluster)", err)
+	}
+	return g, nil
+}
+
+// coordShard is the coordinator of one __consumer_offsets partition this
+// node leads: loaded is nil while it replays the partition.
+type coordShard struct {
+	p      *Partition
+	loaded *group.Coordinator
+}
+
+// coordShards maps a __consumer_offsets partition to its shard, replaced
+// whole on every change so readers need no lock.
+type coordShards struct {
+	mu sync.Mutex // writers
+	m  atomic.Pointer[map[int32]*coordShard]
+}
+
+func (c *coordShards) get(k int32) *coordShard {
+	if m := c.m.Load(); m != nil {
+		return (*m)[k]
 	}
 	return nil
 }
 
-// removeTopicOffsets tombstones every group's committed offsets of topic.
-func (b *Broker) removeTopicOffsets(topic string) error {
-	g := b.groups()
-	if g == nil {
-		return nil
+func (c *coordShards) all() map[int32]*coordShard {
+	if m := c.m.Load(); m != nil {
+		return *m
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	_, err := g.RemoveTopicOffsets(ctx, func(t string) bool { return t == topic })
-	return err
+	return nil
 }
 
-// Groups returns the consumer-group coordinator, or nil on a cluster
-// member that does not host __consumer_offsets (it coordinates no group).
-func (b *Broker) Groups() *group.Coordinator { return b.groupsPtr.Load() }
-
-func (b *Broker) groups() *group.Coordinator { return b.groupsPtr.Load() }
-
-// localCoordinator is Groups for the in-process group API, which only a
-// node coordinating groups can serve.
-func (b *Broker) localCoordinator() (*group.Coordinator, error) {
-	if g := b.groups(); g != nil {
-		return g, nil
+func (c *coordShards) set(k int32, sh *coordShard) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	next := maps.Clone(c.all())
+	if next == nil {
+		next = map[int32]*coordShard{}
 	}
-	return nil, fmt.Errorf("%w: node %d does not host %s; use a Kafka client against the cluster", ErrCoordinatorNotAvailable, b.cfg.NodeID, ConsumerOffsetsTopic)
+	if sh == nil {
+		delete(next, k)
+	} else {
+		next[k] = sh
+	}
+	c.m.Store(&next)
+}
+
+func (c *coordShards) loaded() []*group.Coordinator {
+	var out []*group.Coordinator
+	for _, k := range slices.Sorted(maps.Keys(c.all())) {
+		if g := c.get(k).loaded; g != nil {
+			out = append(out, g)
+		}
+	}
+	return out
+}
+
+// syncCoordinators runs a coordinator for each __consumer_offsets
+// partition this member leads and stops those of partitions it no longer
+// leads (their groups move with the partition's leadership). A new
+// coordinator replays its partition in the background; its groups answer
+// COORDINATOR_LOAD_IN_PROGRESS meanwhile.
+func (b *Broker) syncCoordinators() {
+	b.coordSync.Lock()
+	defer b.coordSync.Unlock()
+	t, err := b.Topic(ConsumerOffsetsTopic)
+	leads := map[int32]*Partition{}
+	if err == nil {
+		for _, p := range t.local() {
+			if p.Role() == RoleLeader && !p.isClosed() {
+				leads[int32(p.id)] = p
+			}
+		}
+	}
+	for k, sh := range b.coords.all() {
+		if leads[k] != sh.p {
+			b.coords.set(k, nil)
+			if sh.loaded != nil {
+				sh.loaded.Close()
+			}
+			b.logger.Info("broker: group coordinator unloaded: this node no longer leads its partition", "partition", k)
+		}
+	}
+	for k, p := range leads {
+		if b.coords.get(k) != nil {
+			continue
+		}
+		sh := &coordShard{p: p}
+		b.coords.set(k, sh)
+		b.wg.Add(1)
+		go func() {
+			defer b.wg.Done()
+			g, err := b.newCoordinator(p)
+			if err != nil {
+				b.logger.Error("broker: cannot load a group coordinator", "partition", k, "err", err)
+				return
+			}
+			b.coordSync.Lock()
+			defer b.coordSync.Unlock()
+			if b.coords.get(k) != sh { // unloaded meanwhile
+				g.Close()
+				return
+			}
+			b.coords.set(k, &coordShard{p: p, loaded: g})
+			b.logger.Info("broker: group coordinator loaded", "partition", k)
+		}()
+	}
 }
 
 // offsetStore is group.Store over partition 0 of __consumer_offsets.

@@ -67,6 +67,9 @@ func (b *Broker) reconcile(img *cluster.Image) {
 			}
 		}
 	}
+	if b.clustered() {
+		b.syncCoordinators()
+	}
 }
 
 // applyRegistration makes p lead or follow as reg says, if reg is newer
@@ -121,6 +124,12 @@ func (b *Broker) openMember(m Member) (*Broker, error) {
 	if err != nil {
 		b.logger.Warn("broker: the metadata quorum is not reachable yet; starting with the metadata this node has, serving nothing until the controller answers", "err", err)
 	} else {
+		// Caught up with the commit index raft knows; the entries may still
+		// be on their way into the image, and the cluster id is among the
+		// first.
+		for deadline := time.Now().Add(10 * time.Second); m.Image().ClusterID() == "" && time.Now().Before(deadline); {
+			time.Sleep(20 * time.Millisecond)
+		}
 		if err := b.checkNodeMeta(m.Image().ClusterID()); err != nil {
 			return nil, err
 		}
@@ -173,6 +182,7 @@ func (b *Broker) syncLocked(img *cluster.Image) {
 		return
 	}
 	b.syncedIndex = max(b.syncedIndex, img.Index())
+	defer b.syncCoordinators()
 	seen := map[string]bool{}
 	for _, mt := range img.Topics() {
 		seen[mt.Name] = true
@@ -235,16 +245,6 @@ func (b *Broker) syncTopicLocked(img *cluster.Image, mt cluster.Topic) {
 	b.mu.topics[nt.Name] = nt
 	b.mu.byID[nt.ID] = nt
 	b.mu.Unlock()
-	if nt.Name == ConsumerOffsetsTopic && len(nt.partitions) > 0 && nt.partitions[0] != nil && nt.partitions[0] != b.coordPart {
-		if g := b.groups(); g != nil { // its partition was reopened
-			b.groupsPtr.Store(nil)
-			g.Close()
-		}
-		b.coordPart = nt.partitions[0]
-		if err := b.startCoordinator(nt.partitions[0]); err != nil {
-			b.logger.Error("broker: cannot start the group coordinator", "err", err)
-		}
-	}
 }
 
 // dropDeletedLocked removes a deleted topic's local data and, where this
@@ -255,7 +255,7 @@ func (b *Broker) dropDeletedLocked(t *Topic) {
 			b.logger.Warn("broker: removing a deleted topic's partition", "topic", t.Name, "partition", p.id, "err", err)
 		}
 	}
-	if g := b.groups(); g != nil {
+	if len(b.coords.loaded()) > 0 {
 		b.wg.Add(1)
 		go func() { // a write to __consumer_offsets; not under b.admin
 			defer b.wg.Done()

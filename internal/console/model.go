@@ -194,8 +194,8 @@ func overview(ctx context.Context, b *broker.Broker) (Overview, error) {
 		o.Totals.Bytes += row.Bytes
 	}
 	var groups []group.GroupListing
-	if g := b.Groups(); g != nil { // nil: a cluster member coordinating no group
-		groups = g.List(ctx, nil)
+	for _, g := range b.Coordinators() { // the groups this node coordinates
+		groups = append(groups, g.List(ctx, nil)...)
 	}
 	for _, l := range groups {
 		row := GroupRow{ID: l.GroupID, State: l.State.String(), ProtocolType: l.ProtocolType}
@@ -319,9 +319,9 @@ func text(b []byte) (*string, bool) {
 }
 
 func groupDetail(ctx context.Context, b *broker.Broker, id string) (GroupDetail, error) {
-	g := b.Groups()
-	if g == nil {
-		return GroupDetail{}, fmt.Errorf("%w: group %q (this node coordinates no group)", errNotFound, id)
+	g, err := b.GroupCoordinator(id)
+	if err != nil {
+		return GroupDetail{}, fmt.Errorf("%w: group %q: %v", errNotFound, id, err)
 	}
 	descs := g.Describe(ctx, []string{id})
 	if len(descs) != 1 {

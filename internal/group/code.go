@@ -13,6 +13,7 @@ const (
 	CodeNone                      Code = 0
 	CodeUnknownTopicOrPartition   Code = 3
 	CodeOffsetMetadataTooLarge    Code = 12
+	CodeCoordinatorLoadInProgress Code = 14
 	CodeCoordinatorNotAvailable   Code = 15
 	CodeNotCoordinator            Code = 16
 	CodeIllegalGeneration         Code = 22
@@ -32,6 +33,7 @@ var codeNames = map[Code]string{
 	CodeNone:                      "NONE",
 	CodeUnknownTopicOrPartition:   "UNKNOWN_TOPIC_OR_PARTITION",
 	CodeOffsetMetadataTooLarge:    "OFFSET_METADATA_TOO_LARGE",
+	CodeCoordinatorLoadInProgress: "COORDINATOR_LOAD_IN_PROGRESS",
 	CodeCoordinatorNotAvailable:   "COORDINATOR_NOT_AVAILABLE",
 	CodeNotCoordinator:            "NOT_COORDINATOR",
 	CodeIllegalGeneration:         "ILLEGAL_GENERATION",

@@ -13,6 +13,7 @@ func TestCodesAreKafkas(t *testing.T) {
 	want := map[Code]*kerr.Error{
 		CodeUnknownTopicOrPartition:   kerr.UnknownTopicOrPartition,
 		CodeOffsetMetadataTooLarge:    kerr.OffsetMetadataTooLarge,
+		CodeCoordinatorLoadInProgress: kerr.CoordinatorLoadInProgress,
 		CodeCoordinatorNotAvailable:   kerr.CoordinatorNotAvailable,
 		CodeNotCoordinator:            kerr.NotCoordinator,
 		CodeIllegalGeneration:         kerr.IllegalGeneration,

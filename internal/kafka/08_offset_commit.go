@@ -57,7 +57,7 @@ func (s *Server) handleOffsetCommit(ctx context.Context, kreq kmsg.Request) (kms
 			greq.Offsets[group.TopicPartition{Topic: rt.Topic, Partition: rp.Partition}] = o
 		}
 	}
-	codes := s.groups().CommitOffsets(ctx, greq)
+	codes := s.groupsFor(req.Group).CommitOffsets(ctx, greq)
 	for _, rt := range req.Topics {
 		st := kmsg.NewOffsetCommitResponseTopic()
 		st.Topic = rt.Topic

@@ -97,7 +97,7 @@ func (s *Server) fetchOffsets(ctx context.Context, groupID string, topics []offs
 			}
 		}
 	}
-	offsets, code := s.groups().FetchOffsets(ctx, groupID, want)
+	offsets, code := s.groupsFor(groupID).FetchOffsets(ctx, groupID, want)
 	if topics == nil {
 		for tp := range offsets {
 			want = append(want, tp)

@@ -63,7 +63,7 @@ func (s *Server) handleJoinGroup(ctx context.Context, kreq kmsg.Request) (kmsg.R
 		// connection's frame buffer, which the next request reuses.
 		greq.Protocols = append(greq.Protocols, group.Protocol{Name: p.Name, Metadata: bytes.Clone(p.Metadata)})
 	}
-	r := s.groups().Join(ctx, greq)
+	r := s.groupsFor(greq.GroupID).Join(ctx, greq)
 	resp.ErrorCode = int16(r.Code)
 	resp.Generation = int32(r.Generation)
 	resp.LeaderID = r.Leader

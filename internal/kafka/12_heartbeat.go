@@ -23,6 +23,6 @@ func (s *Server) handleHeartbeat(ctx context.Context, kreq kmsg.Request) (kmsg.R
 	if req.InstanceID != nil {
 		greq.InstanceID = *req.InstanceID
 	}
-	resp.ErrorCode = int16(s.groups().Heartbeat(ctx, greq))
+	resp.ErrorCode = int16(s.groupsFor(greq.GroupID).Heartbeat(ctx, greq))
 	return resp, nil
 }

@@ -36,7 +36,7 @@ func (s *Server) handleLeaveGroup(ctx context.Context, kreq kmsg.Request) (kmsg.
 		}
 		greq.Members = append(greq.Members, lm)
 	}
-	r := s.groups().Leave(ctx, greq)
+	r := s.groupsFor(greq.GroupID).Leave(ctx, greq)
 	resp.ErrorCode = int16(r.Code)
 	if req.Version < 3 {
 		if r.Code == group.CodeNone && len(r.Members) == 1 {

@@ -40,7 +40,7 @@ func (s *Server) handleSyncGroup(ctx context.Context, kreq kmsg.Request) (kmsg.R
 		// connection's frame buffer, which the next request reuses.
 		greq.Assignments = append(greq.Assignments, group.MemberAssignment{MemberID: a.MemberID, Assignment: bytes.Clone(a.MemberAssignment)})
 	}
-	r := s.groups().Sync(ctx, greq)
+	r := s.groupsFor(greq.GroupID).Sync(ctx, greq)
 	resp.ErrorCode = int16(r.Code)
 	resp.MemberAssignment = r.Assignment
 	if resp.MemberAssignment == nil {

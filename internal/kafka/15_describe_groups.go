@@ -4,6 +4,8 @@ import (
 	"context"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strandmq/strand/internal/group"
 )
 
 // DescribeGroups: v0-v5.
@@ -22,7 +24,11 @@ import (
 func (s *Server) handleDescribeGroups(ctx context.Context, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.DescribeGroupsRequest)
 	resp := req.ResponseKind().(*kmsg.DescribeGroupsResponse)
-	for _, d := range s.groups().Describe(ctx, req.Groups) {
+	var descs []group.GroupDescription
+	for _, id := range req.Groups {
+		descs = append(descs, s.groupsFor(id).Describe(ctx, []string{id})...)
+	}
+	for _, d := range descs {
 		g := kmsg.NewDescribeGroupsResponseGroup()
 		g.Group, g.ErrorCode, g.State = d.GroupID, int16(d.Code), d.State.String()
 		g.ProtocolType, g.Protocol = d.ProtocolType, d.Protocol

@@ -45,10 +45,12 @@ func (s *Server) handleListGroups(ctx context.Context, kreq kmsg.Request) (kmsg.
 			return resp, nil // only unknown states: nothing matches
 		}
 	}
-	for _, l := range s.groups().List(ctx, states) {
-		g := kmsg.NewListGroupsResponseGroup()
-		g.Group, g.ProtocolType, g.GroupState, g.GroupType = l.GroupID, l.ProtocolType, l.State.String(), "classic"
-		resp.Groups = append(resp.Groups, g)
+	for _, coord := range s.b.Coordinators() { // this node's groups: admin clients ask every broker
+		for _, l := range coord.List(ctx, states) {
+			g := kmsg.NewListGroupsResponseGroup()
+			g.Group, g.ProtocolType, g.GroupState, g.GroupType = l.GroupID, l.ProtocolType, l.State.String(), "classic"
+			resp.Groups = append(resp.Groups, g)
+		}
 	}
 	return resp, nil
 }

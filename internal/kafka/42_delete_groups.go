@@ -2,8 +2,11 @@ package kafka
 
 import (
 	"context"
+	"maps"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strandmq/strand/internal/group"
 )
 
 // DeleteGroups: v0-v2.
@@ -17,7 +20,10 @@ import (
 func (s *Server) handleDeleteGroups(ctx context.Context, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.DeleteGroupsRequest)
 	resp := req.ResponseKind().(*kmsg.DeleteGroupsResponse)
-	codes := s.groups().Delete(ctx, req.Groups)
+	codes := map[string]group.Code{}
+	for _, id := range req.Groups {
+		maps.Copy(codes, s.groupsFor(id).Delete(ctx, []string{id}))
+	}
 	for _, id := range req.Groups {
 		g := kmsg.NewDeleteGroupsResponseGroup()
 		g.Group, g.ErrorCode = id, int16(codes[id])

@@ -28,7 +28,7 @@ func (s *Server) handleOffsetDelete(ctx context.Context, kreq kmsg.Request) (kms
 			tps = append(tps, group.TopicPartition{Topic: rt.Topic, Partition: rp.Partition})
 		}
 	}
-	code, codes := s.groups().DeleteOffsets(ctx, req.Group, tps)
+	code, codes := s.groupsFor(req.Group).DeleteOffsets(ctx, req.Group, tps)
 	resp.ErrorCode = int16(code)
 	if code != group.CodeNone {
 		return resp, nil

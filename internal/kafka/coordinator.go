@@ -2,7 +2,9 @@ package kafka
 
 import (
 	"context"
+	"errors"
 
+	"github.com/strandmq/strand/internal/broker"
 	"github.com/strandmq/strand/internal/group"
 )
 
@@ -13,72 +15,73 @@ type groupAPI interface {
 	Heartbeat(ctx context.Context, req group.HeartbeatRequest) group.Code
 	Leave(ctx context.Context, req group.LeaveRequest) group.LeaveResponse
 	Describe(ctx context.Context, groupIDs []string) []group.GroupDescription
-	List(ctx context.Context, states []group.State) []group.GroupListing
 	Delete(ctx context.Context, groupIDs []string) map[string]group.Code
 	CommitOffsets(ctx context.Context, req group.OffsetCommitRequest) map[group.TopicPartition]group.Code
 	FetchOffsets(ctx context.Context, groupID string, partitions []group.TopicPartition) (map[group.TopicPartition]group.OffsetAndMetadata, group.Code)
 	DeleteOffsets(ctx context.Context, groupID string, partitions []group.TopicPartition) (group.Code, map[group.TopicPartition]group.Code)
 }
 
-// groups returns this node's coordinator, or, on a cluster member that
-// coordinates no group, one that answers every group request
-// NOT_COORDINATOR (clients then ask FindCoordinator again) and lists no
-// groups (admin clients ask every broker).
-func (s *Server) groups() groupAPI {
-	if g := s.b.Groups(); g != nil {
+// groupsFor returns the coordinator of group id if this node runs it, or
+// one that answers every request for the group NOT_COORDINATOR (another
+// node leads its __consumer_offsets partition: clients ask FindCoordinator
+// again) or COORDINATOR_LOAD_IN_PROGRESS (this node is replaying it:
+// clients retry).
+func (s *Server) groupsFor(id string) groupAPI {
+	g, err := s.b.GroupCoordinator(id)
+	switch {
+	case err == nil:
 		return g
+	case errors.Is(err, broker.ErrCoordinatorLoading):
+		return elsewhere{group.CodeCoordinatorLoadInProgress}
 	}
-	return elsewhere{}
+	return elsewhere{group.CodeNotCoordinator}
 }
 
-type elsewhere struct{}
+// elsewhere answers for a group this node does not (yet) coordinate.
+type elsewhere struct{ notHere group.Code }
 
-const notHere = group.CodeNotCoordinator
-
-func (elsewhere) Join(_ context.Context, req group.JoinRequest) group.JoinResponse {
-	return group.JoinResponse{Code: notHere, MemberID: req.MemberID, Generation: group.NoGeneration}
+func (e elsewhere) Join(_ context.Context, req group.JoinRequest) group.JoinResponse {
+	return group.JoinResponse{Code: e.notHere, MemberID: req.MemberID, Generation: group.NoGeneration}
 }
 
-func (elsewhere) Sync(context.Context, group.SyncRequest) group.SyncResponse {
-	return group.SyncResponse{Code: notHere}
+func (e elsewhere) Sync(context.Context, group.SyncRequest) group.SyncResponse {
+	return group.SyncResponse{Code: e.notHere}
 }
 
-func (elsewhere) Heartbeat(context.Context, group.HeartbeatRequest) group.Code { return notHere }
+func (e elsewhere) Heartbeat(context.Context, group.HeartbeatRequest) group.Code { return e.notHere }
 
-func (elsewhere) Leave(context.Context, group.LeaveRequest) group.LeaveResponse {
-	return group.LeaveResponse{Code: notHere}
+func (e elsewhere) Leave(context.Context, group.LeaveRequest) group.LeaveResponse {
+	return group.LeaveResponse{Code: e.notHere}
 }
 
-func (elsewhere) Describe(_ context.Context, ids []string) []group.GroupDescription {
+func (e elsewhere) Describe(_ context.Context, ids []string) []group.GroupDescription {
 	out := make([]group.GroupDescription, len(ids))
 	for i, id := range ids {
-		out[i] = group.GroupDescription{GroupID: id, Code: notHere}
+		out[i] = group.GroupDescription{GroupID: id, Code: e.notHere}
 	}
 	return out
 }
 
-func (elsewhere) List(context.Context, []group.State) []group.GroupListing { return nil }
-
-func (elsewhere) Delete(_ context.Context, ids []string) map[string]group.Code {
+func (e elsewhere) Delete(_ context.Context, ids []string) map[string]group.Code {
 	out := make(map[string]group.Code, len(ids))
 	for _, id := range ids {
-		out[id] = notHere
+		out[id] = e.notHere
 	}
 	return out
 }
 
-func (elsewhere) CommitOffsets(_ context.Context, req group.OffsetCommitRequest) map[group.TopicPartition]group.Code {
+func (e elsewhere) CommitOffsets(_ context.Context, req group.OffsetCommitRequest) map[group.TopicPartition]group.Code {
 	out := make(map[group.TopicPartition]group.Code, len(req.Offsets))
 	for tp := range req.Offsets {
-		out[tp] = notHere
+		out[tp] = e.notHere
 	}
 	return out
 }
 
-func (elsewhere) FetchOffsets(context.Context, string, []group.TopicPartition) (map[group.TopicPartition]group.OffsetAndMetadata, group.Code) {
-	return nil, notHere
+func (e elsewhere) FetchOffsets(context.Context, string, []group.TopicPartition) (map[group.TopicPartition]group.OffsetAndMetadata, group.Code) {
+	return nil, e.notHere
 }
 
-func (elsewhere) DeleteOffsets(context.Context, string, []group.TopicPartition) (group.Code, map[group.TopicPartition]group.Code) {
-	return notHere, nil
+func (e elsewhere) DeleteOffsets(context.Context, string, []group.TopicPartition) (group.Code, map[group.TopicPartition]group.Code) {
+	return e.notHere, nil
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/strandmq/strand/internal/broker"
+	"github.com/strandmq/strand/internal/group"
 )
 
 var (
@@ -172,11 +173,11 @@ func b2f(b bool) float64 {
 func (c *brokerCollector) collectLag(gauge func(*prometheus.Desc, float64, ...string)) {
 	ctx, cancel := scrapeContext(c.scrapeTimeout)
 	defer cancel()
-	coord := c.b.Groups()
-	if coord == nil {
-		return // a cluster member coordinating no group
+	var groups []group.GroupListing
+	for _, coord := range c.b.Coordinators() { // the groups this node coordinates
+		groups = append(groups, coord.List(ctx, nil)...)
 	}
-	for _, g := range coord.List(ctx, nil) {
+	for _, g := range groups {
 		lag, err := c.b.GroupLag(ctx, g.GroupID)
 		if err != nil {
 			continue
