@@ -2,6 +2,7 @@ package strand
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -102,6 +103,7 @@ func (c *testCluster) open(id int32) (*Broker, error) {
 			SessionTimeout: 2 * time.Second, ElectionTimeout: 500 * time.Millisecond},
 		GroupInitialRebalanceDelay: -1,
 		MetricsAddr:                "127.0.0.1:0",
+		ConsoleAddr:                "127.0.0.1:0",
 	})
 }
 
@@ -284,6 +286,41 @@ func TestClusterServesClients(t *testing.T) {
 	}
 	if leadersSeen != 1 || led != 56 {
 		t.Fatalf("metrics: %d raft leaders (want 1), %d partitions led (want 6 of orders + 50 of __consumer_offsets)", leadersSeen, led)
+	}
+
+	// The console's brokers page, on any node, shows the cluster.
+	hresp, err := http.Get("http://" + c.nodes[2].ConsoleAddr() + "/api/v1/brokers")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var page struct {
+		Clustered    bool  `json:"clustered"`
+		ControllerID int32 `json:"controller_id"`
+		Raft         *struct {
+			State string `json:"state"`
+		} `json:"raft"`
+		Brokers []struct {
+			ID            int32  `json:"node_id"`
+			Address       string `json:"address"`
+			State         string `json:"state"`
+			Controller    bool   `json:"controller"`
+			PartitionsLed int    `json:"partitions_led"`
+		} `json:"brokers"`
+	}
+	err = json.NewDecoder(hresp.Body).Decode(&page)
+	hresp.Body.Close()
+	if err != nil || !page.Clustered || page.Raft == nil || len(page.Brokers) != 3 {
+		t.Fatalf("brokers page: %v %+v", err, page)
+	}
+	ledOnPage := 0
+	for _, b := range page.Brokers {
+		ledOnPage += b.PartitionsLed
+		if b.State != "live" || b.Address != c.addrs[b.ID] || b.Controller != (b.ID == page.ControllerID) {
+			t.Fatalf("brokers page row %+v", b)
+		}
+	}
+	if ledOnPage != 56 {
+		t.Fatalf("the brokers page counts %d partitions led, want 56", ledOnPage)
 	}
 
 	// Groups are spread: their coordinators (the leaders of their

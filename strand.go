@@ -154,10 +154,22 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
+	// A cluster member registers its address before it opens, so it binds
+	// first; a single node binds once it can serve, so a port that accepts
+	// connections means a broker that answers them.
 	var lc net.ListenConfig
-	ln, err := lc.Listen(ctx, "tcp", cfg.Addr)
-	if err != nil {
-		return nil, fmt.Errorf("strand: listen on %s: %w", cfg.Addr, err)
+	var ln net.Listener
+	listen := func() (err error) {
+		if ln, err = lc.Listen(ctx, "tcp", cfg.Addr); err != nil {
+			return fmt.Errorf("strand: listen on %s: %w", cfg.Addr, err)
+		}
+		return nil
+	}
+	closeLn := func() error {
+		if ln == nil {
+			return nil
+		}
+		return ln.Close()
 	}
 	bcfg := broker.Config{
 		Dir:                     cfg.Dir,
@@ -178,16 +190,19 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 		GroupInitialRebalanceDelay: cfg.GroupInitialRebalanceDelay,
 	}
 	if cfg.Cluster != nil {
+		if err := listen(); err != nil {
+			return nil, err
+		}
 		if err := cfg.Cluster.configure(&bcfg, cfg, ln.Addr()); err != nil {
 			return nil, errors.Join(err, ln.Close())
 		}
 	}
 	b, err := broker.Open(bcfg)
 	if err != nil {
-		return nil, errors.Join(fmt.Errorf("strand: %w", err), ln.Close())
+		return nil, errors.Join(fmt.Errorf("strand: %w", err), closeLn())
 	}
 	if err := ctx.Err(); err != nil {
-		return nil, errors.Join(fmt.Errorf("strand: start: %w", err), ln.Close(), b.Close())
+		return nil, errors.Join(fmt.Errorf("strand: start: %w", err), closeLn(), b.Close())
 	}
 	kcfg := kafka.Config{
 		Broker:          b,
@@ -203,7 +218,7 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 	}
 	if cfg.SASLUsers != nil {
 		if kcfg.SASL, err = sasl.New(cfg.SASLUsers); err != nil {
-			return nil, errors.Join(fmt.Errorf("strand: %w", err), ln.Close(), b.Close())
+			return nil, errors.Join(fmt.Errorf("strand: %w", err), closeLn(), b.Close())
 		}
 	}
 	var m *metrics.Metrics
@@ -213,7 +228,12 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 	}
 	srv, err := kafka.NewServer(kcfg)
 	if err != nil {
-		return nil, errors.Join(fmt.Errorf("strand: %w", err), ln.Close(), b.Close())
+		return nil, errors.Join(fmt.Errorf("strand: %w", err), closeLn(), b.Close())
+	}
+	if ln == nil {
+		if err := listen(); err != nil {
+			return nil, errors.Join(err, b.Close())
+		}
 	}
 	if cfg.TLS != nil {
 		ln = tls.NewListener(ln, cfg.TLS)

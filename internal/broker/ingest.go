@@ -257,7 +257,7 @@ func (b *Broker) resolveDLQ(p *Partition, cfg *TopicConfig) (*Partition, error) 
 		if serr != nil {
 			return nil, serr
 		}
-		t, err = b.CreateTopic(TopicSpec{Name: name, Partitions: src.Partitions(), ReplicationFactor: -1})
+		t, err = b.CreateTopic(b.dlqSpec(name, src))
 		if errors.Is(err, ErrTopicExists) {
 			t, err = b.Topic(name)
 		}
@@ -269,6 +269,27 @@ func (b *Broker) resolveDLQ(p *Partition, cfg *TopicConfig) (*Partition, error) 
 		return nil, fmt.Errorf("%w: DLQ %q of topic %q: %w", ErrInvalidConfig, name, p.topic, errDLQValidated)
 	}
 	return t.Partition(PartitionID(int(p.id) % len(t.partitions)))
+}
+
+// dlqSpec is an auto-created DLQ topic: the source's partition count and,
+// in a cluster, each partition on the node of the source partition it
+// serves, so a quarantined record is written where it was refused.
+func (b *Broker) dlqSpec(name string, src *Topic) TopicSpec {
+	spec := TopicSpec{Name: name, Partitions: src.Partitions(), ReplicationFactor: -1}
+	if !b.clustered() {
+		return spec
+	}
+	img := b.meta.Image()
+	var a [][]NodeID
+	for i := range src.Partitions() {
+		reg, ok := img.Partition(src.ID, i)
+		if !ok {
+			return spec
+		}
+		a = append(a, nodeIDs(reg.Replicas))
+	}
+	spec.Partitions, spec.Assignment = -1, a
+	return spec
 }
 
 // writeLocked appends the quarantined records to the DLQ partition, as if

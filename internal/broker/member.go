@@ -172,11 +172,19 @@ func (b *Broker) heartbeat(wantShutdown bool) cluster.Heartbeat {
 // instead of after a session timeout.
 func (b *Broker) controlledShutdown() {
 	deadline := time.Now().Add(b.cfg.SessionTimeout)
+	unreachable := 0
 	for time.Now().Before(deadline) {
-		r, err := b.member.m.SendHeartbeat(b.heartbeat(true), time.Until(deadline))
+		r, err := b.member.m.SendHeartbeat(b.heartbeat(true), min(time.Until(deadline), 2*b.cfg.HeartbeatInterval))
 		if err == nil && r.ShouldShutdown {
 			b.logger.Info("broker: controlled shutdown: leadership handed back", "node", b.cfg.NodeID)
 			return
+		}
+		// No controller twice running: the quorum is going down too (the
+		// whole cluster stopping), and nobody is there to take over.
+		if unreachable++; err == nil || !errors.Is(err, cluster.ErrNotController) {
+			unreachable = 0
+		} else if unreachable >= 2 {
+			break
 		}
 		time.Sleep(100 * time.Millisecond)
 	}

@@ -44,7 +44,7 @@ func New(b *broker.Broker, logger *slog.Logger) (*Console, error) {
 		"seconds":   humanSeconds,
 		"timestamp": func(t time.Time) string { return t.Format("2006-01-02 15:04:05.000Z") },
 	}
-	for _, page := range []string{"overview", "topic", "records", "group", "error"} {
+	for _, page := range []string{"overview", "topic", "records", "group", "brokers", "error"} {
 		t, err := template.New("layout.html").Funcs(funcs).ParseFS(templateFS, "templates/layout.html", "templates/"+page+".html")
 		if err != nil {
 			return nil, fmt.Errorf("console: template %s: %w", page, err)
@@ -65,6 +65,9 @@ func New(b *broker.Broker, logger *slog.Logger) (*Console, error) {
 			}
 			return records(c.b, r.PathValue("topic"), p, from, limit)
 		})
+	c.route("brokers", "/brokers", "/api/v1/brokers", func(context.Context, *http.Request) (any, error) {
+		return brokers(c.b), nil
+	})
 	c.route("group", "/groups/{group}", "/api/v1/groups/{group}", func(ctx context.Context, r *http.Request) (any, error) {
 		return groupDetail(ctx, c.b, r.PathValue("group"))
 	})

@@ -250,3 +250,19 @@ func TestOverviewShowsFailedPartitions(t *testing.T) {
 		t.Fatalf("overview page lacks the warning:\n%s", body)
 	}
 }
+
+// TestBrokersPage: a single node lists itself as the only broker and the
+// controller, with the partitions it leads, as JSON and as a page.
+func TestBrokersPage(t *testing.T) {
+	f := newFixture(t)
+	v := getJSON[Brokers](t, f, "/api/v1/brokers")
+	// orders (2) + events (1) + events' DLQ (1) + __consumer_offsets (1)
+	if v.Clustered || v.Fenced || v.Raft != nil || v.ControllerID != 0 || len(v.Brokers) != 1 ||
+		!v.Brokers[0].Controller || v.Brokers[0].State != "live" || v.Brokers[0].PartitionsLed != 5 {
+		t.Fatalf("brokers of a single node: %+v", v)
+	}
+	code, body := f.get(t, "/brokers")
+	if code != http.StatusOK || !strings.Contains(body, `<tr data-node="0">`) || !strings.Contains(body, "a single node: no quorum") {
+		t.Fatalf("brokers page: %d\n%s", code, body)
+	}
+}

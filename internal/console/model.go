@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"slices"
+	"strconv"
 	"time"
 	"unicode/utf8"
 
@@ -354,4 +356,64 @@ func groupDetail(ctx context.Context, b *broker.Broker, id string) (GroupDetail,
 		return int(a.Partition - b.Partition)
 	})
 	return d, nil
+}
+
+// Brokers is the brokers page: the cluster as this node sees it.
+type Brokers struct {
+	ClusterID    string      `json:"cluster_id"`
+	NodeID       int32       `json:"node_id"` // this node
+	ControllerID int32       `json:"controller_id"`
+	Clustered    bool        `json:"clustered"` // false: a single node, its own cluster
+	Fenced       bool        `json:"fenced"`    // this node serves no partition
+	Raft         *RaftView   `json:"raft,omitempty"`
+	Brokers      []BrokerRow `json:"brokers"`
+}
+
+// RaftView is this node's part in the metadata quorum.
+type RaftView struct {
+	State       string `json:"state"`
+	Term        uint64 `json:"term"`
+	CommitIndex uint64 `json:"commit_index"`
+	Applied     uint64 `json:"applied_index"`
+}
+
+// BrokerRow is one broker.
+type BrokerRow struct {
+	ID         int32  `json:"node_id"`
+	Address    string `json:"address"`
+	State      string `json:"state"` // live or fenced
+	Controller bool   `json:"controller"`
+	// PartitionsLed counts the partitions the metadata names it leader of.
+	PartitionsLed int `json:"partitions_led"`
+}
+
+func brokers(b *broker.Broker) Brokers {
+	v := Brokers{ClusterID: b.ClusterID(), NodeID: int32(b.NodeID()), ControllerID: int32(b.ControllerID()),
+		Clustered: b.Clustered(), Fenced: b.Fenced()}
+	if rs, ok := b.RaftState(); ok {
+		v.Raft = &RaftView{State: rs.State, Term: rs.Term, CommitIndex: rs.CommitIndex, Applied: rs.Applied}
+	}
+	led := map[broker.NodeID]int{}
+	for _, t := range b.Topics() {
+		for i := range t.Partitions() {
+			if l := b.PartitionInfo(t, broker.PartitionID(i)).Leader; l >= 0 {
+				led[l]++
+			}
+		}
+	}
+	list := b.Brokers()
+	if list == nil { // a single node
+		list = []broker.BrokerInfo{{ID: b.NodeID()}}
+	}
+	for _, bi := range list {
+		row := BrokerRow{ID: int32(bi.ID), State: "live", Controller: bi.ID == b.ControllerID(), PartitionsLed: led[bi.ID]}
+		if bi.Host != "" {
+			row.Address = net.JoinHostPort(bi.Host, strconv.Itoa(int(bi.Port)))
+		}
+		if bi.Fenced {
+			row.State = "fenced"
+		}
+		v.Brokers = append(v.Brokers, row)
+	}
+	return v
 }

@@ -8,6 +8,7 @@ import socket
 import struct
 
 from kafka.protocol.fetch import FetchRequest
+from kafka.protocol.metadata import MetadataRequest
 from kafka.protocol.parser import KafkaProtocol
 
 CODECS = {0: "none", 1: "gzip", 2: "snappy", 3: "lz4", 4: "zstd"}
@@ -44,9 +45,24 @@ def batches(records):
         pos += 12 + length
 
 
+def leader_addr(addr, topic, partition):
+    """The (host, port) of the partition's leader, as the broker at addr
+    says (in a cluster, the partition may live on another node)."""
+    resp = request(addr, MetadataRequest[1](topics=[topic]))
+    brokers = {b[0]: (b[1], b[2]) for b in resp.brokers}
+    for _err, name, _internal, parts in resp.topics:
+        if name != topic:
+            continue
+        for _perr, pid, leader, _replicas, _isr in parts:
+            if pid == partition and leader in brokers:
+                return brokers[leader]
+    return addr
+
+
 def partition_codecs(addr, topic, partition, max_rounds=1000):
     """Codec of every batch of topic/partition, read from offset 0 to the
-    high watermark. Returns (codecs, error-or-None)."""
+    high watermark from its leader. Returns (codecs, error-or-None)."""
+    addr = leader_addr(addr, topic, partition)
     out, offset = [], 0
     for _ in range(max_rounds):
         req = FetchRequest[4](replica_id=-1, max_wait_time=100, min_bytes=1, max_bytes=8 << 20,

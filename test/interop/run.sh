@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Non-Go interop: librdkafka (kcat) and kafka-python against `strand serve`.
+# Non-Go interop: librdkafka (kcat), kafka-python and kafkajs against
+# `strand serve`, alone and as a three-node cluster.
 #
 #   test/interop/run.sh
 #
@@ -8,7 +9,9 @@
 # kafkajs/kafkajs.js (after npm ci there), restarts the
 # broker on the same data directory and checks that every acknowledged record
 # is still there, restarts it with mutual TLS (certificates from openssl) for
-# tls.sh and with --sasl-users for sasl.sh, then stops it. Needs kcat and Debian's python3-kafka for
+# tls.sh and with --sasl-users for sasl.sh, then stops it. In between, it
+# runs kcat.sh, kafka_python.py, groups.py, dlq.sh and kafkajs against a
+# three-node cluster (--controller-quorum), each bootstrapped from one node. Needs kcat and Debian's python3-kafka for
 # /usr/bin/python3 (python3-snappy, python3-lz4 and python3-zstandard enable
 # kafka-python's codec checks; without them those are skipped).
 #
@@ -36,6 +39,7 @@ export INTEROP_WORK=$tmp/work
 mkdir -p "$INTEROP_WORK"
 log=$tmp/broker.log
 pid=
+cluster_pids=()
 passed=0 failed=0 skipped=0
 
 stop_broker() {
@@ -67,6 +71,8 @@ show_log() {
 
 on_exit() {
   local rc=$?
+  local cp
+  for cp in "${cluster_pids[@]}"; do kill -KILL "$cp" 2>/dev/null || true; done
   stop_broker || true
   # kcat.sh idem-start's background producer, if it is somehow still there.
   local pg
@@ -205,6 +211,74 @@ if [[ -n $pid ]]; then
   if start_broker --tls-cert "$certs/server.pem" --tls-key "$certs/server.key" --tls-client-ca "$certs/ca.pem"; then
     run_test tls "$here/tls.sh" "$port" "$certs" || true
   fi
+fi
+
+# A three-node cluster: every client bootstraps from one node and must find
+# the partitions and group coordinators on the others.
+start_cluster() {
+  local quorum="" n p
+  cports=()
+  for n in 1 2 3; do
+    p=$("$PY" -c 'import socket
+s = socket.socket()
+s.bind(("127.0.0.1", 0))
+print(s.getsockname()[1])')
+    cports+=("$p")
+    r=$("$PY" -c 'import socket
+s = socket.socket()
+s.bind(("127.0.0.1", 0))
+print(s.getsockname()[1])')
+    quorum+="${quorum:+,}$n@127.0.0.1:$r"
+  done
+  echo "== starting a three-node cluster: Kafka on ${cports[*]}, quorum $quorum"
+  for n in 1 2 3; do
+    echo "---- strand serve --node-id $n start $(date -u +%FT%TZ)" >>"$log"
+    "$bin" serve --node-id "$n" --listen "127.0.0.1:${cports[$((n - 1))]}" --data-dir "$tmp/cluster/n$n" \
+      --metrics-listen "" --console-listen "" --controller-quorum "$quorum" >>"$log" 2>&1 &
+    cluster_pids+=($!)
+  done
+  local deadline=$((SECONDS + STARTUP_TIMEOUT)) up
+  while ((SECONDS < deadline)); do
+    up=0
+    for n in 1 2 3; do
+      "$PY" -c 'import socket, sys
+socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=1).close()' "${cports[$((n - 1))]}" 2>/dev/null && up=$((up + 1))
+    done
+    if ((up == 3)) && "$bin" cluster info --brokers "127.0.0.1:${cports[0]}" 2>/dev/null | grep -c ' live ' | grep -qx 3; then
+      pid=${cluster_pids[0]}
+      return 0
+    fi
+    sleep 0.2
+  done
+  echo "FAIL interop: the three-node cluster did not come up within ${STARTUP_TIMEOUT}s"
+  failed=$((failed + 1))
+  return 1
+}
+stop_cluster() {
+  local p rc=0
+  for p in "${cluster_pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
+  for p in "${cluster_pids[@]}"; do wait "$p" 2>/dev/null || rc=$?; done
+  cluster_pids=() pid=
+  return $rc
+}
+if [[ -n $pid ]]; then
+  stop_broker || { echo "FAIL interop: broker exited with non-zero status on SIGTERM"; failed=$((failed + 1)); }
+  export INTEROP_WORK=$tmp/cluster-work
+  mkdir -p "$INTEROP_WORK"
+  if start_cluster; then
+    run_test cluster-kcat "$here/kcat.sh" "${cports[0]}" || true
+    [[ -n $pid ]] && run_test cluster-kafka-python "$PY" "$here/kafka_python.py" "${cports[1]}" || true
+    [[ -n $pid ]] && run_test cluster-groups "$PY" "$here/groups.py" "${cports[2]}" || true
+    [[ -n $pid ]] && run_test cluster-dlq "$here/dlq.sh" "${cports[1]}" "$bin" || true
+    [[ -n $pid ]] && run_test cluster-kafkajs node "$here/kafkajs/kafkajs.js" "${cports[2]}" || true
+  fi
+  if stop_cluster; then
+    echo "ok interop: the cluster's nodes exited cleanly on SIGTERM"; passed=$((passed + 1))
+  else
+    echo "FAIL interop: a cluster node exited with non-zero status on SIGTERM"; failed=$((failed + 1))
+  fi
+  export INTEROP_WORK=$tmp/work
+  start_broker || true
 fi
 
 # SASL: the same data directory behind a listener that requires it.
