@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/IBM/sarama"
+	kafkago "github.com/segmentio/kafka-go"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -471,4 +473,131 @@ func countOf(s []int32, v int32) int {
 		}
 	}
 	return n
+}
+
+// TestClusterSaramaAndKafkaGo: sarama (a consumer group, synchronous
+// producer) and segmentio/kafka-go (writer, group reader), each given one
+// node's address, produce to and consume from partitions led by all three
+// nodes, and their groups commit through whichever node coordinates them.
+func TestClusterSaramaAndKafkaGo(t *testing.T) {
+	c := startCluster(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	adm := kadm.NewClient(c.client(1))
+	for _, name := range []string{"sarama", "kafkago"} {
+		if _, err := adm.CreateTopic(ctx, 6, 1, nil, name); err != nil {
+			t.Fatal(err)
+		}
+		if leaders := c.leaders(1, name); countOf(leaders, 1) == 0 || countOf(leaders, 2) == 0 || countOf(leaders, 3) == 0 {
+			t.Fatalf("%s's leaders %v: not on every node", name, leaders)
+		}
+	}
+	const n = 300
+
+	scfg := sarama.NewConfig()
+	scfg.Version = sarama.V2_1_0_0
+	scfg.Producer.Return.Successes = true
+	scfg.Producer.RequiredAcks = sarama.WaitForAll
+	scfg.Producer.Partitioner = sarama.NewRoundRobinPartitioner
+	scfg.Consumer.Offsets.Initial = sarama.OffsetOldest
+	prod, err := sarama.NewSyncProducer([]string{c.addrs[2]}, scfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range n {
+		if _, _, err := prod.SendMessage(&sarama.ProducerMessage{Topic: "sarama", Value: sarama.StringEncoder(fmt.Sprint(i))}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	prod.Close()
+	sg, err := sarama.NewConsumerGroup([]string{c.addrs[3]}, "sarama-group", scfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := &countingHandler{want: n, done: make(chan struct{})}
+	gctx, gcancel := context.WithCancel(ctx)
+	go func() {
+		for gctx.Err() == nil {
+			_ = sg.Consume(gctx, []string{"sarama"}, h)
+		}
+	}()
+	select {
+	case <-h.done:
+	case <-ctx.Done():
+		t.Fatalf("sarama's group consumed %d of %d", h.count(), n)
+	}
+	gcancel()
+	sg.Close()
+
+	transport := &kafkago.Transport{} // its own, so its idle connections can be closed
+	defer transport.CloseIdleConnections()
+	w := &kafkago.Writer{Addr: kafkago.TCP(c.addrs[3]), Topic: "kafkago", Balancer: &kafkago.RoundRobin{}, RequiredAcks: kafkago.RequireAll, Transport: transport}
+	var msgs []kafkago.Message
+	for i := range n {
+		msgs = append(msgs, kafkago.Message{Value: []byte(fmt.Sprint(i))})
+	}
+	if err := w.WriteMessages(ctx, msgs...); err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	r := kafkago.NewReader(kafkago.ReaderConfig{Brokers: []string{c.addrs[1]}, GroupID: "kafkago-group", Topic: "kafkago", MaxWait: 200 * time.Millisecond})
+	seen := map[string]bool{}
+	for len(seen) < n {
+		m, err := r.FetchMessage(ctx)
+		if err != nil {
+			t.Fatalf("kafka-go read %d of %d: %v", len(seen), n, err)
+		}
+		seen[string(m.Value)] = true
+		if err := r.CommitMessages(ctx, m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r.Close()
+	for _, g := range []string{"sarama-group", "kafkago-group"} {
+		lag, err := adm.Lag(ctx, g)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := lag.Error(); err != nil {
+			t.Fatalf("%s: %v", g, err)
+		}
+		if total := lag[g].Lag.Total(); total != 0 {
+			t.Fatalf("%s has lag %d after reading everything", g, total)
+		}
+	}
+}
+
+// countingHandler is a sarama group handler that marks and counts
+// distinct values until it has want of them.
+type countingHandler struct {
+	mu   sync.Mutex
+	seen map[string]bool
+	want int
+	done chan struct{}
+}
+
+func (h *countingHandler) Setup(sarama.ConsumerGroupSession) error   { return nil }
+func (h *countingHandler) Cleanup(sarama.ConsumerGroupSession) error { return nil }
+
+func (h *countingHandler) count() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.seen)
+}
+
+func (h *countingHandler) ConsumeClaim(s sarama.ConsumerGroupSession, claim sarama.ConsumerGroupClaim) error {
+	for m := range claim.Messages() {
+		s.MarkMessage(m, "")
+		h.mu.Lock()
+		if h.seen == nil {
+			h.seen = map[string]bool{}
+		}
+		h.seen[string(m.Value)] = true
+		if len(h.seen) == h.want {
+			s.Commit()
+			close(h.done)
+		}
+		h.mu.Unlock()
+	}
+	return nil
 }

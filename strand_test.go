@@ -10,7 +10,12 @@ import (
 	"github.com/strandmq/strand"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m,
+		// sarama's metrics registry keeps a process-wide ticker (cluster_test.go).
+		goleak.IgnoreTopFunction("github.com/rcrowley/go-metrics.(*meterArbiter).tick"),
+	)
+}
 
 // TestStartProduceFetchClose is the embed API in one breath: start on a free
 // port, produce in process, read it back over the wire, close.
