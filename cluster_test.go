@@ -371,6 +371,12 @@ func TestClusterServesClients(t *testing.T) {
 		}
 	}
 
+	// Auto-creation works through any node.
+	auto := c.client(2, kgo.AllowAutoTopicCreation())
+	if err := auto.ProduceSync(ctx, &kgo.Record{Topic: "auto-made", Value: []byte("x")}).FirstErr(); err != nil {
+		t.Fatalf("produce to an unknown topic through node 2: %v", err)
+	}
+
 	// A produce to a node that does not lead the partition.
 	var wrong int32
 	for id := int32(1); id <= 3; id++ {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net"
+	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -162,5 +163,56 @@ func TestMemberWithoutQuorumServesNothing(t *testing.T) {
 	}
 	if _, err := p.Append(context.Background(), encode(t, 1, record.DefaultBatchOptions()), AcksAll); !errors.Is(err, ErrNotLeader) {
 		t.Fatalf("produce on a member without a quorum: %v, want ErrNotLeader", err)
+	}
+}
+
+// TestSingleNodeJoinsACluster: a single node's data directory started as a
+// cluster member brings its topics into the cluster's metadata — same ids,
+// configs, partitions placed on it — and serves their records; meta.json
+// is set aside, and a second start does not migrate again.
+func TestSingleNodeJoinsACluster(t *testing.T) {
+	root := t.TempDir()
+	dir := filepath.Join(root, "data")
+	single := open(t, vfs.Default, dir)
+	tp := mustCreate(t, single, TopicSpec{Name: "old", Partitions: 2, Configs: map[string]string{"retention.ms": "3600000"}})
+	used, _, err := single.AllocateProducerID()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, _ := tp.Partition(1)
+	if _, err := p.Append(context.Background(), encode(t, 3, record.DefaultBatchOptions()), AcksAll); err != nil {
+		t.Fatal(err)
+	}
+	if err := single.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	openBoth := singleVoterBroker(t, root)
+	for round := range 2 {
+		rs, b := openBoth()
+		got, ok := rs.Image().Topic("old")
+		if !ok || got.ID != tp.ID || got.Partitions != 2 || got.Configs["retention.ms"] != "3600000" {
+			t.Fatalf("round %d: the cluster's metadata has %+v %v", round, got, ok)
+		}
+		if reg, ok := rs.Image().Partition(tp.ID, 1); !ok || reg.Leader != 0 {
+			t.Fatalf("round %d: partition 1 registered %+v %v", round, reg, ok)
+		}
+		var mp *Partition
+		waitFor(t, "the migrated partition to open", 5*time.Second, func() bool {
+			var err error
+			mp, err = b.Partition("old", 1)
+			return err == nil
+		})
+		if end := mp.LogEndOffset(); end != 3 {
+			t.Fatalf("round %d: the migrated partition ends at %d, want 3", round, end)
+		}
+		if _, err := os.Stat(filepath.Join(dir, "meta.json.migrated")); err != nil {
+			t.Fatalf("round %d: %v", round, err)
+		}
+		if id, _, err := b.AllocateProducerID(); err != nil || id <= used {
+			t.Fatalf("round %d: the cluster gave producer id %d (%v); the single node had used %d", round, id, err, used)
+		}
+		b.Close()
+		rs.Close()
 	}
 }

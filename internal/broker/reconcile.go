@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"path/filepath"
 	"slices"
 	"time"
 
@@ -133,9 +134,15 @@ func (b *Broker) openMember(m Member) (*Broker, error) {
 		if err := b.checkNodeMeta(m.Image().ClusterID()); err != nil {
 			return nil, err
 		}
+		if err := b.migrateSingleNode(m); err != nil {
+			return nil, err
+		}
 		if err := b.registerAtStart(); err != nil {
 			return nil, err
 		}
+	}
+	if _, statErr := b.fs.Stat(filepath.Join(b.cfg.Dir, metaFileName)); err != nil && statErr == nil {
+		return nil, fmt.Errorf("broker: %s holds a single node's topics (meta.json) to bring into the cluster, but the metadata quorum is not reachable to take them (%w); start the other nodes", b.cfg.Dir, err)
 	}
 	b.startLoops() // the reconciler's first pass opens what the image places here
 	b.wg.Add(1)
@@ -144,6 +151,55 @@ func (b *Broker) openMember(m Member) (*Broker, error) {
 		b.runMembership()
 	}()
 	return b, nil
+}
+
+// migrateSingleNode brings a single node's topics (meta.json) into the
+// cluster on the first start as a member: each topic not in the cluster's
+// metadata is registered with its id and configs and its partitions
+// placed on this node, which holds their data. meta.json is then renamed
+// meta.json.migrated, so the next start does not look at it again.
+func (b *Broker) migrateSingleNode(m Member) error {
+	path := filepath.Join(b.cfg.Dir, metaFileName)
+	if _, err := b.fs.Stat(path); err != nil {
+		return nil // nothing to migrate
+	}
+	fsStore, _, err := cluster.OpenFileStore(b.fs, b.cfg.Dir)
+	if err != nil {
+		return fmt.Errorf("broker: reading the single node's topics to migrate: %w", err)
+	}
+	img := m.Image()
+	self := []cluster.NodeID{cluster.NodeID(b.cfg.NodeID)}
+	var recs []cluster.Record
+	var names []string
+	for _, t := range fsStore.Image().Topics() {
+		switch have, ok := img.Topic(t.Name); {
+		case ok && have.ID == t.ID:
+			continue // migrated already (a crash before the rename)
+		case ok:
+			return fmt.Errorf("broker: the single node's topic %q (id %s) exists in the cluster with another id (%s): rename one before joining", t.Name, t.ID, have.ID)
+		}
+		recs = append(recs, cluster.PutTopic{Topic: t})
+		for i := range t.Partitions {
+			recs = append(recs, cluster.Partition{TopicID: t.ID, PartitionID: i, Replicas: self, ISR: self, Leader: self[0]})
+		}
+		names = append(names, t.Name)
+	}
+	if floor := int64(b.ids.Floor()); len(recs) > 0 && floor > img.NextProducerID() {
+		// The single node handed out producer ids below floor, which its
+		// partitions' producer state remembers: the cluster's blocks start
+		// above them.
+		recs = append(recs, cluster.ProducerIDBlock{Broker: cluster.NodeID(b.cfg.NodeID), First: floor, Count: 1})
+	}
+	if len(recs) > 0 {
+		if _, err := m.Apply(recs...); err != nil {
+			return fmt.Errorf("broker: migrating the single node's topics into the cluster: %w", err)
+		}
+		b.logger.Info("broker: migrated a single node's topics into the cluster, placed on this node", "topics", names)
+	}
+	if err := b.fs.Rename(path, path+".migrated"); err != nil {
+		return fmt.Errorf("broker: %w", err)
+	}
+	return b.fs.SyncDir(b.cfg.Dir)
 }
 
 // registerAtStart registers before serving, so a second process with this

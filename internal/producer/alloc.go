@@ -79,6 +79,14 @@ func (a *Allocator) Above(used ID) {
 	}
 }
 
+// Floor returns the first id this allocator has not reserved: every id
+// below it may have been handed out.
+func (a *Allocator) Floor() ID {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return max(a.mu.limit, a.mu.next)
+}
+
 // Next returns a fresh producer id. When the current block is used up it
 // first persists the next block's limit (one fsync per IDBlock ids).
 func (a *Allocator) Next() (ID, error) {
