@@ -607,3 +607,73 @@ func (h *countingHandler) ConsumeClaim(s sarama.ConsumerGroupSession, claim sara
 	}
 	return nil
 }
+
+// TestClusterAdminThroughAnyNode: partitions added, configs altered and a
+// topic deleted through any node reach every node: new partitions are
+// placed over the cluster, each node reports the new config, and the
+// deleted topic's partition directories are removed on every node.
+func TestClusterAdminThroughAnyNode(t *testing.T) {
+	c := startCluster(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	adm1, adm3 := kadm.NewClient(c.client(1)), kadm.NewClient(c.client(3))
+	if _, err := adm1.CreateTopic(ctx, 3, 1, nil, "grow"); err != nil {
+		t.Fatal(err)
+	}
+	c.leaders(3, "grow") // node 3 knows the topic (kadm reads its partition count first)
+	if cp, err := adm3.CreatePartitions(ctx, 3, "grow"); err != nil || cp.Error() != nil {
+		t.Fatalf("create partitions: %v %v", err, cp.Error())
+	}
+	var leaders []int32
+	for deadline := time.Now().Add(5 * time.Second); len(leaders) != 6; time.Sleep(50 * time.Millisecond) {
+		if leaders = c.leaders(2, "grow"); time.Now().After(deadline) {
+			t.Fatalf("after adding 3 partitions node 2 lists leaders %v", leaders)
+		}
+	}
+	for id := int32(1); id <= 3; id++ {
+		if countOf(leaders, id) != 2 {
+			t.Fatalf("6 partitions led by %v, want 2 per node", leaders)
+		}
+	}
+	r, err := adm3.AlterTopicConfigs(ctx, []kadm.AlterConfig{{Op: kadm.SetConfig, Name: "retention.ms", Value: kmsg.StringPtr("60000")}}, "grow")
+	if err == nil {
+		_, err = r.On("grow", nil)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	for id := int32(1); id <= 3; id++ {
+		for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+			req := kmsg.NewPtrDescribeConfigsRequest()
+			res := kmsg.NewDescribeConfigsRequestResource()
+			res.ResourceType, res.ResourceName = kmsg.ConfigResourceTypeTopic, "grow"
+			res.ConfigNames = []string{"retention.ms"}
+			req.Resources = append(req.Resources, res)
+			resp, err := req.RequestWith(ctx, c.client(id).Broker(int(id)))
+			if err == nil && len(resp.Resources) == 1 && len(resp.Resources[0].Configs) == 1 && *resp.Resources[0].Configs[0].Value == "60000" {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("node %d never reported retention.ms=60000: %v %+v", id, err, resp)
+			}
+		}
+	}
+	dirs := func() (n int) {
+		for id := int32(1); id <= 3; id++ {
+			m, _ := filepath.Glob(filepath.Join(c.dirs[id], "grow-*"))
+			n += len(m)
+		}
+		return n
+	}
+	if got := dirs(); got != 6 {
+		t.Fatalf("%d partition directories of grow over the three nodes, want 6", got)
+	}
+	if _, err := kadm.NewClient(c.client(2)).DeleteTopics(ctx, "grow"); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); dirs() != 0; time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d partition directories of the deleted topic remain", dirs())
+		}
+	}
+}
