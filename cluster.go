@@ -31,6 +31,11 @@ type ClusterConfig struct {
 	// for this long is fenced and its partitions lose their leader;
 	// default 9 s.
 	SessionTimeout time.Duration
+	// Join starts a node that the running cluster will add to its quorum
+	// (`strand cluster add-voter`): it does not bootstrap a quorum of its
+	// own, and serves once it has been added and has caught up. Quorum
+	// then lists the voters to reach, this node among them.
+	Join bool
 	// ElectionTimeout tunes Raft: a quorum without a leader for this long
 	// elects one (heartbeat timeout too; the leader lease is half);
 	// default 1 s, 100 ms for a quorum of one.
@@ -95,6 +100,7 @@ func (c *ClusterConfig) configure(bcfg *broker.Config, cfg Config, ln net.Addr) 
 		NodeID: cfg.NodeID, Dir: cfg.Dir, Bind: self.Addr, Voters: voters, Logger: cfg.Logger,
 		HeartbeatTimeout: election, ElectionTimeout: election, LeaderLease: election / 2,
 		Controller: cluster.ControllerConfig{SessionTimeout: c.SessionTimeout},
+		Join:       c.Join,
 	}
 	bcfg.OpenMetadata = func() (cluster.Store, error) {
 		// A directory that was a cluster member (meta.properties) but has

@@ -3,10 +3,13 @@ package main
 import (
 	"context"
 	"fmt"
+	"net"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -87,6 +90,79 @@ func newClusterCmd() *cobra.Command {
 			}
 		},
 	})
+	cmd.AddCommand(newVoterCmd(o, false), newVoterCmd(o, true))
+	return cmd
+}
+
+// newVoterCmd is "strand cluster add-voter" or "remove-voter": a change to
+// the metadata quorum's membership (Kafka's AddRaftVoter/RemoveRaftVoter).
+func newVoterCmd(o *clientOptions, remove bool) *cobra.Command {
+	var id int32
+	var addr string
+	cmd := &cobra.Command{
+		Use:   "add-voter",
+		Short: "Add a node to the metadata quorum (start it first with `strand serve --join`)",
+		Args:  cobra.NoArgs,
+	}
+	if remove {
+		cmd.Use, cmd.Short = "remove-voter", "Remove a node from the metadata quorum"
+	}
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		if id < 0 {
+			return usageErr("--node-id is required")
+		}
+		ctx, cancel := o.ctx(cmd.Context())
+		defer cancel()
+		cl, err := o.client(ctx)
+		if err != nil {
+			return err
+		}
+		defer cl.Close()
+		var code int16
+		var msg *string
+		if remove {
+			req := kmsg.NewPtrRemoveRaftVoterRequest()
+			req.VoterID = id
+			resp, err := req.RequestWith(ctx, cl)
+			if err != nil {
+				return fmt.Errorf("remove voter %d: %w", id, err)
+			}
+			code, msg = resp.ErrorCode, resp.ErrorMessage
+		} else {
+			host, port, err := net.SplitHostPort(addr)
+			p, perr := strconv.ParseUint(port, 10, 16)
+			if err != nil || perr != nil {
+				return usageErr("--raft-addr %q: want host:port, the new node's --controller-quorum entry", addr)
+			}
+			req := kmsg.NewPtrAddRaftVoterRequest()
+			req.VoterID = id
+			l := kmsg.NewAddRaftVoterRequestListener()
+			l.Name, l.Host, l.Port = "CONTROLLER", host, uint16(p)
+			req.Listeners = append(req.Listeners, l)
+			resp, err := req.RequestWith(ctx, cl)
+			if err != nil {
+				return fmt.Errorf("add voter %d: %w", id, err)
+			}
+			code, msg = resp.ErrorCode, resp.ErrorMessage
+		}
+		if err := kerr.ErrorForCode(code); err != nil {
+			detail := ""
+			if msg != nil {
+				detail = ": " + *msg
+			}
+			return fmt.Errorf("%s voter %d: %v%s", map[bool]string{false: "add", true: "remove"}[remove], id, err, detail)
+		}
+		verb := "added node %d to the metadata quorum\n"
+		if remove {
+			verb = "removed node %d from the metadata quorum\n"
+		}
+		fmt.Fprintf(cmd.OutOrStdout(), verb, id)
+		return nil
+	}
+	cmd.Flags().Int32Var(&id, "node-id", -1, "the voter's node id")
+	if !remove {
+		cmd.Flags().StringVar(&addr, "raft-addr", "", "the new voter's raft address (host:port)")
+	}
 	return cmd
 }
 

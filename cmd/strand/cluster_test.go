@@ -221,3 +221,66 @@ func TestClusterRefusesForeignDirectory(t *testing.T) {
 		}
 	}
 }
+
+// TestClusterAddAndRemoveVoter: a fourth node started with --join waits
+// until `strand cluster add-voter` adds it to the quorum, then registers,
+// serves and is given partitions; `cluster remove-voter` takes it out of
+// the quorum again, and a member restarted with the original
+// --controller-quorum still starts.
+func TestClusterAddAndRemoveVoter(t *testing.T) {
+	c := newProcCluster(t)
+	raft4, addr4, dir4 := freeAddr(t), freeAddr(t), filepath.Join(t.TempDir(), "n4")
+	p4 := launchServe(t, 0, "--node-id", "4", "--listen", addr4, "--data-dir", dir4, "--join",
+		"--controller-quorum", c.quorum+",4@"+raft4, "--broker-heartbeat-interval", "200ms", "--broker-session-timeout", "3s")
+	if r := ok(t, c.addrs[1], "", "cluster", "add-voter", "--node-id", "4", "--raft-addr", raft4); !strings.Contains(r.stdout, "added node 4") {
+		t.Fatalf("add-voter: %s", r.stdout)
+	}
+	p4.awaitServing(t)
+	var info clusterInfo
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+		decodeJSON(t, ok(t, c.addrs[2], "", "cluster", "info", "-o", "json").stdout, &info)
+		live, voters := 0, 0
+		for _, b := range info.Brokers {
+			if b.State == "live" {
+				live++
+			}
+			if b.Voter {
+				voters++
+			}
+		}
+		if live == 4 && voters == 4 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after add-voter: %+v\nnode 4's log:\n%s", info, p4.logs.String())
+		}
+	}
+	ok(t, addr4, "", "topic", "create", "wide", "--partitions", "8")
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		r := runCLI(t, c.addrs[1], "", "topic", "describe", "wide", "-o", "json") // node 1 learns of it within a heartbeat
+		if r.code == 0 && strings.Contains(strings.ReplaceAll(r.stdout, " ", ""), `"leader":4`) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no partition of a new topic on the added node:\n%s%s", r.stdout, r.stderr)
+		}
+	}
+
+	p4.stop(t)
+	if r := ok(t, c.addrs[1], "", "cluster", "remove-voter", "--node-id", "4"); !strings.Contains(r.stdout, "removed node 4") {
+		t.Fatalf("remove-voter: %s", r.stdout)
+	}
+	decodeJSON(t, ok(t, c.addrs[2], "", "cluster", "info", "-o", "json").stdout, &info)
+	for _, b := range info.Brokers {
+		if b.ID == 4 && b.Voter {
+			t.Fatalf("node 4 is still a voter: %+v", info)
+		}
+	}
+	// A member started again with the original quorum list.
+	c.procs[2].stop(t)
+	c.procs[2] = c.launch(t, 2)
+	c.procs[2].awaitServing(t)
+	if c.procs[2].addr == "" {
+		t.Fatalf("node 2 did not start again with the original quorum list:\n%s", c.procs[2].logs.String())
+	}
+}

@@ -60,6 +60,7 @@ type serveOptions struct {
 	scrubRate         int64
 	consoleHosts      []string
 	quorum            string
+	join              bool
 	heartbeat         time.Duration
 	session           time.Duration
 }
@@ -77,7 +78,7 @@ log-format, metrics-listen, console-listen, tls-cert, tls-key, tls-client-ca, sa
 log-cleaner-dedupe-buffer-size, offsets-retention, group-initial-rebalance-delay,
 connections-max-idle, max-connections, max-connections-per-ip,
 queued-max-request-bytes, failed-authentication-delay, scrub-interval,
-scrub-rate, console-allowed-hosts, controller-quorum, broker-heartbeat-interval,
+scrub-rate, console-allowed-hosts, controller-quorum, join, broker-heartbeat-interval,
 broker-session-timeout), and "topic.<config>" sets a broker-wide default for a topic
 config, e.g.:
 
@@ -146,6 +147,7 @@ func newServeCmd() *cobra.Command {
 	f.DurationVar(&o.scrubInterval, "scrub-interval", broker.DefaultScrubInterval, "how often every sealed segment's CRCs are verified in the background; a partition whose data fails goes offline (0: never)")
 	f.Int64Var(&o.scrubRate, "scrub-rate", broker.DefaultScrubBytesPerSecond, "most bytes per second the background scrub reads")
 	f.StringVar(&o.quorum, "controller-quorum", "", `run as one node of a cluster: every node's id and Raft address, the same on each node ("1@127.0.0.1:9193,2@127.0.0.1:9293,3@127.0.0.1:9393"; controller.quorum.voters); this node's entry is where its Raft listener binds`)
+	f.BoolVar(&o.join, "join", false, "with --controller-quorum: join a running cluster instead of forming one; the node waits until `strand cluster add-voter` adds it")
 	f.DurationVar(&o.heartbeat, "broker-heartbeat-interval", broker.DefaultHeartbeatInterval, "how often a cluster node heartbeats the controller (broker.heartbeat.interval.ms)")
 	f.DurationVar(&o.session, "broker-session-timeout", broker.DefaultSessionTimeout, "a cluster node not heard from this long is fenced and its partitions lose their leader (broker.session.timeout.ms)")
 	f.StringSliceVar(&o.consoleHosts, "console-allowed-hosts", nil, `host names the console answers to besides IP addresses, localhost and this machine's name (DNS rebinding guard; "*": any)`)
@@ -293,7 +295,7 @@ func (o *serveOptions) run(ctx context.Context, logOut io.Writer) error {
 		if err != nil {
 			return fmt.Errorf("--controller-quorum: %w", err)
 		}
-		clusterCfg = &strand.ClusterConfig{Quorum: voters, HeartbeatInterval: o.heartbeat, SessionTimeout: o.session}
+		clusterCfg = &strand.ClusterConfig{Quorum: voters, HeartbeatInterval: o.heartbeat, SessionTimeout: o.session, Join: o.join}
 	}
 	b, err := strand.Start(ctx, strand.Config{
 		Cluster:                 clusterCfg,

@@ -30,6 +30,20 @@ type Member interface {
 	Leader() (id int32, addr string, ok bool)
 	QuorumStatus() (cluster.QuorumStatus, bool)
 	State() cluster.RaftState
+	ChangeVoter(v cluster.VoterChange, timeout time.Duration) error
+}
+
+// ErrNoQuorum: the request needs a metadata quorum and this node is a
+// single node, its own cluster.
+var ErrNoQuorum = errors.New("broker: a single node has no metadata quorum")
+
+// ChangeVoter adds a voter to the cluster's metadata quorum, or removes
+// one, through the controller.
+func (b *Broker) ChangeVoter(v cluster.VoterChange) error {
+	if !b.clustered() {
+		return ErrNoQuorum
+	}
+	return b.member.m.ChangeVoter(v, 30*time.Second)
 }
 
 // QuorumStatus describes the metadata quorum; ok is false unless this

@@ -5,10 +5,13 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"net"
 	"slices"
 	"strconv"
 	"sync"
 	"time"
+
+	"github.com/hashicorp/raft"
 )
 
 // The controller is the quorum leader's decision loop (REPLICATION.md
@@ -325,6 +328,11 @@ func (c *controller) serve(req rpcRequest) rpcResponse {
 			return rpcFailure(err)
 		}
 		return rpcResponse{Epoch: epoch, Index: index}
+	case req.Voter != nil:
+		if err := c.changeVoter(*req.Voter); err != nil {
+			return rpcFailure(err)
+		}
+		return rpcResponse{Index: c.s.r.LastIndex()}
 	case req.Heartbeat != nil:
 		reply, err := c.heartbeat(*req.Heartbeat)
 		if err != nil {
@@ -379,4 +387,31 @@ func (c *controller) quorumStatus() (QuorumStatus, bool) {
 	}
 	slices.SortFunc(st.Voters, func(a, b VoterStatus) int { return int(a.ID - b.ID) })
 	return st, true
+}
+
+// VoterChange adds a voter to the metadata quorum or removes one.
+type VoterChange struct {
+	ID     NodeID
+	Addr   string // its raft address (to add)
+	Remove bool
+}
+
+// changeVoter changes the quorum's membership through raft (a
+// configuration entry, committed by the old majority and the new).
+func (c *controller) changeVoter(v VoterChange) error {
+	id := raft.ServerID(strconv.Itoa(int(v.ID)))
+	var f raft.IndexFuture
+	if v.Remove {
+		f = c.s.r.RemoveServer(id, 0, 10*time.Second)
+	} else {
+		if _, _, err := net.SplitHostPort(v.Addr); err != nil {
+			return fmt.Errorf("%w: voter %d's raft address %q: %v", ErrConflict, v.ID, v.Addr, err)
+		}
+		f = c.s.r.AddVoter(id, raft.ServerAddress(v.Addr), 0, 10*time.Second)
+	}
+	if err := f.Error(); err != nil {
+		return fmt.Errorf("cluster: changing the quorum's voters: %w", err)
+	}
+	c.logger.Info("cluster: quorum membership changed", "voter", v.ID, "addr", v.Addr, "removed", v.Remove)
+	return nil
 }

@@ -43,6 +43,9 @@ type RaftConfig struct {
 	Network Network
 	// Controller tunes the controller this node runs while it leads.
 	Controller ControllerConfig
+	// Join starts a node that an existing quorum will add (ChangeVoter):
+	// it never bootstraps, and waits to be contacted by the leader.
+	Join bool
 }
 
 // Network is what raft's transport needs of a network: vnet.Network in
@@ -133,7 +136,7 @@ func OpenRaftStore(cfg RaftConfig) (*RaftStore, error) {
 		s.closeStores()
 		return nil, fmt.Errorf("cluster: raft state: %w", err)
 	}
-	if !existing && len(cfg.Voters) > 0 {
+	if !existing && len(cfg.Voters) > 0 && !cfg.Join {
 		var servers []raft.Server
 		for _, v := range cfg.Voters {
 			servers = append(servers, raft.Server{ID: raft.ServerID(strconv.Itoa(int(v.ID))), Address: raft.ServerAddress(v.Addr)})
@@ -147,8 +150,8 @@ func OpenRaftStore(cfg RaftConfig) (*RaftStore, error) {
 		s.closeStores()
 		return nil, fmt.Errorf("cluster: start raft: %w", err)
 	}
-	if existing && len(cfg.Voters) > 0 {
-		if err := s.checkVoters(cfg.Voters); err != nil {
+	if existing {
+		if err := s.checkVoters(cfg.NodeID, cfg.Bind); err != nil {
 			_ = s.r.Shutdown().Error()
 			s.closeStores()
 			return nil, err
@@ -158,9 +161,11 @@ func OpenRaftStore(cfg RaftConfig) (*RaftStore, error) {
 	return s, nil
 }
 
-// checkVoters refuses a raft log whose quorum is not the configured one: a
-// data directory of another quorum would follow (or lead) that one.
-func (s *RaftStore) checkVoters(want []Voter) error {
+// checkVoters refuses a raft log whose quorum does not have this node at
+// this address: a data directory of another quorum, or of another node,
+// would follow (or lead) that one. (The rest of the list may differ from
+// the flag: voters added or removed since.)
+func (s *RaftStore) checkVoters(self NodeID, bind string) error {
 	f := s.r.GetConfiguration()
 	if err := f.Error(); err != nil {
 		return fmt.Errorf("cluster: raft configuration: %w", err)
@@ -169,12 +174,8 @@ func (s *RaftStore) checkVoters(want []Voter) error {
 	for _, srv := range f.Configuration().Servers {
 		have[string(srv.ID)] = string(srv.Address)
 	}
-	same := len(have) == len(want)
-	for _, v := range want {
-		same = same && have[strconv.Itoa(int(v.ID))] == v.Addr
-	}
-	if !same {
-		return fmt.Errorf("cluster: this node's raft log has the quorum %v, but it was started with %v: the data directory belongs to another quorum (or the quorum's addresses changed)", have, want)
+	if len(have) > 0 && have[strconv.Itoa(int(self))] != bind {
+		return fmt.Errorf("cluster: this node's raft log has the quorum %v, which has no node %d at %s: the data directory belongs to another quorum or node (or this node's raft address changed)", have, self, bind)
 	}
 	return nil
 }
@@ -384,4 +385,10 @@ func (s *RaftStore) State() RaftState {
 func (s *RaftStore) term() uint64 {
 	t, _ := strconv.ParseUint(s.r.Stats()["term"], 10, 64)
 	return t
+}
+
+// ChangeVoter adds or removes a voter through the controller.
+func (s *RaftStore) ChangeVoter(v VoterChange, timeout time.Duration) error {
+	_, err := s.callController(rpcRequest{Voter: &v}, timeout)
+	return err
 }

@@ -29,6 +29,7 @@ type rpcRequest struct {
 	Apply     json.RawMessage `json:"apply,omitempty"` // an encoded batch (EncodeRecords)
 	Register  *Registration   `json:"register,omitempty"`
 	Heartbeat *Heartbeat      `json:"heartbeat,omitempty"`
+	Voter     *VoterChange    `json:"voter,omitempty"`
 }
 
 type rpcResponse struct {

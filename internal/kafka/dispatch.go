@@ -65,6 +65,8 @@ func init() {
 		55: {0, 2, (*Server).handleDescribeQuorum},
 		60: {0, 2, (*Server).handleDescribeCluster},
 		61: {0, 0, (*Server).handleDescribeProducers},
+		80: {0, 1, (*Server).handleAddRaftVoter},
+		81: {0, 0, (*Server).handleRemoveRaftVoter},
 	}
 	for key, a := range apis {
 		if a.max > kmsg.RequestForKey(key).MaxVersion() {
