@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"path/filepath"
 	"slices"
@@ -21,6 +20,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strandmq/strand/internal/testnet"
 )
 
 // testCluster is three nodes in this process, each with its own data
@@ -33,25 +34,7 @@ type testCluster struct {
 	nodes  map[int32]*Broker
 }
 
-// freePort returns a loopback address with a free port, never one it
-// returned before in this process (the kernel may hand a just-closed port
-// out again, and two nodes on one port fail to start).
-func freePort(t *testing.T) string {
-	t.Helper()
-	for {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		addr := ln.Addr().String()
-		ln.Close()
-		if _, dup := handedOut.LoadOrStore(addr, true); !dup {
-			return addr
-		}
-	}
-}
-
-var handedOut sync.Map
+func freePort(t *testing.T) string { return testnet.FreeAddr(t) }
 
 func startCluster(t *testing.T) *testCluster {
 	t.Helper()

@@ -328,16 +328,24 @@ func markUsageErrors(c *cobra.Command) {
 // adminRun is the shape every admin command shares: read --output, bound the
 // work by --timeout, connect to --brokers, and hand fn the admin client.
 func (o *clientOptions) adminRun(cmd *cobra.Command, fn func(ctx context.Context, adm *kadm.Client, asJSON bool) error) error {
+	return o.clientRun(cmd, func(ctx context.Context, cl *kgo.Client, asJSON bool) error {
+		return fn(ctx, kadm.NewClient(cl), asJSON)
+	})
+}
+
+// clientRun is adminRun for commands that send raw requests: fn gets the
+// Kafka client itself.
+func (o *clientOptions) clientRun(cmd *cobra.Command, fn func(ctx context.Context, cl *kgo.Client, asJSON bool) error) error {
 	asJSON, err := o.json()
 	if err != nil {
 		return err
 	}
 	ctx, cancel := o.ctx(cmd.Context())
 	defer cancel()
-	adm, err := o.admin(ctx)
+	cl, err := o.client(ctx)
 	if err != nil {
 		return err
 	}
-	defer adm.Close()
-	return fn(ctx, adm, asJSON)
+	defer cl.Close()
+	return fn(ctx, cl, asJSON)
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -49,18 +50,7 @@ func newClusterCmd() *cobra.Command {
 		Short: "List the brokers (live or fenced), the controller, and each Raft voter's applied index",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			asJSON, err := o.json()
-			if err != nil {
-				return err
-			}
-			ctx, cancel := o.ctx(cmd.Context())
-			defer cancel()
-			cl, err := o.client(ctx)
-			if err != nil {
-				return err
-			}
-			defer cl.Close()
-			{
+			return o.clientRun(cmd, func(ctx context.Context, cl *kgo.Client, asJSON bool) error {
 				info, err := describeCluster(ctx, cl)
 				if err != nil {
 					return err
@@ -87,7 +77,7 @@ func newClusterCmd() *cobra.Command {
 					fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\n", b.ID, orDash(b.Address), b.State, orDash(strings.Join(role, ",")), applied)
 				}
 				return tw.Flush()
-			}
+			})
 		},
 	})
 	cmd.AddCommand(newVoterCmd(o, false), newVoterCmd(o, true))
@@ -111,59 +101,58 @@ func newVoterCmd(o *clientOptions, remove bool) *cobra.Command {
 		if id < 0 {
 			return usageErr("--node-id is required")
 		}
-		ctx, cancel := o.ctx(cmd.Context())
-		defer cancel()
-		cl, err := o.client(ctx)
-		if err != nil {
-			return err
-		}
-		defer cl.Close()
-		var code int16
-		var msg *string
-		if remove {
-			req := kmsg.NewPtrRemoveRaftVoterRequest()
-			req.VoterID = id
-			resp, err := req.RequestWith(ctx, cl)
-			if err != nil {
-				return fmt.Errorf("remove voter %d: %w", id, err)
-			}
-			code, msg = resp.ErrorCode, resp.ErrorMessage
-		} else {
-			host, port, err := net.SplitHostPort(addr)
-			p, perr := strconv.ParseUint(port, 10, 16)
-			if err != nil || perr != nil {
-				return usageErr("--raft-addr %q: want host:port, the new node's --controller-quorum entry", addr)
-			}
-			req := kmsg.NewPtrAddRaftVoterRequest()
-			req.VoterID = id
-			l := kmsg.NewAddRaftVoterRequestListener()
-			l.Name, l.Host, l.Port = "CONTROLLER", host, uint16(p)
-			req.Listeners = append(req.Listeners, l)
-			resp, err := req.RequestWith(ctx, cl)
-			if err != nil {
-				return fmt.Errorf("add voter %d: %w", id, err)
-			}
-			code, msg = resp.ErrorCode, resp.ErrorMessage
-		}
-		if err := kerr.ErrorForCode(code); err != nil {
-			detail := ""
-			if msg != nil {
-				detail = ": " + *msg
-			}
-			return fmt.Errorf("%s voter %d: %v%s", map[bool]string{false: "add", true: "remove"}[remove], id, err, detail)
-		}
-		verb := "added node %d to the metadata quorum\n"
-		if remove {
-			verb = "removed node %d from the metadata quorum\n"
-		}
-		fmt.Fprintf(cmd.OutOrStdout(), verb, id)
-		return nil
+		return o.clientRun(cmd, func(ctx context.Context, cl *kgo.Client, _ bool) error {
+			return changeVoter(ctx, cmd, cl, id, addr, remove)
+		})
 	}
 	cmd.Flags().Int32Var(&id, "node-id", -1, "the voter's node id")
 	if !remove {
 		cmd.Flags().StringVar(&addr, "raft-addr", "", "the new voter's raft address (host:port)")
 	}
 	return cmd
+}
+
+func changeVoter(ctx context.Context, cmd *cobra.Command, cl *kgo.Client, id int32, addr string, remove bool) error {
+	var code int16
+	var msg *string
+	if remove {
+		req := kmsg.NewPtrRemoveRaftVoterRequest()
+		req.VoterID = id
+		resp, err := req.RequestWith(ctx, cl)
+		if err != nil {
+			return fmt.Errorf("remove voter %d: %w", id, err)
+		}
+		code, msg = resp.ErrorCode, resp.ErrorMessage
+	} else {
+		host, port, err := net.SplitHostPort(addr)
+		p, perr := strconv.ParseUint(port, 10, 16)
+		if err != nil || perr != nil {
+			return usageErr("--raft-addr %q: want host:port, the new node's --controller-quorum entry", addr)
+		}
+		req := kmsg.NewPtrAddRaftVoterRequest()
+		req.VoterID = id
+		l := kmsg.NewAddRaftVoterRequestListener()
+		l.Name, l.Host, l.Port = "CONTROLLER", host, uint16(p)
+		req.Listeners = append(req.Listeners, l)
+		resp, err := req.RequestWith(ctx, cl)
+		if err != nil {
+			return fmt.Errorf("add voter %d: %w", id, err)
+		}
+		code, msg = resp.ErrorCode, resp.ErrorMessage
+	}
+	if err := kerr.ErrorForCode(code); err != nil {
+		detail := ""
+		if msg != nil {
+			detail = ": " + *msg
+		}
+		return fmt.Errorf("%s voter %d: %v%s", map[bool]string{false: "add", true: "remove"}[remove], id, err, detail)
+	}
+	verb := "added node %d to the metadata quorum\n"
+	if remove {
+		verb = "removed node %d from the metadata quorum\n"
+	}
+	fmt.Fprintf(cmd.OutOrStdout(), verb, id)
+	return nil
 }
 
 func describeCluster(ctx context.Context, cl kmsg.Requestor) (clusterInfo, error) {

@@ -3,17 +3,17 @@ package main
 import (
 	"context"
 	"fmt"
-	"net"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/strandmq/strand/internal/testnet"
 )
 
 // procCluster is three `strand serve` processes on loopback.
@@ -24,25 +24,7 @@ type procCluster struct {
 	procs  [4]*serveProc
 }
 
-// freeAddr returns a loopback address with a free port, never one it
-// returned before in this process (the kernel may hand a just-closed port
-// out again, and two nodes on one port fail to start).
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	for {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		addr := ln.Addr().String()
-		ln.Close()
-		if _, dup := handedOut.LoadOrStore(addr, true); !dup {
-			return addr
-		}
-	}
-}
-
-var handedOut sync.Map
+func freeAddr(t *testing.T) string { return testnet.FreeAddr(t) }
 
 func newProcCluster(t *testing.T) *procCluster {
 	t.Helper()

@@ -4,13 +4,12 @@ import (
 	"bytes"
 	"fmt"
 	"math/rand/v2"
-	"net"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/hashicorp/raft"
 
+	"github.com/strandmq/strand/internal/testnet"
 	"github.com/strandmq/strand/internal/vnet"
 )
 
@@ -162,25 +161,7 @@ type nopCloser struct{ *bytes.Buffer }
 
 func (nopCloser) Close() error { return nil }
 
-// freeAddr returns a loopback address with a free port, never one it
-// returned before in this process (the kernel may hand a just-closed port
-// out again, and two nodes on one port fail to start).
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	for {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		addr := ln.Addr().String()
-		ln.Close()
-		if _, dup := handedOut.LoadOrStore(addr, true); !dup {
-			return addr
-		}
-	}
-}
-
-var handedOut sync.Map
+func freeAddr(t *testing.T) string { return testnet.FreeAddr(t) }
 
 func eventually(t *testing.T, what string, d time.Duration, cond func() bool) {
 	t.Helper()

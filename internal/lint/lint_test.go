@@ -26,7 +26,7 @@ var layers = [][]string{
 	{"internal/compact"},
 	{"internal/partlog"},
 	{"internal/record"},
-	{"internal/assign", "internal/partitioner", "internal/vfs", "internal/vnet", "internal/testcert", "internal/sasl"},
+	{"internal/assign", "internal/partitioner", "internal/vfs", "internal/vnet", "internal/testcert", "internal/testnet", "internal/sasl"},
 	{"internal/lint"},
 }
 
