@@ -6,6 +6,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -214,5 +215,27 @@ func TestSingleNodeJoinsACluster(t *testing.T) {
 		}
 		b.Close()
 		rs.Close()
+	}
+}
+
+// TestSecondProcessWithTheNodeIDRefused: a second broker registering the
+// node id of a live one is refused at start, once the live one has kept
+// its registration for a whole session.
+func TestSecondProcessWithTheNodeIDRefused(t *testing.T) {
+	root := t.TempDir()
+	rs, first := singleVoterBroker(t, root, func(c *Config) { c.SessionTimeout = 500 * time.Millisecond })()
+	defer rs.Close()
+	defer first.Close()
+	start := time.Now()
+	_, err := Open(Config{Dir: filepath.Join(root, "second"), NodeID: 0, Metadata: rs, Logger: quiet,
+		HeartbeatInterval: 50 * time.Millisecond, SessionTimeout: 500 * time.Millisecond})
+	if err == nil || !strings.Contains(err.Error(), "node 0 is already running") {
+		t.Fatalf("a second broker with node id 0: %v", err)
+	}
+	if waited := time.Since(start); waited < 500*time.Millisecond {
+		t.Fatalf("refused after %v, before the first broker's session could have lapsed", waited)
+	}
+	if first.Fenced() {
+		t.Fatal("the live broker was fenced by its twin's attempt")
 	}
 }

@@ -17,8 +17,10 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/strandmq/strand/internal/broker"
+	"github.com/strandmq/strand/internal/cluster"
 	"github.com/strandmq/strand/internal/kafka"
 	"github.com/strandmq/strand/internal/record"
+	"github.com/strandmq/strand/internal/testnet"
 	"github.com/strandmq/strand/internal/vfs"
 )
 
@@ -316,5 +318,63 @@ func TestHealthzReportsFailedPartitions(t *testing.T) {
 	}
 	if v := mustValue(t, m, "strand_partitions_failed", nil); v != 1 {
 		t.Fatalf("strand_partitions_failed = %v", v)
+	}
+}
+
+// TestHealthzReportsAFencedMember: a cluster member reports its raft
+// state and, once it has lost its quorum for a session, /healthz answers
+// 503 saying it is fenced and strand_broker_fenced is 1.
+func TestHealthzReportsAFencedMember(t *testing.T) {
+	addr := testnet.FreeAddr(t)
+	rs, err := cluster.OpenRaftStore(cluster.RaftConfig{NodeID: 0, Dir: t.TempDir(), Bind: addr, Voters: []cluster.Voter{{ID: 0, Addr: addr}},
+		HeartbeatTimeout: 100 * time.Millisecond, ElectionTimeout: 100 * time.Millisecond, LeaderLease: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := broker.Open(broker.Config{Dir: t.TempDir(), Metadata: rs, HeartbeatInterval: 50 * time.Millisecond,
+		SessionTimeout: 500 * time.Millisecond, GroupInitialRebalanceDelay: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	m := New(b)
+	hs := httptest.NewServer(m.Handler())
+	defer hs.Close()
+	health := func() (int, string) {
+		resp, err := http.Get(hs.URL + "/healthz")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(body)
+	}
+	for deadline := time.Now().Add(10 * time.Second); b.Fenced(); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the member was never unfenced")
+		}
+	}
+	if code, body := health(); code != http.StatusOK {
+		t.Fatalf("an unfenced member: %d %q", code, body)
+	}
+	if v := mustValue(t, m, "strand_raft_state", map[string]string{"state": "leader"}); v != 1 {
+		t.Fatalf("strand_raft_state{state=leader} = %v on a single voter", v)
+	}
+	if v := mustValue(t, m, "strand_broker_fenced", nil); v != 0 {
+		t.Fatalf("strand_broker_fenced = %v", v)
+	}
+	if err := rs.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); !b.Fenced(); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the member without its quorum never fenced itself")
+		}
+	}
+	if code, body := health(); code != http.StatusServiceUnavailable || !strings.Contains(body, "fenced") {
+		t.Fatalf("a fenced member: %d %q", code, body)
+	}
+	if v := mustValue(t, m, "strand_broker_fenced", nil); v != 1 {
+		t.Fatalf("strand_broker_fenced = %v once fenced", v)
 	}
 }
