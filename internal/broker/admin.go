@@ -300,8 +300,9 @@ func (b *Broker) alterConfigs(name string, validateOnly bool, next func(TopicCon
 		return nil
 	}
 	if b.clustered() {
+		prev := cluster.Topic{Name: t.Name, ID: t.ID, Partitions: t.Partitions(), Configs: t.Config.Overrides()}
 		return b.applyInClusterLocked("alter configs of "+strconv.Quote(name),
-			cluster.PutTopic{Topic: cluster.Topic{Name: t.Name, ID: t.ID, Partitions: t.Partitions(), Configs: tc.Overrides()}})
+			cluster.PutTopic{Topic: cluster.Topic{Name: t.Name, ID: t.ID, Partitions: t.Partitions(), Configs: tc.Overrides()}, Prev: &prev})
 	}
 	nt := &Topic{Name: t.Name, ID: t.ID, Config: tc, partitions: t.partitions}
 	if err := b.installLocked(name, nt); err != nil {

@@ -119,7 +119,8 @@ func (b *Broker) addPartitionsInCluster(t *Topic, total int32, assignment [][]No
 	if validateOnly {
 		return &Topic{Name: t.Name, ID: t.ID, Config: t.Config, partitions: make([]*Partition, total)}, nil
 	}
-	recs := append([]cluster.Record{cluster.PutTopic{Topic: cluster.Topic{Name: t.Name, ID: t.ID, Partitions: total, Configs: t.Config.Overrides()}}},
+	prev := cluster.Topic{Name: t.Name, ID: t.ID, Partitions: cur, Configs: t.Config.Overrides()}
+	recs := append([]cluster.Record{cluster.PutTopic{Topic: cluster.Topic{Name: t.Name, ID: t.ID, Partitions: total, Configs: t.Config.Overrides()}, Prev: &prev}},
 		partitionRecords(t.ID, cur, replicas)...)
 	if err := b.applyInClusterLocked("create partitions of "+t.Name, recs...); err != nil {
 		return nil, err

@@ -41,7 +41,7 @@ func TestBrokerRecords(t *testing.T) {
 // removing the topic removes its partitions.
 func TestPartitionRecords(t *testing.T) {
 	id := NewTopicID()
-	im, err := NewImage("c").With(PutTopic{Topic{Name: "t", ID: id, Partitions: 2}},
+	im, err := NewImage("c").With(PutTopic{Topic: Topic{Name: "t", ID: id, Partitions: 2}},
 		Partition{TopicID: id, PartitionID: 0, Replicas: []NodeID{1, 2, 3}, ISR: []NodeID{1, 2, 3}, Leader: 1})
 	if err != nil {
 		t.Fatal(err)
@@ -84,5 +84,27 @@ func TestProducerIDBlocks(t *testing.T) {
 	}
 	if im, err = im.With(ProducerIDBlock{Broker: 2, First: 5000, Count: 1000}); err != nil || im.NextProducerID() != 6000 {
 		t.Fatalf("a block above the next free id: %v, next %d", err, im.NextProducerID())
+	}
+}
+
+// TestPutTopicCompareAndSet: a topic change computed from a topic that has
+// changed since is refused; one computed from the current topic applies.
+func TestPutTopicCompareAndSet(t *testing.T) {
+	id := NewTopicID()
+	v1 := Topic{Name: "t", ID: id, Partitions: 1, Configs: map[string]string{"retention.ms": "1"}}
+	im, err := NewImage("c").With(PutTopic{Topic: v1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v2 := Topic{Name: "t", ID: id, Partitions: 1, Configs: map[string]string{"retention.ms": "2"}}
+	if im, err = im.With(PutTopic{Topic: v2, Prev: &v1}); err != nil {
+		t.Fatal(err)
+	}
+	stale := Topic{Name: "t", ID: id, Partitions: 2, Configs: map[string]string{"retention.ms": "1"}} // grown from v1
+	if _, err := im.With(PutTopic{Topic: stale, Prev: &v1}); !errors.Is(err, ErrConflict) {
+		t.Fatalf("a change computed from an older topic: %v, want ErrConflict", err)
+	}
+	if got, _ := im.Topic("t"); got.Configs["retention.ms"] != "2" {
+		t.Fatalf("topic after the refused change: %+v", got)
 	}
 }

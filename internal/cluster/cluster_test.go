@@ -14,8 +14,8 @@ import (
 func TestRecords(t *testing.T) {
 	a, b := NewTopicID(), NewTopicID()
 	im := NewImage("c1")
-	next, err := im.With(PutTopic{Topic{Name: "a", ID: a, Partitions: 2, Configs: map[string]string{"retention.ms": "1"}}},
-		PutTopic{Topic{Name: "b", ID: b, Partitions: 1}})
+	next, err := im.With(PutTopic{Topic: Topic{Name: "a", ID: a, Partitions: 2, Configs: map[string]string{"retention.ms": "1"}}},
+		PutTopic{Topic: Topic{Name: "b", ID: b, Partitions: 1}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -23,17 +23,17 @@ func TestRecords(t *testing.T) {
 		t.Fatalf("With changed its receiver or lost a topic: %d, %d topics", len(im.Topics()), len(next.Topics()))
 	}
 	for _, bad := range []Record{
-		PutTopic{Topic{Name: "a", ID: NewTopicID(), Partitions: 3}}, // the name is taken by another id
-		PutTopic{Topic{Name: "a", ID: a, Partitions: 1}},            // partitions never shrink
-		PutTopic{Topic{Name: "c", ID: b, Partitions: 1}},            // an id names one topic
-		PutTopic{Topic{Name: "", ID: a, Partitions: 1}},
+		PutTopic{Topic: Topic{Name: "a", ID: NewTopicID(), Partitions: 3}}, // the name is taken by another id
+		PutTopic{Topic: Topic{Name: "a", ID: a, Partitions: 1}},            // partitions never shrink
+		PutTopic{Topic: Topic{Name: "c", ID: b, Partitions: 1}},            // an id names one topic
+		PutTopic{Topic: Topic{Name: "", ID: a, Partitions: 1}},
 		RemoveTopic{Name: "nope"},
 	} {
 		if got, err := next.With(bad); !errors.Is(err, ErrConflict) || got != next {
 			t.Errorf("%T %+v: %v", bad, bad, err)
 		}
 	}
-	after, err := next.With(PutTopic{Topic{Name: "a", ID: a, Partitions: 4}}, RemoveTopic{Name: "b"})
+	after, err := next.With(PutTopic{Topic: Topic{Name: "a", ID: a, Partitions: 4}}, RemoveTopic{Name: "b"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,7 +69,7 @@ func TestFileStore(t *testing.T) {
 	for i := range 3 {
 		name := fmt.Sprint("t", i)
 		ids[name] = NewTopicID()
-		if _, err := s.Apply(PutTopic{Topic{Name: name, ID: ids[name], Partitions: int32(i + 1)}}); err != nil {
+		if _, err := s.Apply(PutTopic{Topic: Topic{Name: name, ID: ids[name], Partitions: int32(i + 1)}}); err != nil {
 			t.Fatal(err)
 		}
 	}

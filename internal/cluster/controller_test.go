@@ -47,7 +47,7 @@ func TestApplyFromFollower(t *testing.T) {
 	nodes, leader := quorum(t, 0)
 	follower := nodes[leader%3+1]
 	id := NewTopicID()
-	img, err := follower.ApplyWithin(10*time.Second, PutTopic{Topic{Name: "a", ID: id, Partitions: 3}})
+	img, err := follower.ApplyWithin(10*time.Second, PutTopic{Topic: Topic{Name: "a", ID: id, Partitions: 3}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,7 +57,7 @@ func TestApplyFromFollower(t *testing.T) {
 	if got, ok := follower.Image().Topic("a"); !ok || got.ID != id {
 		t.Fatal("the follower's store does not hold its own change")
 	}
-	_, err = follower.ApplyWithin(10*time.Second, PutTopic{Topic{Name: "a", ID: NewTopicID(), Partitions: 1}})
+	_, err = follower.ApplyWithin(10*time.Second, PutTopic{Topic: Topic{Name: "a", ID: NewTopicID(), Partitions: 1}})
 	if !errors.Is(err, ErrConflict) {
 		t.Fatalf("a conflicting change from a follower: %v, want ErrConflict", err)
 	}
@@ -103,7 +103,7 @@ func TestBrokerLiveness(t *testing.T) {
 	}
 
 	tid := NewTopicID()
-	if _, err := nodes[1].ApplyWithin(5*time.Second, PutTopic{Topic{Name: "t", ID: tid, Partitions: 1}},
+	if _, err := nodes[1].ApplyWithin(5*time.Second, PutTopic{Topic: Topic{Name: "t", ID: tid, Partitions: 1}},
 		Partition{TopicID: tid, PartitionID: 0, Replicas: []NodeID{2}, ISR: []NodeID{2}, Leader: 2}); err != nil {
 		t.Fatal(err)
 	}
@@ -163,7 +163,7 @@ func TestControlledShutdown(t *testing.T) {
 		t.Fatal(err)
 	}
 	tid := NewTopicID()
-	if _, err := s.ApplyWithin(5*time.Second, PutTopic{Topic{Name: "t", ID: tid, Partitions: 1}},
+	if _, err := s.ApplyWithin(5*time.Second, PutTopic{Topic: Topic{Name: "t", ID: tid, Partitions: 1}},
 		Partition{TopicID: tid, PartitionID: 0, Replicas: []NodeID{3}, ISR: []NodeID{3}, Leader: 3}); err != nil {
 		t.Fatal(err)
 	}

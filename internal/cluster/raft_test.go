@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"math/rand/v2"
+	"reflect"
 	"testing"
 	"time"
 
@@ -19,7 +20,7 @@ func TestCodecRoundTrip(t *testing.T) {
 	id := NewTopicID()
 	recs := []Record{
 		ClusterInit{ClusterID: "c1"},
-		PutTopic{Topic{Name: "a", ID: id, Partitions: 3, Configs: map[string]string{"cleanup.policy": "compact"}}},
+		PutTopic{Topic: Topic{Name: "a", ID: id, Partitions: 3, Configs: map[string]string{"cleanup.policy": "compact"}}},
 		RemoveTopic{Name: "a"},
 		ForgetDeleted{IDs: []TopicID{id}},
 		RegisterBroker{ID: 1, IncarnationID: "x", Endpoints: []Endpoint{{"CLIENT", "h", 9092}}, Rack: "r"},
@@ -28,13 +29,14 @@ func TestCodecRoundTrip(t *testing.T) {
 		Partition{TopicID: id, PartitionID: 0, Replicas: []NodeID{1, 2}, ISR: []NodeID{1}, Leader: 1},
 		PartitionChange{TopicID: id, PartitionID: 0, ExpectedPartitionEpoch: 3, ISR: []NodeID{1, 2}, Leader: LeaderUnchanged},
 		ProducerIDBlock{Broker: 2, First: 1000, Count: 1000},
+		PutTopic{Topic: Topic{Name: "a", ID: id, Partitions: 4}, Prev: &Topic{Name: "a", ID: id, Partitions: 3}},
 	}
 	b, err := EncodeRecords(recs)
 	if err != nil {
 		t.Fatal(err)
 	}
 	got, err := DecodeRecords(b)
-	if err != nil || fmt.Sprint(got) != fmt.Sprint(recs) {
+	if err != nil || !reflect.DeepEqual(got, recs) {
 		t.Fatalf("round trip: %v, %v\nwant %v", got, err, recs)
 	}
 	for _, bad := range []string{
@@ -52,7 +54,7 @@ func TestCodecRoundTrip(t *testing.T) {
 // FuzzDecodeRecords: the decoder never panics, and what it accepts
 // re-encodes to something it decodes the same way.
 func FuzzDecodeRecords(f *testing.F) {
-	b, _ := EncodeRecords([]Record{ClusterInit{ClusterID: "c"}, PutTopic{Topic{Name: "t", ID: NewTopicID(), Partitions: 1}}})
+	b, _ := EncodeRecords([]Record{ClusterInit{ClusterID: "c"}, PutTopic{Topic: Topic{Name: "t", ID: NewTopicID(), Partitions: 1}}})
 	f.Add(b)
 	f.Add([]byte(`{"records":[{"type":"remove_topic","version":1,"data":{"Name":"t"}}]}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
@@ -84,7 +86,7 @@ func randomRecords(rng *rand.Rand, n int) [][]Record {
 		node := NodeID(rng.IntN(4))
 		switch rng.IntN(10) {
 		case 0, 1:
-			r = PutTopic{Topic{Name: name, ID: id, Partitions: int32(1 + rng.IntN(4)), Configs: map[string]string{"k": fmt.Sprint(rng.IntN(3))}}}
+			r = PutTopic{Topic: Topic{Name: name, ID: id, Partitions: int32(1 + rng.IntN(4)), Configs: map[string]string{"k": fmt.Sprint(rng.IntN(3))}}}
 		case 2:
 			r = RemoveTopic{Name: name}
 		case 3:
@@ -215,7 +217,7 @@ func TestRaftQuorum(t *testing.T) {
 		t.Fatal(err)
 	}
 	a := NewTopicID()
-	if _, err := l.ApplyWithin(5*time.Second, ClusterInit{ClusterID: "c1"}, PutTopic{Topic{Name: "a", ID: a, Partitions: 2}}); err != nil {
+	if _, err := l.ApplyWithin(5*time.Second, ClusterInit{ClusterID: "c1"}, PutTopic{Topic: Topic{Name: "a", ID: a, Partitions: 2}}); err != nil {
 		t.Fatal(err)
 	}
 	for id, s := range nodes {
@@ -224,7 +226,7 @@ func TestRaftQuorum(t *testing.T) {
 			return ok
 		})
 	}
-	if _, err := l.ApplyWithin(5*time.Second, PutTopic{Topic{Name: "a", ID: NewTopicID(), Partitions: 1}}); err == nil {
+	if _, err := l.ApplyWithin(5*time.Second, PutTopic{Topic: Topic{Name: "a", ID: NewTopicID(), Partitions: 1}}); err == nil {
 		t.Fatal("a conflicting topic was committed")
 	}
 
@@ -242,7 +244,7 @@ func TestRaftQuorum(t *testing.T) {
 	nl := leader(old)
 	t.Logf("new leader elected in %v", time.Since(elected).Round(time.Millisecond))
 	b := NewTopicID()
-	if _, err := nl.ApplyWithin(5*time.Second, PutTopic{Topic{Name: "b", ID: b, Partitions: 1}}); err != nil {
+	if _, err := nl.ApplyWithin(5*time.Second, PutTopic{Topic: Topic{Name: "b", ID: b, Partitions: 1}}); err != nil {
 		t.Fatal(err)
 	}
 
@@ -296,7 +298,7 @@ func TestRaftLeaderIsolated(t *testing.T) {
 		return id, nodes[id]
 	}
 	old, l := leaderOf(1, 2, 3)
-	if _, err := l.ApplyWithin(5*time.Second, ClusterInit{ClusterID: "c1"}, PutTopic{Topic{Name: "a", ID: NewTopicID(), Partitions: 1}}); err != nil {
+	if _, err := l.ApplyWithin(5*time.Second, ClusterInit{ClusterID: "c1"}, PutTopic{Topic: Topic{Name: "a", ID: NewTopicID(), Partitions: 1}}); err != nil {
 		t.Fatal(err)
 	}
 	var rest []int32
@@ -311,10 +313,10 @@ func TestRaftLeaderIsolated(t *testing.T) {
 	cut := time.Now()
 	_, nl := leaderOf(rest...)
 	t.Logf("a new leader %v after the cut", time.Since(cut).Round(time.Millisecond))
-	if _, err := nl.ApplyWithin(5*time.Second, PutTopic{Topic{Name: "b", ID: NewTopicID(), Partitions: 1}}); err != nil {
+	if _, err := nl.ApplyWithin(5*time.Second, PutTopic{Topic: Topic{Name: "b", ID: NewTopicID(), Partitions: 1}}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := l.ApplyWithin(2*time.Second, PutTopic{Topic{Name: "c", ID: NewTopicID(), Partitions: 1}}); err == nil {
+	if _, err := l.ApplyWithin(2*time.Second, PutTopic{Topic: Topic{Name: "c", ID: NewTopicID(), Partitions: 1}}); err == nil {
 		t.Fatal("the isolated old leader committed a change")
 	}
 	nw.Heal()
@@ -348,7 +350,7 @@ func TestSingleVoterStartsFast(t *testing.T) {
 			id, _, ok := s.Leader()
 			return ok && id == 1
 		})
-		if _, err := s.ApplyWithin(5*time.Second, PutTopic{Topic{Name: fmt.Sprint("t", round), ID: NewTopicID(), Partitions: 1}}); err != nil {
+		if _, err := s.ApplyWithin(5*time.Second, PutTopic{Topic: Topic{Name: fmt.Sprint("t", round), ID: NewTopicID(), Partitions: 1}}); err != nil {
 			t.Fatal(err)
 		}
 		t.Logf("round %d: leading and committed %v after start", round, time.Since(start).Round(time.Millisecond))

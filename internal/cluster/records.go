@@ -16,11 +16,23 @@ type Record interface {
 }
 
 // PutTopic creates a topic, or replaces one with the same id (a partition
-// count that grew, changed configs).
-type PutTopic struct{ Topic Topic }
+// count that grew, changed configs). Prev, if set, is the topic the change
+// was computed from: the record applies only if the topic is still that
+// (a compare-and-set, so a change decided on a node whose image lagged
+// cannot undo one committed meanwhile).
+type PutTopic struct {
+	Topic Topic
+	Prev  *Topic `json:",omitempty"`
+}
 
 func (r PutTopic) apply(im *Image, _ int64) error {
 	t := r.Topic
+	if p := r.Prev; p != nil {
+		cur, ok := im.topics[p.Name]
+		if !ok || cur.ID != p.ID || cur.Partitions != p.Partitions || !maps.Equal(cur.Configs, p.Configs) {
+			return fmt.Errorf("%w: topic %q changed since this change was computed; retry it", ErrConflict, p.Name)
+		}
+	}
 	switch old, ok := im.topics[t.Name]; {
 	case t.Name == "" || t.ID.IsZero() || t.Partitions < 1:
 		return fmt.Errorf("%w: topic %q with id %s and %d partitions", ErrConflict, t.Name, t.ID, t.Partitions)
