@@ -382,6 +382,30 @@ func TestClusterServesClients(t *testing.T) {
 	if code := resp.Topics[0].Partitions[0].ErrorCode; code != kerr.NotLeaderForPartition.Code {
 		t.Fatalf("produce to node %d, which does not lead orders-0: error %d, want NOT_LEADER_OR_FOLLOWER", wrong, code)
 	}
+	// ListOffsets and Fetch too.
+	lo := kmsg.NewPtrListOffsetsRequest()
+	lt := kmsg.NewListOffsetsRequestTopic()
+	lt.Topic = "orders"
+	lp := kmsg.NewListOffsetsRequestTopicPartition()
+	lp.Partition, lp.Timestamp = 0, -1
+	lt.Partitions = append(lt.Partitions, lp)
+	lo.Topics = append(lo.Topics, lt)
+	loResp, err := lo.RequestWith(ctx, c.client(wrong).Broker(int(wrong)))
+	if err != nil || loResp.Topics[0].Partitions[0].ErrorCode != kerr.NotLeaderForPartition.Code {
+		t.Fatalf("ListOffsets to node %d for orders-0: %v %+v, want NOT_LEADER_OR_FOLLOWER", wrong, err, loResp)
+	}
+	fr := kmsg.NewPtrFetchRequest()
+	fr.MaxWaitMillis, fr.MaxBytes = 10, 1<<20
+	ft := kmsg.NewFetchRequestTopic()
+	ft.Topic, ft.TopicID = "orders", rt.TopicID
+	fp := kmsg.NewFetchRequestTopicPartition()
+	fp.Partition, fp.PartitionMaxBytes = 0, 1<<20
+	ft.Partitions = append(ft.Partitions, fp)
+	fr.Topics = append(fr.Topics, ft)
+	fResp, err := fr.RequestWith(ctx, c.client(wrong).Broker(int(wrong)))
+	if err != nil || len(fResp.Topics) != 1 || fResp.Topics[0].Partitions[0].ErrorCode != kerr.NotLeaderForPartition.Code {
+		t.Fatalf("Fetch from node %d for orders-0: %v %+v, want NOT_LEADER_OR_FOLLOWER", wrong, err, fResp)
+	}
 }
 
 // TestClusterNodeLoss: a node that stops takes only the partitions it led
