@@ -1,6 +1,7 @@
 package strand
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -31,6 +32,11 @@ type ClusterConfig struct {
 	// for this long is fenced and its partitions lose their leader;
 	// default 9 s.
 	SessionTimeout time.Duration
+	// InternalAddr is the internal listener's address: Kafka's protocol for
+	// the cluster's own traffic (admin requests forwarded to the
+	// controller), never the client port. Default: the client listener's
+	// host, a free port.
+	InternalAddr string
 	// Join starts a node that the running cluster will add to its quorum
 	// (`strand cluster add-voter`): it does not bootstrap a quorum of its
 	// own, and serves once it has been added and has caught up. Quorum
@@ -71,9 +77,24 @@ func ParseQuorum(s string) ([]Voter, error) {
 	return out, nil
 }
 
-// configure makes bcfg a cluster member's: its client endpoint, and the
-// Raft store it opens once its data directory is locked.
-func (c *ClusterConfig) configure(bcfg *broker.Config, cfg Config, ln net.Addr) error {
+// listenInternal binds the internal listener.
+func (c *ClusterConfig) listenInternal(ctx context.Context, lc net.ListenConfig, client net.Addr) (net.Listener, error) {
+	addr := c.InternalAddr
+	if addr == "" {
+		host, _, _ := net.SplitHostPort(client.String())
+		addr = net.JoinHostPort(host, "0")
+	}
+	ln, err := lc.Listen(ctx, "tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("strand: internal listener on %s: %w", addr, err)
+	}
+	return ln, nil
+}
+
+// configure makes bcfg a cluster member's: its client and internal
+// endpoints, and the Raft store it opens once its data directory is
+// locked.
+func (c *ClusterConfig) configure(bcfg *broker.Config, cfg Config, ln, internal net.Addr) error {
 	var self *Voter
 	voters := make([]cluster.Voter, len(c.Quorum))
 	for i, v := range c.Quorum {
@@ -114,7 +135,11 @@ func (c *ClusterConfig) configure(bcfg *broker.Config, cfg Config, ln net.Addr) 
 		}
 		return cluster.OpenRaftStore(rc)
 	}
-	bcfg.Endpoints = []cluster.Endpoint{{Name: "CLIENT", Host: host, Port: port}}
+	ihost, iport, err := kafka.Advertise("", internal)
+	if err != nil {
+		return fmt.Errorf("strand: %w", err)
+	}
+	bcfg.Endpoints = []cluster.Endpoint{{Name: "CLIENT", Host: host, Port: port}, {Name: "INTERNAL", Host: ihost, Port: iport}}
 	bcfg.HeartbeatInterval, bcfg.SessionTimeout = c.HeartbeatInterval, c.SessionTimeout
 	return nil
 }

@@ -684,3 +684,55 @@ func TestClusterAdminThroughAnyNode(t *testing.T) {
 		}
 	}
 }
+
+// TestClusterForwardsAdminRequests: CreateTopics and DeleteTopics sent to
+// a node that does not lead the quorum are forwarded to the controller in
+// an Envelope over the internal listener, answered with the controller's
+// response, and the node already lists the topic when it answers. Client
+// listeners do not advertise Envelope.
+func TestClusterForwardsAdminRequests(t *testing.T) {
+	c := startCluster(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	ctl := c.metadata(1, nil).ControllerID
+	var other int32 = 1
+	if other == ctl {
+		other = 2
+	}
+	node := c.client(other).Broker(int(other))
+	req := kmsg.NewPtrCreateTopicsRequest()
+	rt := kmsg.NewCreateTopicsRequestTopic()
+	rt.Topic, rt.NumPartitions, rt.ReplicationFactor = "forwarded", 3, 1
+	req.Topics, req.TimeoutMillis = append(req.Topics, rt), 10000
+	resp, err := req.RequestWith(ctx, node)
+	if err != nil || len(resp.Topics) != 1 || resp.Topics[0].ErrorCode != 0 {
+		t.Fatalf("CreateTopics to node %d (controller %d): %v %+v", other, ctl, err, resp)
+	}
+	if got := c.metadata(other, []string{"forwarded"}); got.Topics[0].ErrorCode != 0 || len(got.Topics[0].Partitions) != 3 {
+		t.Fatalf("node %d answered the create but does not list the topic: %+v", other, got.Topics[0])
+	}
+	again, err := req.RequestWith(ctx, node)
+	if err != nil || again.Topics[0].ErrorCode != kerr.TopicAlreadyExists.Code {
+		t.Fatalf("a second create through node %d: %v %+v, want TOPIC_ALREADY_EXISTS", other, err, again)
+	}
+	del := kmsg.NewPtrDeleteTopicsRequest()
+	dt := kmsg.NewDeleteTopicsRequestTopic()
+	dt.Topic = kmsg.StringPtr("forwarded")
+	del.Topics, del.TimeoutMillis = append(del.Topics, dt), 10000
+	dresp, err := del.RequestWith(ctx, node)
+	if err != nil || dresp.Topics[0].ErrorCode != 0 {
+		t.Fatalf("DeleteTopics to node %d: %v %+v", other, err, dresp)
+	}
+	if got := c.metadata(other, []string{"forwarded"}); got.Topics[0].ErrorCode != kerr.UnknownTopicOrPartition.Code {
+		t.Fatalf("node %d answered the delete but still lists the topic: %+v", other, got.Topics[0])
+	}
+	versions, err := kmsg.NewPtrApiVersionsRequest().RequestWith(ctx, node)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range versions.ApiKeys {
+		if k.ApiKey == 58 {
+			t.Fatal("a client listener advertises Envelope")
+		}
+	}
+}

@@ -131,10 +131,11 @@ type Config struct {
 
 // Broker is a running embedded broker.
 type Broker struct {
-	b      *broker.Broker
-	srv    *kafka.Server
-	ln     net.Listener
-	served chan error
+	b        *broker.Broker
+	srv      *kafka.Server
+	internal *kafka.Server // a cluster node's internal listener (Envelope)
+	ln       net.Listener
+	served   chan error
 
 	metricsLn  net.Listener // nil without Config.MetricsAddr
 	metricsSrv *http.Server
@@ -189,17 +190,28 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 
 		GroupInitialRebalanceDelay: cfg.GroupInitialRebalanceDelay,
 	}
+	var iln net.Listener // a cluster node's internal listener
+	closeIln := func() error {
+		if iln == nil {
+			return nil
+		}
+		return iln.Close()
+	}
 	if cfg.Cluster != nil {
 		if err := listen(); err != nil {
 			return nil, err
 		}
-		if err := cfg.Cluster.configure(&bcfg, cfg, ln.Addr()); err != nil {
+		var err error
+		if iln, err = cfg.Cluster.listenInternal(ctx, lc, ln.Addr()); err != nil {
 			return nil, errors.Join(err, ln.Close())
+		}
+		if err := cfg.Cluster.configure(&bcfg, cfg, ln.Addr(), iln.Addr()); err != nil {
+			return nil, errors.Join(err, ln.Close(), iln.Close())
 		}
 	}
 	b, err := broker.Open(bcfg)
 	if err != nil {
-		return nil, errors.Join(fmt.Errorf("strand: %w", err), closeLn())
+		return nil, errors.Join(fmt.Errorf("strand: %w", err), closeLn(), closeIln())
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, errors.Join(fmt.Errorf("strand: start: %w", err), closeLn(), b.Close())
@@ -239,6 +251,12 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 		ln = tls.NewListener(ln, cfg.TLS)
 	}
 	sb := &Broker{b: b, srv: srv, ln: ln, served: make(chan error, 1)}
+	if iln != nil {
+		if sb.internal, err = kafka.NewServer(kafka.Config{Broker: b, Internal: true, Logger: cfg.Logger, MaxRequestBytes: cfg.MaxRequestBytes}); err != nil {
+			return nil, errors.Join(fmt.Errorf("strand: internal listener: %w", err), ln.Close(), iln.Close(), srv.Close(), b.Close())
+		}
+		go func() { _ = sb.internal.Serve(iln) }() // ends when Close closes the server
+	}
 	if m != nil {
 		m.ObserveListener(srv)
 		if sb.metricsLn, err = lc.Listen(ctx, "tcp", cfg.MetricsAddr); err != nil {
@@ -313,6 +331,9 @@ func (b *Broker) Dir() string { return b.b.Dir() }
 // partition cleanly. It returns the first error of either.
 func (b *Broker) Close() error {
 	err := errors.Join(b.closeHTTP(), b.srv.Close())
+	if b.internal != nil {
+		err = errors.Join(err, b.internal.Close())
+	}
 	serveErr := <-b.served
 	b.served <- serveErr // a second Close gets the same answer
 	return errors.Join(err, serveErr, b.b.Close())

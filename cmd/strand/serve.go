@@ -61,6 +61,7 @@ type serveOptions struct {
 	consoleHosts      []string
 	quorum            string
 	join              bool
+	internalListen    string
 	heartbeat         time.Duration
 	session           time.Duration
 }
@@ -78,7 +79,7 @@ log-format, metrics-listen, console-listen, tls-cert, tls-key, tls-client-ca, sa
 log-cleaner-dedupe-buffer-size, offsets-retention, group-initial-rebalance-delay,
 connections-max-idle, max-connections, max-connections-per-ip,
 queued-max-request-bytes, failed-authentication-delay, scrub-interval,
-scrub-rate, console-allowed-hosts, controller-quorum, join, broker-heartbeat-interval,
+scrub-rate, console-allowed-hosts, controller-quorum, internal-listen, join, broker-heartbeat-interval,
 broker-session-timeout), and "topic.<config>" sets a broker-wide default for a topic
 config, e.g.:
 
@@ -147,6 +148,7 @@ func newServeCmd() *cobra.Command {
 	f.DurationVar(&o.scrubInterval, "scrub-interval", broker.DefaultScrubInterval, "how often every sealed segment's CRCs are verified in the background; a partition whose data fails goes offline (0: never)")
 	f.Int64Var(&o.scrubRate, "scrub-rate", broker.DefaultScrubBytesPerSecond, "most bytes per second the background scrub reads")
 	f.StringVar(&o.quorum, "controller-quorum", "", `run as one node of a cluster: every node's id and Raft address, the same on each node ("1@127.0.0.1:9193,2@127.0.0.1:9293,3@127.0.0.1:9393"; controller.quorum.voters); this node's entry is where its Raft listener binds`)
+	f.StringVar(&o.internalListen, "internal-listen", "", "with --controller-quorum: address of the internal listener, where other nodes forward admin requests to the controller (default: the --listen host, a free port)")
 	f.BoolVar(&o.join, "join", false, "with --controller-quorum: join a running cluster instead of forming one; the node waits until `strand cluster add-voter` adds it")
 	f.DurationVar(&o.heartbeat, "broker-heartbeat-interval", broker.DefaultHeartbeatInterval, "how often a cluster node heartbeats the controller (broker.heartbeat.interval.ms)")
 	f.DurationVar(&o.session, "broker-session-timeout", broker.DefaultSessionTimeout, "a cluster node not heard from this long is fenced and its partitions lose their leader (broker.session.timeout.ms)")
@@ -295,7 +297,7 @@ func (o *serveOptions) run(ctx context.Context, logOut io.Writer) error {
 		if err != nil {
 			return fmt.Errorf("--controller-quorum: %w", err)
 		}
-		clusterCfg = &strand.ClusterConfig{Quorum: voters, HeartbeatInterval: o.heartbeat, SessionTimeout: o.session, Join: o.join}
+		clusterCfg = &strand.ClusterConfig{Quorum: voters, HeartbeatInterval: o.heartbeat, SessionTimeout: o.session, Join: o.join, InternalAddr: o.internalListen}
 	}
 	b, err := strand.Start(ctx, strand.Config{
 		Cluster:                 clusterCfg,

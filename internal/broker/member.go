@@ -3,6 +3,8 @@ package broker
 import (
 	"errors"
 	"fmt"
+	"net"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -31,7 +33,50 @@ type Member interface {
 	QuorumStatus() (cluster.QuorumStatus, bool)
 	State() cluster.RaftState
 	ChangeVoter(v cluster.VoterChange, timeout time.Duration) error
+	SyncWithController(timeout time.Duration) error
 }
+
+// ControllerEndpoint returns the internal listener (host:port) of the
+// node leading the metadata quorum, for requests forwarded to it.
+func (b *Broker) ControllerEndpoint() (NodeID, string, error) {
+	if !b.clustered() {
+		return -1, "", ErrNoQuorum
+	}
+	id, _, ok := b.member.m.Leader()
+	if !ok {
+		return -1, "", fmt.Errorf("%w: no controller elected", cluster.ErrNotController)
+	}
+	br, ok := b.meta.Image().Broker(id)
+	if ok {
+		for _, ep := range br.Endpoints {
+			if ep.Name == "INTERNAL" {
+				return NodeID(id), net.JoinHostPort(ep.Host, strconv.Itoa(int(ep.Port))), nil
+			}
+		}
+	}
+	return NodeID(id), "", fmt.Errorf("%w: controller %d has not registered an internal listener", cluster.ErrNotController, id)
+}
+
+// SyncWithController returns once this member's metadata holds what the
+// controller has applied (after a change forwarded to it).
+func (b *Broker) SyncWithController(timeout time.Duration) error {
+	if !b.clustered() {
+		return nil
+	}
+	if err := b.member.m.SyncWithController(timeout); err != nil {
+		return err
+	}
+	// The registry follows the image on the reconciler's goroutine; bring
+	// it up to date here, so this node's answers show the change.
+	b.admin.Lock()
+	defer b.admin.Unlock()
+	b.syncLocked(b.meta.Image())
+	return nil
+}
+
+// IsController reports whether this node leads the metadata quorum (a
+// single node always does).
+func (b *Broker) IsController() bool { return b.ControllerID() == b.cfg.NodeID }
 
 // ErrNoQuorum: the request needs a metadata quorum and this node is a
 // single node, its own cluster.

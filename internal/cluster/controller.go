@@ -328,6 +328,8 @@ func (c *controller) serve(req rpcRequest) rpcResponse {
 			return rpcFailure(err)
 		}
 		return rpcResponse{Epoch: epoch, Index: index}
+	case req.ReadIndex:
+		return rpcResponse{Index: c.s.AppliedIndex()}
 	case req.Voter != nil:
 		if err := c.changeVoter(*req.Voter); err != nil {
 			return rpcFailure(err)

@@ -392,3 +392,15 @@ func (s *RaftStore) ChangeVoter(v VoterChange, timeout time.Duration) error {
 	_, err := s.callController(rpcRequest{Voter: &v}, timeout)
 	return err
 }
+
+// SyncWithController returns once this node's image holds everything the
+// controller had applied when asked (a read barrier): a node answering
+// for a change another node made reads it back.
+func (s *RaftStore) SyncWithController(timeout time.Duration) error {
+	resp, err := s.callController(rpcRequest{ReadIndex: true}, timeout)
+	if err != nil {
+		return err
+	}
+	_, err = s.waitApplied(resp.Index, timeout)
+	return err
+}

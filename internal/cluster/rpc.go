@@ -30,6 +30,7 @@ type rpcRequest struct {
 	Register  *Registration   `json:"register,omitempty"`
 	Heartbeat *Heartbeat      `json:"heartbeat,omitempty"`
 	Voter     *VoterChange    `json:"voter,omitempty"`
+	ReadIndex bool            `json:"readIndex,omitempty"` // the controller's applied index
 }
 
 type rpcResponse struct {

@@ -32,7 +32,7 @@ var softwareNameRE = regexp.MustCompile(`^[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-
 func (s *Server) handleApiVersions(_ context.Context, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.ApiVersionsRequest)
 	resp := req.ResponseKind().(*kmsg.ApiVersionsResponse)
-	resp.ApiKeys = advertisedKeys()
+	resp.ApiKeys = s.advertisedKeys()
 	if req.Version >= 3 && (!softwareNameRE.MatchString(req.ClientSoftwareName) || !softwareNameRE.MatchString(req.ClientSoftwareVersion)) {
 		resp.ErrorCode = kerr.InvalidRequest.Code
 		return resp, nil
@@ -54,13 +54,16 @@ func (s *Server) apiVersionsUnsupported() kmsg.Response {
 	resp := kmsg.NewPtrApiVersionsResponse()
 	resp.Version = 0
 	resp.ErrorCode = kerr.UnsupportedVersion.Code
-	resp.ApiKeys = advertisedKeys()
+	resp.ApiKeys = s.advertisedKeys()
 	return resp
 }
 
-func advertisedKeys() []kmsg.ApiVersionsResponseApiKey {
+func (s *Server) advertisedKeys() []kmsg.ApiVersionsResponseApiKey {
 	keys := make([]kmsg.ApiVersionsResponseApiKey, 0, len(apis))
 	for key, a := range apis {
+		if internalOnly[key] && !s.cfg.Internal {
+			continue // served on the internal listener only
+		}
 		k := kmsg.NewApiVersionsResponseApiKey()
 		k.ApiKey, k.MinVersion, k.MaxVersion = key, a.min, a.max
 		keys = append(keys, k)

@@ -27,8 +27,11 @@ import (
 //   - A topic named twice in one request: INVALID_REQUEST for each.
 //   - Creation is synchronous; TimeoutMillis is not needed.
 
-func (s *Server) handleCreateTopics(_ context.Context, kreq kmsg.Request) (kmsg.Response, error) {
+func (s *Server) handleCreateTopics(ctx context.Context, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.CreateTopicsRequest)
+	if fwd, ok, err := s.forward(ctx, kreq, req.TimeoutMillis); ok { // a cluster member: the controller decides
+		return fwd, err
+	}
 	resp := req.ResponseKind().(*kmsg.CreateTopicsResponse)
 	seen := make(map[string]int, len(req.Topics))
 	for _, rt := range req.Topics {

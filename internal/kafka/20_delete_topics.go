@@ -19,8 +19,11 @@ import (
 //     INVALID_REQUEST, as Kafka's controller answers.
 //   - Deletion is synchronous; TimeoutMillis is not needed.
 
-func (s *Server) handleDeleteTopics(_ context.Context, kreq kmsg.Request) (kmsg.Response, error) {
+func (s *Server) handleDeleteTopics(ctx context.Context, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.DeleteTopicsRequest)
+	if fwd, ok, err := s.forward(ctx, kreq, req.TimeoutMillis); ok { // a cluster member: the controller decides
+		return fwd, err
+	}
 	resp := req.ResponseKind().(*kmsg.DeleteTopicsResponse)
 	topics := req.Topics
 	if req.Version < 6 {

@@ -25,8 +25,11 @@ import (
 //   - BROKER resources are read-only in Strand (set them on the command
 //     line or in the config file): INVALID_REQUEST.
 
-func (s *Server) handleAlterConfigs(_ context.Context, kreq kmsg.Request) (kmsg.Response, error) {
+func (s *Server) handleAlterConfigs(ctx context.Context, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.AlterConfigsRequest)
+	if fwd, ok, err := s.forward(ctx, kreq, 0); ok { // a cluster member: the controller decides
+		return fwd, err
+	}
 	resp := req.ResponseKind().(*kmsg.AlterConfigsResponse)
 	for _, rr := range req.Resources {
 		sr := kmsg.NewAlterConfigsResponseResource()

@@ -22,8 +22,11 @@ import (
 //   - ValidateOnly checks and creates nothing; a topic named twice is
 //     INVALID_REQUEST; unknown topic: UNKNOWN_TOPIC_OR_PARTITION.
 
-func (s *Server) handleCreatePartitions(_ context.Context, kreq kmsg.Request) (kmsg.Response, error) {
+func (s *Server) handleCreatePartitions(ctx context.Context, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.CreatePartitionsRequest)
+	if fwd, ok, err := s.forward(ctx, kreq, req.TimeoutMillis); ok { // a cluster member: the controller decides
+		return fwd, err
+	}
 	resp := req.ResponseKind().(*kmsg.CreatePartitionsResponse)
 	seen := make(map[string]int, len(req.Topics))
 	for _, rt := range req.Topics {

@@ -23,8 +23,11 @@ import (
 // Deviations:
 //   - BROKER resources are read-only in Strand: INVALID_REQUEST.
 
-func (s *Server) handleIncrementalAlterConfigs(_ context.Context, kreq kmsg.Request) (kmsg.Response, error) {
+func (s *Server) handleIncrementalAlterConfigs(ctx context.Context, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.IncrementalAlterConfigsRequest)
+	if fwd, ok, err := s.forward(ctx, kreq, 0); ok { // a cluster member: the controller decides
+		return fwd, err
+	}
 	resp := req.ResponseKind().(*kmsg.IncrementalAlterConfigsResponse)
 	for _, rr := range req.Resources {
 		sr := kmsg.NewIncrementalAlterConfigsResponseResource()

@@ -24,6 +24,10 @@ type api struct {
 	handle   func(s *Server, ctx context.Context, req kmsg.Request) (kmsg.Response, error)
 }
 
+// internalOnly are the keys served and advertised on a cluster node's
+// internal listener only.
+var internalOnly = map[int16]bool{apiKeyEnvelope: true}
+
 // apis is everything this server serves; ApiVersions advertises exactly
 // this table. Minimum versions are the oldest each handler honours: Produce
 // v0–v2 carry legacy message sets, which are up-converted to v2 batches
@@ -63,6 +67,7 @@ func init() {
 		44: {0, 1, (*Server).handleIncrementalAlterConfigs},
 		47: {0, 0, (*Server).handleOffsetDelete},
 		55: {0, 2, (*Server).handleDescribeQuorum},
+		58: {0, 0, (*Server).handleEnvelope},
 		60: {0, 2, (*Server).handleDescribeCluster},
 		61: {0, 0, (*Server).handleDescribeProducers},
 		80: {0, 1, (*Server).handleAddRaftVoter},

@@ -48,6 +48,10 @@ type Config struct {
 	MaxConnections int
 	// MaxConnectionsPerIP is max.connections.per.ip. Zero: no limit.
 	MaxConnectionsPerIP int
+	// Internal makes this the internal listener of a cluster node: it also
+	// serves Envelope (admin requests other nodes forward to the
+	// controller). Never set on a listener clients use.
+	Internal bool
 	// QueuedMaxRequestBytes is queued.max.request.bytes: the bytes of
 	// large request frames (above 64 KiB) read or waiting to be handled,
 	// over all connections; a reader that would pass it stops reading its
