@@ -20,6 +20,7 @@ var layers = [][]string{
 	{"internal/kafka"},
 	{"internal/broker"},
 	{"internal/cluster"},
+	{"internal/replica"},
 	{"internal/group"},
 	{"internal/producer"},
 	{"internal/ingest"},
