@@ -209,16 +209,19 @@ func TestReadmeCluster(t *testing.T) {
 	waitLive(t, replacer, 3)
 }
 
-// waitLive waits until cluster info lists n live brokers.
+// waitLive waits until cluster info, asked of each node, lists n live
+// brokers (each node's metadata follows the controller's by a heartbeat).
 func waitLive(t *testing.T, replacer *strings.Replacer, n int) {
 	t.Helper()
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(200 * time.Millisecond) {
-		out, _ := exec.Command("bash", "-c", replacer.Replace("./strand cluster info --brokers 127.0.0.1:9192")).CombinedOutput()
-		if strings.Count(string(out), " live ") == n {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("cluster info never listed %d live brokers:\n%s", n, out)
+	for _, node := range []string{"127.0.0.1:9192", "127.0.0.1:9292", "127.0.0.1:9392"} {
+		for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+			out, _ := exec.Command("bash", "-c", replacer.Replace("./strand cluster info --brokers "+node)).CombinedOutput()
+			if strings.Count(string(out), " live ") == n {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("cluster info from %s never listed %d live brokers:\n%s", node, n, out)
+			}
 		}
 	}
 }
