@@ -254,30 +254,32 @@ func TestClusterServesClients(t *testing.T) {
 		t.Fatalf("the group committed %d records' worth of offsets, want %d", committed, n)
 	}
 
-	// Each node's metrics: one raft leader; the partitions each leads.
-	leadersSeen, led := 0, 0
-	for id := int32(1); id <= 3; id++ {
-		if slices.Contains(c.scrape(id, "strand_raft_state"), `strand_raft_state{state="leader"} 1`) {
-			leadersSeen++
+	// Each node's metrics: one raft leader; the partitions each leads (each
+	// node opens its partitions as its metadata reaches it: wait for all).
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		leadersSeen, led := 0, 0
+		for id := int32(1); id <= 3; id++ {
+			if slices.Contains(c.scrape(id, "strand_raft_state"), `strand_raft_state{state="leader"} 1`) {
+				leadersSeen++
+			}
+			for _, line := range c.scrape(id, "strand_partitions_led ") {
+				var n int
+				fmt.Sscan(strings.TrimPrefix(line, "strand_partitions_led "), &n)
+				led += n
+			}
+			if got := c.scrape(id, "strand_broker_fenced "); !slices.Equal(got, []string{"strand_broker_fenced 0"}) {
+				t.Fatalf("node %d: %v", id, got)
+			}
 		}
-		for _, line := range c.scrape(id, "strand_partitions_led ") {
-			var n int
-			fmt.Sscan(strings.TrimPrefix(line, "strand_partitions_led "), &n)
-			led += n
+		if leadersSeen == 1 && led == 56 {
+			break
 		}
-		if got := c.scrape(id, "strand_broker_fenced "); !slices.Equal(got, []string{"strand_broker_fenced 0"}) {
-			t.Fatalf("node %d: %v", id, got)
+		if time.Now().After(deadline) {
+			t.Fatalf("metrics: %d raft leaders (want 1), %d partitions led (want 6 of orders + 50 of __consumer_offsets)", leadersSeen, led)
 		}
-	}
-	if leadersSeen != 1 || led != 56 {
-		t.Fatalf("metrics: %d raft leaders (want 1), %d partitions led (want 6 of orders + 50 of __consumer_offsets)", leadersSeen, led)
 	}
 
 	// The console's brokers page, on any node, shows the cluster.
-	hresp, err := http.Get("http://" + c.nodes[2].ConsoleAddr() + "/api/v1/brokers")
-	if err != nil {
-		t.Fatal(err)
-	}
 	var page struct {
 		Clustered    bool  `json:"clustered"`
 		ControllerID int32 `json:"controller_id"`
@@ -292,20 +294,29 @@ func TestClusterServesClients(t *testing.T) {
 			PartitionsLed int    `json:"partitions_led"`
 		} `json:"brokers"`
 	}
-	err = json.NewDecoder(hresp.Body).Decode(&page)
-	hresp.Body.Close()
-	if err != nil || !page.Clustered || page.Raft == nil || len(page.Brokers) != 3 {
-		t.Fatalf("brokers page: %v %+v", err, page)
-	}
-	ledOnPage := 0
-	for _, b := range page.Brokers {
-		ledOnPage += b.PartitionsLed
-		if b.State != "live" || b.Address != c.addrs[b.ID] || b.Controller != (b.ID == page.ControllerID) {
-			t.Fatalf("brokers page row %+v", b)
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		hresp, err := http.Get("http://" + c.nodes[2].ConsoleAddr() + "/api/v1/brokers")
+		if err != nil {
+			t.Fatal(err)
 		}
-	}
-	if ledOnPage != 56 {
-		t.Fatalf("the brokers page counts %d partitions led, want 56", ledOnPage)
+		err = json.NewDecoder(hresp.Body).Decode(&page)
+		hresp.Body.Close()
+		if err != nil || !page.Clustered || page.Raft == nil || len(page.Brokers) != 3 {
+			t.Fatalf("brokers page: %v %+v", err, page)
+		}
+		ledOnPage := 0
+		for _, b := range page.Brokers {
+			ledOnPage += b.PartitionsLed
+			if b.State != "live" || b.Address != c.addrs[b.ID] || b.Controller != (b.ID == page.ControllerID) {
+				t.Fatalf("brokers page row %+v", b)
+			}
+		}
+		if ledOnPage == 56 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the brokers page counts %d partitions led, want 56", ledOnPage)
+		}
 	}
 
 	// Groups are spread: their coordinators (the leaders of their
@@ -672,8 +683,10 @@ func TestClusterAdminThroughAnyNode(t *testing.T) {
 		}
 		return n
 	}
-	if got := dirs(); got != 6 {
-		t.Fatalf("%d partition directories of grow over the three nodes, want 6", got)
+	for deadline := time.Now().Add(10 * time.Second); dirs() != 6; time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) { // each node opens its partitions as its metadata reaches it
+			t.Fatalf("%d partition directories of grow over the three nodes, want 6", dirs())
+		}
 	}
 	if _, err := kadm.NewClient(c.client(2)).DeleteTopics(ctx, "grow"); err != nil {
 		t.Fatal(err)

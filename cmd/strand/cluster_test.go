@@ -116,18 +116,18 @@ func TestClusterControllerKill(t *testing.T) {
 	killed := time.Now()
 
 	var created time.Duration
-	for attempt := 0; ; attempt++ {
+	for {
 		r := runCLI(t, c.brokers(ctl), "", "topic", "create", "after-kill", "--partitions", "2", "--timeout", "10s")
-		if r.code == 0 {
+		// An attempt that timed out on the client may still have committed;
+		// its retry then finds the topic (as with Kafka).
+		if r.code == 0 || strings.Contains(r.stderr, "already exists") {
 			created = time.Since(killed)
 			break
 		}
-		if !strings.Contains(r.stderr, "timed out") && !strings.Contains(r.stderr, "TIMED_OUT") && !strings.Contains(r.stderr, "connect") && attempt > 0 {
-			t.Fatalf("topic create after the kill: exit %d\n%s", r.code, r.stderr)
-		}
-		if time.Since(killed) > 30*time.Second {
+		if time.Since(killed) > 30*time.Second { // an attempt during the election may fail; one must succeed
 			t.Fatalf("no topic create succeeded in 30 s after the controller died:\n%s", r.stderr)
 		}
+		t.Logf("topic create %v after the kill: exit %d: %s", time.Since(killed).Round(time.Millisecond), r.code, strings.TrimSpace(r.stderr))
 	}
 	t.Logf("controller %d killed; a topic create through a survivor succeeded %v later", ctl, created.Round(time.Millisecond))
 	// Every survivor lists it once, as soon as its image has caught up
