@@ -150,15 +150,16 @@ func (c *testCluster) metadata(id int32, topics []string) *kmsg.MetadataResponse
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	resp, err := req.RequestWith(ctx, cl.Broker(int(id)))
+	resp, err := req.RequestWith(ctx, cl.SeedBrokers()[0])
 	if err != nil {
-		// before the client learns node ids, ask the seed
-		if resp, err = req.RequestWith(ctx, cl); err != nil {
-			c.t.Fatal(err)
-		}
+		c.t.Fatal(err)
 	}
 	return resp
 }
+
+// node returns a handle that sends requests to node id itself (its
+// client's seed: a new client does not know node ids before metadata).
+func (c *testCluster) node(id int32) *kgo.Broker { return c.client(id).SeedBrokers()[0] }
 
 func (c *testCluster) client(seed int32, opts ...kgo.Opt) *kgo.Client {
 	c.t.Helper()
@@ -338,7 +339,7 @@ func TestClusterServesClients(t *testing.T) {
 			}
 			hb := kmsg.NewPtrHeartbeatRequest()
 			hb.Group, hb.MemberID = id, "m"
-			r, err := hb.RequestWith(ctx, c.client(other).Broker(int(other)))
+			r, err := hb.RequestWith(ctx, c.node(other))
 			if err != nil || r.ErrorCode != kerr.NotCoordinator.Code {
 				t.Fatalf("heartbeat for %s (coordinated by %d) to node %d: %v, code %d; want NOT_COORDINATOR", id, resp.NodeID, other, err, r.ErrorCode)
 			}
@@ -354,7 +355,7 @@ func TestClusterServesClients(t *testing.T) {
 	for id := int32(1); id <= 3; id++ {
 		cl := c.client(id)
 		for range 2 {
-			resp, err := kmsg.NewPtrInitProducerIDRequest().RequestWith(ctx, cl.Broker(int(id)))
+			resp, err := kmsg.NewPtrInitProducerIDRequest().RequestWith(ctx, cl.SeedBrokers()[0])
 			if err != nil || resp.ErrorCode != 0 {
 				t.Fatalf("InitProducerId on node %d: %v %+v", id, err, resp)
 			}
@@ -386,7 +387,7 @@ func TestClusterServesClients(t *testing.T) {
 	rp.Partition = 0
 	rt.Partitions = append(rt.Partitions, rp)
 	req.Topics = append(req.Topics, rt)
-	resp, err := req.RequestWith(ctx, c.client(wrong).Broker(int(wrong)))
+	resp, err := req.RequestWith(ctx, c.node(wrong))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -401,7 +402,7 @@ func TestClusterServesClients(t *testing.T) {
 	lp.Partition, lp.Timestamp = 0, -1
 	lt.Partitions = append(lt.Partitions, lp)
 	lo.Topics = append(lo.Topics, lt)
-	loResp, err := lo.RequestWith(ctx, c.client(wrong).Broker(int(wrong)))
+	loResp, err := lo.RequestWith(ctx, c.node(wrong))
 	if err != nil || loResp.Topics[0].Partitions[0].ErrorCode != kerr.NotLeaderForPartition.Code {
 		t.Fatalf("ListOffsets to node %d for orders-0: %v %+v, want NOT_LEADER_OR_FOLLOWER", wrong, err, loResp)
 	}
@@ -413,7 +414,7 @@ func TestClusterServesClients(t *testing.T) {
 	fp.Partition, fp.PartitionMaxBytes = 0, 1<<20
 	ft.Partitions = append(ft.Partitions, fp)
 	fr.Topics = append(fr.Topics, ft)
-	fResp, err := fr.RequestWith(ctx, c.client(wrong).Broker(int(wrong)))
+	fResp, err := fr.RequestWith(ctx, c.node(wrong))
 	if err != nil || len(fResp.Topics) != 1 || fResp.Topics[0].Partitions[0].ErrorCode != kerr.NotLeaderForPartition.Code {
 		t.Fatalf("Fetch from node %d for orders-0: %v %+v, want NOT_LEADER_OR_FOLLOWER", wrong, err, fResp)
 	}
@@ -667,7 +668,7 @@ func TestClusterAdminThroughAnyNode(t *testing.T) {
 			res.ResourceType, res.ResourceName = kmsg.ConfigResourceTypeTopic, "grow"
 			res.ConfigNames = []string{"retention.ms"}
 			req.Resources = append(req.Resources, res)
-			resp, err := req.RequestWith(ctx, c.client(id).Broker(int(id)))
+			resp, err := req.RequestWith(ctx, c.node(id))
 			if err == nil && len(resp.Resources) == 1 && len(resp.Resources[0].Configs) == 1 && *resp.Resources[0].Configs[0].Value == "60000" {
 				break
 			}
@@ -712,7 +713,7 @@ func TestClusterForwardsAdminRequests(t *testing.T) {
 	if other == ctl {
 		other = 2
 	}
-	node := c.client(other).Broker(int(other))
+	node := c.node(other)
 	req := kmsg.NewPtrCreateTopicsRequest()
 	rt := kmsg.NewCreateTopicsRequestTopic()
 	rt.Topic, rt.NumPartitions, rt.ReplicationFactor = "forwarded", 3, 1
