@@ -223,16 +223,18 @@ func TestSingleNodeJoinsACluster(t *testing.T) {
 // its registration for a whole session.
 func TestSecondProcessWithTheNodeIDRefused(t *testing.T) {
 	root := t.TempDir()
-	rs, first := singleVoterBroker(t, root, func(c *Config) { c.SessionTimeout = 500 * time.Millisecond })()
+	// The controller's session for broker 0 is raft's default 9 s; the
+	// second broker gives up after its own session (1 s) of refusals.
+	rs, first := singleVoterBroker(t, root, func(c *Config) { c.SessionTimeout = time.Second })()
 	defer rs.Close()
 	defer first.Close()
 	start := time.Now()
 	_, err := Open(Config{Dir: filepath.Join(root, "second"), NodeID: 0, Metadata: rs, Logger: quiet,
-		HeartbeatInterval: 50 * time.Millisecond, SessionTimeout: 500 * time.Millisecond})
+		HeartbeatInterval: 50 * time.Millisecond, SessionTimeout: time.Second})
 	if err == nil || !strings.Contains(err.Error(), "node 0 is already running") {
 		t.Fatalf("a second broker with node id 0: %v", err)
 	}
-	if waited := time.Since(start); waited < 500*time.Millisecond {
+	if waited := time.Since(start); waited < time.Second {
 		t.Fatalf("refused after %v, before the first broker's session could have lapsed", waited)
 	}
 	if first.Fenced() {

@@ -72,7 +72,7 @@ func TestApplyFromFollower(t *testing.T) {
 // and its partition loses its leader; a new incarnation of it is
 // unfenced and leads the partition again, at a higher leader epoch.
 func TestBrokerLiveness(t *testing.T) {
-	nodes, _ := quorum(t, time.Second)
+	nodes, _ := quorum(t, 2*time.Second) // the test's own heartbeats must beat it under load
 	epochs := map[int32]int64{}
 	for id, s := range nodes {
 		epoch, err := s.Register(Registration{ID: id, IncarnationID: fmt.Sprint("inc-", id), Endpoints: []Endpoint{{Name: "CLIENT", Host: "127.0.0.1", Port: 9000 + id}}}, 10*time.Second)
