@@ -295,17 +295,7 @@ func TestHealthzReportsFailedPartitions(t *testing.T) {
 	if _, err := b.CreateTopic(broker.TopicSpec{Name: "durable", Partitions: 1, Configs: map[string]string{broker.ConfigFlushMessages: "1"}}); err != nil {
 		t.Fatal(err)
 	}
-	hs := httptest.NewServer(m.Handler())
-	defer hs.Close()
-	health := func() (int, string) {
-		resp, err := http.Get(hs.URL + "/healthz")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		body, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, string(body)
-	}
+	health := healthz(t, m)
 	if code, body := health(); code != http.StatusOK || body != "ok\n" {
 		t.Fatalf("healthy broker: %d %q", code, body)
 	}
@@ -338,17 +328,7 @@ func TestHealthzReportsAFencedMember(t *testing.T) {
 	}
 	defer b.Close()
 	m := New(b)
-	hs := httptest.NewServer(m.Handler())
-	defer hs.Close()
-	health := func() (int, string) {
-		resp, err := http.Get(hs.URL + "/healthz")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		body, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, string(body)
-	}
+	health := healthz(t, m)
 	for deadline := time.Now().Add(10 * time.Second); b.Fenced(); time.Sleep(20 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatal("the member was never unfenced")
@@ -376,5 +356,22 @@ func TestHealthzReportsAFencedMember(t *testing.T) {
 	}
 	if v := mustValue(t, m, "strand_broker_fenced", nil); v != 1 {
 		t.Fatalf("strand_broker_fenced = %v once fenced", v)
+	}
+}
+
+// healthz serves m's handler for the test and returns a function that
+// reads /healthz: status code and body.
+func healthz(t *testing.T, m *Metrics) func() (int, string) {
+	hs := httptest.NewServer(m.Handler())
+	t.Cleanup(hs.Close)
+	return func() (int, string) {
+		t.Helper()
+		resp, err := http.Get(hs.URL + "/healthz")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(body)
 	}
 }
