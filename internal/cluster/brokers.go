@@ -178,6 +178,9 @@ type PartitionChange struct {
 	ISR                    []NodeID // nil: unchanged
 	Replicas               []NodeID // nil: unchanged
 	Leader                 NodeID   // LeaderUnchanged, NoLeader, or a node
+	// Unclean: the leader was elected from outside the ISR
+	// (unclean.leader.election.enable), which may lose records.
+	Unclean bool `json:",omitempty"`
 }
 
 func (r PartitionChange) apply(im *Image, _ int64) error {

@@ -187,47 +187,26 @@ func (c *controller) fenceOneStale(now time.Time) {
 		if now.Sub(last) <= c.cfg.SessionTimeout {
 			continue
 		}
-		recs := append([]Record{BrokerRegistrationChange{ID: b.ID, Epoch: b.Epoch, Fenced: 1}}, leaveLeadership(img, b.ID)...)
+		recs := append([]Record{BrokerRegistrationChange{ID: b.ID, Epoch: b.Epoch, Fenced: 1}}, leaveISRs(img, b.ID)...)
 		if _, _, err := c.s.applyLocal(5*time.Second, recs...); err != nil {
 			c.logger.Warn("cluster: fencing a broker", "broker", b.ID, "err", err)
 			return
 		}
 		c.logger.Warn("cluster: fenced a broker whose session expired", "broker", b.ID, "last_heard", now.Sub(last).Round(time.Millisecond))
+		c.warnUnclean(recs)
 		return
 	}
 }
 
-// leaveLeadership moves leadership off broker id: to another unfenced ISR
-// member, or to no leader (with replication factor 1 the partition is
-// offline until its broker is back).
-func leaveLeadership(img *Image, id NodeID) []Record {
-	var recs []Record
-	img.eachPartition(func(t TopicID, p int32, reg PartitionReg) {
-		if reg.Leader != id {
-			return
+// warnUnclean logs, loudly, every election from outside the ISR in recs:
+// records only the old ISR had may be gone.
+func (c *controller) warnUnclean(recs []Record) {
+	for _, r := range recs {
+		if ch, ok := r.(PartitionChange); ok && ch.Unclean {
+			c.logger.Error("cluster: UNCLEAN leader election: a replica outside the ISR now leads; records acknowledged by the old ISR may be lost (unclean.leader.election.enable=true)",
+				"topic", ch.TopicID, "partition", ch.PartitionID, "leader", ch.Leader)
 		}
-		next := NoLeader
-		for _, r := range reg.ISR {
-			if b, ok := img.Broker(r); r != id && ok && !b.Fenced && !b.InControlledShutdown {
-				next = r
-				break
-			}
-		}
-		recs = append(recs, PartitionChange{TopicID: t, PartitionID: p, ExpectedPartitionEpoch: reg.PartitionEpoch, Leader: next})
-	})
-	return recs
-}
-
-// electFor gives broker id the leadership of every leaderless partition
-// whose ISR holds it (Kafka's handleBrokerUnfenced).
-func electFor(img *Image, id NodeID) []Record {
-	var recs []Record
-	img.eachPartition(func(t TopicID, p int32, reg PartitionReg) {
-		if reg.Leader == NoLeader && slices.Contains(reg.ISR, id) {
-			recs = append(recs, PartitionChange{TopicID: t, PartitionID: p, ExpectedPartitionEpoch: reg.PartitionEpoch, Leader: id})
-		}
-	})
-	return recs
+	}
 }
 
 // register admits a broker process. A different incarnation of a live
@@ -245,7 +224,7 @@ func (c *controller) register(r Registration) (int64, uint64, error) {
 	}
 	recs := []Record{RegisterBroker{ID: r.ID, IncarnationID: r.IncarnationID, Endpoints: r.Endpoints, Rack: r.Rack}}
 	if old, ok := img.Broker(r.ID); ok && old.IncarnationID != r.IncarnationID && !old.Fenced {
-		recs = append(leaveLeadership(img, r.ID), recs...) // the old process is gone
+		recs = append(leaveISRs(img, r.ID), recs...) // the old process is gone
 	}
 	next, index, err := c.s.applyLocal(5*time.Second, recs...)
 	if err != nil {
@@ -278,7 +257,7 @@ func (c *controller) heartbeat(hb Heartbeat) (HeartbeatReply, error) {
 		if !b.InControlledShutdown {
 			recs = append(recs, BrokerRegistrationChange{ID: b.ID, Epoch: b.Epoch, InControlledShutdown: 1})
 		}
-		recs = append(recs, leaveLeadership(img, b.ID)...)
+		recs = append(recs, leaveISRs(img, b.ID)...)
 	case b.Fenced && caughtUp && !b.InControlledShutdown:
 		recs = append([]Record{BrokerRegistrationChange{ID: b.ID, Epoch: b.Epoch, Fenced: -1}}, electFor(img, b.ID)...)
 	}
@@ -289,12 +268,29 @@ func (c *controller) heartbeat(hb Heartbeat) (HeartbeatReply, error) {
 		}
 		img = next
 		b, _ = img.Broker(hb.ID)
+		c.warnUnclean(recs)
 	}
 	reply := HeartbeatReply{Fenced: b.Fenced, CaughtUp: caughtUp}
 	if hb.WantShutdown {
 		reply.ShouldShutdown = !img.leadsAny(hb.ID)
 	}
 	return reply, nil
+}
+
+// alterPartition commits a leader's ISR change, if Kafka's checks pass,
+// and returns the partition as it is then.
+func (c *controller) alterPartition(r AlterPartition) (PartitionReg, error) {
+	ch, err := checkAlterPartition(c.s.Image(), r)
+	if err != nil {
+		return PartitionReg{}, err
+	}
+	next, _, err := c.s.applyLocal(5*time.Second, ch)
+	if err != nil {
+		return PartitionReg{}, err
+	}
+	reg, _ := next.Partition(r.TopicID, r.PartitionID)
+	c.logger.Info("cluster: ISR changed", "topic", r.TopicID, "partition", r.PartitionID, "isr", reg.ISR, "partition_epoch", reg.PartitionEpoch)
+	return reg, nil
 }
 
 // serve answers one controller RPC.
@@ -335,6 +331,12 @@ func (c *controller) serve(req rpcRequest) rpcResponse {
 			return rpcFailure(err)
 		}
 		return rpcResponse{Index: c.s.r.LastIndex()}
+	case req.AlterPartition != nil:
+		reg, err := c.alterPartition(*req.AlterPartition)
+		if err != nil {
+			return rpcFailure(err)
+		}
+		return rpcResponse{Partition: &reg, Index: c.s.AppliedIndex()}
 	case req.Heartbeat != nil:
 		reply, err := c.heartbeat(*req.Heartbeat)
 		if err != nil {

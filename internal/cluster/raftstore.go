@@ -328,6 +328,20 @@ func (s *RaftStore) SendHeartbeat(hb Heartbeat, timeout time.Duration) (Heartbea
 	return *resp.Heartbeat, nil
 }
 
+// AlterPartition asks the controller to change a partition's ISR (this
+// node leading it) and returns the partition's registration after the
+// change.
+func (s *RaftStore) AlterPartition(r AlterPartition, timeout time.Duration) (PartitionReg, error) {
+	resp, err := s.callController(rpcRequest{AlterPartition: &r}, timeout)
+	if err != nil || resp.Partition == nil {
+		if err == nil {
+			err = errors.New("cluster: the controller's AlterPartition answer has no partition")
+		}
+		return PartitionReg{}, err
+	}
+	return *resp.Partition, nil
+}
+
 // Barrier waits until this node, as leader, has applied every entry
 // committed before it: a new controller calls it before deciding anything
 // from its image.

@@ -31,6 +31,8 @@ type rpcRequest struct {
 	Heartbeat *Heartbeat      `json:"heartbeat,omitempty"`
 	Voter     *VoterChange    `json:"voter,omitempty"`
 	ReadIndex bool            `json:"readIndex,omitempty"` // the controller's applied index
+	// AlterPartition is a leader's ISR change.
+	AlterPartition *AlterPartition `json:"alterPartition,omitempty"`
 }
 
 type rpcResponse struct {
@@ -39,14 +41,20 @@ type rpcResponse struct {
 	Err       string          `json:"err,omitempty"`
 	Epoch     int64           `json:"epoch,omitempty"` // a registration's broker epoch
 	Heartbeat *HeartbeatReply `json:"heartbeat,omitempty"`
+	Partition *PartitionReg   `json:"partition,omitempty"` // after an AlterPartition
 }
 
 // rpcCodes carries the errors a caller acts on across the wire.
 var rpcCodes = map[string]error{
-	"conflict":         ErrConflict,
-	"not_controller":   ErrNotController,
-	"duplicate_broker": ErrDuplicateBroker,
-	"stale_epoch":      ErrStaleBrokerEpoch,
+	"conflict":               ErrConflict,
+	"not_controller":         ErrNotController,
+	"duplicate_broker":       ErrDuplicateBroker,
+	"stale_epoch":            ErrStaleBrokerEpoch,
+	"unknown_partition":      ErrUnknownPartition,
+	"fenced_leader_epoch":    ErrFencedLeaderEpoch,
+	"invalid_update_version": ErrInvalidUpdateVersion,
+	"ineligible_replica":     ErrIneligibleReplica,
+	"invalid_request":        ErrInvalidRequest,
 }
 
 func rpcError(code, msg string) error {

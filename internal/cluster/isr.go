@@ -1,0 +1,183 @@
+package cluster
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+)
+
+// Leaders and in-sync replica sets change only here, on the controller,
+// by Kafka's rules (REPLICATION.md §2.4, §2.5): a leader comes from the
+// ISR, in replica order; the ISR never becomes empty (its last member
+// stays in it, leaderless, until it returns); and a leader's request to
+// change its ISR (AlterPartition) is checked in Kafka's order before it
+// becomes a PartitionChange.
+
+// Errors of AlterPartition, as Kafka's codes.
+var (
+	ErrUnknownPartition     = errors.New("cluster: unknown topic or partition")
+	ErrFencedLeaderEpoch    = errors.New("cluster: fenced leader epoch")
+	ErrInvalidUpdateVersion = errors.New("cluster: invalid update version (partition epoch)")
+	ErrIneligibleReplica    = errors.New("cluster: ineligible replica")
+	ErrInvalidRequest       = errors.New("cluster: invalid request")
+)
+
+// UncleanLeaderElection is the topic config that lets a replica outside
+// the ISR lead when no ISR member can (losing what only the ISR had).
+const UncleanLeaderElection = "unclean.leader.election.enable"
+
+// acceptable reports whether broker id may lead or join an ISR:
+// registered, unfenced and not shutting down.
+func acceptable(img *Image, id NodeID) bool {
+	b, ok := img.Broker(id)
+	return ok && !b.Fenced && !b.InControlledShutdown
+}
+
+// electLeader chooses a leader for reg with target ISR isr: the current
+// leader if it is still in isr and acceptable, else the first acceptable
+// replica, in replica order, that is in isr (PartitionChangeBuilder's
+// ONLINE election). NoLeader when there is none.
+func electLeader(img *Image, reg PartitionReg, isr []NodeID) NodeID {
+	if reg.Leader != NoLeader && slices.Contains(isr, reg.Leader) && acceptable(img, reg.Leader) {
+		return reg.Leader
+	}
+	for _, r := range reg.Replicas {
+		if slices.Contains(isr, r) && acceptable(img, r) {
+			return r
+		}
+	}
+	return NoLeader
+}
+
+// uncleanAllowed reports whether the topic lets an out-of-sync replica
+// lead.
+func uncleanAllowed(img *Image, t TopicID) bool {
+	top, ok := img.TopicByID(t)
+	return ok && top.Configs[UncleanLeaderElection] == "true"
+}
+
+// without returns ids without id.
+func without(ids []NodeID, id NodeID) []NodeID {
+	return slices.DeleteFunc(slices.Clone(ids), func(x NodeID) bool { return x == id })
+}
+
+// changeFor builds the PartitionChange that gives reg the ISR isr and the
+// leader the rules elect from it; ok is false when nothing changes.
+func changeFor(img *Image, t TopicID, p int32, reg PartitionReg, isr []NodeID) (PartitionChange, bool) {
+	ch := PartitionChange{TopicID: t, PartitionID: p, ExpectedPartitionEpoch: reg.PartitionEpoch, Leader: LeaderUnchanged}
+	leader := electLeader(img, reg, isr)
+	if leader == NoLeader && uncleanAllowed(img, t) {
+		for _, r := range reg.Replicas {
+			if acceptable(img, r) {
+				leader, isr = r, []NodeID{r}
+				ch.Unclean = true
+				break
+			}
+		}
+	}
+	if leader != reg.Leader {
+		ch.Leader = leader
+	}
+	if !slices.Equal(isr, reg.ISR) {
+		ch.ISR = isr
+	}
+	return ch, ch.Leader != LeaderUnchanged || ch.ISR != nil
+}
+
+// leaveISRs takes broker id out of every ISR and leadership it holds
+// (fenced, shutting down, or replaced by a new process), electing new
+// leaders from what remains. The last member of an ISR stays in it: the
+// partition is then leaderless until that replica returns, since any
+// other one may lack acknowledged records.
+func leaveISRs(img *Image, id NodeID) []Record {
+	var recs []Record
+	img.eachPartition(func(t TopicID, p int32, reg PartitionReg) {
+		if !slices.Contains(reg.ISR, id) && reg.Leader != id {
+			return
+		}
+		isr := without(reg.ISR, id)
+		if len(isr) == 0 {
+			isr = reg.ISR
+		}
+		if ch, ok := changeFor(img.withFence(id, true), t, p, reg, isr); ok {
+			recs = append(recs, ch)
+		}
+	})
+	return recs
+}
+
+// electFor elects leaders for leaderless partitions now that broker id
+// is back (Kafka's handleBrokerUnfenced tries every leaderless one).
+func electFor(img *Image, id NodeID) []Record {
+	var recs []Record
+	back := img.withFence(id, false)
+	img.eachPartition(func(t TopicID, p int32, reg PartitionReg) {
+		if reg.Leader != NoLeader {
+			return
+		}
+		if ch, ok := changeFor(back, t, p, reg, reg.ISR); ok {
+			recs = append(recs, ch)
+		}
+	})
+	return recs
+}
+
+// withFence is img as a decision about broker id's fencing sees it: id
+// fenced (leaving: it can no longer lead) or unfenced (back: it can).
+func (im *Image) withFence(id NodeID, fenced bool) *Image {
+	b, ok := im.brokers[id]
+	if !ok || b.Fenced == fenced && !b.InControlledShutdown {
+		return im
+	}
+	next, _ := im.With()
+	b.Fenced, b.InControlledShutdown = fenced, false
+	next.brokers[id] = b
+	return next
+}
+
+// AlterPartition is a partition leader's request to change its ISR.
+type AlterPartition struct {
+	Broker         NodeID // the leader asking
+	BrokerEpoch    int64
+	TopicID        TopicID
+	PartitionID    int32
+	LeaderEpoch    int32
+	PartitionEpoch int32
+	ISR            []NodeID
+}
+
+// checkAlterPartition validates a request in Kafka's order
+// (ReplicationControlManager.validateAlterPartitionData) and returns the
+// change it makes.
+func checkAlterPartition(img *Image, r AlterPartition) (PartitionChange, error) {
+	b, ok := img.Broker(r.Broker)
+	if !ok || b.Epoch != r.BrokerEpoch {
+		return PartitionChange{}, fmt.Errorf("%w: node %d at epoch %d", ErrStaleBrokerEpoch, r.Broker, r.BrokerEpoch)
+	}
+	reg, ok := img.Partition(r.TopicID, r.PartitionID)
+	switch {
+	case !ok:
+		return PartitionChange{}, fmt.Errorf("%w: %s-%d", ErrUnknownPartition, r.TopicID, r.PartitionID)
+	case r.LeaderEpoch > reg.LeaderEpoch || r.PartitionEpoch > reg.PartitionEpoch:
+		return PartitionChange{}, fmt.Errorf("%w: the request's epochs (%d, %d) are ahead of the controller's (%d, %d)",
+			ErrNotController, r.LeaderEpoch, r.PartitionEpoch, reg.LeaderEpoch, reg.PartitionEpoch)
+	case r.LeaderEpoch < reg.LeaderEpoch:
+		return PartitionChange{}, fmt.Errorf("%w: %d, the partition is at %d", ErrFencedLeaderEpoch, r.LeaderEpoch, reg.LeaderEpoch)
+	case r.Broker != reg.Leader:
+		return PartitionChange{}, fmt.Errorf("%w: node %d does not lead the partition (node %d does)", ErrInvalidRequest, r.Broker, reg.Leader)
+	case r.PartitionEpoch < reg.PartitionEpoch:
+		return PartitionChange{}, fmt.Errorf("%w: %d, the partition is at %d", ErrInvalidUpdateVersion, r.PartitionEpoch, reg.PartitionEpoch)
+	case !slices.Contains(r.ISR, r.Broker):
+		return PartitionChange{}, fmt.Errorf("%w: the ISR %v leaves out its leader %d", ErrInvalidRequest, r.ISR, r.Broker)
+	}
+	for _, id := range r.ISR {
+		if !slices.Contains(reg.Replicas, id) {
+			return PartitionChange{}, fmt.Errorf("%w: ISR member %d is not a replica (%v)", ErrInvalidRequest, id, reg.Replicas)
+		}
+		if !slices.Contains(reg.ISR, id) && !acceptable(img, id) {
+			return PartitionChange{}, fmt.Errorf("%w: node %d is fenced, shutting down or unregistered", ErrIneligibleReplica, id)
+		}
+	}
+	return PartitionChange{TopicID: r.TopicID, PartitionID: r.PartitionID, ExpectedPartitionEpoch: reg.PartitionEpoch,
+		Leader: LeaderUnchanged, ISR: slices.Clone(r.ISR)}, nil
+}
