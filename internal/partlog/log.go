@@ -457,6 +457,18 @@ func (l *Log) EndOffsetForEpoch(e record.Epoch) (record.Epoch, record.Offset) {
 	return l.epochs.endOffsetFor(e, record.Offset(l.end.Load()))
 }
 
+// LatestEpoch is the newest leader epoch the log knows (from a batch or
+// an election), or NoEpoch: what a follower sends as its last fetched
+// epoch.
+func (l *Log) LatestEpoch() record.Epoch {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if e, ok := l.epochs.latest(); ok {
+		return e.epoch
+	}
+	return record.NoEpoch
+}
+
 // Sync makes everything appended so far durable.
 func (l *Log) Sync() error {
 	l.mu.Lock()

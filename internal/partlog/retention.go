@@ -217,6 +217,35 @@ func (l *Log) TruncateTo(o record.Offset) error {
 	return nil
 }
 
+// ResetTo deletes every batch and starts an empty log at o: a follower
+// whose whole log lies below its leader's log start offset starts over
+// there (Kafka's truncateFullyAndStartAt).
+func (l *Log) ResetTo(o record.Offset) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed.Load() {
+		return ErrClosed
+	}
+	if l.mu.failed != nil || l.damage.Load() != nil {
+		return l.refusal()
+	}
+	if err := l.resetToLocked(o); err != nil {
+		return err
+	}
+	// Nothing below o exists here any more: no epoch is known, and the
+	// high watermark cannot be below the start.
+	l.epochs.entries = nil
+	if err := l.epochs.store(); err != nil {
+		return err
+	}
+	if l.hwm.Load() < int64(o) {
+		l.hwm.Store(int64(o))
+	}
+	l.mu.hwTarget = max(l.mu.hwTarget, o)
+	l.wake()
+	return nil
+}
+
 // resetToLocked deletes every segment and starts an empty log at o.
 func (l *Log) resetToLocked(o record.Offset) error {
 	// createSegment truncates an existing segment file with base o; that

@@ -122,3 +122,33 @@ func later(a, b time.Time) time.Time {
 	}
 	return a
 }
+
+// EpochEnd is a leader epoch and the offset where it ends: where the
+// next epoch starts, or the log end for the latest (OffsetForLeaderEpoch's
+// answer). NoEpoch and NoOffset when the log knows no such epoch.
+type EpochEnd struct {
+	Epoch record.Epoch
+	End   record.Offset
+}
+
+// Truncation is where a follower cuts its log after a leader change
+// (KIP-101, KIP-279; AbstractFetcherThread.getOffsetTruncationState).
+// leader is the leader's answer for the follower's latest epoch (or a
+// fetch's DivergingEpoch); local is the follower's own end for the epoch
+// the leader named; leo and hw are the follower's. When the follower's
+// log has no entry for the leader's epoch, it cuts to the end of its own
+// largest epoch below it and asks again (again set) with its new latest
+// epoch, so two logs that diverged over several failovers converge.
+// A leader that knows no epoch that old leaves only the high watermark
+// as a safe point, Kafka's fallback.
+func Truncation(leader, local EpochEnd, leo, hw record.Offset) (to record.Offset, again bool) {
+	switch {
+	case leader.End == record.NoOffset:
+		return min(hw, leo), false
+	case local.Epoch == record.NoEpoch:
+		return min(leader.End, leo), false
+	case local.Epoch != leader.Epoch:
+		return min(local.End, leo), true
+	}
+	return min(local.End, leader.End, leo), false
+}

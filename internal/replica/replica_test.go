@@ -131,3 +131,112 @@ func TestISRChanges(t *testing.T) {
 		}
 	}
 }
+
+// epochLog is a log as truncation sees it: its epoch entries (epoch,
+// start offset) and end offset.
+type epochLog struct {
+	epochs [][2]int64
+	leo    record.Offset
+	hw     record.Offset
+}
+
+// endFor is Kafka's LeaderEpochFileCache.endOffsetFor, over l.
+func (l *epochLog) endFor(e record.Epoch) EpochEnd {
+	if len(l.epochs) == 0 || int64(e) > l.epochs[len(l.epochs)-1][0] {
+		return EpochEnd{record.NoEpoch, record.NoOffset}
+	}
+	if int64(e) == l.epochs[len(l.epochs)-1][0] {
+		return EpochEnd{e, l.leo}
+	}
+	if int64(e) < l.epochs[0][0] {
+		return EpochEnd{e, record.Offset(l.epochs[0][1])}
+	}
+	for i := len(l.epochs) - 1; i >= 0; i-- {
+		if l.epochs[i][0] <= int64(e) {
+			return EpochEnd{record.Epoch(l.epochs[i][0]), record.Offset(l.epochs[i+1][1])}
+		}
+	}
+	panic("unreachable")
+}
+
+// truncate cuts l at o, as partlog's TruncateTo does to its epoch cache.
+func (l *epochLog) truncate(o record.Offset) {
+	l.leo = min(l.leo, o)
+	for len(l.epochs) > 0 && l.epochs[len(l.epochs)-1][1] >= int64(l.leo) {
+		l.epochs = l.epochs[:len(l.epochs)-1]
+	}
+}
+
+// converge runs a follower's truncation loop against leader and returns
+// where the follower's log ends.
+func converge(t *testing.T, follower, leader *epochLog) record.Offset {
+	t.Helper()
+	for range 10 {
+		latest := record.Epoch(follower.epochs[len(follower.epochs)-1][0])
+		ans := leader.endFor(latest)
+		to, again := Truncation(ans, follower.endFor(ans.Epoch), follower.leo, follower.hw)
+		follower.truncate(to)
+		if !again {
+			return follower.leo
+		}
+	}
+	t.Fatal("the truncation loop did not end")
+	return 0
+}
+
+// TestTruncationKafkaVectors pins the follower's truncation against
+// REPLICATION.md §2.8's double failover and KIP-101's two scenarios.
+func TestTruncationKafkaVectors(t *testing.T) {
+	t.Run("double failover", func(t *testing.T) {
+		// C leads epoch 3 with the election-time entry (3,2), holding m0 m1 y z.
+		c := &epochLog{epochs: [][2]int64{{1, 0}, {3, 2}}, leo: 4}
+		a := &epochLog{epochs: [][2]int64{{1, 0}}, leo: 3, hw: 2} // m0 m1 m2, all epoch 1
+		b := &epochLog{epochs: [][2]int64{{1, 0}, {2, 2}}, leo: 3, hw: 2} // m0 m1 x(epoch 2)
+		if got := converge(t, a, c); got != 2 {
+			t.Fatalf("A truncated to %d, want 2 (drops only the uncommitted m2)", got)
+		}
+		if got := converge(t, b, c); got != 2 {
+			t.Fatalf("B truncated to %d, want 2 (drops only the uncommitted x)", got)
+		}
+		// C before its first append in epoch 3, but with the election-time
+		// entry: B's question about epoch 2 is answered from epoch 1's end.
+		c = &epochLog{epochs: [][2]int64{{1, 0}, {3, 2}}, leo: 2}
+		b = &epochLog{epochs: [][2]int64{{1, 0}, {2, 2}}, leo: 3, hw: 1}
+		if got := converge(t, b, c); got != 2 {
+			t.Fatalf("B truncated to %d against a leader with nothing in its epoch yet, want 2", got)
+		}
+	})
+	t.Run("KIP-101 scenario 1: restart keeps an acknowledged record", func(t *testing.T) {
+		// A leads epoch 0 with m0 m1, HW 2; B holds both but learned HW 1
+		// only. Truncating B to its HW would lose m1 if B then led.
+		a := &epochLog{epochs: [][2]int64{{0, 0}}, leo: 2, hw: 2}
+		b := &epochLog{epochs: [][2]int64{{0, 0}}, leo: 2, hw: 1}
+		if got := converge(t, b, a); got != 2 {
+			t.Fatalf("B truncated to %d, want 2", got)
+		}
+	})
+	t.Run("KIP-101 scenario 2: two hard failures do not leave two values at one offset", func(t *testing.T) {
+		// Both hold m0 (epoch 0); A also m1, never replicated. Both crash; B
+		// comes back first, leads epoch 1 and writes m2 at offset 1.
+		b := &epochLog{epochs: [][2]int64{{0, 0}, {1, 1}}, leo: 2, hw: 1}
+		a := &epochLog{epochs: [][2]int64{{0, 0}}, leo: 2, hw: 1}
+		if got := converge(t, a, b); got != 1 {
+			t.Fatalf("A truncated to %d, want 1 (m1 goes; m2 is fetched in its place)", got)
+		}
+	})
+	t.Run("leader that knows no such epoch: fall back to the high watermark", func(t *testing.T) {
+		to, again := Truncation(EpochEnd{record.NoEpoch, record.NoOffset}, EpochEnd{3, 10}, 10, 7)
+		if to != 7 || again {
+			t.Fatalf("got %d %v, want 7", to, again)
+		}
+	})
+	t.Run("several epochs behind: ask again", func(t *testing.T) {
+		// Follower wrote epochs 2 and 4 the leader never saw; the leader
+		// answers epoch 4 with its epoch 3 ending at 30.
+		f := &epochLog{epochs: [][2]int64{{1, 0}, {2, 20}, {4, 40}}, leo: 50, hw: 15}
+		l := &epochLog{epochs: [][2]int64{{1, 0}, {3, 30}, {5, 45}}, leo: 60}
+		if got := converge(t, f, l); got != 20 {
+			t.Fatalf("truncated to %d, want 20 (epoch 1's end on the leader is 30, but the follower's epoch 2 starts at 20)", got)
+		}
+	})
+}
