@@ -1,17 +1,15 @@
 package kafka
 
 import (
-	"bufio"
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
-	"io"
-	"net"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strandmq/strand/internal/wire"
 )
 
 // Envelope: v0, on a cluster node's internal listener only (KIP-590).
@@ -81,7 +79,7 @@ func (s *Server) forward(ctx context.Context, kreq kmsg.Request, timeoutMillis i
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	env := kmsg.NewPtrEnvelopeRequest()
-	env.RequestData = appendRequest(nil, kreq, 1, "strand-forward")[4:]
+	env.RequestData = wire.AppendRequest(nil, kreq, 1, "strand-forward")[4:]
 	if ci := clientFrom(ctx); ci.host != "" {
 		env.ClientHostAddress = []byte(ci.host)
 	}
@@ -122,7 +120,7 @@ func (s *Server) unwrap(ctx context.Context, kreq kmsg.Request, data []byte) (km
 	body := data[4:]
 	if resp.IsFlexible() {
 		var err error
-		if body, err = skipTags(body); err != nil {
+		if body, err = wire.SkipTags(body); err != nil {
 			return nil, true, fmt.Errorf("kafka: the controller's forwarded response: %w", err)
 		}
 	}
@@ -136,56 +134,21 @@ func (s *Server) unwrap(ctx context.Context, kreq kmsg.Request, data []byte) (km
 	return resp, true, nil
 }
 
-// appendRequest appends a whole request frame: size, header v1 (v2 with
-// tags when the request is flexible), body.
-func appendRequest(dst []byte, req kmsg.Request, correlationID int32, clientID string) []byte {
-	start := len(dst)
-	dst = append(dst, 0, 0, 0, 0)
-	dst = binary.BigEndian.AppendUint16(dst, uint16(req.Key()))
-	dst = binary.BigEndian.AppendUint16(dst, uint16(req.GetVersion()))
-	dst = binary.BigEndian.AppendUint32(dst, uint32(correlationID))
-	dst = binary.BigEndian.AppendUint16(dst, uint16(len(clientID)))
-	dst = append(dst, clientID...)
-	if req.IsFlexible() {
-		dst = append(dst, 0) // no tagged fields
-	}
-	dst = req.AppendTo(dst)
-	binary.BigEndian.PutUint32(dst[start:], uint32(len(dst)-start-4))
-	return dst
-}
-
 // roundTrip sends one Envelope to addr on a fresh connection and reads
 // its response.
 func roundTrip(ctx context.Context, addr string, req *kmsg.EnvelopeRequest) (*kmsg.EnvelopeResponse, error) {
-	var d net.Dialer
-	c, err := d.DialContext(ctx, "tcp", addr)
+	c, err := wire.Dial(ctx, addr, "strand-forward")
 	if err != nil {
 		return nil, err
 	}
 	defer c.Close()
-	if deadline, ok := ctx.Deadline(); ok {
-		_ = c.SetDeadline(deadline)
+	deadline, ok := ctx.Deadline()
+	if !ok {
+		deadline = time.Now().Add(30 * time.Second)
 	}
-	if _, err := c.Write(appendRequest(nil, req, 1, "strand-forward")); err != nil {
-		return nil, err
-	}
-	r := bufio.NewReader(c)
-	var size [4]byte
-	if _, err := io.ReadFull(r, size[:]); err != nil {
-		return nil, err
-	}
-	n := binary.BigEndian.Uint32(size[:])
-	if n < 4 || n > DefaultMaxRequestBytes {
-		return nil, fmt.Errorf("kafka: a %d-byte Envelope response", n)
-	}
-	frame := make([]byte, n)
-	if _, err := io.ReadFull(r, frame); err != nil {
-		return nil, err
-	}
-	resp := req.ResponseKind().(*kmsg.EnvelopeResponse)
-	body, err := skipTags(frame[4:]) // Envelope is flexible
+	resp, err := c.RoundTrip(req, deadline)
 	if err != nil {
 		return nil, err
 	}
-	return resp, resp.ReadFrom(body)
+	return resp.(*kmsg.EnvelopeResponse), nil
 }

@@ -7,6 +7,8 @@ import (
 	"io"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strandmq/strand/internal/wire"
 )
 
 // DefaultMaxRequestBytes is Kafka's socket.request.max.bytes default.
@@ -147,7 +149,7 @@ func parseRequest(frame []byte) (*request, error) {
 	kreq.SetVersion(r.version)
 	if kreq.IsFlexible() {
 		var err error
-		if rest, err = skipTags(rest); err != nil {
+		if rest, err = wire.SkipTags(rest); err != nil {
 			return r, fmt.Errorf("%w: %s v%d header: %w", ErrMalformed, kmsg.NameForKey(r.key), r.version, err)
 		}
 	}
@@ -156,30 +158,6 @@ func parseRequest(frame []byte) (*request, error) {
 	}
 	r.kreq = kreq
 	return r, nil
-}
-
-// skipTags skips a tagged-fields section (KIP-482): a uvarint count, then per
-// field a uvarint tag, a uvarint size and that many bytes. The request header
-// defines no tags, so all are skipped.
-func skipTags(b []byte) ([]byte, error) {
-	n, w := binary.Uvarint(b)
-	if w <= 0 || n > uint64(len(b)) {
-		return nil, errors.New("bad tagged field count")
-	}
-	b = b[w:]
-	for range n {
-		_, w := binary.Uvarint(b)
-		if w <= 0 {
-			return nil, errors.New("bad tag")
-		}
-		b = b[w:]
-		size, w := binary.Uvarint(b)
-		if w <= 0 || size > uint64(len(b)-w) {
-			return nil, errors.New("bad tag size")
-		}
-		b = b[w+int(size):]
-	}
-	return b, nil
 }
 
 // appendResponse appends a whole response frame: size, correlation id, the

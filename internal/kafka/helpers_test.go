@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strandmq/strand/internal/wire"
 	"go.uber.org/goleak"
 
 	"github.com/strandmq/strand/internal/broker"
@@ -141,7 +143,7 @@ func (c *rawClient) tryRecv(req kmsg.Request, corr int32) (kmsg.Response, error)
 	resp := req.ResponseKind()
 	if resp.IsFlexible() && resp.Key() != apiKeyApiVersions {
 		var err error
-		if body, err = skipTags(body); err != nil {
+		if body, err = wire.SkipTags(body); err != nil {
 			c.t.Fatal(err)
 		}
 	}

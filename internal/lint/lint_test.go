@@ -27,7 +27,7 @@ var layers = [][]string{
 	{"internal/compact"},
 	{"internal/partlog"},
 	{"internal/record"},
-	{"internal/assign", "internal/partitioner", "internal/vfs", "internal/vnet", "internal/testcert", "internal/testnet", "internal/sasl"},
+	{"internal/assign", "internal/partitioner", "internal/vfs", "internal/vnet", "internal/testcert", "internal/testnet", "internal/sasl", "internal/wire"},
 	{"internal/lint"},
 }
 

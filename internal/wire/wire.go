@@ -1,0 +1,131 @@
+// Package wire is a Kafka protocol connection from one Strand node to
+// another: requests framed from kmsg types, sent one at a time on one TCP
+// connection, responses read back. Nodes use it for what Kafka brokers
+// say to each other — replica fetches, forwarded admin requests — on the
+// internal listener; clients of Strand use franz-go.
+package wire
+
+import (
+	"bufio"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// MaxResponseBytes bounds a response frame (a replica fetch's is at most
+// its MaxBytes plus headers).
+const MaxResponseBytes = 128 << 20
+
+// Conn is one connection to a broker's listener. It is not safe for
+// concurrent use: one request is in flight at a time.
+type Conn struct {
+	nc       net.Conn
+	r        *bufio.Reader
+	clientID string
+	corr     int32
+	buf      []byte
+}
+
+// Dial connects to addr; clientID names this node in the peer's logs.
+func Dial(ctx context.Context, addr, clientID string) (*Conn, error) {
+	var d net.Dialer
+	nc, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	return &Conn{nc: nc, r: bufio.NewReaderSize(nc, 64<<10), clientID: clientID}, nil
+}
+
+// Close closes the connection; a request in flight fails.
+func (c *Conn) Close() error { return c.nc.Close() }
+
+// RoundTrip sends req and reads its response by deadline. Any error
+// leaves the connection unusable: close it and dial again.
+func (c *Conn) RoundTrip(req kmsg.Request, deadline time.Time) (kmsg.Response, error) {
+	_ = c.nc.SetDeadline(deadline)
+	c.corr++
+	c.buf = AppendRequest(c.buf[:0], req, c.corr, c.clientID)
+	if _, err := c.nc.Write(c.buf); err != nil {
+		return nil, err
+	}
+	var size [4]byte
+	if _, err := io.ReadFull(c.r, size[:]); err != nil {
+		return nil, err
+	}
+	n := binary.BigEndian.Uint32(size[:])
+	if n < 4 || n > MaxResponseBytes {
+		return nil, fmt.Errorf("wire: a %d-byte response to %s", n, kmsg.NameForKey(req.Key()))
+	}
+	frame := make([]byte, n)
+	if _, err := io.ReadFull(c.r, frame); err != nil {
+		return nil, err
+	}
+	if got := int32(binary.BigEndian.Uint32(frame)); got != c.corr {
+		return nil, fmt.Errorf("wire: response to request %d, expected %d", got, c.corr)
+	}
+	return ReadResponse(req, frame[4:])
+}
+
+// ReadResponse decodes the body of req's response (after the correlation
+// id): the header's tags, when the response is flexible, then the fields.
+func ReadResponse(req kmsg.Request, body []byte) (kmsg.Response, error) {
+	resp := req.ResponseKind()
+	resp.SetVersion(req.GetVersion())
+	if resp.IsFlexible() && req.Key() != 18 { // ApiVersions answers with header v0
+		var err error
+		if body, err = SkipTags(body); err != nil {
+			return nil, fmt.Errorf("wire: %s response: %w", kmsg.NameForKey(req.Key()), err)
+		}
+	}
+	if err := resp.ReadFrom(body); err != nil {
+		return nil, fmt.Errorf("wire: %s response: %w", kmsg.NameForKey(req.Key()), err)
+	}
+	return resp, nil
+}
+
+// AppendRequest appends a whole request frame: size, header v1 (v2 with
+// tags when the request is flexible), body.
+func AppendRequest(dst []byte, req kmsg.Request, correlationID int32, clientID string) []byte {
+	start := len(dst)
+	dst = append(dst, 0, 0, 0, 0)
+	dst = binary.BigEndian.AppendUint16(dst, uint16(req.Key()))
+	dst = binary.BigEndian.AppendUint16(dst, uint16(req.GetVersion()))
+	dst = binary.BigEndian.AppendUint32(dst, uint32(correlationID))
+	dst = binary.BigEndian.AppendUint16(dst, uint16(len(clientID)))
+	dst = append(dst, clientID...)
+	if req.IsFlexible() {
+		dst = append(dst, 0) // no tagged fields
+	}
+	dst = req.AppendTo(dst)
+	binary.BigEndian.PutUint32(dst[start:], uint32(len(dst)-start-4))
+	return dst
+}
+
+// SkipTags skips a tagged-fields section (KIP-482): a uvarint count, then
+// per field a uvarint tag, a uvarint size and that many bytes.
+func SkipTags(b []byte) ([]byte, error) {
+	n, w := binary.Uvarint(b)
+	if w <= 0 || n > uint64(len(b)) {
+		return nil, errors.New("bad tagged field count")
+	}
+	b = b[w:]
+	for range n {
+		_, w := binary.Uvarint(b)
+		if w <= 0 {
+			return nil, errors.New("bad tag")
+		}
+		b = b[w:]
+		size, w := binary.Uvarint(b)
+		if w <= 0 || size > uint64(len(b)-w) {
+			return nil, errors.New("bad tag size")
+		}
+		b = b[w+int(size):]
+	}
+	return b, nil
+}
