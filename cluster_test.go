@@ -210,8 +210,8 @@ func TestClusterServesClients(t *testing.T) {
 			t.Fatalf("node %d leads %d of 6 partitions (%v), want 2", id, n, leaders)
 		}
 	}
-	if _, err := adm.CreateTopic(ctx, 1, 3, nil, "rf3"); !errors.Is(err, kerr.InvalidReplicationFactor) {
-		t.Fatalf("replication factor 3: %v, want INVALID_REPLICATION_FACTOR", err)
+	if _, err := adm.CreateTopic(ctx, 1, 4, nil, "rf4"); !errors.Is(err, kerr.InvalidReplicationFactor) {
+		t.Fatalf("replication factor 4 on three brokers: %v, want INVALID_REPLICATION_FACTOR", err)
 	}
 
 	prod := c.client(3, kgo.DefaultProduceTopic("orders"))

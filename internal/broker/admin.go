@@ -109,10 +109,13 @@ func (b *Broker) checkReplicationFactor(rf int16) error {
 	if rf == -1 || rf == 0 || rf == 1 {
 		return nil
 	}
-	if b.clustered() {
-		return fmt.Errorf("%w: %d: partitions are not replicated yet; each lives on one broker (replication factor 1)", ErrInvalidReplicationFactor, rf)
+	if rf < -1 {
+		return fmt.Errorf("%w: %d", ErrInvalidReplicationFactor, rf)
 	}
-	return fmt.Errorf("%w: %d, but the cluster has 1 broker", ErrInvalidReplicationFactor, rf)
+	if b.clustered() {
+		return nil // place checks it against the live brokers
+	}
+	return fmt.Errorf("%w: %d, but a single node has 1 broker", ErrInvalidReplicationFactor, rf)
 }
 
 func (b *Broker) checkAssignment(a [][]NodeID) error {

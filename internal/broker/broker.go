@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/strandmq/strand/internal/cluster"
@@ -113,6 +114,13 @@ type Config struct {
 	// HeartbeatInterval and SessionTimeout time a member's heartbeats and
 	// how long it serves without an answer; defaults 1 s and 9 s.
 	HeartbeatInterval, SessionTimeout time.Duration
+	// DefaultReplicationFactor is default.replication.factor: the replica
+	// count of topics created without one (auto-created ones too) in a
+	// cluster; default 1, as Kafka's.
+	DefaultReplicationFactor int
+	// ReplicaLagTime is replica.lag.time.max.ms: a follower that has not
+	// caught up with its leader for this long leaves the ISR; default 30 s.
+	ReplicaLagTime time.Duration
 	// Logger; default slog.Default().
 	Logger *slog.Logger
 	// Now is the clock; default time.Now.
@@ -150,6 +158,12 @@ func (c Config) withDefaults() Config {
 	if c.SessionTimeout <= 0 {
 		c.SessionTimeout = DefaultSessionTimeout
 	}
+	if c.DefaultReplicationFactor <= 0 {
+		c.DefaultReplicationFactor = 1
+	}
+	if c.ReplicaLagTime <= 0 {
+		c.ReplicaLagTime = DefaultReplicaLagTime
+	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
@@ -173,6 +187,9 @@ type Broker struct {
 	coords      coordShards // group coordinators, by __consumer_offsets partition
 	coordSync   sync.Mutex  // serialises syncCoordinators
 	member      *membership // nil on a single node
+	replicas    fetchers    // a follower's fetchers, by leader (follower.go)
+	isrShrinks  atomic.Int64
+	isrExpands  atomic.Int64
 	syncedIndex int64       // newest image syncLocked applied (b.admin)
 	ingest      ingestStats // validation counters (ingest.go)
 	stats       stats       // traffic counters (stats.go)
@@ -314,6 +331,13 @@ func (b *Broker) startLoops() {
 	if b.cfg.ScrubInterval > 0 {
 		b.wg.Add(1)
 		go b.every(b.cfg.ScrubInterval, b.scrubInBackground)
+	}
+	if b.clustered() {
+		b.wg.Add(1)
+		go func() {
+			defer b.wg.Done()
+			b.runISRChecks()
+		}()
 	}
 }
 
@@ -474,6 +498,7 @@ func (b *Broker) Close() error {
 	b.coordSync.Unlock()
 	b.unsubscribe()
 	close(b.stop)
+	b.stopFetchers()
 	b.wg.Wait()
 	b.admin.Lock()
 	defer b.admin.Unlock()

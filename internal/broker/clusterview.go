@@ -107,7 +107,14 @@ func (b *Broker) Coordinator(groupID string) (NodeID, error) {
 	}
 	t, err := b.Topic(ConsumerOffsetsTopic)
 	if err != nil {
-		if t, err = b.CreateTopic(offsetsTopicSpec(b.cfg.OffsetsTopicPartitions)); errors.Is(err, ErrTopicExists) {
+		spec := offsetsTopicSpec(b.cfg.OffsetsTopicPartitions)
+		if b.clustered() {
+			// offsets.topic.replication.factor is 3 in Kafka, which refuses
+			// to create the topic with fewer brokers; Strand takes what
+			// the cluster has, up to 3, so a one- or two-node cluster works.
+			spec.ReplicationFactor = int16(min(3, len(liveBrokers(b.meta.Image()))))
+		}
+		if t, err = b.CreateTopic(spec); errors.Is(err, ErrTopicExists) {
 			t, err = b.Topic(ConsumerOffsetsTopic)
 		}
 		if err != nil {

@@ -64,6 +64,14 @@ var (
 	// ErrFencedLeaderEpoch: a leader epoch older than the partition's
 	// (FENCED_LEADER_EPOCH).
 	ErrFencedLeaderEpoch = errors.New("broker: fenced leader epoch")
+	// ErrNotEnoughReplicasAfterAppend: the batch was written, but the ISR
+	// fell below min.insync.replicas before it was committed
+	// (NOT_ENOUGH_REPLICAS_AFTER_APPEND); the producer retries.
+	ErrNotEnoughReplicasAfterAppend = errors.New("broker: not enough in-sync replicas after the append")
+	// ErrOffsetNotAvailable: a new leader's high watermark has not reached
+	// the start of its epoch yet, so "latest" would go backwards
+	// (OFFSET_NOT_AVAILABLE, KIP-207); clients retry.
+	ErrOffsetNotAvailable = errors.New("broker: offset not available yet")
 	// ErrClosed: the broker is shut down.
 	ErrClosed = errors.New("broker: closed")
 )

@@ -34,6 +34,7 @@ type Member interface {
 	State() cluster.RaftState
 	ChangeVoter(v cluster.VoterChange, timeout time.Duration) error
 	SyncWithController(timeout time.Duration) error
+	AlterPartition(r cluster.AlterPartition, timeout time.Duration) (cluster.PartitionReg, error)
 }
 
 // ControllerEndpoint returns the internal listener (host:port) of the
@@ -116,6 +117,8 @@ func (b *Broker) Clustered() bool { return b.clustered() }
 const (
 	DefaultHeartbeatInterval = time.Second
 	DefaultSessionTimeout    = 9 * time.Second
+	// DefaultReplicaLagTime is Kafka's replica.lag.time.max.ms.
+	DefaultReplicaLagTime = 30 * time.Second
 )
 
 type membership struct {

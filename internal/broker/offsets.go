@@ -223,6 +223,9 @@ func (c *coordShards) loaded() []*group.Coordinator {
 func (b *Broker) syncCoordinators() {
 	b.coordSync.Lock()
 	defer b.coordSync.Unlock()
+	if b.isClosed() { // Close has unloaded every coordinator: load none
+		return
+	}
 	t, err := b.Topic(ConsumerOffsetsTopic)
 	leads := map[int32]*Partition{}
 	if err == nil {
@@ -257,7 +260,7 @@ func (b *Broker) syncCoordinators() {
 			}
 			b.coordSync.Lock()
 			defer b.coordSync.Unlock()
-			if b.coords.get(k) != sh { // unloaded meanwhile
+			if b.coords.get(k) != sh || b.isClosed() { // unloaded meanwhile
 				g.Close()
 				return
 			}
@@ -349,4 +352,11 @@ func codeError(op, groupID string, code group.Code) error {
 		return fmt.Errorf("%w: %s for group %q (%s): stop its consumers first", ErrGroupNotEmpty, op, groupID, code)
 	}
 	return fmt.Errorf("broker: %s for group %q: %s", op, groupID, code)
+}
+
+// isClosed reports whether Close has begun.
+func (b *Broker) isClosed() bool {
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	return b.mu.closed
 }

@@ -47,6 +47,9 @@ type Partition struct {
 	// replica is the partition's role, leader, replicas, ISR and leader
 	// epoch (replica.go).
 	replica atomic.Pointer[replicaState]
+	// lead is what the leader knows of its followers (leader.go); nil
+	// on a follower and on a single node.
+	lead atomic.Pointer[leaderState]
 	// traffic is the topic's stats counters (shared by its partitions).
 	traffic *topicCounters
 
@@ -69,20 +72,25 @@ func (b *Broker) openPartition(topic string, tid TopicID, id PartitionID, tc Top
 	if err := b.claimPartitionDir(name, tid); err != nil {
 		return nil, fmt.Errorf("broker: open partition %s: %w", name, err)
 	}
-	l, err := partlog.Open(b.fs, filepath.Join(b.cfg.Dir, name), tc.logConfig(b.cfg.Now, b.logger.With("partition", name)))
+	l, err := partlog.Open(b.fs, filepath.Join(b.cfg.Dir, name), b.logConfig(tc, name))
 	if err != nil {
 		return nil, fmt.Errorf("broker: open partition %s: %w", name, err)
 	}
 	// A single node is its own ISR: the log's high watermark follows its
-	// end offset (partlog's automatic mode; SetHighWatermark would end it).
-	if err := l.AssignEpoch(0); err != nil {
-		_ = l.Close()
-		return nil, fmt.Errorf("broker: open partition %s: %w", name, err)
+	// end offset (partlog's automatic mode). A cluster member's partition
+	// waits for its registration to say whether it leads.
+	state := unplacedState()
+	if !b.clustered() {
+		if err := l.AssignEpoch(0); err != nil {
+			_ = l.Close()
+			return nil, fmt.Errorf("broker: open partition %s: %w", name, err)
+		}
+		state = soloState(b.cfg.NodeID)
 	}
 	// The topic's traffic counters, looked up once: a lookup by name boxes
 	// the name, an allocation the produce and fetch paths need not make.
 	p := &Partition{b: b, topic: topic, topicID: tid, id: id, log: l, traffic: b.stats.counters(topic)}
-	p.replica.Store(soloState(b.cfg.NodeID))
+	p.replica.Store(state)
 	p.config.Store(&tc)
 	if derr := l.Damaged(); derr != nil {
 		// Offline until repaired: its headers cannot be trusted, and no
@@ -105,6 +113,9 @@ func (p *Partition) close(snapshot bool) error {
 		return nil
 	}
 	p.mu.closed = true
+	if p.b.clustered() {
+		p.b.unfollow(p)
+	}
 	var errs []error
 	if snapshot {
 		dir := filepath.Join(p.b.cfg.Dir, producerStateDir)
@@ -123,6 +134,9 @@ func (p *Partition) remove() error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.mu.closed = true
+	if p.b.clustered() {
+		p.b.unfollow(p)
+	}
 	p.b.removeProducerSnapshot(p.topicID, p.id)
 	if err := p.log.Delete(); err != nil && !errors.Is(err, partlog.ErrClosed) {
 		return fmt.Errorf("broker: delete %s-%d: %w", p.topic, p.id, err)
@@ -159,6 +173,10 @@ func (p *Partition) Size() int64 { return p.log.Size() }
 // Take it before reading, so an append between the read and the wait is
 // not missed.
 func (p *Partition) Wait() <-chan struct{} { return p.log.Wait() }
+
+// WaitEnd returns a channel closed the next time the log end moves: what
+// a follower's long poll waits on.
+func (p *Partition) WaitEnd() <-chan struct{} { return p.log.WaitEnd() }
 
 // AppendResult is the outcome of a successful append.
 type AppendResult struct {
@@ -221,11 +239,15 @@ func (p *Partition) AppendAsync(batch []byte, acks Acks) (AppendResult, Commit, 
 			return AppendResult{}, Commit{}, err
 		}
 	}
+	state := p.state()
 	res, pending, err := p.appendLocked(batch, h, cfg, q)
 	if err != nil {
 		return res, Commit{}, err
 	}
-	return res, Commit{p: p, res: res, pending: pending, acks: acks, bytes: len(batch), records: h.NumRecords}, nil
+	if p.b.clustered() {
+		p.advanceHighWatermark() // alone in its ISR, the leader's append commits it
+	}
+	return res, Commit{p: p, res: res, pending: pending, acks: acks, bytes: len(batch), records: h.NumRecords, state: state}, nil
 }
 
 // Commit is the wait between an append and its acknowledgement.
@@ -236,6 +258,10 @@ type Commit struct {
 	acks    Acks
 	bytes   int
 	records int32
+	// state is the leadership the batch was appended under: if it is
+	// replaced before the batch commits, the produce fails
+	// NOT_LEADER_OR_FOLLOWER (the new leader may not have it).
+	state *replicaState
 }
 
 // Done reports whether the batch may be acknowledged already (Wait would
@@ -274,7 +300,13 @@ func (c Commit) Wait(ctx context.Context) error {
 	for {
 		ch := p.log.Wait()
 		if p.log.HighWatermark() > res.last {
+			if c.state != nil && c.state.partitionEpoch >= 0 {
+				return p.checkEnoughReplicas()
+			}
 			return nil
+		}
+		if s := p.state(); c.state != nil && (s.role != RoleLeader || s.epoch != c.state.epoch) {
+			return c.leadershipLost(c.state.epoch)
 		}
 		if err := p.log.Failed(); err != nil {
 			return storageError(p, err)
@@ -282,12 +314,31 @@ func (c Commit) Wait(ctx context.Context) error {
 		if p.isClosed() {
 			return fmt.Errorf("%w: %s-%d closed before the batch was committed", ErrUnknownTopicOrPartition, p.topic, p.id)
 		}
+		var replaced <-chan struct{}
+		if c.state != nil {
+			replaced = c.state.replaced
+		}
 		select {
 		case <-ch:
+		case <-replaced: // an ISR change, or leadership moved: the loop's check tells
+			epoch := c.state.epoch
+			c.state = p.state()
+			if c.state.epoch != epoch || c.state.role != RoleLeader {
+				return c.leadershipLost(epoch)
+			}
 		case <-ctx.Done():
 			return fmt.Errorf("broker: %s-%d: waiting for the high watermark: %w", p.topic, p.id, ctx.Err())
 		}
 	}
+}
+
+// leadershipLost is the error of a batch appended at epoch whose
+// partition is no longer led here at that epoch: NOT_LEADER_OR_FOLLOWER,
+// so the producer retries at the new leader.
+func (c *Commit) leadershipLost(epoch record.Epoch) error {
+	s := c.p.state()
+	return fmt.Errorf("%w: %s-%d: leadership moved from epoch %d (now node %d, epoch %d) before the batch was committed",
+		ErrNotLeader, c.p.topic, c.p.id, epoch, s.leader, s.epoch)
 }
 
 // waitDurable waits for the batch's fsync (if any) and counts the batch in
@@ -477,6 +528,9 @@ func (p *Partition) ReadInto(buf []byte, from record.Offset, maxBytes int) (Read
 // (TimestampLatest, TimestampEarliest, TimestampMax, …): the offset and the
 // timestamp of the record found, or (-1, -1) if there is none.
 func (p *Partition) ListOffset(ts int64) (record.Offset, int64, error) {
+	if err := p.notLeader(); err != nil {
+		return record.NoOffset, -1, err
+	}
 	if err := p.damaged(); err != nil {
 		return record.NoOffset, -1, err
 	}
@@ -484,6 +538,12 @@ func (p *Partition) ListOffset(ts int64) (record.Offset, int64, error) {
 	case TimestampEarliest, TimestampEarliestLocal:
 		return p.log.LogStartOffset(), -1, nil
 	case TimestampLatest:
+		if ls, _ := p.leading(); ls != nil && p.log.HighWatermark() < ls.epochStart {
+			// A new leader's high watermark lags until its followers
+			// fetch: answering it would send "latest" backwards (KIP-207).
+			return record.NoOffset, -1, fmt.Errorf("%w: %s-%d: the new leader's high watermark %d is below its epoch's start %d",
+				ErrOffsetNotAvailable, p.topic, p.id, p.log.HighWatermark(), ls.epochStart)
+		}
 		return p.log.HighWatermark(), -1, nil
 	case TimestampMax:
 		mts, off, err := p.log.MaxTimestamp()
@@ -510,6 +570,9 @@ func (p *Partition) ListOffset(ts int64) (record.Offset, int64, error) {
 // DeleteRecordsBefore advances the log start offset to before (-1: the high
 // watermark) and returns the new log start offset.
 func (p *Partition) DeleteRecordsBefore(before record.Offset) (record.Offset, error) {
+	if err := p.notLeader(); err != nil {
+		return record.NoOffset, err
+	}
 	if before == -1 {
 		before = p.log.HighWatermark()
 	}
@@ -543,10 +606,18 @@ func (p *Partition) EndOffsetForEpoch(e record.Epoch) (record.Epoch, record.Offs
 	return p.log.EndOffsetForEpoch(e)
 }
 
+// logConfig is a partition's log config: the topic's, with the high
+// watermark replication's on a cluster member.
+func (b *Broker) logConfig(tc TopicConfig, name string) partlog.Config {
+	c := tc.logConfig(b.cfg.Now, b.logger.With("partition", name))
+	c.ReplicatedHighWatermark = b.clustered()
+	return c
+}
+
 // setConfig installs a new topic config on the partition and its log.
 func (p *Partition) setConfig(tc TopicConfig) {
 	p.config.Store(&tc)
-	p.log.SetConfig(tc.logConfig(p.b.cfg.Now, p.b.logger.With("partition", partitionDirName(p.topic, p.id))))
+	p.log.SetConfig(p.b.logConfig(tc, partitionDirName(p.topic, p.id)))
 }
 
 // Producers lists the idempotent producers the partition knows (those with
@@ -591,9 +662,19 @@ func (p *Partition) TruncateTo(o record.Offset) error {
 	if p.mu.closed {
 		return fmt.Errorf("%w: %s-%d was deleted", ErrUnknownTopicOrPartition, p.topic, p.id)
 	}
+	return p.truncateLocked(o)
+}
+
+func (p *Partition) truncateLocked(o record.Offset) error {
 	if err := p.log.TruncateTo(o); err != nil {
 		return storageError(p, err)
 	}
+	return p.rebuildProducersLocked()
+}
+
+// rebuildProducersLocked rebuilds the producer state to the log's end
+// after a truncation. p.mu must be held.
+func (p *Partition) rebuildProducersLocked() error {
 	s, err := p.rebuildProducers(p.log.LogEndOffset())
 	if err != nil {
 		return fmt.Errorf("broker: %s-%d: rebuild producer state after truncation: %w", p.topic, p.id, err)

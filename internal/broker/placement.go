@@ -27,30 +27,53 @@ func liveBrokers(img *cluster.Image) []cluster.NodeID {
 	return out
 }
 
-// place assigns partitions first..first+n-1 to live brokers, one replica
-// each, striped from a random start (Kafka's placement without racks), so
-// partitions and their leaders spread over the cluster.
-func place(img *cluster.Image, n int32) ([][]cluster.NodeID, error) {
+// place assigns n partitions rf replicas each over the live brokers,
+// striped from a random start (Kafka's placement without racks): partition
+// i's replicas are the rf brokers from (start+i), so partitions, their
+// leaders (the first replica) and their followers spread over the cluster.
+func place(img *cluster.Image, n int32, rf int) ([][]cluster.NodeID, error) {
 	live := liveBrokers(img)
-	if len(live) == 0 {
+	switch {
+	case len(live) == 0:
 		return nil, fmt.Errorf("%w: no live broker to place partitions on (brokers register and are unfenced once they reach the controller)", ErrInvalidReplicationFactor)
+	case rf > len(live):
+		return nil, fmt.Errorf("%w: replication factor %d is more than the %d live brokers (%v)", ErrInvalidReplicationFactor, rf, len(live), live)
 	}
 	start := rand.IntN(len(live))
 	out := make([][]cluster.NodeID, n)
 	for i := range out {
-		out[i] = []cluster.NodeID{live[(start+i)%len(live)]}
+		for j := range rf {
+			out[i] = append(out[i], live[(start+i+j)%len(live)])
+		}
 	}
 	return out, nil
+}
+
+// replicationFactor is the replica count a new topic gets: rf, or the
+// broker default for -1 and 0.
+func (b *Broker) replicationFactor(rf int16) int {
+	if rf <= 0 {
+		return b.cfg.DefaultReplicationFactor
+	}
+	return int(rf)
 }
 
 func checkClusterAssignment(img *cluster.Image, a [][]NodeID) error {
 	live := liveBrokers(img)
 	for i, replicas := range a {
-		if len(replicas) != 1 {
-			return fmt.Errorf("%w: partition %d on %v: partitions are not replicated yet, each lives on one broker", ErrInvalidReplicaAssignment, i, replicas)
+		if len(replicas) == 0 {
+			return fmt.Errorf("%w: partition %d has no replicas", ErrInvalidReplicaAssignment, i)
 		}
-		if !slices.Contains(live, cluster.NodeID(replicas[0])) {
-			return fmt.Errorf("%w: partition %d on broker %d, which is not a live broker (live: %v)", ErrInvalidReplicaAssignment, i, replicas[0], live)
+		if len(a[0]) != len(replicas) {
+			return fmt.Errorf("%w: partition %d has %d replicas, partition 0 has %d: every partition of a topic has the same replication factor", ErrInvalidReplicaAssignment, i, len(replicas), len(a[0]))
+		}
+		for j, r := range replicas {
+			if slices.Contains(replicas[:j], r) {
+				return fmt.Errorf("%w: partition %d names broker %d twice", ErrInvalidReplicaAssignment, i, r)
+			}
+			if !slices.Contains(live, cluster.NodeID(r)) {
+				return fmt.Errorf("%w: partition %d on broker %d, which is not a live broker (live: %v)", ErrInvalidReplicaAssignment, i, r, live)
+			}
 		}
 	}
 	return nil
@@ -82,7 +105,7 @@ func (b *Broker) createTopicInCluster(t *Topic, n int32, spec TopicSpec) (*Topic
 	replicas := toClusterIDs(spec.Assignment)
 	if len(replicas) == 0 {
 		var err error
-		if replicas, err = place(img, n); err != nil {
+		if replicas, err = place(img, n, b.replicationFactor(spec.ReplicationFactor)); err != nil {
 			return nil, err
 		}
 	}
@@ -112,7 +135,11 @@ func (b *Broker) addPartitionsInCluster(t *Topic, total int32, assignment [][]No
 	replicas := toClusterIDs(assignment)
 	if len(replicas) == 0 {
 		var err error
-		if replicas, err = place(b.meta.Image(), total-cur); err != nil {
+		rf := 1
+		if reg, ok := b.meta.Image().Partition(t.ID, 0); ok {
+			rf = len(reg.Replicas) // new partitions take the topic's replication factor
+		}
+		if replicas, err = place(b.meta.Image(), total-cur, rf); err != nil {
 			return nil, err
 		}
 	}

@@ -133,13 +133,19 @@ func TestReconcilerAppliesRegistrations(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Node 1 is in the ISR and has not fetched the batch: it is not
+	// committed, so no consumer sees it yet.
+	if hw := p.HighWatermark(); hw > res.BaseOffset {
+		t.Fatalf("high watermark %d passed a batch at %d that an ISR member lacks", hw, res.BaseOffset)
+	}
+	apply(cluster.PartitionChange{TopicID: tp.ID, PartitionID: 0, ExpectedPartitionEpoch: 3, ISR: []cluster.NodeID{0}, Leader: cluster.LeaderUnchanged})
+	waitState("the ISR shrink", func() bool { return len(p.ISR()) == 1 && p.LeaderEpoch() == 2 })
+	waitState("the batch committed once the leader is the ISR", func() bool { return p.HighWatermark() > res.BaseOffset })
 	if rr, _ := p.Read(res.BaseOffset, 1<<20); len(rr.Batches) == 0 {
 		t.Fatal("nothing read back")
 	} else if h, _ := record.ParseHeader(rr.Batches); h.LeaderEpoch != 2 {
 		t.Fatalf("batch stamped with epoch %d, want 2", h.LeaderEpoch)
 	}
-	apply(cluster.PartitionChange{TopicID: tp.ID, PartitionID: 0, ExpectedPartitionEpoch: 3, ISR: []cluster.NodeID{0}, Leader: cluster.LeaderUnchanged})
-	waitState("the ISR shrink", func() bool { return len(p.ISR()) == 1 && p.LeaderEpoch() == 2 })
 }
 
 // TestMemberWithoutQuorumServesNothing: a member that loses its metadata

@@ -74,15 +74,23 @@ func (b *Broker) reconcile(img *cluster.Image) {
 }
 
 // applyRegistration makes p lead or follow as reg says, if reg is newer
-// than p's state.
+// than p's state: a new leader epoch changes the role (a follower starts
+// fetching from its leader, a new leader stops); a newer partition epoch
+// of the same leader epoch changes only the ISR and replicas.
 func (b *Broker) applyRegistration(p *Partition, reg cluster.PartitionReg) {
 	cur, epoch := p.state(), record.Epoch(reg.LeaderEpoch)
 	if epoch < cur.epoch || (epoch == cur.epoch && reg.PartitionEpoch <= cur.partitionEpoch) {
 		return
 	}
+	leads := NodeID(reg.Leader) == b.cfg.NodeID
+	if epoch == cur.epoch && leads == (cur.role == RoleLeader) && NodeID(reg.Leader) == cur.leader {
+		p.updateRegistration(reg)
+		return
+	}
 	replicas, isr := nodeIDs(reg.Replicas), nodeIDs(reg.ISR)
 	var err error
-	if NodeID(reg.Leader) == b.cfg.NodeID {
+	if leads {
+		b.unfollow(p) // a fetch in flight is dropped: its answer is for the old role
 		err = p.BecomeLeader(epoch, replicas, isr)
 	} else {
 		err = p.BecomeFollower(epoch, NodeID(reg.Leader), replicas, isr)
@@ -92,6 +100,14 @@ func (b *Broker) applyRegistration(p *Partition, reg cluster.PartitionReg) {
 		return
 	}
 	p.setPartitionEpoch(reg.PartitionEpoch)
+	switch {
+	case leads:
+		p.advanceHighWatermark()
+	case reg.Leader >= 0 && b.clustered():
+		b.follow(p, NodeID(reg.Leader), epoch)
+	default:
+		b.unfollow(p) // leaderless: nothing to fetch from
+	}
 }
 
 func nodeIDs(ids []cluster.NodeID) []NodeID {
@@ -109,7 +125,7 @@ func (p *Partition) setPartitionEpoch(e int32) {
 	s := *p.state()
 	s.replicas, s.isr = slices.Clone(s.replicas), slices.Clone(s.isr)
 	s.partitionEpoch = e
-	p.replica.Store(&s)
+	p.setState(&s)
 }
 
 // openMember opens a broker that is a member of a cluster. Its partitions

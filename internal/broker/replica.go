@@ -37,15 +37,35 @@ type replicaState struct {
 	// partitionEpoch is the registration's (bumped by every change); -1
 	// for a single node's partition, which has none.
 	partitionEpoch int32
+	// replaced is closed when a newer state takes this one's place: a
+	// produce parked for the high watermark learns that leadership moved.
+	replaced chan struct{}
 }
 
 // soloState is a partition on a single node: its own leader, replica set
 // and ISR, at epoch 0.
 func soloState(self NodeID) *replicaState {
-	return &replicaState{role: RoleLeader, epoch: 0, leader: self, replicas: []NodeID{self}, isr: []NodeID{self}, partitionEpoch: -1}
+	return &replicaState{role: RoleLeader, epoch: 0, leader: self, replicas: []NodeID{self}, isr: []NodeID{self},
+		partitionEpoch: -1, replaced: make(chan struct{})}
+}
+
+// unplacedState is a cluster member's partition before its registration
+// applies: it serves nothing.
+func unplacedState() *replicaState {
+	return &replicaState{role: RoleFollower, epoch: record.NoEpoch, leader: -1, partitionEpoch: -1, replaced: make(chan struct{})}
 }
 
 func (p *Partition) state() *replicaState { return p.replica.Load() }
+
+// setState installs s and wakes whoever waits on the state it replaces.
+// p.mu must be held.
+func (p *Partition) setState(s *replicaState) {
+	s.replaced = make(chan struct{})
+	old := p.replica.Swap(s)
+	if old != nil {
+		close(old.replaced)
+	}
+}
 
 // Role returns whether this node leads the partition or follows.
 func (p *Partition) Role() Role { return p.state().role }
@@ -75,8 +95,11 @@ func (p *Partition) BecomeLeader(epoch record.Epoch, replicas, isr []NodeID) err
 	if err := p.log.AssignEpoch(epoch); err != nil {
 		return storageError(p, err)
 	}
-	p.replica.Store(&replicaState{role: RoleLeader, epoch: epoch, leader: p.b.cfg.NodeID,
-		replicas: slices.Clone(replicas), isr: slices.Clone(isr)})
+	s := &replicaState{role: RoleLeader, epoch: epoch, leader: p.b.cfg.NodeID, replicas: slices.Clone(replicas), isr: slices.Clone(isr)}
+	if p.b.clustered() {
+		p.lead.Store(newLeaderState(p, s))
+	}
+	p.setState(s)
 	return nil
 }
 
@@ -88,10 +111,15 @@ func (p *Partition) BecomeFollower(epoch record.Epoch, leader NodeID, replicas, 
 	if cur := p.state(); epoch < cur.epoch {
 		return fmt.Errorf("%w: %s-%d: leader epoch %d is older than the current %d", ErrFencedLeaderEpoch, p.topic, p.id, epoch, cur.epoch)
 	}
-	p.replica.Store(&replicaState{role: RoleFollower, epoch: epoch, leader: leader,
+	p.lead.Store(nil)
+	p.setState(&replicaState{role: RoleFollower, epoch: epoch, leader: leader,
 		replicas: slices.Clone(replicas), isr: slices.Clone(isr)})
 	return nil
 }
+
+// CheckLeader returns ErrNotLeader (or the fencing error) unless this node
+// leads the partition: requests only a leader answers call it.
+func (p *Partition) CheckLeader() error { return p.notLeader() }
 
 // notLeader is the error of a client request a follower must not serve.
 func (p *Partition) notLeader() error {

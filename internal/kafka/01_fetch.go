@@ -36,9 +36,16 @@ import (
 //     0, which tells clients to keep sending full fetches. A request naming
 //     a session (id > 0, epoch ≠ -1) gets FETCH_SESSION_ID_NOT_FOUND.
 //
+//   - Follower fetches (ReplicaState.ID, or ReplicaID before v15, ≥ 0) on a
+//     cluster node's internal listener are replication (see
+//     broker/leader.go): records up to the log end, not the high
+//     watermark; DivergingEpoch when the follower's last fetched epoch
+//     ends earlier on the leader; the long poll wakes on appends. The
+//     fetch tells the leader how far the follower has come. On a client
+//     listener a replica id is ignored and the fetch is a consumer's, so
+//     no client can pose as a follower (CVE-2018-1288).
+//
 // Deviations:
-//   - Follower fetches (replica id ≥ 0) are served like consumer fetches:
-//     replication is not implemented yet.
 //   - Rack-aware fetching (v11+) always answers PreferredReadReplica -1.
 
 func (s *Server) handleFetch(ctx context.Context, kreq kmsg.Request) (kmsg.Response, error) {
@@ -54,8 +61,9 @@ func (s *Server) handleFetch(ctx context.Context, kreq kmsg.Request) (kmsg.Respo
 		defer t.Stop()
 		deadline = t.C
 	}
+	fol := s.follower(req)
 	for {
-		resp, waits, done := s.fetchOnce(req)
+		resp, waits, done := s.fetchOnce(req, fol)
 		if done || deadline == nil || len(waits) == 0 {
 			return resp, nil
 		}
@@ -71,7 +79,7 @@ func (s *Server) handleFetch(ctx context.Context, kreq kmsg.Request) (kmsg.Respo
 			if chosen == 1 {
 				return nil, ctx.Err()
 			}
-			resp, _, _ := s.fetchOnce(req)
+			resp, _, _ := s.fetchOnce(req, fol)
 			return resp, nil
 		}
 	}
@@ -81,7 +89,7 @@ func (s *Server) handleFetch(ctx context.Context, kreq kmsg.Request) (kmsg.Respo
 // wait channels of the partitions read (taken before reading, so an append
 // racing the read still wakes the waiter) and whether the response should be
 // sent at once (MinBytes reached, or an error to report).
-func (s *Server) fetchOnce(req *kmsg.FetchRequest) (*fetchResponse, []<-chan struct{}, bool) {
+func (s *Server) fetchOnce(req *kmsg.FetchRequest, fol *broker.FollowerFetch) (*fetchResponse, []<-chan struct{}, bool) {
 	resp := &fetchResponse{FetchResponse: req.ResponseKind().(*kmsg.FetchResponse)}
 	budget := int(req.MaxBytes)
 	if req.Version < 3 || budget <= 0 {
@@ -102,13 +110,16 @@ func (s *Server) fetchOnce(req *kmsg.FetchRequest) (*fetchResponse, []<-chan str
 				p, err := t.Partition(broker.PartitionID(rp.Partition))
 				if err != nil {
 					sp.ErrorCode = errorCode(err)
+				} else if fol != nil {
+					waits = append(waits, p.WaitEnd())
+					total += s.fetchForFollower(resp, p, *fol, rp, budget-total, total == 0, &sp)
 				} else {
 					waits = append(waits, p.Wait())
 					n := s.fetchPartition(resp, p, rp, budget-total, total == 0, &sp)
 					total += n
 				}
 			}
-			hasErr = hasErr || sp.ErrorCode != 0
+			hasErr = hasErr || sp.ErrorCode != 0 || sp.DivergingEpoch.EndOffset >= 0 // a follower truncates at once
 			if sp.RecordBatches == nil {
 				// Never null: librdkafka rejects a null record set
 				// ("invalid MessageSetSize -1") in non-flexible versions.
@@ -119,6 +130,55 @@ func (s *Server) fetchOnce(req *kmsg.FetchRequest) (*fetchResponse, []<-chan str
 		resp.Topics = append(resp.Topics, st)
 	}
 	return resp, waits, hasErr || total >= int(req.MinBytes) || total > 0 && total >= budget
+}
+
+// follower returns the replica a fetch comes from, or nil for a
+// consumer's fetch (any fetch on a client listener).
+func (s *Server) follower(req *kmsg.FetchRequest) *broker.FollowerFetch {
+	id, epoch := req.ReplicaID, int64(-1)
+	if req.Version >= 15 {
+		id, epoch = req.ReplicaState.ID, req.ReplicaState.Epoch
+	}
+	if id < 0 || !s.cfg.Internal {
+		return nil
+	}
+	return &broker.FollowerFetch{Replica: broker.NodeID(id), BrokerEpoch: epoch}
+}
+
+// fetchForFollower fills sp for one partition of a follower's fetch and
+// returns the bytes added.
+func (s *Server) fetchForFollower(resp *fetchResponse, p *broker.Partition, f broker.FollowerFetch, rp kmsg.FetchRequestTopicPartition, remaining int, first bool, sp *kmsg.FetchResponseTopicPartition) int {
+	if code := checkLeaderEpoch(p, rp.CurrentLeaderEpoch); code != 0 {
+		sp.ErrorCode = code
+		return 0
+	}
+	limit := min(int(rp.PartitionMaxBytes), remaining)
+	if limit <= 0 {
+		if !first {
+			return 0
+		}
+		limit = 1
+	}
+	f.FetchOffset, f.LastFetchedEpoch, f.MaxBytes = record.Offset(rp.FetchOffset), record.Epoch(rp.LastFetchedEpoch), limit
+	buf := getReadBuf(limit)
+	res, err := p.ReadForFollower(buf, f)
+	resp.keep(buf, res.Batches)
+	sp.HighWatermark, sp.LastStableOffset = int64(res.HighWatermark), int64(res.HighWatermark)
+	sp.LogStartOffset = int64(res.LogStartOffset)
+	if err != nil {
+		sp.ErrorCode = errorCode(err)
+		s.logUnknown("replica fetch", err)
+		return 0
+	}
+	if d := res.Diverging; d != nil {
+		sp.DivergingEpoch.Epoch, sp.DivergingEpoch.EndOffset = int32(d.Epoch), int64(d.End)
+		return 0
+	}
+	if len(res.Batches) == 0 || !first && len(res.Batches) > limit {
+		return 0
+	}
+	sp.RecordBatches = res.Batches
+	return len(res.Batches)
 }
 
 func (s *Server) fetchTopic(version int16, rt kmsg.FetchRequestTopic) (*broker.Topic, error) {

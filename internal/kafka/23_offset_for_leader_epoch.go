@@ -19,6 +19,8 @@ import (
 //   - v2+: CurrentLeaderEpoch is checked: FENCED_LEADER_EPOCH if stale,
 //     UNKNOWN_LEADER_EPOCH if newer than this leader's.
 //   - v0 has no epoch in the response.
+//   - Only the leader answers (NOT_LEADER_OR_FOLLOWER elsewhere): followers
+//     ask it where their epochs end before they truncate (KIP-101/279).
 
 func (s *Server) handleOffsetForLeaderEpoch(_ context.Context, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.OffsetForLeaderEpochRequest)
@@ -34,6 +36,9 @@ func (s *Server) handleOffsetForLeaderEpoch(_ context.Context, kreq kmsg.Request
 			var p *broker.Partition
 			if err == nil {
 				p, err = t.Partition(broker.PartitionID(rp.Partition))
+			}
+			if err == nil {
+				err = p.CheckLeader() // followers ask the leader; so do consumers (KIP-320)
 			}
 			switch {
 			case err != nil:
