@@ -42,6 +42,12 @@ type ClusterConfig struct {
 	// own, and serves once it has been added and has caught up. Quorum
 	// then lists the voters to reach, this node among them.
 	Join bool
+	// ReplicaLagTime is replica.lag.time.max.ms: a follower that has not
+	// caught up with its leader for this long leaves the ISR; default 30 s.
+	ReplicaLagTime time.Duration
+	// DefaultReplicationFactor is default.replication.factor, the replica
+	// count of topics created without one (auto-created too); default 1.
+	DefaultReplicationFactor int
 	// ElectionTimeout tunes Raft: a quorum without a leader for this long
 	// elects one (heartbeat timeout too; the leader lease is half);
 	// default 1 s, 100 ms for a quorum of one.
@@ -141,5 +147,6 @@ func (c *ClusterConfig) configure(bcfg *broker.Config, cfg Config, ln, internal 
 	}
 	bcfg.Endpoints = []cluster.Endpoint{{Name: "CLIENT", Host: host, Port: port}, {Name: "INTERNAL", Host: ihost, Port: iport}}
 	bcfg.HeartbeatInterval, bcfg.SessionTimeout = c.HeartbeatInterval, c.SessionTimeout
+	bcfg.ReplicaLagTime, bcfg.DefaultReplicationFactor = c.ReplicaLagTime, c.DefaultReplicationFactor
 	return nil
 }

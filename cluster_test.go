@@ -85,7 +85,7 @@ func (c *testCluster) open(id int32) (*Broker, error) {
 	return Start(context.Background(), Config{
 		Dir: c.dirs[id], Addr: c.addrs[id], NodeID: id,
 		Cluster: &ClusterConfig{Quorum: c.quorum, HeartbeatInterval: 100 * time.Millisecond,
-			SessionTimeout: 2 * time.Second, ElectionTimeout: 500 * time.Millisecond},
+			SessionTimeout: 2 * time.Second, ElectionTimeout: 500 * time.Millisecond, ReplicaLagTime: 2 * time.Second},
 		GroupInitialRebalanceDelay: -1,
 		MetricsAddr:                "127.0.0.1:0",
 		ConsoleAddr:                "127.0.0.1:0",

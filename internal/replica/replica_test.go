@@ -190,7 +190,7 @@ func TestTruncationKafkaVectors(t *testing.T) {
 	t.Run("double failover", func(t *testing.T) {
 		// C leads epoch 3 with the election-time entry (3,2), holding m0 m1 y z.
 		c := &epochLog{epochs: [][2]int64{{1, 0}, {3, 2}}, leo: 4}
-		a := &epochLog{epochs: [][2]int64{{1, 0}}, leo: 3, hw: 2} // m0 m1 m2, all epoch 1
+		a := &epochLog{epochs: [][2]int64{{1, 0}}, leo: 3, hw: 2}         // m0 m1 m2, all epoch 1
 		b := &epochLog{epochs: [][2]int64{{1, 0}, {2, 2}}, leo: 3, hw: 2} // m0 m1 x(epoch 2)
 		if got := converge(t, a, c); got != 2 {
 			t.Fatalf("A truncated to %d, want 2 (drops only the uncommitted m2)", got)
