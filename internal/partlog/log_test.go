@@ -3,6 +3,8 @@ package partlog
 import (
 	"errors"
 	"fmt"
+	"log/slog"
+	"strings"
 	"slices"
 	"sync"
 	"testing"
@@ -516,5 +518,96 @@ func TestRetentionStopsAtHighWatermark(t *testing.T) {
 		if got := values(readAll(t, l, 8)); len(got) != 0 {
 			t.Fatalf("read past the high watermark: %q", got)
 		}
+	})
+}
+
+// TestTruncateKeepsIndexesValid: a follower truncates into its active
+// segment and appends again, over and over; the indexes on disk stay
+// valid (no rebuild at the next open) and lookups by offset and by time
+// still find the right batches.
+func TestTruncateKeepsIndexesValid(t *testing.T) {
+	forEachFS(t, func(t *testing.T, fs vfs.FS, dir string) {
+		cfg := Config{IndexIntervalBytes: 1}
+		l := mustOpen(t, fs, dir, cfg)
+		ts := int64(1000)
+		for round := range 20 {
+			for range 10 {
+				ts++
+				mustAppend(t, l, batch(t, ts, pad(50)))
+			}
+			if round%3 == 2 { // sealed segments too
+				if err := l.Roll(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := l.TruncateTo(l.LogEndOffset() - 4); err != nil {
+				t.Fatal(err)
+			}
+			ts -= 2 // the re-appended batches carry timestamps the cut ones had
+		}
+		end := l.LogEndOffset()
+		l.Close()
+		var logs strings.Builder
+		l = mustOpen(t, fs, dir, Config{IndexIntervalBytes: 1, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+		if strings.Contains(logs.String(), "rebuilt") {
+			t.Fatalf("indexes rebuilt at open after truncations:\n%s", logs.String())
+		}
+		if got := l.LogEndOffset(); got != end {
+			t.Fatalf("end %d after reopen, want %d", got, end)
+		}
+		for o := record.Offset(0); o < end; o++ {
+			b, err := l.Read(o, 1)
+			if h, _ := record.ParseHeader(b); err != nil || h.BaseOffset != o {
+				t.Fatalf("read at %d: base %d, %v", o, h.BaseOffset, err)
+			}
+		}
+	})
+}
+
+// TestCrashRecoveryKeepsIndexesValid: recovery after a crash re-walks the
+// active segment and indexes it again; the indexes must not then hold
+// every entry twice (the next clean open found them "not increasing"
+// and rebuilt them), and reads by offset must land on their batch.
+func TestCrashRecoveryKeepsIndexesValid(t *testing.T) {
+	forEachFS(t, func(t *testing.T, fs vfs.FS, dir string) {
+		cfg := Config{IndexIntervalBytes: 1}
+		l, err := Open(fs, dir, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ts := int64(1000)
+		appendSome := func(l *Log, n int) {
+			for range n {
+				ts++
+				mustAppend(t, l, batch(t, ts, pad(50)))
+			}
+		}
+		appendSome(l, 400) // more than one flush of index entries
+		if err := l.Sync(); err != nil {
+			t.Fatal(err)
+		}
+		abandon(l)
+		l, err = Open(fs, dir, cfg) // unclean: verifies and re-indexes
+		if err != nil {
+			t.Fatal(err)
+		}
+		appendSome(l, 400)
+		check := func(l *Log) {
+			t.Helper()
+			for o := record.Offset(0); o < l.LogEndOffset(); o++ {
+				b, err := l.Read(o, 1)
+				if h, _ := record.ParseHeader(b); err != nil || h.BaseOffset != o {
+					t.Fatalf("read at %d: base %d, %v", o, h.BaseOffset, err)
+				}
+			}
+		}
+		check(l)
+		l.Close()
+		var logs strings.Builder
+		l = mustOpen(t, fs, dir, Config{IndexIntervalBytes: 1, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+		if strings.Contains(logs.String(), "rebuilt") {
+			t.Fatalf("a clean open after crash recovery rebuilt indexes:\n%s", logs.String())
+		}
+		check(l)
 	})
 }

@@ -262,11 +262,18 @@ func openSegment(fs vfs.FS, dir string, base record.Offset, verify, truncate boo
 		return nil, nil, err
 	}
 	start := int64(0)
-	if !verify && idxOK {
+	switch {
+	case !verify && idxOK:
 		if e, ok := s.index.last(); ok {
 			start = int64(e.pos)
 		}
-	} else {
+	case idxOK:
+		// Verifying walks every batch and indexes it again: start the
+		// indexes empty, or every entry would be there twice.
+		if err := s.resetIndexes(); err != nil {
+			s.close()
+			return nil, nil, err
+		}
 		idxOK = false
 	}
 	sc := &scanner{f: s.log, name: s.logName(), limit: logSize, pos: start, verify: verify}
@@ -372,6 +379,17 @@ func (s *segment) loadIndexes(fs vfs.FS, logSize int64) (bool, error) {
 	s.index.mu.entries = entries
 	s.times.mu.entries = times
 	return ok, nil
+}
+
+// resetIndexes empties both indexes, in memory and on disk, for a walk
+// that rebuilds them.
+func (s *segment) resetIndexes() error {
+	if err := errors.Join(s.index.f.Truncate(0), s.times.f.Truncate(0)); err != nil {
+		return fmt.Errorf("partlog: reset indexes of %s: %w", s.logName(), err)
+	}
+	s.index.pending, s.times.pending = s.index.pending[:0], s.times.pending[:0]
+	s.index.mu.entries, s.times.mu.entries = nil, nil
+	return nil
 }
 
 // checkEntry verifies that an offset index entry points at the batch it
