@@ -22,13 +22,14 @@ type procCluster struct {
 	dirs   [4]string
 	addrs  [4]string
 	procs  [4]*serveProc
+	extra  []string // more serve flags, on every start
 }
 
 func freeAddr(t *testing.T) string { return testnet.FreeAddr(t) }
 
-func newProcCluster(t *testing.T) *procCluster {
+func newProcCluster(t *testing.T, extra ...string) *procCluster {
 	t.Helper()
-	c := &procCluster{}
+	c := &procCluster{extra: extra}
 	var voters []string
 	root := t.TempDir()
 	for n := 1; n <= 3; n++ {
@@ -48,8 +49,8 @@ func newProcCluster(t *testing.T) *procCluster {
 
 func (c *procCluster) launch(t *testing.T, n int) *serveProc {
 	t.Helper()
-	return launchServe(t, 0, "--node-id", fmt.Sprint(n), "--listen", c.addrs[n], "--data-dir", c.dirs[n],
-		"--controller-quorum", c.quorum, "--broker-heartbeat-interval", "200ms", "--broker-session-timeout", "3s")
+	return launchServe(t, 0, append([]string{"--node-id", fmt.Sprint(n), "--listen", c.addrs[n], "--data-dir", c.dirs[n],
+		"--controller-quorum", c.quorum, "--broker-heartbeat-interval", "200ms", "--broker-session-timeout", "3s"}, c.extra...)...)
 }
 
 func (c *procCluster) brokers(except int) string {

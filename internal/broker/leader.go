@@ -103,6 +103,31 @@ func (p *Partition) advanceHighWatermark() {
 	}
 }
 
+// waitEpochCommitted waits until the high watermark of the partition this
+// node leads reaches the start of its epoch — everything the previous
+// leader committed is then below it — and reports false if leadership
+// moves or stop closes first. A group coordinator loads only then: a new
+// leader's high watermark lags its followers' by a fetch, and offsets
+// committed just before the failover sit in that gap.
+func (p *Partition) waitEpochCommitted(stop <-chan struct{}) bool {
+	for {
+		ls, _ := p.leading()
+		if ls == nil || p.isClosed() {
+			return !p.b.clustered() && !p.isClosed() // a single node has no epochs to wait for
+		}
+		ch := p.log.Wait()
+		if p.log.HighWatermark() >= ls.epochStart {
+			return true
+		}
+		select {
+		case <-ch:
+		case <-stop:
+			return false
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
 // FollowerFetch is one partition of a follower's Fetch.
 type FollowerFetch struct {
 	Replica     NodeID

@@ -253,6 +253,9 @@ func (b *Broker) syncCoordinators() {
 		b.wg.Add(1)
 		go func() {
 			defer b.wg.Done()
+			if !p.waitEpochCommitted(b.stop) {
+				return // leadership moved on before it could load: the next sync decides
+			}
 			g, err := b.newCoordinator(p)
 			if err != nil {
 				b.logger.Error("broker: cannot load a group coordinator", "partition", k, "err", err)
