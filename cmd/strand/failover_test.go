@@ -38,12 +38,12 @@ type pos struct {
 
 // checker is one run's history.
 type checker struct {
-	mu      sync.Mutex
-	acked   map[string]pos
-	unknown int // produces that ended without a definite answer
-	failed  int
-	seen    map[pos]string // what consumers read during the run
-	conflict []string      // a consumer saw two values at one offset
+	mu       sync.Mutex
+	acked    map[string]pos
+	unknown  int // produces that ended without a definite answer
+	failed   int
+	seen     map[pos]string // what consumers read during the run
+	conflict []string       // a consumer saw two values at one offset
 	ackTimes map[int32][]time.Time
 }
 
