@@ -38,9 +38,15 @@ func freePort(t *testing.T) string { return testnet.FreeAddr(t) }
 
 func startCluster(t *testing.T) *testCluster {
 	t.Helper()
+	return startClusterN(t, 3)
+}
+
+// startClusterN starts n nodes, ids 1..n, every one a voter.
+func startClusterN(t *testing.T, n int32) *testCluster {
+	t.Helper()
 	c := &testCluster{t: t, dirs: map[int32]string{}, addrs: map[int32]string{}, nodes: map[int32]*Broker{}}
 	root := t.TempDir()
-	for id := int32(1); id <= 3; id++ {
+	for id := int32(1); id <= n; id++ {
 		c.quorum = append(c.quorum, Voter{ID: id, Addr: freePort(t)})
 		c.dirs[id] = filepath.Join(root, fmt.Sprint("n", id))
 		c.addrs[id] = freePort(t)
@@ -50,14 +56,14 @@ func startCluster(t *testing.T) *testCluster {
 		b   *Broker
 		err error
 	}
-	results := make(chan started, 3)
-	for id := int32(1); id <= 3; id++ {
+	results := make(chan started, n)
+	for id := int32(1); id <= n; id++ {
 		go func() { // together: each waits for a quorum
 			b, err := c.open(id)
 			results <- started{id, b, err}
 		}()
 	}
-	for range 3 {
+	for range n {
 		r := <-results
 		if r.err != nil {
 			t.Fatal(r.err)
@@ -69,7 +75,11 @@ func startCluster(t *testing.T) *testCluster {
 			b.Close()
 		}
 	})
-	c.waitLive(1, 2, 3)
+	var all []int32
+	for id := int32(1); id <= n; id++ {
+		all = append(all, id)
+	}
+	c.waitLive(all...)
 	return c
 }
 

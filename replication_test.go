@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -85,48 +86,66 @@ func consumeAll(ctx context.Context, t *testing.T, c *testCluster, seed int32, t
 }
 
 // TestReplicationSeedExercise is the seed's replication extension: RF=3
-// with min.insync.replicas=2 — stop a node and its replicas leave the ISR
-// while acks=all keeps working; stop a second and acks=all fails
+// with min.insync.replicas=2 — stop a replica and it leaves the ISR while
+// acks=all keeps working; stop a second and acks=all fails
 // NOT_ENOUGH_REPLICAS; restart both and they catch up and rejoin; every
-// acknowledged record is read back exactly once.
+// acknowledged record is read back exactly once. Five nodes, all voters,
+// so that two stopped replicas leave the metadata quorum a majority.
 func TestReplicationSeedExercise(t *testing.T) {
-	c := startCluster(t)
+	c := startClusterN(t, 5)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	adm := kadm.NewClient(c.client(1))
-	if _, err := adm.CreateTopic(ctx, 3, 3, map[string]*string{"min.insync.replicas": kmsgStr("2")}, "r"); err != nil {
+	if _, err := adm.CreateTopic(ctx, 1, 3, map[string]*string{"min.insync.replicas": kmsgStr("2")}, "r"); err != nil {
 		t.Fatal(err)
 	}
-	c.waitISR(1, "r", []int32{1, 2, 3}, 10*time.Second)
-	prod := c.client(1)
+	resp := c.metadata(1, []string{"r"})
+	for deadline := time.Now().Add(10 * time.Second); len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1; resp = c.metadata(1, []string{"r"}) {
+		if time.Now().After(deadline) {
+			t.Fatalf("metadata of r: %+v", resp.Topics)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	replicas := resp.Topics[0].Partitions[0].Replicas // leader first
+	leader, f1, f2 := replicas[0], replicas[1], replicas[2]
+	sorted := func(ids ...int32) []int32 { return slices.Sorted(slices.Values(ids)) }
+	c.waitISR(leader, "r", sorted(leader, f1, f2), 10*time.Second)
+	prod := c.client(leader)
 	acked := produceAll(ctx, t, prod, "r", "a", 300)
 
-	if err := c.nodes[3].Close(); err != nil {
-		t.Fatal(err)
+	stop := func(id int32) {
+		t.Helper()
+		if err := c.nodes[id].Close(); err != nil {
+			t.Fatal(err)
+		}
+		delete(c.nodes, id)
 	}
-	delete(c.nodes, 3)
-	c.waitISR(1, "r", []int32{1, 2}, 15*time.Second)
+	stop(f1)
+	c.waitISR(leader, "r", sorted(leader, f2), 15*time.Second)
+	c.waitMetric("strand_under_replicated_partitions", 1, leader)
 	acked = append(acked, produceAll(ctx, t, prod, "r", "b", 300)...)
 
-	if err := c.nodes[2].Close(); err != nil {
-		t.Fatal(err)
-	}
-	delete(c.nodes, 2)
-	c.waitISR(1, "r", []int32{1}, 15*time.Second)
-	strict := c.client(1, kgo.DisableIdempotentWrite(), kgo.RecordRetries(0), kgo.RequiredAcks(kgo.AllISRAcks()))
+	stop(f2)
+	c.waitISR(leader, "r", []int32{leader}, 15*time.Second)
+	c.waitMetric("strand_under_min_isr_partitions", 1, leader)
+	strict := c.client(leader, kgo.DisableIdempotentWrite(), kgo.RecordRetries(0), kgo.RequiredAcks(kgo.AllISRAcks()))
 	err := strict.ProduceSync(ctx, &kgo.Record{Topic: "r", Value: []byte("refused")}).FirstErr()
 	if !errors.Is(err, kerr.NotEnoughReplicas) {
 		t.Fatalf("acks=all with one in-sync replica of min 2: %v, want NOT_ENOUGH_REPLICAS", err)
 	}
 
-	for _, id := range []int32{2, 3} {
+	for _, id := range []int32{f1, f2} {
 		if err := c.start(id); err != nil {
 			t.Fatal(err)
 		}
 	}
-	c.waitISR(1, "r", []int32{1, 2, 3}, 30*time.Second)
+	c.waitISR(leader, "r", sorted(leader, f1, f2), 30*time.Second)
+	c.waitMetric("strand_under_replicated_partitions", 0, leader)
+	if n := c.metric("strand_isr_expands_total", leader); n < 2 {
+		t.Fatalf("strand_isr_expands_total on the leader is %v after two followers rejoined", n)
+	}
 	acked = append(acked, produceAll(ctx, t, prod, "r", "c", 300)...)
-	consumeAll(ctx, t, c, 2, "r", acked)
+	consumeAll(ctx, t, c, f2, "r", acked)
 }
 
 // TestReplicationLeaderFailover: the leader of every partition stops; new
@@ -166,3 +185,28 @@ func TestReplicationLeaderFailover(t *testing.T) {
 }
 
 func kmsgStr(s string) *string { return &s }
+
+// metric sums an unlabelled metric over nodes ids' /metrics.
+func (c *testCluster) metric(name string, ids ...int32) float64 {
+	c.t.Helper()
+	var sum float64
+	for _, id := range ids {
+		for _, line := range c.scrape(id, name+" ") {
+			var v float64
+			if _, err := fmt.Sscan(strings.TrimPrefix(line, name+" "), &v); err == nil {
+				sum += v
+			}
+		}
+	}
+	return sum
+}
+
+// waitMetric waits until metric name, summed over ids, is want.
+func (c *testCluster) waitMetric(name string, want float64, ids ...int32) {
+	c.t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); c.metric(name, ids...) != want; time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			c.t.Fatalf("%s on nodes %v is %v, want %v", name, ids, c.metric(name, ids...), want)
+		}
+	}
+}

@@ -172,7 +172,7 @@ func TestCLITopicLifecycle(t *testing.T) {
 		t.Errorf("describe configs: %+v", desc.Configs)
 	}
 	r = ok(t, addr, "", "topic", "describe", "orders")
-	for _, want := range []string{"topic orders: 2 partitions, 3 records", "PARTITION  LEADER  REPLICAS  ISR  START  END  RECORDS", "retention.ms  3600000"} {
+	for _, want := range []string{"topic orders: 2 partitions, 3 records", "PARTITION  LEADER  REPLICAS  ISR  STATUS  START  END  RECORDS", "retention.ms  3600000"} {
 		if !strings.Contains(r.stdout, want) {
 			t.Errorf("describe table lacks %q:\n%s", want, r.stdout)
 		}

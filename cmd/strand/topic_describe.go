@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -28,6 +29,19 @@ type partitionOffsets struct {
 	StartOffset int64   `json:"start_offset"`
 	EndOffset   int64   `json:"end_offset"`
 	Records     int64   `json:"records"` // end − start: an upper bound once compaction leaves gaps
+	// Status is "ok", "under-replicated" (fewer in-sync replicas than
+	// replicas) or "offline" (no leader).
+	Status string `json:"status"`
+}
+
+func partitionStatus(leader int32, replicas, isr []int32) string {
+	switch {
+	case leader < 0:
+		return "offline"
+	case len(isr) < len(replicas):
+		return "under-replicated"
+	}
+	return "ok"
 }
 
 type topicConfig struct {
@@ -37,13 +51,17 @@ type topicConfig struct {
 }
 
 func newTopicDescribeCmd(o *clientOptions) *cobra.Command {
-	var allConfigs bool
+	var allConfigs, underReplicated bool
 	cmd := &cobra.Command{
 		Use:   "describe <topic>...",
-		Short: "Show a topic's partitions (leader, replicas, start and end offsets) and configs",
-		Long: `Show a topic's partitions — leader, replicas, in-sync replicas, log start
-offset and end offset (the next offset to be written) — and the configs set on
-the topic (--all-configs: every config, with where its value comes from).`,
+		Short: "Show a topic's partitions (leader, replicas, ISR, start and end offsets) and configs",
+		Long: `Show a topic's partitions — leader, replicas, in-sync replicas (ISR), log
+start offset and end offset (the next offset to be written), and whether each
+is fully replicated, under-replicated (fewer in-sync replicas than replicas) or
+offline (no leader) — and the configs set on the topic (--all-configs: every
+config, with where its value comes from). --under-replicated lists only the
+partitions that are not fully replicated, as kafka-topics.sh
+--under-replicated-partitions does.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, topics []string) error {
 			return o.adminRun(cmd, func(ctx context.Context, adm *kadm.Client, asJSON bool) error {
@@ -74,7 +92,11 @@ the topic (--all-configs: every config, with where its value comes from).`,
 				}
 				var out []topicDescription
 				for _, t := range topics {
-					out = append(out, describeOne(details[t], starts, ends, rcs, allConfigs))
+					d := describeOne(details[t], starts, ends, rcs, allConfigs)
+					if underReplicated {
+						d.Partitions = slices.DeleteFunc(d.Partitions, func(p partitionOffsets) bool { return p.Status == "ok" })
+					}
+					out = append(out, d)
 				}
 				w := cmd.OutOrStdout()
 				if asJSON {
@@ -96,6 +118,7 @@ the topic (--all-configs: every config, with where its value comes from).`,
 		},
 	}
 	cmd.Flags().BoolVar(&allConfigs, "all-configs", false, "show every config, not only those set on the topic")
+	cmd.Flags().BoolVar(&underReplicated, "under-replicated", false, "list only partitions with fewer in-sync replicas than replicas, or no leader")
 	return cmd
 }
 
@@ -116,6 +139,7 @@ func describeOne(d kadm.TopicDetail, starts, ends kadm.ListedOffsets, rcs kadm.R
 		if po.StartOffset >= 0 && po.EndOffset >= po.StartOffset {
 			po.Records = po.EndOffset - po.StartOffset
 		}
+		po.Status = partitionStatus(p.Leader, po.Replicas, po.ISR)
 		desc.Partitions = append(desc.Partitions, po)
 	}
 	if rc, err := rcs.On(d.Topic, nil); err == nil {
@@ -140,15 +164,28 @@ func nonNil(s []int32) []int32 {
 
 func printDescription(w io.Writer, d topicDescription, all bool) error {
 	var total int64
+	status := map[string]int{}
 	for _, p := range d.Partitions {
 		total += p.Records
+		status[p.Status]++
 	}
-	fmt.Fprintf(w, "topic %s: %d partitions, %d records\n\n", d.Topic, len(d.Partitions), total)
+	fmt.Fprintf(w, "topic %s: %d partitions, %d records", d.Topic, len(d.Partitions), total)
+	if n := status["under-replicated"]; n > 0 {
+		fmt.Fprintf(w, ", %d under-replicated", n)
+	}
+	if n := status["offline"]; n > 0 {
+		fmt.Fprintf(w, ", %d offline", n)
+	}
+	fmt.Fprint(w, "\n\n")
 	tw := newTable(w)
-	fmt.Fprintln(tw, "PARTITION\tLEADER\tREPLICAS\tISR\tSTART\tEND\tRECORDS")
+	fmt.Fprintln(tw, "PARTITION\tLEADER\tREPLICAS\tISR\tSTATUS\tSTART\tEND\tRECORDS")
 	for _, p := range d.Partitions {
-		fmt.Fprintf(tw, "%d\t%d\t%s\t%s\t%d\t%d\t%d\n", p.Partition, p.Leader,
-			ints(p.Replicas), ints(p.ISR), p.StartOffset, p.EndOffset, p.Records)
+		leader := fmt.Sprint(p.Leader)
+		if p.Leader < 0 {
+			leader = "none"
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%d\t%d\t%d\n", p.Partition, leader,
+			ints(p.Replicas), ints(p.ISR), p.Status, p.StartOffset, p.EndOffset, p.Records)
 	}
 	if err := tw.Flush(); err != nil {
 		return err

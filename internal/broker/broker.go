@@ -190,6 +190,8 @@ type Broker struct {
 	replicas    fetchers    // a follower's fetchers, by leader (follower.go)
 	isrShrinks  atomic.Int64
 	isrExpands  atomic.Int64
+	parked      atomic.Int64 // acks=all produces waiting for the high watermark
+	started     time.Time
 	syncedIndex int64       // newest image syncLocked applied (b.admin)
 	ingest      ingestStats // validation counters (ingest.go)
 	stats       stats       // traffic counters (stats.go)
@@ -248,7 +250,7 @@ func Open(cfg Config) (_ *Broker, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("broker: topic defaults: %w", err)
 	}
-	b := &Broker{cfg: cfg, fs: cfg.FS, logger: cfg.Logger, defaults: defaults, stop: make(chan struct{})}
+	b := &Broker{cfg: cfg, fs: cfg.FS, logger: cfg.Logger, defaults: defaults, stop: make(chan struct{}), started: cfg.Now()}
 	b.mu.topics = make(map[string]*Topic)
 	b.mu.byID = make(map[TopicID]*Topic)
 	if err := b.fs.MkdirAll(cfg.Dir, 0o755); err != nil {

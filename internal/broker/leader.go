@@ -353,3 +353,67 @@ func (b *Broker) runISRChecks() {
 		}
 	}
 }
+
+// ReplicationStats is what this node's leaders know of replication: the
+// first things to watch on a cluster.
+type ReplicationStats struct {
+	// UnderReplicated counts led partitions with fewer in-sync replicas
+	// than replicas; UnderMinISR those below min.insync.replicas, where
+	// acks=all produces fail.
+	UnderReplicated, UnderMinISR int
+	// ISRShrinks and ISRExpands count the ISR changes this node's leaders
+	// committed since it started.
+	ISRShrinks, ISRExpands int64
+	// Parked counts acks=all produces waiting for the high watermark.
+	Parked int64
+	// Followers is each follower of each led partition.
+	Followers []FollowerLag
+}
+
+// FollowerLag is how far one follower is behind its leader.
+type FollowerLag struct {
+	Topic     string
+	Partition PartitionID
+	Follower  NodeID
+	// Records is the leader's end offset minus the follower's (the whole
+	// log while it has not fetched in this leader epoch); Time how long
+	// it has not been caught up (zero when it is).
+	Records int64
+	Time    time.Duration
+	InSync  bool
+}
+
+// ReplicationStats reports replication as this node's leaders see it.
+func (b *Broker) ReplicationStats() ReplicationStats {
+	st := ReplicationStats{ISRShrinks: b.isrShrinks.Load(), ISRExpands: b.isrExpands.Load(), Parked: b.parked.Load()}
+	now := b.cfg.Now()
+	for _, t := range b.Topics() {
+		for _, p := range t.local() {
+			ls, s := p.leading()
+			if ls == nil {
+				continue
+			}
+			if len(s.isr) < len(s.replicas) {
+				st.UnderReplicated++
+			}
+			if len(s.isr) < p.config.Load().MinInsyncReplicas() {
+				st.UnderMinISR++
+			}
+			leo := p.log.LogEndOffset()
+			ls.mu.Lock()
+			for id, f := range ls.followers {
+				fl := FollowerLag{Topic: p.topic, Partition: p.id, Follower: id, Records: int64(leo - max(f.LEO, 0)), InSync: f.InISR}
+				if !f.CaughtUp(leo, now, 0) {
+					since := f.LastCaughtUp
+					if since.IsZero() {
+						since = p.b.started
+					}
+					fl.Time = now.Sub(since)
+				}
+				st.Followers = append(st.Followers, fl)
+			}
+			ls.mu.Unlock()
+		}
+	}
+	return st
+}

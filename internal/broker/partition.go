@@ -297,6 +297,10 @@ func (c Commit) Wait(ctx context.Context) error {
 	if c.acks != AcksAll && !res.Duplicate {
 		return nil
 	}
+	if p.log.HighWatermark() <= res.last { // parked until its followers have it
+		p.b.parked.Add(1)
+		defer p.b.parked.Add(-1)
+	}
 	for {
 		ch := p.log.Wait()
 		if p.log.HighWatermark() > res.last {

@@ -66,6 +66,20 @@ var (
 		"Registered brokers the cluster's metadata has fenced.", nil, nil)
 	descPartitionsLed = prometheus.NewDesc("strand_partitions_led",
 		"Partitions this node leads.", nil, nil)
+	descUnderReplicated = prometheus.NewDesc("strand_under_replicated_partitions",
+		"Partitions this node leads with fewer in-sync replicas than replicas.", nil, nil)
+	descUnderMinISR = prometheus.NewDesc("strand_under_min_isr_partitions",
+		"Partitions this node leads with fewer in-sync replicas than min.insync.replicas: acks=all produces to them fail.", nil, nil)
+	descISRShrinks = prometheus.NewDesc("strand_isr_shrinks_total",
+		"ISR shrinks this node's leaders committed (a follower fell behind).", nil, nil)
+	descISRExpands = prometheus.NewDesc("strand_isr_expands_total",
+		"ISR expansions this node's leaders committed (a follower caught up).", nil, nil)
+	descPurgatory = prometheus.NewDesc("strand_produce_purgatory",
+		"acks=all produces waiting for their followers (the high watermark).", nil, nil)
+	descFollowerLag = prometheus.NewDesc("strand_follower_lag_records",
+		"How many records a follower of a partition this node leads is behind.", []string{"topic", "partition", "follower"}, nil)
+	descFollowerLagSeconds = prometheus.NewDesc("strand_follower_lag_seconds",
+		"How long a follower of a partition this node leads has not been caught up (0 when it is).", []string{"topic", "partition", "follower"}, nil)
 )
 
 // brokerCollector reads the broker at scrape time.
@@ -79,7 +93,8 @@ func (c *brokerCollector) Describe(ch chan<- *prometheus.Desc) {
 		descPartitions, descRecordsIn, descBytesIn, descRecordsOut, descBytesOut,
 		descValidated, descQuarantined, descRedriven, descFailed, descDamaged, descGroupLag, descGroupLagTotal,
 		descGroupLagSeconds, descGroupLagSecondsMax,
-		descRaftState, descRaftTerm, descRaftCommit, descRaftApplied, descFenced, descBrokersFenced, descPartitionsLed} {
+		descRaftState, descRaftTerm, descRaftCommit, descRaftApplied, descFenced, descBrokersFenced, descPartitionsLed,
+		descUnderReplicated, descUnderMinISR, descISRShrinks, descISRExpands, descPurgatory, descFollowerLag, descFollowerLagSeconds} {
 		ch <- d
 	}
 }
@@ -125,12 +140,12 @@ func (c *brokerCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	gauge(descFailed, float64(len(off)))
 	gauge(descDamaged, float64(damaged))
-	c.collectCluster(gauge)
+	c.collectCluster(gauge, counter)
 	c.collectLag(gauge)
 }
 
 // collectCluster exports a member's raft and fencing state.
-func (c *brokerCollector) collectCluster(gauge func(*prometheus.Desc, float64, ...string)) {
+func (c *brokerCollector) collectCluster(gauge func(*prometheus.Desc, float64, ...string), counter func(*prometheus.Desc, int64, ...string)) {
 	rs, ok := c.b.RaftState()
 	if !ok {
 		return
@@ -158,6 +173,17 @@ func (c *brokerCollector) collectCluster(gauge func(*prometheus.Desc, float64, .
 		}
 	}
 	gauge(descPartitionsLed, float64(led))
+	rep := c.b.ReplicationStats()
+	gauge(descUnderReplicated, float64(rep.UnderReplicated))
+	gauge(descUnderMinISR, float64(rep.UnderMinISR))
+	gauge(descPurgatory, float64(rep.Parked))
+	counter(descISRShrinks, rep.ISRShrinks)
+	counter(descISRExpands, rep.ISRExpands)
+	for _, f := range rep.Followers {
+		labels := []string{f.Topic, strconv.Itoa(int(f.Partition)), strconv.Itoa(int(f.Follower))}
+		gauge(descFollowerLag, float64(f.Records), labels...)
+		gauge(descFollowerLagSeconds, f.Time.Seconds(), labels...)
+	}
 }
 
 func b2f(b bool) float64 {
