@@ -2,8 +2,10 @@ package strand
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"slices"
 	"strings"
 	"testing"
@@ -123,6 +125,37 @@ func TestReplicationSeedExercise(t *testing.T) {
 	stop(f1)
 	c.waitISR(leader, "r", sorted(leader, f2), 15*time.Second)
 	c.waitMetric("strand_under_replicated_partitions", 1, leader)
+	var page struct {
+		Partitions []struct {
+			Leader          int32   `json:"leader"`
+			Replicas        []int32 `json:"replicas"`
+			ISR             []int32 `json:"isr"`
+			UnderReplicated bool    `json:"underReplicated"`
+		} `json:"partitions"`
+	}
+	// Node f2's metadata follows the controller's by a moment.
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		c.getJSON(c.nodes[f2].ConsoleAddr(), "/api/v1/topics/r", &page)
+		if len(page.Partitions) == 1 && page.Partitions[0].UnderReplicated && page.Partitions[0].Leader == leader &&
+			len(page.Partitions[0].Replicas) == 3 && slices.Equal(sorted(page.Partitions[0].ISR...), sorted(leader, f2)) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the console's topic page on node %d: %+v", f2, page)
+		}
+	}
+	var brokersPage struct {
+		Brokers []struct {
+			ID    int32    `json:"node_id"`
+			Leads []string `json:"leads"`
+		} `json:"brokers"`
+	}
+	c.getJSON(c.nodes[f2].ConsoleAddr(), "/api/v1/brokers", &brokersPage)
+	for _, b := range brokersPage.Brokers {
+		if slices.Contains(b.Leads, "r-0") != (b.ID == leader) {
+			t.Fatalf("the console's brokers page: node %d leads %v; r-0's leader is %d", b.ID, b.Leads, leader)
+		}
+	}
 	acked = append(acked, produceAll(ctx, t, prod, "r", "b", 300)...)
 
 	stop(f2)
@@ -185,6 +218,19 @@ func TestReplicationLeaderFailover(t *testing.T) {
 }
 
 func kmsgStr(s string) *string { return &s }
+
+// getJSON decodes the JSON at http://addr+path into v.
+func (c *testCluster) getJSON(addr, path string, v any) {
+	c.t.Helper()
+	resp, err := http.Get("http://" + addr + path)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if err := json.NewDecoder(resp.Body).Decode(v); err != nil {
+		c.t.Fatalf("%s: %v", path, err)
+	}
+}
 
 // metric sums an unlabelled metric over nodes ids' /metrics.
 func (c *testCluster) metric(name string, ids ...int32) float64 {

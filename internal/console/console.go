@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/strandmq/strand/internal/broker"
@@ -41,6 +42,7 @@ func New(b *broker.Broker, logger *slog.Logger) (*Console, error) {
 		"pathEsc":   url.PathEscape,
 		"queryEsc":  url.QueryEscape,
 		"sub":       func(a, b int64) int64 { return a - b },
+		"join":      joinIDs,
 		"seconds":   humanSeconds,
 		"timestamp": func(t time.Time) string { return t.Format("2006-01-02 15:04:05.000Z") },
 	}
@@ -187,4 +189,13 @@ func humanSeconds(s float64) string {
 		return fmt.Sprintf("%dm%02ds", int(d.Minutes()), int(d.Seconds())%60)
 	}
 	return fmt.Sprintf("%dh%02dm", int(d.Hours()), int(d.Minutes())%60)
+}
+
+// joinIDs writes node ids as "1, 2, 3".
+func joinIDs(ids []int32) string {
+	parts := make([]string, len(ids))
+	for i, id := range ids {
+		parts[i] = strconv.Itoa(int(id))
+	}
+	return strings.Join(parts, ", ")
 }

@@ -88,9 +88,17 @@ type IngestRow struct {
 
 // PartitionRow is one partition of a topic.
 type PartitionRow struct {
-	Partition     int32 `json:"partition"`
-	Leader        int32 `json:"leader"`
-	LeaderEpoch   int32 `json:"leaderEpoch"`
+	Partition   int32   `json:"partition"`
+	Leader      int32   `json:"leader"`
+	LeaderEpoch int32   `json:"leaderEpoch"`
+	Replicas    []int32 `json:"replicas"`
+	ISR         []int32 `json:"isr"`
+	// UnderReplicated: fewer in-sync replicas than replicas.
+	UnderReplicated bool `json:"underReplicated"`
+	// Local: this node holds a replica, so the offsets and size below are
+	// its own (a follower's lag its leader by a fetch); elsewhere they are
+	// -1 and 0.
+	Local         bool  `json:"local"`
 	LogStart      int64 `json:"logStartOffset"`
 	HighWatermark int64 `json:"highWatermark"`
 	Bytes         int64 `json:"bytes"`
@@ -219,14 +227,14 @@ func topicDetail(b *broker.Broker, name string) (TopicDetail, error) {
 	st := b.TopicIngestStats(t.Name)
 	d.Ingest = IngestRow{Validated: st.Validated, Accepted: st.Accepted, Quarantined: st.Quarantined, Redriven: st.Redriven}
 	for i := range t.Partitions() {
-		p, err := t.Partition(broker.PartitionID(i))
-		if err != nil {
-			continue
+		info := b.PartitionInfo(t, broker.PartitionID(i))
+		row := PartitionRow{Partition: i, Leader: int32(info.Leader), LeaderEpoch: info.LeaderEpoch,
+			Replicas: int32s(info.Replicas), ISR: int32s(info.ISR), UnderReplicated: len(info.ISR) < len(info.Replicas),
+			LogStart: -1, HighWatermark: -1}
+		if p, err := t.Partition(broker.PartitionID(i)); err == nil {
+			row.Local, row.LogStart, row.HighWatermark, row.Bytes = true, int64(p.LogStartOffset()), int64(p.HighWatermark()), p.Size()
 		}
-		d.Partitions = append(d.Partitions, PartitionRow{
-			Partition: i, Leader: int32(p.Leader()), LeaderEpoch: int32(p.LeaderEpoch()),
-			LogStart: int64(p.LogStartOffset()), HighWatermark: int64(p.HighWatermark()), Bytes: p.Size(),
-		})
+		d.Partitions = append(d.Partitions, row)
 	}
 	entries, err := b.DescribeConfigs(t.Name)
 	if err != nil {
@@ -236,6 +244,14 @@ func topicDetail(b *broker.Broker, name string) (TopicDetail, error) {
 		d.Configs = append(d.Configs, ConfigRow{Name: e.Name, Value: e.Value, Source: sourceName(e.Source)})
 	}
 	return d, nil
+}
+
+func int32s(ids []broker.NodeID) []int32 {
+	out := make([]int32, len(ids))
+	for i, id := range ids {
+		out[i] = int32(id)
+	}
+	return out
 }
 
 func sourceName(s broker.ConfigSource) string {
@@ -383,9 +399,14 @@ type BrokerRow struct {
 	Address    string `json:"address"`
 	State      string `json:"state"` // live or fenced
 	Controller bool   `json:"controller"`
-	// PartitionsLed counts the partitions the metadata names it leader of.
-	PartitionsLed int `json:"partitions_led"`
+	// PartitionsLed counts the partitions the metadata names it leader of;
+	// Leads names them ("topic-partition"), sorted, at most 50.
+	PartitionsLed int      `json:"partitions_led"`
+	Leads         []string `json:"leads"`
 }
+
+// maxLeadsListed bounds the partitions a broker row names.
+const maxLeadsListed = 50
 
 func brokers(b *broker.Broker) Brokers {
 	v := Brokers{ClusterID: b.ClusterID(), NodeID: int32(b.NodeID()), ControllerID: int32(b.ControllerID()),
@@ -394,10 +415,14 @@ func brokers(b *broker.Broker) Brokers {
 		v.Raft = &RaftView{State: rs.State, Term: rs.Term, CommitIndex: rs.CommitIndex, Applied: rs.Applied}
 	}
 	led := map[broker.NodeID]int{}
+	leads := map[broker.NodeID][]string{}
 	for _, t := range b.Topics() {
 		for i := range t.Partitions() {
 			if l := b.PartitionInfo(t, broker.PartitionID(i)).Leader; l >= 0 {
 				led[l]++
+				if len(leads[l]) < maxLeadsListed {
+					leads[l] = append(leads[l], fmt.Sprintf("%s-%d", t.Name, i))
+				}
 			}
 		}
 	}
@@ -406,7 +431,7 @@ func brokers(b *broker.Broker) Brokers {
 		list = []broker.BrokerInfo{{ID: b.NodeID()}}
 	}
 	for _, bi := range list {
-		row := BrokerRow{ID: int32(bi.ID), State: "live", Controller: bi.ID == b.ControllerID(), PartitionsLed: led[bi.ID]}
+		row := BrokerRow{ID: int32(bi.ID), State: "live", Controller: bi.ID == b.ControllerID(), PartitionsLed: led[bi.ID], Leads: leads[bi.ID]}
 		if bi.Host != "" {
 			row.Address = net.JoinHostPort(bi.Host, strconv.Itoa(int(bi.Port)))
 		}
