@@ -256,3 +256,38 @@ func (c *testCluster) waitMetric(name string, want float64, ids ...int32) {
 		}
 	}
 }
+
+// TestReplicationDLQ: a validated topic in a cluster quarantines invalid
+// records into its DLQ, which has the topic's replicas, and both are
+// readable through another node: with one replica the DLQ's high
+// watermark moves with its leader's appends, with three with its
+// followers' fetches.
+func TestReplicationDLQ(t *testing.T) {
+	c := startCluster(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	adm := kadm.NewClient(c.client(1))
+	prod := c.client(3)
+	for _, rf := range []int16{1, 3} {
+		topic := fmt.Sprintf("v%d", rf)
+		if _, err := adm.CreateTopic(ctx, 3, rf, map[string]*string{"strand.validation": kmsgStr("json")}, topic); err != nil {
+			t.Fatal(err)
+		}
+		var valid, invalid []string
+		for i := range 30 {
+			v := fmt.Sprintf(`{"i":%d}`, i)
+			if i%3 == 1 {
+				v = fmt.Sprintf("not json %d", i)
+				invalid = append(invalid, v)
+			} else {
+				valid = append(valid, v)
+			}
+			if err := prod.ProduceSync(ctx, &kgo.Record{Topic: topic, Key: []byte(fmt.Sprint(i)), Value: []byte(v)}).FirstErr(); err != nil {
+				t.Fatalf("produce %s: %v", v, err)
+			}
+		}
+		consumeAll(ctx, t, c, 2, topic, valid)
+		consumeAll(ctx, t, c, 2, topic+".dlq", invalid)
+	}
+	c.waitISR(2, "v3.dlq", []int32{1, 2, 3}, 10*time.Second)
+}

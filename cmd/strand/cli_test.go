@@ -198,6 +198,28 @@ func TestCLITopicLifecycle(t *testing.T) {
 	if r := runCLI(t, addr, "", "topic", "delete", "orders"); r.code != exitError {
 		t.Errorf("deleting a deleted topic: exit %d", r.code)
 	}
+
+	// kafka-topics.sh's --replica-assignment: partitions and their replicas.
+	r = ok(t, addr, "", "topic", "create", "pinned", "--replica-assignment", "0,0")
+	if !strings.Contains(r.stdout, `created topic "pinned" (2 partitions, replication factor 1)`) {
+		t.Errorf("create with an assignment said %q", r.stdout)
+	}
+	decodeJSON(t, ok(t, addr, "", "topic", "describe", "pinned", "-o", "json").stdout, &desc)
+	if len(desc.Partitions) != 2 {
+		t.Errorf("assigned topic: %+v", desc.Partitions)
+	}
+	r = runCLI(t, addr, "", "topic", "create", "far", "--replica-assignment", "0:7")
+	if r.code != exitError || !strings.Contains(r.stderr, "INVALID_REPLICA_ASSIGNMENT") {
+		t.Errorf("assignment naming an unknown node: exit %d, stderr %q", r.code, r.stderr)
+	}
+	r = runCLI(t, addr, "", "topic", "create", "far", "--replica-assignment", "0:x")
+	if r.code == 0 || !strings.Contains(r.stderr, `replica "x" is not a broker id`) {
+		t.Errorf("assignment with a non-number: exit %d, stderr %q", r.code, r.stderr)
+	}
+	r = runCLI(t, addr, "", "topic", "create", "far", "--replica-assignment", "0", "--partitions", "2")
+	if r.code == 0 || !strings.Contains(r.stderr, "leave out --partitions") {
+		t.Errorf("assignment with --partitions: exit %d, stderr %q", r.code, r.stderr)
+	}
 	ok(t, addr, "", "topic", "delete", "orders", "--if-exists")
 }
 

@@ -4,10 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/twmb/franz-go/pkg/kadm"
+	"strconv"
+	"strings"
 
 	"github.com/spf13/cobra"
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 func newTopicCreateCmd(o *clientOptions) *cobra.Command {
@@ -16,11 +20,14 @@ func newTopicCreateCmd(o *clientOptions) *cobra.Command {
 		replication int16
 		configs     []string
 		ifNotExists bool
+		assignment  string
 	)
 	cmd := &cobra.Command{
 		Use:   "create <topic>...",
 		Short: "Create topics",
 		Example: `  strand topic create orders --partitions 3
+  strand topic create orders --partitions 3 --replication-factor 3 --config min.insync.replicas=2
+  strand topic create pinned --replica-assignment 1:2:3,2:3:1
   strand topic create users --config cleanup.policy=compact --config retention.ms=-1`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, topics []string) error {
@@ -36,8 +43,21 @@ func newTopicCreateCmd(o *clientOptions) *cobra.Command {
 			for k, v := range kv {
 				cfg[k] = &v
 			}
-			return o.adminRun(cmd, func(ctx context.Context, adm *kadm.Client, _ bool) error {
-				resps, err := adm.CreateTopics(ctx, partitions, replication, cfg, topics...)
+			replicas, err := parseAssignment(assignment)
+			if err != nil {
+				return err
+			}
+			if replicas != nil && (partitions > 0 || replication > 0) {
+				return errors.New("--replica-assignment sets the partitions and their replicas: leave out --partitions and --replication-factor")
+			}
+			return o.clientRun(cmd, func(ctx context.Context, cl *kgo.Client, _ bool) error {
+				var resps kadm.CreateTopicResponses
+				var err error
+				if replicas != nil {
+					resps, err = createAssigned(ctx, cl, replicas, cfg, topics)
+				} else {
+					resps, err = kadm.NewClient(cl).CreateTopics(ctx, partitions, replication, cfg, topics...)
+				}
 				if err != nil {
 					return fmt.Errorf("create topics: %w", err)
 				}
@@ -88,7 +108,64 @@ func newTopicCreateCmd(o *clientOptions) *cobra.Command {
 	f.Int16VarP(&replication, "replication-factor", "r", -1, "replicas per partition (default: the broker's default)")
 	f.StringArrayVarP(&configs, "config", "c", nil, "topic config key=value (repeatable), e.g. retention.ms=3600000")
 	f.BoolVar(&ifNotExists, "if-not-exists", false, "succeed if the topic already exists")
+	f.StringVar(&assignment, "replica-assignment", "", "place each partition's replicas yourself: broker ids per partition, \":\" between replicas (the first leads), \",\" between partitions, e.g. 1:2:3,2:3:1")
 	return cmd
+}
+
+// parseAssignment parses kafka-topics.sh's --replica-assignment form.
+func parseAssignment(s string) ([][]int32, error) {
+	if s == "" {
+		return nil, nil
+	}
+	var out [][]int32
+	for i, part := range strings.Split(s, ",") {
+		var reps []int32
+		for _, id := range strings.Split(part, ":") {
+			n, err := strconv.ParseInt(strings.TrimSpace(id), 10, 32)
+			if err != nil || n < 0 {
+				return nil, fmt.Errorf("--replica-assignment %q: partition %d's replica %q is not a broker id", s, i, id)
+			}
+			reps = append(reps, int32(n))
+		}
+		out = append(out, reps)
+	}
+	return out, nil
+}
+
+// createAssigned creates topics with the partitions and replicas given
+// (CreateTopics' ReplicaAssignment, which kadm does not expose).
+func createAssigned(ctx context.Context, cl *kgo.Client, replicas [][]int32, cfg map[string]*string, topics []string) (kadm.CreateTopicResponses, error) {
+	req := kmsg.NewPtrCreateTopicsRequest()
+	req.TimeoutMillis = 30000
+	for _, name := range topics {
+		t := kmsg.NewCreateTopicsRequestTopic()
+		t.Topic, t.NumPartitions, t.ReplicationFactor = name, -1, -1
+		for i, reps := range replicas {
+			a := kmsg.NewCreateTopicsRequestTopicReplicaAssignment()
+			a.Partition, a.Replicas = int32(i), reps
+			t.ReplicaAssignment = append(t.ReplicaAssignment, a)
+		}
+		for k, v := range cfg {
+			c := kmsg.NewCreateTopicsRequestTopicConfig()
+			c.Name, c.Value = k, v
+			t.Configs = append(t.Configs, c)
+		}
+		req.Topics = append(req.Topics, t)
+	}
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil {
+		return nil, err
+	}
+	out := kadm.CreateTopicResponses{}
+	for _, t := range resp.Topics {
+		r := kadm.CreateTopicResponse{Topic: t.Topic, NumPartitions: int32(len(replicas)), ReplicationFactor: int16(len(replicas[0])),
+			Err: kerr.ErrorForCode(t.ErrorCode)}
+		if t.ErrorMessage != nil {
+			r.ErrMessage = *t.ErrorMessage
+		}
+		out[t.Topic] = r
+	}
+	return out, nil
 }
 
 // plural is "1 partition", "3 partitions".

@@ -299,6 +299,13 @@ func (q *quarantine) writeLocked(src *Partition, base record.Offset) error {
 	if q.dlq == nil {
 		return nil
 	}
+	// In a cluster the DLQ partition has the source's replicas, so their
+	// leaders coincide but for a failover between them; a follower's copy
+	// must never take an append of its own (it would diverge from its
+	// leader's), so the produce fails retriably until they agree again.
+	if err := q.dlq.notLeader(); err != nil {
+		return fmt.Errorf("broker: quarantine from %s-%d: %w", src.topic, src.id, err)
+	}
 	recs := make([]record.Record, len(q.records))
 	for i, r := range q.records {
 		at := base + (r.Offset - q.base)
@@ -321,6 +328,9 @@ func (q *quarantine) writeLocked(src *Partition, base record.Offset) error {
 	}
 	if err != nil {
 		return fmt.Errorf("broker: quarantine from %s-%d to %s-%d: %w", src.topic, src.id, q.dlq.topic, q.dlq.id, err)
+	}
+	if src.b.clustered() {
+		q.dlq.advanceHighWatermark() // as AppendAsync does for the source
 	}
 	return nil
 }
