@@ -393,3 +393,51 @@ func TestS1LeaderKills(t *testing.T) {
 	}
 	checkReplicasConverged(t, c.dirs[1:], topic, partitions)
 }
+
+// TestFollowerKillKeepsAcksFlowing: SIGKILL a node; once the controller
+// fences it and takes it out of the ISRs, acks=all produces to partitions
+// it followed (their leaders unchanged) are acknowledged at once. The
+// dead replica, caught up when it died, must stop counting for the high
+// watermark when it is fenced, not replica.lag.time.max.ms later (two
+// minutes here, past the produce's one-minute bound).
+func TestFollowerKillKeepsAcksFlowing(t *testing.T) {
+	c := newProcCluster(t, "--replica-lag-time-max", "2m")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	const topic = "fk"
+	ok(t, c.addrs[1], "", "topic", "create", topic, "--partitions", "3", "--replication-factor", "3", "--config", "min.insync.replicas=2")
+	c.waitInSync(ctx, t, topic, 20*time.Second)
+	victim := 3
+	c.kill9(t, victim)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.addrs[1], c.addrs[2]), kgo.RequiredAcks(kgo.AllISRAcks()),
+		kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		meta, err := adm.Metadata(ctx, topic)
+		out := err == nil && len(meta.Topics[topic].Partitions) == 3
+		if out {
+			for _, pd := range meta.Topics[topic].Partitions {
+				out = out && !slices.Contains(pd.ISR, int32(victim)) && pd.Leader > 0 && pd.Leader != int32(victim)
+			}
+		}
+		if out {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("node %d still in an ISR 30 s after its SIGKILL (session 3 s): %+v, %v", victim, meta.Topics[topic].Partitions, err)
+		}
+	}
+	start := time.Now()
+	produce, cancelProduce := context.WithTimeout(ctx, time.Minute)
+	defer cancelProduce()
+	for p := range int32(3) {
+		if err := cl.ProduceSync(produce, &kgo.Record{Topic: topic, Partition: p, Value: []byte("after the kill")}).FirstErr(); err != nil {
+			t.Fatalf("acks=all to partition %d with node %d fenced out of its ISR: %v", p, victim, err)
+		}
+	}
+	t.Logf("three acks=all produces after the fencing took %v", time.Since(start).Round(time.Millisecond))
+}

@@ -93,8 +93,14 @@ func (p *Partition) advanceHighWatermark() {
 		CommittedISR: len(s.isr), Replicas: len(s.replicas), MinISR: p.config.Load().MinInsyncReplicas(),
 		Now: p.b.cfg.Now(), Lag: p.b.cfg.ReplicaLagTime,
 	}
+	img := p.b.meta.Image()
 	ls.mu.Lock()
 	for _, f := range ls.followers {
+		// A follower fenced or replaced since its last fetch no longer
+		// counts: else a dead, caught-up replica outside the ISR would
+		// hold the high watermark for replica.lag.time.max.ms.
+		b, ok := img.Broker(cluster.NodeID(f.ID))
+		f.Eligible = f.Eligible && ok && !b.Fenced && !b.InControlledShutdown && b.Epoch == f.BrokerEpoch
 		in.Followers = append(in.Followers, *f)
 	}
 	ls.mu.Unlock()
@@ -205,6 +211,7 @@ func (p *Partition) followerFetched(ls *leaderState, f FollowerFetch, leo record
 		return
 	}
 	fs.Fetched(f.FetchOffset, leo, now)
+	fs.BrokerEpoch = f.BrokerEpoch
 	fs.Eligible = !b.Fenced && !b.InControlledShutdown && b.Epoch == f.BrokerEpoch
 	var isr []NodeID
 	if !ls.altering && !now.Before(ls.retryAt) && replica.ShouldJoin(*fs, p.log.HighWatermark(), ls.epochStart) {

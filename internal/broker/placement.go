@@ -49,9 +49,9 @@ func place(img *cluster.Image, n int32, rf int) ([][]cluster.NodeID, error) {
 	return out, nil
 }
 
-// replicationFactor is the replica count a new topic gets: rf, or the
-// broker default for -1 and 0.
-func (b *Broker) replicationFactor(rf int16) int {
+// ReplicationFactor is the replica count a new topic asking for rf gets:
+// rf, or the broker default (default.replication.factor) for -1 and 0.
+func (b *Broker) ReplicationFactor(rf int16) int {
 	if rf <= 0 {
 		return b.cfg.DefaultReplicationFactor
 	}
@@ -105,7 +105,7 @@ func (b *Broker) createTopicInCluster(t *Topic, n int32, spec TopicSpec) (*Topic
 	replicas := toClusterIDs(spec.Assignment)
 	if len(replicas) == 0 {
 		var err error
-		if replicas, err = place(img, n, b.replicationFactor(spec.ReplicationFactor)); err != nil {
+		if replicas, err = place(img, n, b.ReplicationFactor(spec.ReplicationFactor)); err != nil {
 			return nil, err
 		}
 	}

@@ -15,11 +15,13 @@ import (
 //
 // Behavior:
 //   - NumPartitions -1 (v4+) means num.partitions; 0 or below -1 is
-//     INVALID_PARTITIONS. ReplicationFactor -1 means 1; anything but 1 is
-//     INVALID_REPLICATION_FACTOR (the cluster has one broker).
+//     INVALID_PARTITIONS. ReplicationFactor -1 means
+//     default.replication.factor; more than the live brokers is
+//     INVALID_REPLICATION_FACTOR (a single node has one).
 //   - A manual ReplicaAssignment must cover partitions 0..n-1 once each,
-//     each on this node alone (INVALID_REPLICA_ASSIGNMENT), and then
-//     NumPartitions and ReplicationFactor must be -1 (INVALID_REQUEST).
+//     on live brokers, each partition with the same replica count
+//     (INVALID_REPLICA_ASSIGNMENT), and then NumPartitions and
+//     ReplicationFactor must be -1 (INVALID_REQUEST).
 //   - Configs are validated (INVALID_CONFIG for an unknown name, a null
 //     value, or a bad value); v5+ returns the created topic's effective
 //     configs, partition count and replication factor; v7+ its id.
@@ -59,7 +61,7 @@ func (s *Server) handleCreateTopics(ctx context.Context, kreq kmsg.Request) (kms
 		if !req.ValidateOnly {
 			st.TopicID = t.ID
 		}
-		st.NumPartitions, st.ReplicationFactor = t.Partitions(), 1
+		st.NumPartitions, st.ReplicationFactor = t.Partitions(), s.replicationFactor(t, rt)
 		for _, e := range t.Config.Entries() {
 			c := kmsg.NewCreateTopicsResponseTopicConfig()
 			c.Name, c.Value, c.Source = e.Name, &e.Value, int8(e.Source)
@@ -68,6 +70,18 @@ func (s *Server) handleCreateTopics(ctx context.Context, kreq kmsg.Request) (kms
 		resp.Topics = append(resp.Topics, st)
 	}
 	return resp, nil
+}
+
+// replicationFactor is the created topic's replica count: as placed, or
+// for ValidateOnly (nothing placed) as asked.
+func (s *Server) replicationFactor(t *broker.Topic, rt kmsg.CreateTopicsRequestTopic) int16 {
+	if n := len(s.b.PartitionInfo(t, 0).Replicas); n > 0 {
+		return int16(n)
+	}
+	if len(rt.ReplicaAssignment) > 0 {
+		return int16(len(rt.ReplicaAssignment[0].Replicas))
+	}
+	return int16(s.b.ReplicationFactor(rt.ReplicationFactor))
 }
 
 func (s *Server) createTopic(rt kmsg.CreateTopicsRequestTopic, validateOnly bool) (*broker.Topic, error) {
@@ -80,7 +94,7 @@ func (s *Server) createTopic(rt kmsg.CreateTopicsRequestTopic, validateOnly bool
 	}
 	if len(rt.ReplicaAssignment) > 0 {
 		if rt.NumPartitions != -1 || rt.ReplicationFactor != -1 {
-			return nil, fmt.Errorf("%w: a replica assignment requires NumPartitions and ReplicationFactor -1", broker.ErrInvalidReplicaAssignment)
+			return nil, fmt.Errorf("%w: a replica assignment requires NumPartitions and ReplicationFactor -1", kerr.InvalidRequest)
 		}
 		a, err := assignment(rt.ReplicaAssignment)
 		if err != nil {

@@ -32,8 +32,12 @@ type Follower struct {
 	// until the removal commits).
 	InISR, PendingJoin, PendingLeave bool
 	// Eligible: registered, unfenced, not shutting down, broker epoch
-	// current — a replica that may be in the ISR.
+	// current — a replica that may be in the ISR. The leader re-reads it
+	// from its metadata before each use (Kafka's isReplicaIsrEligible),
+	// so a follower fenced since its last fetch stops counting at once.
 	Eligible bool
+	// BrokerEpoch is the broker epoch the follower's last fetch carried.
+	BrokerEpoch int64
 }
 
 // Fetched records a follower fetch from offset at now, while the
