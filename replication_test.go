@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // isrs returns each partition's ISR (sorted) as node id's Metadata says.
@@ -290,4 +291,59 @@ func TestReplicationDLQ(t *testing.T) {
 		consumeAll(ctx, t, c, 2, topic+".dlq", invalid)
 	}
 	c.waitISR(2, "v3.dlq", []int32{1, 2, 3}, 10*time.Second)
+}
+
+// TestReplicationUncleanElection: a partition whose only in-sync replica
+// is gone stays leaderless — its other replica, back and live, may lack
+// acknowledged records — until the topic turns
+// unclean.leader.election.enable on; then that replica leads, with what
+// it has. Five voters, so two stopped nodes keep the quorum.
+func TestReplicationUncleanElection(t *testing.T) {
+	c := startClusterN(t, 5)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cl := c.client(3)
+	req := kmsg.NewPtrCreateTopicsRequest()
+	rt := kmsg.NewCreateTopicsRequestTopic()
+	rt.Topic, rt.NumPartitions, rt.ReplicationFactor = "u", -1, -1
+	a := kmsg.NewCreateTopicsRequestTopicReplicaAssignment()
+	a.Partition, a.Replicas = 0, []int32{1, 2}
+	rt.ReplicaAssignment = append(rt.ReplicaAssignment, a)
+	req.Topics = append(req.Topics, rt)
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil || resp.Topics[0].ErrorCode != 0 {
+		t.Fatalf("create u on nodes 1 and 2: %v %+v", err, resp)
+	}
+	c.waitISR(3, "u", []int32{1, 2}, 10*time.Second)
+	both := produceAll(ctx, t, cl, "u", "both", 50)
+	stop := func(id int32) {
+		t.Helper()
+		if err := c.nodes[id].Close(); err != nil {
+			t.Fatal(err)
+		}
+		delete(c.nodes, id)
+	}
+	stop(2)
+	c.waitISR(3, "u", []int32{1}, 15*time.Second)
+	produceAll(ctx, t, cl, "u", "only-on-1", 50) // min.insync.replicas 1: node 1 alone acknowledges
+	stop(1)
+	if err := c.start(2); err != nil {
+		t.Fatal(err)
+	}
+	c.waitLive(2, 3, 4, 5)
+	time.Sleep(time.Second) // a clean election would have happened by now
+	if l := c.leaders(3, "u")[0]; l != -1 {
+		t.Fatalf("partition led by %d with its only in-sync replica (1) stopped and unclean election off", l)
+	}
+	adm := kadm.NewClient(cl)
+	if _, err := adm.AlterTopicConfigs(ctx, []kadm.AlterConfig{{Name: "unclean.leader.election.enable", Value: kmsgStr("true")}}, "u"); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(15 * time.Second); c.leaders(3, "u")[0] != 2; time.Sleep(100 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("unclean election on: partition led by %d, want 2", c.leaders(3, "u")[0])
+		}
+	}
+	c.waitISR(3, "u", []int32{2}, 10*time.Second)
+	consumeAll(ctx, t, c, 3, "u", both) // what node 2 had; the records only node 1 held are gone
 }

@@ -161,6 +161,7 @@ func TestReadmeCluster(t *testing.T) {
 	replacer := strings.NewReplacer(pairs...)
 	serves := map[string]string{} // node id → its command
 	var procs []*serveProc
+	settle := false
 	for _, s := range steps {
 		line := replacer.Replace(s.cmd)
 		if strings.HasPrefix(s.cmd, "./strand serve") {
@@ -181,21 +182,33 @@ func TestReadmeCluster(t *testing.T) {
 			t.Logf("skipped (no %s installed): %s", tool, s.cmd)
 			continue
 		}
-		cmd := exec.Command("bash", "-o", "pipefail", "-c", line)
-		cmd.Dir = dir
-		out, err := cmd.CombinedOutput()
-		t.Logf("$ %s\n%s", s.cmd, out)
-		if err != nil && !strings.HasPrefix(s.cmd, "pkill") {
-			t.Fatalf("README command failed (%v): %s\n%s", err, s.cmd, out)
+		// A README "sleep" waits for the cluster to notice a kill: here
+		// the next command is retried until it prints what the README
+		// says (a loaded machine may take longer), for at most a minute.
+		if strings.HasPrefix(s.cmd, "sleep ") {
+			settle = true
+			continue
 		}
-		have := normalize(string(out))
-		for _, want := range append(s.want, s.fuzzy...) {
-			for _, part := range strings.Split(normalize(replacer.Replace(want)), "…") {
-				if !strings.Contains(have, strings.TrimSpace(part)) {
+		for deadline := time.Now().Add(time.Minute); ; time.Sleep(time.Second) {
+			cmd := exec.Command("bash", "-o", "pipefail", "-c", line)
+			cmd.Dir = dir
+			out, err := cmd.CombinedOutput()
+			t.Logf("$ %s\n%s", s.cmd, out)
+			if err != nil && !strings.HasPrefix(s.cmd, "pkill") && !settle {
+				t.Fatalf("README command failed (%v): %s\n%s", err, s.cmd, out)
+			}
+			missing := missingOutput(string(out), append(s.want, s.fuzzy...), replacer)
+			if len(missing) == 0 && err == nil || !settle {
+				for _, want := range missing {
 					t.Errorf("README command %s\nprinted:\n%s\nwithout the README's %q", s.cmd, out, want)
 				}
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("README command %s (after a sleep) still printed, a minute on:\n%s\nwithout the README's %q (err %v)", s.cmd, out, missing, err)
 			}
 		}
+		settle = false
 	}
 	if len(serves) != 3 {
 		t.Fatalf("the section starts %d nodes, want 3", len(serves))
@@ -207,6 +220,33 @@ func TestReadmeCluster(t *testing.T) {
 		}
 	}
 	waitLive(t, replacer, 3)
+	// ... and the restarted node rejoins every ISR it left.
+	describe := replacer.Replace("./strand topic describe orders --brokers 127.0.0.1:9192")
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(500 * time.Millisecond) {
+		out, err := exec.Command("bash", "-c", describe).CombinedOutput()
+		if err == nil && strings.Contains(string(out), "6 partitions, 700 records") && strings.Count(string(out), " ok ") == 6 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the restarted node never rejoined every ISR of orders:\n%s", out)
+		}
+	}
+}
+
+// missingOutput returns the README's expected lines that out lacks; "…"
+// in a line stands for anything.
+func missingOutput(out string, want []string, replacer *strings.Replacer) []string {
+	have := normalize(out)
+	var missing []string
+	for _, w := range want {
+		for _, part := range strings.Split(normalize(replacer.Replace(w)), "…") {
+			if !strings.Contains(have, strings.TrimSpace(part)) {
+				missing = append(missing, w)
+				break
+			}
+		}
+	}
+	return missing
 }
 
 // waitLive waits until cluster info, asked of each node, lists n live

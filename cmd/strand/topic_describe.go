@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -28,7 +29,7 @@ type partitionOffsets struct {
 	ISR         []int32 `json:"isr"`
 	StartOffset int64   `json:"start_offset"`
 	EndOffset   int64   `json:"end_offset"`
-	Records     int64   `json:"records"` // end − start: an upper bound once compaction leaves gaps
+	Records     int64   `json:"records"` // end − start: an upper bound once compaction leaves gaps; -1 (like the offsets): the leader did not answer
 	// Status is "ok", "under-replicated" (fewer in-sync replicas than
 	// replicas) or "offline" (no leader).
 	Status string `json:"status"`
@@ -78,13 +79,16 @@ partitions that are not fully replicated, as kafka-topics.sh
 						return fmt.Errorf("no topic %q — \"strand topic list\" shows the topics there are", t)
 					}
 				}
+				// A leader that does not answer (a node just killed, not yet
+				// fenced) leaves its partitions' offsets unknown ("?"), not
+				// the whole description.
 				starts, err := adm.ListStartOffsets(ctx, topics...)
-				if err != nil {
-					return fmt.Errorf("list start offsets: %w", err)
+				if err = partial(cmd, "list start offsets", err); err != nil {
+					return err
 				}
 				ends, err := adm.ListEndOffsets(ctx, topics...)
-				if err != nil {
-					return fmt.Errorf("list end offsets: %w", err)
+				if err = partial(cmd, "list end offsets", err); err != nil {
+					return err
 				}
 				rcs, err := adm.DescribeTopicConfigs(ctx, topics...)
 				if err != nil {
@@ -136,6 +140,7 @@ func describeOne(d kadm.TopicDetail, starts, ends kadm.ListedOffsets, rcs kadm.R
 		if e, ok := ends.Lookup(d.Topic, p.Partition); ok && e.Err == nil {
 			po.EndOffset = e.Offset
 		}
+		po.Records = -1
 		if po.StartOffset >= 0 && po.EndOffset >= po.StartOffset {
 			po.Records = po.EndOffset - po.StartOffset
 		}
@@ -166,10 +171,10 @@ func printDescription(w io.Writer, d topicDescription, all bool) error {
 	var total int64
 	status := map[string]int{}
 	for _, p := range d.Partitions {
-		total += p.Records
+		total += max(p.Records, 0)
 		status[p.Status]++
 	}
-	fmt.Fprintf(w, "topic %s: %d partitions, %d records", d.Topic, len(d.Partitions), total)
+	fmt.Fprintf(w, "topic %s: %s, %s", d.Topic, plural(len(d.Partitions), "partition"), plural(int(total), "record"))
 	if n := status["under-replicated"]; n > 0 {
 		fmt.Fprintf(w, ", %d under-replicated", n)
 	}
@@ -184,8 +189,8 @@ func printDescription(w io.Writer, d topicDescription, all bool) error {
 		if p.Leader < 0 {
 			leader = "none"
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%d\t%d\t%d\n", p.Partition, leader,
-			ints(p.Replicas), ints(p.ISR), p.Status, p.StartOffset, p.EndOffset, p.Records)
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", p.Partition, leader,
+			ints(p.Replicas), ints(p.ISR), p.Status, known(p.StartOffset), known(p.EndOffset), known(p.Records))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -205,6 +210,31 @@ func printDescription(w io.Writer, d topicDescription, all bool) error {
 		fmt.Fprintf(tw, "%s\t%s\t%s\n", c.Name, c.Value, c.Source)
 	}
 	return tw.Flush()
+}
+
+// known prints an offset or count, or "?" when it could not be read (-1).
+func known(n int64) string {
+	if n < 0 {
+		return "?"
+	}
+	return strconv.FormatInt(n, 10)
+}
+
+// partial lets a listing go on without the shards that failed (their
+// partitions' leaders did not answer), saying so on stderr; any other
+// error ends it.
+func partial(cmd *cobra.Command, what string, err error) error {
+	var se *kadm.ShardErrors
+	if errors.As(err, &se) && !se.AllFailed {
+		for _, e := range se.Errs {
+			fmt.Fprintf(cmd.ErrOrStderr(), "warning: %s: node %d did not answer (%v); its partitions show \"?\"\n", what, e.Broker.NodeID, e.Err)
+		}
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	return nil
 }
 
 func ints(s []int32) string {

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/strandmq/strand/internal/cluster"
 	"github.com/strandmq/strand/internal/ingest"
 	"github.com/strandmq/strand/internal/partlog"
 )
@@ -89,6 +90,8 @@ var configDefs = []*ConfigDef{
 		Doc: "Roll the active segment at this size."},
 	{Name: ConfigSegmentMs, Default: "604800000", Type: TypeLong, check: checkLong(1, math.MaxInt64),
 		Doc: "Roll the active segment once it is this old."},
+	{Name: cluster.UncleanLeaderElection, Default: "false", Type: TypeBoolean, check: checkEnum("true", "false"),
+		Doc: "In a cluster: when no in-sync replica can lead, let an out-of-sync one (losing what only the ISR had; logged at ERROR). Off, the partition waits for an in-sync replica to return."},
 	{Name: ConfigRetentionRecords, Default: "-1", Type: TypeLong, check: checkRetentionRecords,
 		Doc: "Strand: keep only the newest N offsets (the seed's retain_count); -1: no limit."},
 }

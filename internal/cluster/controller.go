@@ -163,6 +163,7 @@ func (c *controller) run(term chan struct{}) {
 			return
 		case <-tick.C:
 			c.fenceOneStale(time.Now())
+			c.electUnclean()
 		}
 	}
 }
@@ -196,6 +197,22 @@ func (c *controller) fenceOneStale(now time.Time) {
 		c.warnUnclean(recs)
 		return
 	}
+}
+
+// electUnclean gives a leader to every leaderless partition whose topic
+// has had unclean.leader.election.enable turned on since it lost its ISR.
+func (c *controller) electUnclean() {
+	c.decide.Lock()
+	defer c.decide.Unlock()
+	recs := electUnclean(c.s.Image())
+	if len(recs) == 0 {
+		return
+	}
+	if _, _, err := c.s.applyLocal(5*time.Second, recs...); err != nil {
+		c.logger.Warn("cluster: unclean leader election", "err", err)
+		return
+	}
+	c.warnUnclean(recs)
 }
 
 // warnUnclean logs, loudly, every election from outside the ISR in recs:

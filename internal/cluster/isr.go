@@ -122,6 +122,22 @@ func electFor(img *Image, id NodeID) []Record {
 	return recs
 }
 
+// electUnclean elects leaders outside the ISR for the leaderless
+// partitions of topics that allow it — turned on after the partition lost
+// its last in-sync replica, as Kafka's controller does on its next check.
+func electUnclean(img *Image) []Record {
+	var recs []Record
+	img.eachPartition(func(t TopicID, p int32, reg PartitionReg) {
+		if reg.Leader != NoLeader || !uncleanAllowed(img, t) {
+			return
+		}
+		if ch, ok := changeFor(img, t, p, reg, reg.ISR); ok {
+			recs = append(recs, ch)
+		}
+	})
+	return recs
+}
+
 // withFence is img as a decision about broker id's fencing sees it: id
 // fenced (leaving: it can no longer lead) or unfenced (back: it can).
 func (im *Image) withFence(id NodeID, fenced bool) *Image {

@@ -115,6 +115,22 @@ func TestElectForReturningBroker(t *testing.T) {
 	}
 }
 
+// TestElectUnclean: once a topic allows unclean election, a leaderless
+// partition gets a live replica outside its ISR as leader, alone in the
+// ISR; a topic that does not allow it stays leaderless.
+func TestElectUnclean(t *testing.T) {
+	leaderless := PartitionReg{Replicas: []NodeID{1, 2, 3}, ISR: []NodeID{1}, Leader: NoLeader}
+	im, _ := isrImage(t, []NodeID{1}, nil, false, leaderless)
+	if recs := electUnclean(im); len(recs) != 0 {
+		t.Fatalf("unclean election on a topic that does not allow it: %+v", recs)
+	}
+	im, id := isrImage(t, []NodeID{1}, nil, true, leaderless)
+	ch, ok := change(t, electUnclean(im))
+	if !ok || ch.TopicID != id || ch.Leader != 2 || !slices.Equal(ch.ISR, []NodeID{2}) || !ch.Unclean {
+		t.Fatalf("got %+v (ok %v), want leader 2 alone in the ISR, unclean", ch, ok)
+	}
+}
+
 // TestAlterPartitionValidationOrder pins Kafka's order of checks
 // (validateAlterPartitionData): the first failing one names the error.
 func TestAlterPartitionValidationOrder(t *testing.T) {
