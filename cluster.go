@@ -48,6 +48,12 @@ type ClusterConfig struct {
 	// DefaultReplicationFactor is default.replication.factor, the replica
 	// count of topics created without one (auto-created too); default 1.
 	DefaultReplicationFactor int
+	// LeaderImbalanceCheckInterval is how often the controller moves
+	// leadership back to each partition's preferred (first) replica where
+	// that replica is in sync (auto.leader.rebalance.enable,
+	// leader.imbalance.check.interval.seconds); default 5 minutes,
+	// negative: never.
+	LeaderImbalanceCheckInterval time.Duration
 	// ElectionTimeout tunes Raft: a quorum without a leader for this long
 	// elects one (heartbeat timeout too; the leader lease is half);
 	// default 1 s, 100 ms for a quorum of one.
@@ -126,7 +132,7 @@ func (c *ClusterConfig) configure(bcfg *broker.Config, cfg Config, ln, internal 
 	rc := cluster.RaftConfig{
 		NodeID: cfg.NodeID, Dir: cfg.Dir, Bind: self.Addr, Voters: voters, Logger: cfg.Logger,
 		HeartbeatTimeout: election, ElectionTimeout: election, LeaderLease: election / 2,
-		Controller: cluster.ControllerConfig{SessionTimeout: c.SessionTimeout},
+		Controller: cluster.ControllerConfig{SessionTimeout: c.SessionTimeout, LeaderImbalanceCheckInterval: c.imbalanceCheck()},
 		Join:       c.Join,
 	}
 	bcfg.OpenMetadata = func() (cluster.Store, error) {
@@ -149,4 +155,16 @@ func (c *ClusterConfig) configure(bcfg *broker.Config, cfg Config, ln, internal 
 	bcfg.HeartbeatInterval, bcfg.SessionTimeout = c.HeartbeatInterval, c.SessionTimeout
 	bcfg.ReplicaLagTime, bcfg.DefaultReplicationFactor = c.ReplicaLagTime, c.DefaultReplicationFactor
 	return nil
+}
+
+// imbalanceCheck is the controller's preferred-leader balancing interval:
+// 0 (off) for a negative setting, Kafka's 5 minutes for none.
+func (c *ClusterConfig) imbalanceCheck() time.Duration {
+	switch {
+	case c.LeaderImbalanceCheckInterval < 0:
+		return 0
+	case c.LeaderImbalanceCheckInterval == 0:
+		return 5 * time.Minute
+	}
+	return c.LeaderImbalanceCheckInterval
 }

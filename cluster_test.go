@@ -32,6 +32,7 @@ type testCluster struct {
 	dirs   map[int32]string
 	addrs  map[int32]string // Kafka listeners, fixed across restarts
 	nodes  map[int32]*Broker
+	tune   func(*ClusterConfig) // changes every node's cluster config, if set
 }
 
 func freePort(t *testing.T) string { return testnet.FreeAddr(t) }
@@ -44,7 +45,14 @@ func startCluster(t *testing.T) *testCluster {
 // startClusterN starts n nodes, ids 1..n, every one a voter.
 func startClusterN(t *testing.T, n int32) *testCluster {
 	t.Helper()
-	c := &testCluster{t: t, dirs: map[int32]string{}, addrs: map[int32]string{}, nodes: map[int32]*Broker{}}
+	return startClusterTuned(t, n, nil)
+}
+
+// startClusterTuned is startClusterN with tune applied to each node's
+// cluster config.
+func startClusterTuned(t *testing.T, n int32, tune func(*ClusterConfig)) *testCluster {
+	t.Helper()
+	c := &testCluster{t: t, dirs: map[int32]string{}, addrs: map[int32]string{}, nodes: map[int32]*Broker{}, tune: tune}
 	root := t.TempDir()
 	for id := int32(1); id <= n; id++ {
 		c.quorum = append(c.quorum, Voter{ID: id, Addr: freePort(t)})
@@ -92,10 +100,14 @@ func (c *testCluster) start(id int32) error {
 }
 
 func (c *testCluster) open(id int32) (*Broker, error) {
+	cc := &ClusterConfig{Quorum: c.quorum, HeartbeatInterval: 100 * time.Millisecond,
+		SessionTimeout: 2 * time.Second, ElectionTimeout: 500 * time.Millisecond, ReplicaLagTime: 2 * time.Second}
+	if c.tune != nil {
+		c.tune(cc)
+	}
 	return Start(context.Background(), Config{
 		Dir: c.dirs[id], Addr: c.addrs[id], NodeID: id,
-		Cluster: &ClusterConfig{Quorum: c.quorum, HeartbeatInterval: 100 * time.Millisecond,
-			SessionTimeout: 2 * time.Second, ElectionTimeout: 500 * time.Millisecond, ReplicaLagTime: 2 * time.Second},
+		Cluster: cc,
 		GroupInitialRebalanceDelay: -1,
 		MetricsAddr:                "127.0.0.1:0",
 		ConsoleAddr:                "127.0.0.1:0",

@@ -347,3 +347,120 @@ func TestReplicationUncleanElection(t *testing.T) {
 	c.waitISR(3, "u", []int32{2}, 10*time.Second)
 	consumeAll(ctx, t, c, 3, "u", both) // what node 2 had; the records only node 1 held are gone
 }
+
+// preferred returns each partition's first replica, as node id says.
+func (c *testCluster) preferred(id int32, topic string) []int32 {
+	c.t.Helper()
+	resp := c.metadata(id, []string{topic})
+	out := make([]int32, len(resp.Topics[0].Partitions))
+	for _, p := range resp.Topics[0].Partitions {
+		out[p.Partition] = p.Replicas[0]
+	}
+	return out
+}
+
+// failOver stops node gone, waits for the ISRs of topic to lose it,
+// starts it again and waits for them to be whole: leadership it had has
+// moved to other replicas.
+func (c *testCluster) failOver(gone int32, topic string) {
+	c.t.Helper()
+	if err := c.nodes[gone].Close(); err != nil {
+		c.t.Fatal(err)
+	}
+	delete(c.nodes, gone)
+	var live []int32
+	for id := range int32(3) {
+		if id+1 != gone {
+			live = append(live, id+1)
+		}
+	}
+	c.waitISR(live[0], topic, live, 15*time.Second)
+	if err := c.start(gone); err != nil {
+		c.t.Fatal(err)
+	}
+	c.waitISR(live[0], topic, []int32{1, 2, 3}, 30*time.Second)
+}
+
+// TestReplicationPreferredElection: after a failover and the node's
+// return, leadership stays where it went; ElectLeaders (preferred, every
+// partition) moves it back to each partition's first replica, and asked
+// again for named partitions answers ELECTION_NOT_NEEDED.
+func TestReplicationPreferredElection(t *testing.T) {
+	c := startCluster(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cl := c.client(1)
+	if _, err := kadm.NewClient(cl).CreateTopic(ctx, 3, 3, nil, "p"); err != nil {
+		t.Fatal(err)
+	}
+	c.waitISR(1, "p", []int32{1, 2, 3}, 10*time.Second)
+	pref := c.preferred(1, "p")
+	c.failOver(pref[0], "p")
+	if l := c.leaders(2, "p"); slices.Equal(l, pref) {
+		t.Fatalf("leaders %v are the preferred ones right after node %d's failover", l, pref[0])
+	}
+	req := kmsg.NewPtrElectLeadersRequest() // Topics nil: every partition
+	req.TimeoutMillis = 30000
+	resp, err := req.RequestWith(ctx, c.client(2))
+	if err != nil || resp.ErrorCode != 0 {
+		t.Fatalf("ElectLeaders: %v, code %d", err, resp.ErrorCode)
+	}
+	elected := 0
+	for _, rt := range resp.Topics {
+		for _, rp := range rt.Partitions {
+			if rp.ErrorCode != 0 {
+				t.Errorf("%s-%d: %v", rt.Topic, rp.Partition, kerr.ErrorForCode(rp.ErrorCode))
+			} else if rt.Topic == "p" {
+				elected++
+			}
+		}
+	}
+	if elected == 0 {
+		t.Fatalf("no partition of p elected: %+v", resp.Topics)
+	}
+	// kgo sends admin requests to the controller, which answers once its
+	// metadata has the new leaders; the others follow within a heartbeat.
+	for _, id := range []int32{1, 2, 3} {
+		for deadline := time.Now().Add(5 * time.Second); !slices.Equal(c.leaders(id, "p"), pref); time.Sleep(50 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("after ElectLeaders node %d says leaders %v, want the preferred %v", id, c.leaders(id, "p"), pref)
+			}
+		}
+	}
+	req.Topics = []kmsg.ElectLeadersRequestTopic{{Topic: "p", Partitions: []int32{0, 1, 2}}, {Topic: "nope", Partitions: []int32{0}}}
+	resp, err = req.RequestWith(ctx, c.client(3))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, rt := range resp.Topics {
+		want := kerr.ElectionNotNeeded.Code
+		if rt.Topic == "nope" {
+			want = kerr.UnknownTopicOrPartition.Code
+		}
+		for _, rp := range rt.Partitions {
+			if rp.ErrorCode != want {
+				t.Errorf("second election %s-%d: %v, want %v", rt.Topic, rp.Partition, kerr.ErrorForCode(rp.ErrorCode), kerr.ErrorForCode(want))
+			}
+		}
+	}
+}
+
+// TestReplicationLeaderBalancing: with the controller's imbalance check
+// on (every 500 ms here), leadership returns to the preferred replicas by
+// itself after a failover.
+func TestReplicationLeaderBalancing(t *testing.T) {
+	c := startClusterTuned(t, 3, func(cc *ClusterConfig) { cc.LeaderImbalanceCheckInterval = 500 * time.Millisecond })
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if _, err := kadm.NewClient(c.client(1)).CreateTopic(ctx, 3, 3, nil, "b"); err != nil {
+		t.Fatal(err)
+	}
+	c.waitISR(1, "b", []int32{1, 2, 3}, 10*time.Second)
+	pref := c.preferred(1, "b")
+	c.failOver(pref[1], "b")
+	for deadline := time.Now().Add(20 * time.Second); !slices.Equal(c.leaders(1, "b"), pref); time.Sleep(100 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("leaders %v never went back to the preferred %v", c.leaders(1, "b"), pref)
+		}
+	}
+}

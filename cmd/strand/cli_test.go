@@ -334,3 +334,27 @@ func TestCLIMissingBroker(t *testing.T) {
 		}
 	}
 }
+
+// TestCLIElectLeaders: on a single node every partition is led by its
+// only (preferred) replica: nothing is elected and named partitions say
+// why; a partition past the end is named as unknown.
+func TestCLIElectLeaders(t *testing.T) {
+	t.Parallel()
+	addr := startBroker(t).Addr()
+	ok(t, addr, "", "topic", "create", "e", "--partitions", "2")
+	if r := ok(t, addr, "", "cluster", "elect-leaders"); strings.TrimSpace(r.stdout) != "0 leaders elected" {
+		t.Errorf("elect every partition: %q", r.stdout)
+	}
+	r := ok(t, addr, "", "cluster", "elect-leaders", "--topic", "e")
+	if !strings.Contains(r.stdout, "0 leaders elected, 2 not") || strings.Count(r.stdout, "ELECTION_NOT_NEEDED") != 2 {
+		t.Errorf("elect e's partitions:\n%s", r.stdout)
+	}
+	var results []electionResult
+	decodeJSON(t, ok(t, addr, "", "cluster", "elect-leaders", "--topic", "e", "--partition", "5", "-o", "json").stdout, &results)
+	if len(results) != 1 || results[0].Result != "UNKNOWN_TOPIC_OR_PARTITION" {
+		t.Errorf("elect e-5: %+v", results)
+	}
+	if r := runCLI(t, addr, "", "cluster", "elect-leaders", "--partition", "1"); r.code != exitUsage {
+		t.Errorf("--partition without --topic: exit %d", r.code)
+	}
+}

@@ -80,7 +80,7 @@ func newClusterCmd() *cobra.Command {
 			})
 		},
 	})
-	cmd.AddCommand(newVoterCmd(o, false), newVoterCmd(o, true))
+	cmd.AddCommand(newVoterCmd(o, false), newVoterCmd(o, true), newElectCmd(o))
 	return cmd
 }
 

@@ -66,6 +66,7 @@ type serveOptions struct {
 	session           time.Duration
 	replicaLag        time.Duration
 	replicationFactor int
+	imbalanceCheck    time.Duration
 }
 
 const serveLong = `Run a Strand broker: Kafka clients connect to --listen; data lives in --data-dir.
@@ -82,7 +83,8 @@ log-cleaner-dedupe-buffer-size, offsets-retention, group-initial-rebalance-delay
 connections-max-idle, max-connections, max-connections-per-ip,
 queued-max-request-bytes, failed-authentication-delay, scrub-interval,
 scrub-rate, console-allowed-hosts, controller-quorum, internal-listen, join, broker-heartbeat-interval,
-broker-session-timeout, replica-lag-time-max, default-replication-factor), and "topic.<config>" sets a broker-wide default for a topic
+broker-session-timeout, replica-lag-time-max, default-replication-factor,
+leader-imbalance-check-interval), and "topic.<config>" sets a broker-wide default for a topic
 config, e.g.:
 
     listen = 0.0.0.0:9092
@@ -155,6 +157,7 @@ func newServeCmd() *cobra.Command {
 	f.DurationVar(&o.heartbeat, "broker-heartbeat-interval", broker.DefaultHeartbeatInterval, "how often a cluster node heartbeats the controller (broker.heartbeat.interval.ms)")
 	f.DurationVar(&o.session, "broker-session-timeout", broker.DefaultSessionTimeout, "a cluster node not heard from this long is fenced and its partitions lose their leader (broker.session.timeout.ms)")
 	f.DurationVar(&o.replicaLag, "replica-lag-time-max", broker.DefaultReplicaLagTime, "a follower that has not caught up with its leader for this long leaves the ISR (replica.lag.time.max.ms)")
+	f.DurationVar(&o.imbalanceCheck, "leader-imbalance-check-interval", 5*time.Minute, "how often leadership moves back to each partition's preferred (first) replica when it is in sync (leader.imbalance.check.interval.seconds; 0: never, auto.leader.rebalance.enable=false)")
 	f.IntVar(&o.replicationFactor, "default-replication-factor", 1, "replicas of a topic created without a replication factor, auto-created ones included (default.replication.factor)")
 	f.StringSliceVar(&o.consoleHosts, "console-allowed-hosts", nil, `host names the console answers to besides IP addresses, localhost and this machine's name (DNS rebinding guard; "*": any)`)
 	return cmd
@@ -302,7 +305,10 @@ func (o *serveOptions) run(ctx context.Context, logOut io.Writer) error {
 			return fmt.Errorf("--controller-quorum: %w", err)
 		}
 		clusterCfg = &strand.ClusterConfig{Quorum: voters, HeartbeatInterval: o.heartbeat, SessionTimeout: o.session, Join: o.join, InternalAddr: o.internalListen,
-			ReplicaLagTime: o.replicaLag, DefaultReplicationFactor: o.replicationFactor}
+			ReplicaLagTime: o.replicaLag, DefaultReplicationFactor: o.replicationFactor, LeaderImbalanceCheckInterval: o.imbalanceCheck}
+		if o.imbalanceCheck == 0 {
+			clusterCfg.LeaderImbalanceCheckInterval = -1
+		}
 	}
 	b, err := strand.Start(ctx, strand.Config{
 		Cluster:                 clusterCfg,

@@ -35,6 +35,7 @@ type Member interface {
 	ChangeVoter(v cluster.VoterChange, timeout time.Duration) error
 	SyncWithController(timeout time.Duration) error
 	AlterPartition(r cluster.AlterPartition, timeout time.Duration) (cluster.PartitionReg, error)
+	ElectLeaders(r cluster.ElectLeaders, timeout time.Duration) ([]cluster.ElectionResult, error)
 }
 
 // ControllerEndpoint returns the internal listener (host:port) of the

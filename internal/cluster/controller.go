@@ -59,6 +59,10 @@ type ControllerConfig struct {
 	SessionTimeout time.Duration
 	// ClusterID names a new cluster; default a random id.
 	ClusterID string
+	// LeaderImbalanceCheckInterval is how often leadership moves back to
+	// preferred replicas (leader.imbalance.check.interval.seconds with
+	// auto.leader.rebalance.enable); 0: never.
+	LeaderImbalanceCheckInterval time.Duration
 }
 
 type controller struct {
@@ -125,7 +129,9 @@ func (c *controller) deactivate() {
 }
 
 // run is one leadership: catch up, name the cluster if it has no name,
-// then fence stale brokers and elect leaders for leaderless partitions.
+// then fence stale brokers, elect leaders for leaderless partitions whose
+// topic allows unclean election, and balance leadership to preferred
+// replicas every LeaderImbalanceCheckInterval.
 func (c *controller) run(term chan struct{}) {
 	for c.s.Barrier(5*time.Second) != nil {
 		select {
@@ -157,6 +163,12 @@ func (c *controller) run(term chan struct{}) {
 	c.logger.Info("cluster: this node is the controller", "cluster", c.s.Image().ClusterID(), "applied_index", c.s.AppliedIndex())
 	tick := time.NewTicker(250 * time.Millisecond)
 	defer tick.Stop()
+	var balance <-chan time.Time
+	if c.cfg.LeaderImbalanceCheckInterval > 0 {
+		bt := time.NewTicker(c.cfg.LeaderImbalanceCheckInterval)
+		defer bt.Stop()
+		balance = bt.C
+	}
 	for {
 		select {
 		case <-term:
@@ -164,6 +176,8 @@ func (c *controller) run(term chan struct{}) {
 		case <-tick.C:
 			c.fenceOneStale(time.Now())
 			c.electUnclean()
+		case <-balance:
+			c.balanceLeaders()
 		}
 	}
 }
@@ -354,6 +368,8 @@ func (c *controller) serve(req rpcRequest) rpcResponse {
 			return rpcFailure(err)
 		}
 		return rpcResponse{Partition: &reg, Index: c.s.AppliedIndex()}
+	case req.ElectLeaders != nil:
+		return rpcResponse{Elections: c.electLeaders(*req.ElectLeaders), Index: c.s.AppliedIndex()}
 	case req.Heartbeat != nil:
 		reply, err := c.heartbeat(*req.Heartbeat)
 		if err != nil {

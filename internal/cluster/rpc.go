@@ -33,28 +33,34 @@ type rpcRequest struct {
 	ReadIndex bool            `json:"readIndex,omitempty"` // the controller's applied index
 	// AlterPartition is a leader's ISR change.
 	AlterPartition *AlterPartition `json:"alterPartition,omitempty"`
+	// ElectLeaders is an operator's election request.
+	ElectLeaders *ElectLeaders `json:"electLeaders,omitempty"`
 }
 
 type rpcResponse struct {
-	Index     uint64          `json:"index,omitempty"` // the entry that committed an Apply or Register
-	Code      string          `json:"code,omitempty"`  // rpcCodes key; "" is success
-	Err       string          `json:"err,omitempty"`
-	Epoch     int64           `json:"epoch,omitempty"` // a registration's broker epoch
-	Heartbeat *HeartbeatReply `json:"heartbeat,omitempty"`
-	Partition *PartitionReg   `json:"partition,omitempty"` // after an AlterPartition
+	Index     uint64           `json:"index,omitempty"` // the entry that committed an Apply or Register
+	Code      string           `json:"code,omitempty"`  // rpcCodes key; "" is success
+	Err       string           `json:"err,omitempty"`
+	Epoch     int64            `json:"epoch,omitempty"` // a registration's broker epoch
+	Heartbeat *HeartbeatReply  `json:"heartbeat,omitempty"`
+	Partition *PartitionReg    `json:"partition,omitempty"` // after an AlterPartition
+	Elections []ElectionResult `json:"elections,omitempty"`
 }
 
 // rpcCodes carries the errors a caller acts on across the wire.
 var rpcCodes = map[string]error{
-	"conflict":               ErrConflict,
-	"not_controller":         ErrNotController,
-	"duplicate_broker":       ErrDuplicateBroker,
-	"stale_epoch":            ErrStaleBrokerEpoch,
-	"unknown_partition":      ErrUnknownPartition,
-	"fenced_leader_epoch":    ErrFencedLeaderEpoch,
-	"invalid_update_version": ErrInvalidUpdateVersion,
-	"ineligible_replica":     ErrIneligibleReplica,
-	"invalid_request":        ErrInvalidRequest,
+	"conflict":                ErrConflict,
+	"not_controller":          ErrNotController,
+	"duplicate_broker":        ErrDuplicateBroker,
+	"stale_epoch":             ErrStaleBrokerEpoch,
+	"unknown_partition":       ErrUnknownPartition,
+	"fenced_leader_epoch":     ErrFencedLeaderEpoch,
+	"invalid_update_version":  ErrInvalidUpdateVersion,
+	"ineligible_replica":      ErrIneligibleReplica,
+	"invalid_request":         ErrInvalidRequest,
+	"election_not_needed":     ErrElectionNotNeeded,
+	"preferred_not_available": ErrPreferredLeaderNotAvailable,
+	"eligible_not_available":  ErrEligibleLeadersNotAvailable,
 }
 
 func rpcError(code, msg string) error {

@@ -64,6 +64,7 @@ func init() {
 		36: {0, 2, (*Server).handleSaslAuthenticate},
 		37: {0, 3, (*Server).handleCreatePartitions},
 		42: {0, 2, (*Server).handleDeleteGroups},
+		43: {0, 2, (*Server).handleElectLeaders},
 		44: {0, 1, (*Server).handleIncrementalAlterConfigs},
 		47: {0, 0, (*Server).handleOffsetDelete},
 		55: {0, 2, (*Server).handleDescribeQuorum},

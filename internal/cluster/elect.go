@@ -1,0 +1,184 @@
+package cluster
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+)
+
+// Elections asked for by an operator (ElectLeaders) and the controller's
+// own preferred-leader balancing. The preferred leader is a partition's
+// first replica: placement spreads first replicas evenly, so leading from
+// them spreads the load; failovers move leadership away and these bring it
+// back (REPLICATION.md §2.6).
+
+// ElectionType is ElectLeaders' election type.
+type ElectionType int8
+
+// Kafka's election types.
+const (
+	ElectPreferred ElectionType = 0
+	ElectUnclean   ElectionType = 1
+)
+
+// Election errors, as ElectLeaders reports them per partition.
+var (
+	ErrElectionNotNeeded           = errors.New("cluster: election not needed")
+	ErrPreferredLeaderNotAvailable = errors.New("cluster: preferred leader not available")
+	ErrEligibleLeadersNotAvailable = errors.New("cluster: eligible leaders not available")
+)
+
+// TopicPartition names one partition.
+type TopicPartition struct {
+	Topic     TopicID `json:"topic"`
+	Partition int32   `json:"partition"`
+}
+
+// ElectLeaders asks the controller for elections.
+type ElectLeaders struct {
+	Type ElectionType `json:"type"`
+	// Partitions to elect for; nil: every partition, and then those that
+	// need no election are left out of the results (as Kafka does).
+	Partitions []TopicPartition `json:"partitions,omitempty"`
+}
+
+// ElectionResult is one partition's outcome: Code "" (elected) or an
+// rpcCodes key, Err its message.
+type ElectionResult struct {
+	TopicPartition
+	Code string `json:"code,omitempty"`
+	Err  string `json:"err,omitempty"`
+}
+
+// Error returns the result's error, nil when the election happened.
+func (r ElectionResult) Error() error {
+	if r.Code == "" {
+		return nil
+	}
+	return rpcError(r.Code, r.Err)
+}
+
+// electionFor is the change that an election of type typ makes to
+// partition p of topic t, or why there is none.
+func electionFor(img *Image, typ ElectionType, t TopicID, p int32) (PartitionChange, error) {
+	reg, ok := img.Partition(t, p)
+	if !ok {
+		return PartitionChange{}, fmt.Errorf("%w: %s-%d", ErrUnknownPartition, t, p)
+	}
+	ch := PartitionChange{TopicID: t, PartitionID: p, ExpectedPartitionEpoch: reg.PartitionEpoch, Leader: LeaderUnchanged}
+	switch typ {
+	case ElectPreferred:
+		pref := reg.Replicas[0]
+		switch {
+		case reg.Leader == pref:
+			return ch, fmt.Errorf("%w: node %d, the preferred replica, leads %s-%d", ErrElectionNotNeeded, pref, t, p)
+		case !slices.Contains(reg.ISR, pref) || !acceptable(img, pref):
+			return ch, fmt.Errorf("%w: node %d, the preferred replica of %s-%d, is not a live member of its ISR %v", ErrPreferredLeaderNotAvailable, pref, t, p, reg.ISR)
+		}
+		ch.Leader = pref
+		return ch, nil
+	case ElectUnclean:
+		if reg.Leader != NoLeader {
+			return ch, fmt.Errorf("%w: %s-%d has leader %d", ErrElectionNotNeeded, t, p, reg.Leader)
+		}
+		if leader := electLeader(img, reg, reg.ISR); leader != NoLeader { // an ISR member is back: a clean election
+			ch.Leader = leader
+			return ch, nil
+		}
+		for _, r := range reg.Replicas {
+			if acceptable(img, r) {
+				ch.Leader, ch.ISR, ch.Unclean = r, []NodeID{r}, true
+				return ch, nil
+			}
+		}
+		return ch, fmt.Errorf("%w: no replica of %s-%d is live", ErrEligibleLeadersNotAvailable, t, p)
+	}
+	return ch, fmt.Errorf("%w: election type %d", ErrInvalidRequest, typ)
+}
+
+// elections computes the changes and results of req against img.
+func elections(img *Image, req ElectLeaders) ([]Record, []ElectionResult) {
+	var recs []Record
+	var results []ElectionResult
+	one := func(t TopicID, p int32) {
+		ch, err := electionFor(img, req.Type, t, p)
+		tp := TopicPartition{Topic: t, Partition: p}
+		switch {
+		case err == nil:
+			recs = append(recs, ch)
+			results = append(results, ElectionResult{TopicPartition: tp})
+		case req.Partitions == nil && errors.Is(err, ErrElectionNotNeeded):
+		default:
+			f := rpcFailure(err)
+			results = append(results, ElectionResult{TopicPartition: tp, Code: f.Code, Err: f.Err})
+		}
+	}
+	if req.Partitions == nil {
+		img.eachPartition(func(t TopicID, p int32, _ PartitionReg) { one(t, p) })
+	} else {
+		for _, tp := range req.Partitions {
+			one(tp.Topic, tp.Partition)
+		}
+	}
+	return recs, results
+}
+
+// imbalanced returns the elections that move leadership back to preferred
+// replicas able to take it, at most max of them.
+func imbalanced(img *Image, max int) []Record {
+	recs, _ := elections(img, ElectLeaders{Type: ElectPreferred})
+	if len(recs) > max {
+		recs = recs[:max]
+	}
+	return recs
+}
+
+// electLeaders runs an operator's elections; a failure to commit them
+// fails every partition that was to change.
+func (c *controller) electLeaders(req ElectLeaders) []ElectionResult { // under decide
+	recs, results := elections(c.s.Image(), req)
+	if len(recs) == 0 {
+		return results
+	}
+	if _, _, err := c.s.applyLocal(DefaultApplyTimeout, recs...); err != nil {
+		f := rpcFailure(err)
+		for i := range results {
+			if results[i].Code == "" {
+				results[i].Code, results[i].Err = f.Code, f.Err
+			}
+		}
+		return results
+	}
+	c.logger.Info("cluster: leaders elected on request", "type", req.Type, "partitions", len(recs))
+	c.warnUnclean(recs)
+	return results
+}
+
+// balanceLeaders moves leadership back to preferred replicas
+// (auto.leader.rebalance.enable), a bounded batch per check.
+func (c *controller) balanceLeaders() {
+	c.decide.Lock()
+	defer c.decide.Unlock()
+	recs := imbalanced(c.s.Image(), 1000)
+	if len(recs) == 0 {
+		return
+	}
+	if _, _, err := c.s.applyLocal(DefaultApplyTimeout, recs...); err != nil {
+		c.logger.Warn("cluster: preferred-leader balancing", "err", err)
+		return
+	}
+	c.logger.Info("cluster: moved leadership back to preferred replicas", "partitions", len(recs))
+}
+
+// ElectLeaders asks the controller for elections (ElectLeaders).
+func (s *RaftStore) ElectLeaders(req ElectLeaders, timeout time.Duration) ([]ElectionResult, error) {
+	resp, err := s.callController(rpcRequest{ElectLeaders: &req}, timeout)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := s.waitApplied(resp.Index, timeout); err != nil { // read your writes
+		return nil, err
+	}
+	return resp.Elections, nil
+}
