@@ -107,7 +107,7 @@ func (c *testCluster) open(id int32) (*Broker, error) {
 	}
 	return Start(context.Background(), Config{
 		Dir: c.dirs[id], Addr: c.addrs[id], NodeID: id,
-		Cluster: cc,
+		Cluster:                    cc,
 		GroupInitialRebalanceDelay: -1,
 		MetricsAddr:                "127.0.0.1:0",
 		ConsoleAddr:                "127.0.0.1:0",
