@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -463,4 +464,101 @@ func TestReplicationLeaderBalancing(t *testing.T) {
 			t.Fatalf("leaders %v never went back to the preferred %v", c.leaders(1, "b"), pref)
 		}
 	}
+}
+
+// reassign asks node seed's controller to move topic's partition 0 to
+// target and waits until the move is complete: nothing listed in
+// progress, the replicas and ISR the target.
+func (c *testCluster) reassign(ctx context.Context, seed int32, topic string, target []int32) {
+	c.t.Helper()
+	req := kmsg.NewPtrAlterPartitionAssignmentsRequest()
+	rt := kmsg.NewAlterPartitionAssignmentsRequestTopic()
+	rt.Topic = topic
+	rp := kmsg.NewAlterPartitionAssignmentsRequestTopicPartition()
+	rp.Partition, rp.Replicas = 0, target
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	resp, err := req.RequestWith(ctx, c.client(seed))
+	if err != nil || resp.ErrorCode != 0 || len(resp.Topics) != 1 || resp.Topics[0].Partitions[0].ErrorCode != 0 {
+		c.t.Fatalf("reassign %s-0 to %v: %v %+v", topic, target, err, resp)
+	}
+	sorted := slices.Sorted(slices.Values(target))
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		list, err := kmsg.NewPtrListPartitionReassignmentsRequest().RequestWith(ctx, c.client(seed))
+		meta := c.metadata(seed, []string{topic})
+		done := err == nil && len(list.Topics) == 0 && len(meta.Topics) == 1 && len(meta.Topics[0].Partitions) == 1
+		if done {
+			p := meta.Topics[0].Partitions[0]
+			done = slices.Equal(p.Replicas, target) && slices.Equal(slices.Sorted(slices.Values(p.ISR)), sorted) && slices.Contains(target, p.Leader)
+		}
+		if done {
+			return
+		}
+		if time.Now().After(deadline) {
+			c.t.Fatalf("reassignment of %s-0 to %v not complete after 30 s: in progress %+v, metadata %+v (%v)", topic, target, list, meta.Topics, err)
+		}
+	}
+}
+
+// TestReplicationReassignment moves a partition under acks=all load:
+// replication factor 1 → 3, then off its leader's node onto a fourth
+// node. Every acknowledged record is read back once, and the node the
+// partition left holds none of its data.
+func TestReplicationReassignment(t *testing.T) {
+	c := startClusterN(t, 4)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	req := kmsg.NewPtrCreateTopicsRequest()
+	rt := kmsg.NewCreateTopicsRequestTopic()
+	rt.Topic, rt.NumPartitions, rt.ReplicationFactor = "m", -1, -1
+	a := kmsg.NewCreateTopicsRequestTopicReplicaAssignment()
+	a.Partition, a.Replicas = 0, []int32{1}
+	rt.ReplicaAssignment = append(rt.ReplicaAssignment, a)
+	req.Topics = append(req.Topics, rt)
+	if resp, err := req.RequestWith(ctx, c.client(2)); err != nil || resp.Topics[0].ErrorCode != 0 {
+		t.Fatalf("create m on node 1: %v %+v", err, resp)
+	}
+	c.waitISR(2, "m", []int32{1}, 10*time.Second)
+
+	prod := c.client(3)
+	acked := produceAll(ctx, t, prod, "m", "before", 200)
+	load, stopLoad := context.WithCancel(ctx)
+	loaded := make(chan []string)
+	go func() { // acks=all under way throughout both moves
+		var vals []string
+		for i := 0; load.Err() == nil; i++ {
+			v := fmt.Sprintf("during-%d", i)
+			if err := prod.ProduceSync(load, &kgo.Record{Topic: "m", Value: []byte(v)}).FirstErr(); err != nil {
+				if load.Err() == nil {
+					t.Errorf("produce %s during the reassignments: %v", v, err)
+				}
+				break
+			}
+			vals = append(vals, v)
+		}
+		loaded <- vals
+	}()
+
+	c.reassign(ctx, 2, "m", []int32{1, 2, 3})
+	c.reassign(ctx, 4, "m", []int32{2, 3, 4})
+	stopLoad()
+	during := <-loaded
+	if len(during) == 0 {
+		t.Fatal("no record was acknowledged during the reassignments")
+	}
+	acked = append(acked, during...)
+	acked = append(acked, produceAll(ctx, t, prod, "m", "after", 100)...)
+	consumeAll(ctx, t, c, 4, "m", acked)
+	c.waitISR(4, "m", []int32{2, 3, 4}, 10*time.Second)
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		entries, _ := os.ReadDir(c.dirs[1])
+		left := slices.ContainsFunc(entries, func(e os.DirEntry) bool { return strings.HasPrefix(e.Name(), "m-") })
+		if !left {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("node 1 still holds m's data after the partition moved off it: %v", entries)
+		}
+	}
+	t.Logf("%d records acknowledged during the two reassignments", len(during))
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"regexp"
 	"strings"
 	"testing"
@@ -271,5 +272,42 @@ func TestClusterAddAndRemoveVoter(t *testing.T) {
 	c.procs[2].awaitServing(t)
 	if c.procs[2].addr == "" {
 		t.Fatalf("node 2 did not start again with the original quorum list:\n%s", c.procs[2].logs.String())
+	}
+}
+
+// TestTopicReassignCLI: strand topic reassign moves a one-replica
+// partition from node 1 to nodes 2 and 3 and waits for it; the records
+// come back through the new replicas; --list and --cancel then say
+// nothing is moving.
+func TestTopicReassignCLI(t *testing.T) {
+	c := newProcCluster(t)
+	b := c.brokers(0)
+	ok(t, b, "", "topic", "create", "ra", "--replica-assignment", "1")
+	var lines strings.Builder
+	for i := range 100 {
+		fmt.Fprintf(&lines, "k%d:v%d\n", i, i)
+	}
+	ok(t, b, lines.String(), "produce", "ra", "-K", ":")
+	r := ok(t, b, "", "topic", "reassign", "ra", "--replica-assignment", "2:3", "--wait", "--timeout", "60s")
+	if !strings.Contains(r.stdout, "reassigning 1 partition of ra") || !strings.Contains(r.stdout, "reassignment of ra complete") {
+		t.Fatalf("reassign --wait:\n%s\n%s", r.stdout, r.stderr)
+	}
+	var desc topicDescription
+	decodeJSON(t, ok(t, b, "", "topic", "describe", "ra", "-o", "json").stdout, &desc)
+	if p := desc.Partitions[0]; !slices.Equal(p.Replicas, []int32{2, 3}) || (p.Leader != 2 && p.Leader != 3) || p.EndOffset != 100 {
+		t.Fatalf("after the move: %+v", p)
+	}
+	r = ok(t, c.addrs[2]+","+c.addrs[3], "", "consume", "ra", "--count", "100", "--format", `%o\n`)
+	if n := strings.Count(r.stdout, "\n"); n != 100 || !strings.HasPrefix(r.stdout, "0\n") || !strings.HasSuffix(r.stdout, "\n99\n") {
+		t.Fatalf("consumed %d records through the new replicas, want 100:\n%.500s", n, r.stdout)
+	}
+	if r := ok(t, b, "", "topic", "reassign", "ra", "--list"); !strings.Contains(r.stdout, "no reassignment of ra in progress") {
+		t.Errorf("--list: %q", r.stdout)
+	}
+	if r := runCLI(t, b, "", "topic", "reassign", "ra", "--cancel"); r.code != exitError || !strings.Contains(r.stderr, "no reassignment") {
+		t.Errorf("--cancel with nothing moving: exit %d, %q", r.code, r.stderr)
+	}
+	if r := runCLI(t, b, "", "topic", "reassign", "ra", "--replica-assignment", "2:9"); r.code != exitError || !strings.Contains(r.stderr, "INVALID_REPLICA_ASSIGNMENT") {
+		t.Errorf("a target on an unknown broker: exit %d, %q", r.code, r.stderr)
 	}
 }

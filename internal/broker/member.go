@@ -35,7 +35,8 @@ type Member interface {
 	ChangeVoter(v cluster.VoterChange, timeout time.Duration) error
 	SyncWithController(timeout time.Duration) error
 	AlterPartition(r cluster.AlterPartition, timeout time.Duration) (cluster.PartitionReg, error)
-	ElectLeaders(r cluster.ElectLeaders, timeout time.Duration) ([]cluster.ElectionResult, error)
+	ElectLeaders(r cluster.ElectLeaders, timeout time.Duration) ([]cluster.PartitionResult, error)
+	AlterReassignments(r cluster.AlterReassignments, timeout time.Duration) ([]cluster.PartitionResult, error)
 }
 
 // ControllerEndpoint returns the internal listener (host:port) of the

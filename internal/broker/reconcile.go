@@ -297,6 +297,10 @@ func (b *Broker) syncTopicLocked(img *cluster.Image, mt cluster.Topic) {
 			p = old.partitions[i]
 		}
 		reg, ok := img.Partition(mt.ID, i)
+		if p != nil && ok && !slices.Contains(reg.Replicas, self) { // reassigned away
+			b.dropMovedLocked(p)
+			p, changed = nil, true
+		}
 		if p == nil && ok && slices.Contains(reg.Replicas, self) {
 			if p, err = b.openPartition(mt.Name, mt.ID, PartitionID(i), tc); err != nil {
 				b.logger.Error("broker: cannot open a partition placed on this node", "topic", mt.Name, "partition", i, "err", err)
@@ -337,6 +341,23 @@ func (b *Broker) dropDeletedLocked(t *Topic) {
 		}()
 	}
 	b.logger.Info("broker: topic deleted", "topic", t.Name)
+}
+
+// dropMovedLocked removes a replica a reassignment took off this node:
+// it stops fetching (remove), and its data goes — the replicas that
+// replaced it held all of it before the move completed.
+func (b *Broker) dropMovedLocked(p *Partition) {
+	p.mu.Lock()
+	s := *p.state()
+	s.role, s.leader = RoleFollower, -1
+	p.setState(&s) // parked acks=all produces fail NOT_LEADER_OR_FOLLOWER now, not at their timeout
+	p.lead.Store(nil)
+	p.mu.Unlock()
+	if err := p.remove(); err != nil {
+		b.logger.Warn("broker: removing a replica moved off this node", "topic", p.topic, "partition", p.id, "err", err)
+		return
+	}
+	b.logger.Info("broker: replica moved off this node; its data is removed", "topic", p.topic, "partition", p.id)
 }
 
 // closeLocal closes a topic's local partitions, keeping their data.

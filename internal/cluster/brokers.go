@@ -43,11 +43,22 @@ type PartitionReg struct {
 	Leader         NodeID // NoLeader when none
 	LeaderEpoch    int32  // bumps when the leader changes
 	PartitionEpoch int32  // bumps on every change (the CAS of PartitionChange)
+	// AddingReplicas and RemovingReplicas are a reassignment in progress
+	// (both in Replicas): it completes once every adding replica is in
+	// the ISR, leaving Replicas without the removing ones.
+	AddingReplicas   []NodeID `json:",omitempty"`
+	RemovingReplicas []NodeID `json:",omitempty"`
 }
 
 func (r PartitionReg) clone() PartitionReg {
 	r.Replicas, r.ISR = slices.Clone(r.Replicas), slices.Clone(r.ISR)
+	r.AddingReplicas, r.RemovingReplicas = slices.Clone(r.AddingReplicas), slices.Clone(r.RemovingReplicas)
 	return r
+}
+
+// Reassigning reports whether a reassignment is in progress.
+func (r PartitionReg) Reassigning() bool {
+	return len(r.AddingReplicas) > 0 || len(r.RemovingReplicas) > 0
 }
 
 // Broker returns broker id's registration.
@@ -181,6 +192,14 @@ type PartitionChange struct {
 	// Unclean: the leader was elected from outside the ISR
 	// (unclean.leader.election.enable), which may lose records.
 	Unclean bool `json:",omitempty"`
+	// Reassignment, when set, replaces the adding and removing replicas
+	// (both empty: none in progress).
+	Reassignment *ReassignmentState `json:",omitempty"`
+}
+
+// ReassignmentState is a partition's adding and removing replicas.
+type ReassignmentState struct {
+	Adding, Removing []NodeID
 }
 
 func (r PartitionChange) apply(im *Image, _ int64) error {
@@ -198,6 +217,9 @@ func (r PartitionChange) apply(im *Image, _ int64) error {
 	if r.Replicas != nil {
 		next.Replicas = slices.Clone(r.Replicas)
 	}
+	if r.Reassignment != nil {
+		next.AddingReplicas, next.RemovingReplicas = nonEmpty(r.Reassignment.Adding), nonEmpty(r.Reassignment.Removing)
+	}
 	if r.Leader != LeaderUnchanged {
 		next.Leader = r.Leader
 		next.LeaderEpoch++
@@ -207,6 +229,15 @@ func (r PartitionChange) apply(im *Image, _ int64) error {
 	ps[r.PartitionID] = next
 	im.partitions[r.TopicID] = ps
 	return nil
+}
+
+// nonEmpty is ids, or nil when there are none (so an image compares and
+// encodes the same whichever way it was reached).
+func nonEmpty(ids []NodeID) []NodeID {
+	if len(ids) == 0 {
+		return nil
+	}
+	return slices.Clone(ids)
 }
 
 // eachPartition calls fn for every registered partition, in topic id and

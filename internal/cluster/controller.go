@@ -176,6 +176,7 @@ func (c *controller) run(term chan struct{}) {
 		case <-tick.C:
 			c.fenceOneStale(time.Now())
 			c.electUnclean()
+			c.completeReassignments()
 		case <-balance:
 			c.balanceLeaders()
 		}
@@ -369,7 +370,9 @@ func (c *controller) serve(req rpcRequest) rpcResponse {
 		}
 		return rpcResponse{Partition: &reg, Index: c.s.AppliedIndex()}
 	case req.ElectLeaders != nil:
-		return rpcResponse{Elections: c.electLeaders(*req.ElectLeaders), Index: c.s.AppliedIndex()}
+		return rpcResponse{Results: c.electLeaders(*req.ElectLeaders), Index: c.s.AppliedIndex()}
+	case req.Reassign != nil:
+		return rpcResponse{Results: c.alterReassignments(*req.Reassign), Index: c.s.AppliedIndex()}
 	case req.Heartbeat != nil:
 		reply, err := c.heartbeat(*req.Heartbeat)
 		if err != nil {

@@ -43,16 +43,16 @@ type ElectLeaders struct {
 	Partitions []TopicPartition `json:"partitions,omitempty"`
 }
 
-// ElectionResult is one partition's outcome: Code "" (elected) or an
-// rpcCodes key, Err its message.
-type ElectionResult struct {
+// PartitionResult is one partition's outcome of a controller request:
+// Code "" (done) or an rpcCodes key, Err its message.
+type PartitionResult struct {
 	TopicPartition
 	Code string `json:"code,omitempty"`
 	Err  string `json:"err,omitempty"`
 }
 
 // Error returns the result's error, nil when the election happened.
-func (r ElectionResult) Error() error {
+func (r PartitionResult) Error() error {
 	if r.Code == "" {
 		return nil
 	}
@@ -98,20 +98,20 @@ func electionFor(img *Image, typ ElectionType, t TopicID, p int32) (PartitionCha
 }
 
 // elections computes the changes and results of req against img.
-func elections(img *Image, req ElectLeaders) ([]Record, []ElectionResult) {
+func elections(img *Image, req ElectLeaders) ([]Record, []PartitionResult) {
 	var recs []Record
-	var results []ElectionResult
+	var results []PartitionResult
 	one := func(t TopicID, p int32) {
 		ch, err := electionFor(img, req.Type, t, p)
 		tp := TopicPartition{Topic: t, Partition: p}
 		switch {
 		case err == nil:
 			recs = append(recs, ch)
-			results = append(results, ElectionResult{TopicPartition: tp})
+			results = append(results, PartitionResult{TopicPartition: tp})
 		case req.Partitions == nil && errors.Is(err, ErrElectionNotNeeded):
 		default:
 			f := rpcFailure(err)
-			results = append(results, ElectionResult{TopicPartition: tp, Code: f.Code, Err: f.Err})
+			results = append(results, PartitionResult{TopicPartition: tp, Code: f.Code, Err: f.Err})
 		}
 	}
 	if req.Partitions == nil {
@@ -136,7 +136,7 @@ func imbalanced(img *Image, max int) []Record {
 
 // electLeaders runs an operator's elections; a failure to commit them
 // fails every partition that was to change.
-func (c *controller) electLeaders(req ElectLeaders) []ElectionResult { // under decide
+func (c *controller) electLeaders(req ElectLeaders) []PartitionResult { // under decide
 	recs, results := elections(c.s.Image(), req)
 	if len(recs) == 0 {
 		return results
@@ -172,7 +172,7 @@ func (c *controller) balanceLeaders() {
 }
 
 // ElectLeaders asks the controller for elections (ElectLeaders).
-func (s *RaftStore) ElectLeaders(req ElectLeaders, timeout time.Duration) ([]ElectionResult, error) {
+func (s *RaftStore) ElectLeaders(req ElectLeaders, timeout time.Duration) ([]PartitionResult, error) {
 	resp, err := s.callController(rpcRequest{ElectLeaders: &req}, timeout)
 	if err != nil {
 		return nil, err
@@ -180,5 +180,5 @@ func (s *RaftStore) ElectLeaders(req ElectLeaders, timeout time.Duration) ([]Ele
 	if _, err := s.waitApplied(resp.Index, timeout); err != nil { // read your writes
 		return nil, err
 	}
-	return resp.Elections, nil
+	return resp.Results, nil
 }

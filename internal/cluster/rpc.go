@@ -35,16 +35,18 @@ type rpcRequest struct {
 	AlterPartition *AlterPartition `json:"alterPartition,omitempty"`
 	// ElectLeaders is an operator's election request.
 	ElectLeaders *ElectLeaders `json:"electLeaders,omitempty"`
+	// Reassign starts or cancels partition reassignments.
+	Reassign *AlterReassignments `json:"reassign,omitempty"`
 }
 
 type rpcResponse struct {
-	Index     uint64           `json:"index,omitempty"` // the entry that committed an Apply or Register
-	Code      string           `json:"code,omitempty"`  // rpcCodes key; "" is success
-	Err       string           `json:"err,omitempty"`
-	Epoch     int64            `json:"epoch,omitempty"` // a registration's broker epoch
-	Heartbeat *HeartbeatReply  `json:"heartbeat,omitempty"`
-	Partition *PartitionReg    `json:"partition,omitempty"` // after an AlterPartition
-	Elections []ElectionResult `json:"elections,omitempty"`
+	Index     uint64            `json:"index,omitempty"` // the entry that committed an Apply or Register
+	Code      string            `json:"code,omitempty"`  // rpcCodes key; "" is success
+	Err       string            `json:"err,omitempty"`
+	Epoch     int64             `json:"epoch,omitempty"` // a registration's broker epoch
+	Heartbeat *HeartbeatReply   `json:"heartbeat,omitempty"`
+	Partition *PartitionReg     `json:"partition,omitempty"` // after an AlterPartition
+	Results   []PartitionResult `json:"results,omitempty"`   // per partition: ElectLeaders, Reassign
 }
 
 // rpcCodes carries the errors a caller acts on across the wire.
@@ -61,6 +63,8 @@ var rpcCodes = map[string]error{
 	"election_not_needed":     ErrElectionNotNeeded,
 	"preferred_not_available": ErrPreferredLeaderNotAvailable,
 	"eligible_not_available":  ErrEligibleLeadersNotAvailable,
+	"no_reassignment":         ErrNoReassignmentInProgress,
+	"invalid_assignment":      ErrInvalidReplicaAssignment,
 }
 
 func rpcError(code, msg string) error {

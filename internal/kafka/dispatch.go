@@ -66,6 +66,8 @@ func init() {
 		42: {0, 2, (*Server).handleDeleteGroups},
 		43: {0, 2, (*Server).handleElectLeaders},
 		44: {0, 1, (*Server).handleIncrementalAlterConfigs},
+		45: {0, 1, (*Server).handleAlterPartitionReassignments},
+		46: {0, 0, (*Server).handleListPartitionReassignments},
 		47: {0, 0, (*Server).handleOffsetDelete},
 		55: {0, 2, (*Server).handleDescribeQuorum},
 		58: {0, 0, (*Server).handleEnvelope},
