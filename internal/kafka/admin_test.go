@@ -1,6 +1,7 @@
 package kafka
 
 import (
+	"fmt"
 	"slices"
 	"strconv"
 	"testing"
@@ -456,4 +457,48 @@ func TestDescribeClusterAndLeaderEpochs(t *testing.T) {
 	if a == b {
 		t.Fatal("producer ids must not repeat")
 	}
+}
+
+// TestReassignAndElectOnOneNode: a single node has nowhere to move a
+// partition and leads every one already — each request answers per
+// partition in Kafka's codes, v1's AllowReplicationFactorChange=false
+// first (KIP-860), and nothing is listed in progress.
+func TestReassignAndElectOnOneNode(t *testing.T) {
+	t.Parallel()
+	ts := startServer(t, broker.Config{}, Config{})
+	c := dial(t, ts.addr)
+	createTopic(t, ts.b, "one", 1, nil)
+
+	ar := kmsg.NewPtrAlterPartitionAssignmentsRequest()
+	rt := kmsg.NewAlterPartitionAssignmentsRequestTopic()
+	rt.Topic = "one"
+	for _, target := range [][]int32{{0}, {0, 1}} {
+		rp := kmsg.NewAlterPartitionAssignmentsRequestTopicPartition()
+		rp.Replicas = target
+		rt.Partitions = append(rt.Partitions, rp)
+	}
+	ar.Topics = []kmsg.AlterPartitionAssignmentsRequestTopic{rt, {Topic: "nope", Partitions: []kmsg.AlterPartitionAssignmentsRequestTopicPartition{{Replicas: []int32{0}}}}}
+	ar.AllowReplicationFactorChange = false
+	resp := c.do(ar, 1).(*kmsg.AlterPartitionAssignmentsResponse)
+	codes := map[string][]int16{}
+	for _, t := range resp.Topics {
+		for _, p := range t.Partitions {
+			codes[t.Topic] = append(codes[t.Topic], p.ErrorCode)
+		}
+	}
+	if !slices.Equal(codes["one"], []int16{kerr.InvalidReplicationFactor.Code, kerr.InvalidReplicaAssignment.Code}) ||
+		!slices.Equal(codes["nope"], []int16{kerr.UnknownTopicOrPartition.Code}) {
+		t.Fatalf("reassign on one node: %v", codes)
+	}
+	if l := c.do(kmsg.NewPtrListPartitionReassignmentsRequest(), 0).(*kmsg.ListPartitionReassignmentsResponse); l.ErrorCode != 0 || len(l.Topics) != 0 {
+		t.Fatalf("list: %+v", l)
+	}
+	el := kmsg.NewPtrElectLeadersRequest()
+	el.Topics = []kmsg.ElectLeadersRequestTopic{{Topic: "one", Partitions: []int32{0}}}
+	for v := int16(0); v <= 2; v++ {
+		er := c.do(el, v).(*kmsg.ElectLeadersResponse)
+		wantCode(t, fmt.Sprintf("elect v%d", v), er.Topics[0].Partitions[0].ErrorCode, kerr.ElectionNotNeeded)
+	}
+	el.ElectionType = 7
+	wantCode(t, "election type 7", c.do(el, 1).(*kmsg.ElectLeadersResponse).ErrorCode, kerr.InvalidRequest)
 }
