@@ -345,7 +345,7 @@ func TestCLIElectLeaders(t *testing.T) {
 	if r := ok(t, addr, "", "cluster", "elect-leaders"); strings.TrimSpace(r.stdout) != "0 leaders elected" {
 		t.Errorf("elect every partition: %q", r.stdout)
 	}
-	r := ok(t, addr, "", "cluster", "elect-leaders", "--topic", "e")
+	r := ok(t, addr, "", "topic", "elect-leaders", "--topic", "e")
 	if !strings.Contains(r.stdout, "0 leaders elected, 2 not") || strings.Count(r.stdout, "ELECTION_NOT_NEEDED") != 2 {
 		t.Errorf("elect e's partitions:\n%s", r.stdout)
 	}
@@ -356,5 +356,20 @@ func TestCLIElectLeaders(t *testing.T) {
 	}
 	if r := runCLI(t, addr, "", "cluster", "elect-leaders", "--partition", "1"); r.code != exitUsage {
 		t.Errorf("--partition without --topic: exit %d", r.code)
+	}
+}
+
+// TestCLIProduceSaysNotEnoughReplicas: kgo retries NOT_ENOUGH_REPLICAS
+// until its timeout and reports only the timeout; strand produce then says
+// what the metadata shows — too few in-sync replicas — and what to do.
+func TestCLIProduceSaysNotEnoughReplicas(t *testing.T) {
+	t.Parallel()
+	addr := startBroker(t).Addr()
+	ok(t, addr, "", "topic", "create", "few", "--config", "min.insync.replicas=2")
+	r := runCLI(t, addr, "x\n", "produce", "few", "--timeout", "3s")
+	if r.code != exitError || !strings.Contains(r.stderr, "1 records not produced") ||
+		!strings.Contains(r.stderr, "partition 0 has 1 replica in sync (0) and min.insync.replicas is 2") ||
+		!strings.Contains(r.stderr, "NOT_ENOUGH_REPLICAS") {
+		t.Fatalf("exit %d, stderr:\n%s", r.code, r.stderr)
 	}
 }

@@ -20,7 +20,11 @@ type electionResult struct {
 	Message   string `json:"message,omitempty"`
 }
 
-// newElectCmd is "strand cluster elect-leaders" (kafka-leader-election.sh).
+// "strand topic elect-leaders" too: the verb is about partitions.
+func init() { addTopicSubcommand(newElectCmd) }
+
+// newElectCmd is "strand cluster elect-leaders" and "strand topic
+// elect-leaders" (kafka-leader-election.sh).
 func newElectCmd(o *clientOptions) *cobra.Command {
 	var (
 		topics    []string

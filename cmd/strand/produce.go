@@ -8,11 +8,14 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
@@ -114,7 +117,15 @@ func (o *produceOptions) run(ctx context.Context, cmd *cobra.Command, topic stri
 			n, elapsed.Seconds(), float64(n)/max(elapsed.Seconds(), 1e-9))
 	}
 	if firstErr != nil {
-		return produceError(topic, failed, firstErr)
+		err := produceError(topic, failed, firstErr)
+		if errors.Is(firstErr, kgo.ErrRecordTimeout) || errors.Is(firstErr, context.DeadlineExceeded) {
+			// kgo retried a retriable error until the timeout and kept no
+			// trace of it: say what the cluster shows instead.
+			if why := diagnoseTopic(cl, topic); why != "" {
+				err = fmt.Errorf("%w\n%s", err, why)
+			}
+		}
+		return err
 	}
 	return errors.Join(readErr, flushErr)
 }
@@ -185,6 +196,45 @@ func produceError(topic string, failed int64, err error) error {
 		return fmt.Errorf("%d records not produced: a record is larger than the topic's max.message.bytes: %w", failed, err)
 	}
 	return fmt.Errorf("%d records not produced: %w", failed, err)
+}
+
+// diagnoseTopic explains why produces to topic cannot be acknowledged,
+// from the metadata: partitions without a leader, and partitions with
+// fewer in-sync replicas than min.insync.replicas (NOT_ENOUGH_REPLICAS for
+// acks=all, which kgo retries until it gives up). "" when nothing shows.
+func diagnoseTopic(cl *kgo.Client, topic string) string {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	adm := kadm.NewClient(cl)
+	details, err := adm.ListTopics(ctx, topic)
+	if err != nil {
+		return ""
+	}
+	td, ok := details[topic]
+	if !ok || td.Err != nil {
+		return ""
+	}
+	minISR := 1
+	if rcs, err := adm.DescribeTopicConfigs(ctx, topic); err == nil {
+		if rc, err := rcs.On(topic, nil); err == nil {
+			for _, c := range rc.Configs {
+				if c.Key == "min.insync.replicas" {
+					minISR, _ = strconv.Atoi(c.MaybeValue())
+				}
+			}
+		}
+	}
+	var lines []string
+	for _, p := range td.Partitions.Sorted() {
+		switch {
+		case p.Leader < 0:
+			lines = append(lines, fmt.Sprintf("partition %d has no leader: every in-sync replica (%s) is down; it comes back with one of them", p.Partition, ints(p.ISR)))
+		case len(p.ISR) < minISR:
+			lines = append(lines, fmt.Sprintf("partition %d has %s in sync (%s) and min.insync.replicas is %d: the broker refuses acks=all with NOT_ENOUGH_REPLICAS until a replica catches up (strand topic describe %s shows the ISR)",
+				p.Partition, plural(len(p.ISR), "replica"), ints(p.ISR), minISR, topic))
+		}
+	}
+	return strings.Join(lines, "\n")
 }
 
 // parseHeaders parses repeated --header k=v values, keeping their order.

@@ -3,6 +3,7 @@ package main
 import (
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -194,7 +195,11 @@ func TestReadmeCluster(t *testing.T) {
 			cmd.Dir = dir
 			out, err := cmd.CombinedOutput()
 			t.Logf("$ %s\n%s", s.cmd, out)
-			if err != nil && !strings.HasPrefix(s.cmd, "pkill") && !settle {
+			wantsErr := slices.ContainsFunc(append(s.want, s.fuzzy...), func(w string) bool { return strings.HasPrefix(w, "error:") })
+			if wantsErr && err == nil {
+				t.Fatalf("README command %s succeeded; the README shows it failing:\n%s", s.cmd, out)
+			}
+			if err != nil && !strings.HasPrefix(s.cmd, "pkill") && !settle && !wantsErr {
 				t.Fatalf("README command failed (%v): %s\n%s", err, s.cmd, out)
 			}
 			missing := missingOutput(string(out), append(s.want, s.fuzzy...), replacer)

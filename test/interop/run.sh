@@ -216,7 +216,8 @@ fi
 # A three-node cluster: every client bootstraps from one node and must find
 # the partitions and group coordinators on the others.
 start_cluster() {
-  local quorum="" n p
+  local n p
+  quorum=""
   cports=()
   for n in 1 2 3; do
     p=$("$PY" -c 'import socket
@@ -232,10 +233,7 @@ print(s.getsockname()[1])')
   done
   echo "== starting a three-node cluster: Kafka on ${cports[*]}, quorum $quorum"
   for n in 1 2 3; do
-    echo "---- strand serve --node-id $n start $(date -u +%FT%TZ)" >>"$log"
-    "$bin" serve --node-id "$n" --listen "127.0.0.1:${cports[$((n - 1))]}" --data-dir "$tmp/cluster/n$n" \
-      --metrics-listen "" --console-listen "" --controller-quorum "$quorum" >>"$log" 2>&1 &
-    cluster_pids+=($!)
+    launch_node "$n"
   done
   local deadline=$((SECONDS + STARTUP_TIMEOUT)) up
   while ((SECONDS < deadline)); do
@@ -254,6 +252,44 @@ socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=1).close()' "$
   failed=$((failed + 1))
   return 1
 }
+# launch_node starts cluster node n (again, after a kill: same directory).
+# Sessions of 3 s make a killed node's partitions fail over quickly.
+launch_node() {
+  local n=$1
+  echo "---- strand serve --node-id $n start $(date -u +%FT%TZ)" >>"$log"
+  "$bin" serve --node-id "$n" --listen "127.0.0.1:${cports[$((n - 1))]}" --data-dir "$tmp/cluster/n$n" \
+    --metrics-listen "" --console-listen "" --controller-quorum "$quorum" \
+    --broker-session-timeout 3s --broker-heartbeat-interval 300ms >>"$log" 2>&1 &
+  cluster_pids[$((n - 1))]=$!
+}
+# failover: kafka-python and kcat produce with acks=all to a replicated
+# topic while node 2 is SIGKILLed and started again (failover.py checks
+# that every acknowledged record is there).
+failover() {
+  local out=$tmp/cluster-failover.out marker=$tmp/failover-started rc=0 p f
+  echo "== cluster-failover"
+  rm -f "$marker"
+  timeout "$TEST_TIMEOUT" "$PY" "$here/failover.py" "127.0.0.1:${cports[0]},127.0.0.1:${cports[1]},127.0.0.1:${cports[2]}" "$marker" >"$out" 2>&1 &
+  local fpid=$! deadline=$((SECONDS + 120))
+  while [[ ! -e $marker ]] && ((SECONDS < deadline)) && kill -0 "$fpid" 2>/dev/null; do sleep 0.2; done
+  if [[ -e $marker ]]; then
+    echo "---- SIGKILL node 2 $(date -u +%FT%TZ)" >>"$log"
+    kill -KILL "${cluster_pids[1]}" 2>/dev/null || true
+    wait "${cluster_pids[1]}" 2>/dev/null || true
+    sleep 2
+    launch_node 2
+  fi
+  wait "$fpid" || rc=$?
+  cat "$out"
+  p=$(grep -c '^ok ' "$out" || true)
+  f=$(grep -c '^FAIL' "$out" || true)
+  passed=$((passed + p)) failed=$((failed + f))
+  if [[ ! -e $marker ]]; then
+    echo "FAIL cluster-failover: the producers never got going, so no node was killed"; failed=$((failed + 1))
+  elif ((rc != 0 && f == 0)); then
+    echo "FAIL cluster-failover: exited with status $rc without reporting a failed check"; failed=$((failed + 1))
+  fi
+}
 stop_cluster() {
   local p rc=0
   for p in "${cluster_pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
@@ -271,6 +307,7 @@ if [[ -n $pid ]]; then
     [[ -n $pid ]] && run_test cluster-groups "$PY" "$here/groups.py" "${cports[2]}" || true
     [[ -n $pid ]] && run_test cluster-dlq "$here/dlq.sh" "${cports[1]}" "$bin" || true
     [[ -n $pid ]] && run_test cluster-kafkajs node "$here/kafkajs/kafkajs.js" "${cports[2]}" || true
+    [[ -n $pid ]] && failover
   fi
   if stop_cluster; then
     echo "ok interop: the cluster's nodes exited cleanly on SIGTERM"; passed=$((passed + 1))
