@@ -42,6 +42,7 @@ type kafkaPeer struct {
 	stop  func() error
 	admin *kadm.Client
 	prod  *kgo.Client // the producer every produce workload shares (warm)
+	rf    int16       // replication factor of the topics it creates
 }
 
 // startKafka starts a fresh Strand or kfake broker with its data in dir.
@@ -58,6 +59,12 @@ func startKafka(ctx context.Context, o Options, name, dir string) (*kafkaPeer, e
 			return nil, err
 		}
 		p.addr, p.stop = b.Addr(), b.Close
+	case "strand-rf3":
+		addr, stop, err := startStrandCluster(ctx, dir)
+		if err != nil {
+			return nil, err
+		}
+		p.addr, p.stop, p.rf = addr, stop, clusterNodes
 	case "kfake":
 		// DataDir persists segments to dir; without SyncWrites nothing is
 		// fsynced per batch (kfake's default, like Kafka's).
@@ -69,7 +76,11 @@ func startKafka(ctx context.Context, o Options, name, dir string) (*kafkaPeer, e
 	default:
 		return nil, fmt.Errorf("unknown Kafka peer %q", name)
 	}
-	return newKafkaClients(o, p.addr, p.stop)
+	kp, err := newKafkaClients(o, p.addr, p.stop)
+	if kp != nil {
+		kp.rf = max(p.rf, 1)
+	}
+	return kp, err
 }
 
 // newKafkaClients connects the admin and producer clients to a broker at
@@ -100,7 +111,7 @@ func (p *kafkaPeer) close() error {
 }
 
 func (p *kafkaPeer) createTopic(ctx context.Context, topic string, partitions int) error {
-	return createTopic(ctx, p.admin, topic, int32(partitions), p.o.Timeout)
+	return createTopicRF(ctx, p.admin, topic, int32(partitions), p.rf, p.o.Timeout)
 }
 
 func (p *kafkaPeer) produce(ctx context.Context, topic string, pl *payload, n int) (time.Duration, any, error) {
@@ -283,9 +294,15 @@ func (e *e2e) samples() ([]time.Duration, error) {
 func sortDurations(d []time.Duration) { sort.Slice(d, func(i, j int) bool { return d[i] < d[j] }) }
 
 func createTopic(ctx context.Context, adm *kadm.Client, topic string, partitions int32, timeout time.Duration) error {
+	return createTopicRF(ctx, adm, topic, partitions, 1, timeout)
+}
+
+// createTopicRF creates topic with rf replicas per partition and waits
+// until every partition has a leader and all rf replicas in sync.
+func createTopicRF(ctx context.Context, adm *kadm.Client, topic string, partitions int32, rf int16, timeout time.Duration) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	resp, err := adm.CreateTopic(ctx, partitions, 1, nil, topic)
+	resp, err := adm.CreateTopic(ctx, partitions, rf, nil, topic)
 	if err == nil {
 		err = resp.Err
 	}
@@ -299,7 +316,7 @@ func createTopic(ctx context.Context, adm *kadm.Client, topic string, partitions
 			if td, ok := md.Topics[topic]; ok && td.Err == nil && len(td.Partitions) == int(partitions) {
 				ready := true
 				for _, pd := range td.Partitions {
-					if pd.Err != nil || pd.Leader < 0 {
+					if pd.Err != nil || pd.Leader < 0 || len(pd.ISR) < int(rf) {
 						ready = false
 					}
 				}

@@ -239,6 +239,12 @@ func (p *Partition) shrinkISR() {
 		ls.mu.Unlock()
 		return
 	}
+	if isr, ok := ls.unresolved(s.isr); ok { // an earlier change's outcome is unknown: ask again
+		ls.altering = true
+		ls.mu.Unlock()
+		p.b.goAlterISR(p, ls, isr)
+		return
+	}
 	isr := slices.Clone(s.isr)
 	var out []NodeID
 	for id, f := range ls.followers {
@@ -257,6 +263,21 @@ func (p *Partition) shrinkISR() {
 	}
 }
 
+// unresolved returns the ISR an earlier AlterPartition asked for, when its
+// outcome is still unknown (pending members the metadata has not settled).
+func (ls *leaderState) unresolved(committed []NodeID) ([]NodeID, bool) {
+	isr, pending := slices.Clone(committed), false
+	for id, f := range ls.followers {
+		switch {
+		case f.PendingJoin:
+			isr, pending = append(isr, id), true
+		case f.PendingLeave:
+			isr, pending = slices.DeleteFunc(isr, func(x NodeID) bool { return x == id }), true
+		}
+	}
+	return isr, pending
+}
+
 // goAlterISR asks the controller for the ISR isr in the background.
 func (b *Broker) goAlterISR(p *Partition, ls *leaderState, isr []NodeID) {
 	b.wg.Add(1)
@@ -266,9 +287,14 @@ func (b *Broker) goAlterISR(p *Partition, ls *leaderState, isr []NodeID) {
 	}()
 }
 
-// alterISR sends the AlterPartition and applies its answer. A refusal
-// reverts the pending change and waits a moment before the next attempt;
-// a stale leader learns its new role from the metadata.
+// alterISR sends the AlterPartition and applies its answer. Only a
+// refusal that says the change was not applied (INELIGIBLE_REPLICA)
+// reverts it; after any other failure — a lost answer, a stale partition
+// epoch, a deposed leader — the controller may have committed it, so the
+// pending members keep counting for the high watermark (Kafka's maximal
+// ISR) until the metadata shows the outcome, and shrinkISR asks again if
+// it never does. Reverting a join early would let the high watermark pass
+// records a new ISR member lacks.
 func (p *Partition) alterISR(ls *leaderState, isr []NodeID) {
 	s := p.state()
 	req := cluster.AlterPartition{
@@ -280,8 +306,10 @@ func (p *Partition) alterISR(ls *leaderState, isr []NodeID) {
 	ls.mu.Lock()
 	ls.altering = false
 	if err != nil {
-		for _, f := range ls.followers {
-			f.PendingJoin, f.PendingLeave = false, false
+		if errors.Is(err, cluster.ErrIneligibleReplica) {
+			for _, f := range ls.followers {
+				f.PendingJoin, f.PendingLeave = false, false
+			}
 		}
 		ls.retryAt = p.b.cfg.Now().Add(time.Second)
 	}

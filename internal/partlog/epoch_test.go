@@ -88,3 +88,35 @@ func TestEpochCacheRebuiltFromHeaders(t *testing.T) {
 		}
 	})
 }
+
+// TestTruncateToEndDropsEmptyEpoch: a node elected leader assigns an epoch
+// at its log end; if it loses leadership before writing anything in it,
+// the follower's truncation to its own end must still drop that epoch
+// (Kafka's truncateTo does), or its next fetch names it as the last
+// fetched epoch, is told it diverges, truncates nowhere — forever. This
+// is what the replication simulation found.
+func TestTruncateToEndDropsEmptyEpoch(t *testing.T) {
+	forEachFS(t, func(t *testing.T, fs vfs.FS, dir string) {
+		l := mustOpen(t, fs, dir, Config{})
+		defer l.Close()
+		if err := l.AssignEpoch(1); err != nil {
+			t.Fatal(err)
+		}
+		mustAppend(t, l, batch(t, 1, "e1"))
+		if err := l.AssignEpoch(4); err != nil { // elected, then deposed before any append
+			t.Fatal(err)
+		}
+		if got := l.LatestEpoch(); got != 4 {
+			t.Fatalf("latest epoch %d, want 4", got)
+		}
+		if err := l.TruncateTo(l.LogEndOffset()); err != nil {
+			t.Fatal(err)
+		}
+		if got := l.LatestEpoch(); got != 1 {
+			t.Fatalf("after truncating to the end the latest epoch is %d, want 1", got)
+		}
+		if e, o := l.EndOffsetForEpoch(1); e != 1 || o != l.LogEndOffset() {
+			t.Fatalf("EndOffsetForEpoch(1) = (%d, %d), want (1, %d)", e, o, l.LogEndOffset())
+		}
+	})
+}

@@ -168,7 +168,14 @@ func (l *Log) TruncateTo(o record.Offset) error {
 	if l.mu.failed != nil || l.damage.Load() != nil {
 		return l.refusal()
 	}
-	if int64(o) >= l.end.Load() {
+	if end := record.Offset(l.end.Load()); o >= end {
+		// Nothing to cut, but an epoch this node assigned as leader and
+		// wrote nothing in must go (Kafka's truncateTo does the same): a
+		// follower fetching with it as its last epoch would be told it
+		// diverges, truncate to here, and be told so again, forever.
+		if l.epochs.truncateFromEnd(end) {
+			return l.epochs.store()
+		}
 		return nil
 	}
 	if int64(o) <= l.start.Load() {

@@ -1,0 +1,118 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strandmq/strand"
+)
+
+// The replicated peer, "strand-rf3": three Strand nodes in this process,
+// every topic with replication factor 3 and min.insync.replicas 2, the
+// clients' acks=all waiting for two copies. Its ratios to "strand" (one
+// node, one copy) are what replication costs on this machine.
+
+const clusterNodes = 3
+
+// startStrandCluster starts three nodes in dir and returns the first
+// node's Kafka address and a function that stops them all.
+func startStrandCluster(ctx context.Context, dir string) (string, func() error, error) {
+	var voters []strand.Voter
+	var addrs []string
+	for id := int32(1); id <= clusterNodes; id++ {
+		raft, err := freeAddr()
+		if err != nil {
+			return "", nil, err
+		}
+		kafka, err := freeAddr()
+		if err != nil {
+			return "", nil, err
+		}
+		voters = append(voters, strand.Voter{ID: id, Addr: raft})
+		addrs = append(addrs, kafka)
+	}
+	type started struct {
+		b   *strand.Broker
+		err error
+	}
+	results := make(chan started, clusterNodes)
+	for i := range clusterNodes { // together: each waits for a quorum
+		go func() {
+			b, err := strand.Start(ctx, strand.Config{
+				Dir: filepath.Join(dir, fmt.Sprint("n", i+1)), Addr: addrs[i], NodeID: int32(i + 1),
+				Logger:        slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
+				TopicDefaults: map[string]string{"min.insync.replicas": "2"},
+				Cluster:       &strand.ClusterConfig{Quorum: voters, DefaultReplicationFactor: clusterNodes},
+			})
+			results <- started{b, err}
+		}()
+	}
+	var nodes []*strand.Broker
+	var errs []error
+	for range clusterNodes {
+		r := <-results
+		if r.err != nil {
+			errs = append(errs, r.err)
+			continue
+		}
+		nodes = append(nodes, r.b)
+	}
+	stop := func() error {
+		var errs []error
+		for _, b := range nodes {
+			errs = append(errs, b.Close())
+		}
+		return errors.Join(errs...)
+	}
+	if len(errs) > 0 {
+		stop()
+		return "", nil, fmt.Errorf("start a %d-node cluster: %w", clusterNodes, errors.Join(errs...))
+	}
+	if err := waitBrokers(ctx, addrs[0], clusterNodes); err != nil {
+		stop()
+		return "", nil, err
+	}
+	return addrs[0], stop, nil
+}
+
+// waitBrokers waits until the metadata from seed lists n live brokers:
+// until then a topic with n replicas cannot be placed.
+func waitBrokers(ctx context.Context, seed string, n int) error {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(seed))
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	for {
+		md, err := kmsg.NewPtrMetadataRequest().RequestWith(ctx, cl)
+		if err == nil && len(md.Brokers) == n {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("the %d-node cluster never listed %d live brokers (last error %v): %w", n, n, err, ctx.Err())
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// freeAddr is a loopback address with a port free now.
+func freeAddr() (string, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer ln.Close()
+	return ln.Addr().String(), nil
+}
