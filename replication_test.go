@@ -562,3 +562,68 @@ func TestReplicationReassignment(t *testing.T) {
 	}
 	t.Logf("%d records acknowledged during the two reassignments", len(during))
 }
+
+// TestReplicationLogDirsAndControlledShutdown: DescribeLogDirs answers per
+// node for the replicas it holds, followers included (every node holds a
+// copy of an RF 3 topic, only one node an RF 1 partition); a node that
+// stops (controlled shutdown) has handed its leaderships over by the time
+// Close returns — no partition is left led by it, nor leaderless.
+func TestReplicationLogDirsAndControlledShutdown(t *testing.T) {
+	c := startCluster(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	adm := kadm.NewClient(c.client(1))
+	if _, err := adm.CreateTopic(ctx, 3, 3, nil, "ld3"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := adm.CreateTopic(ctx, 1, 1, nil, "ld1"); err != nil {
+		t.Fatal(err)
+	}
+	c.waitISR(1, "ld3", []int32{1, 2, 3}, 10*time.Second)
+	produceAll(ctx, t, c.client(2), "ld3", "x", 60)
+	c.waitISR(1, "ld3", []int32{1, 2, 3}, 10*time.Second)
+	owner := c.leaders(1, "ld1")[0]
+	dirs, err := adm.DescribeAllLogDirs(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []int32{1, 2, 3} {
+		held := map[string]int{}
+		var bytes int64
+		for _, d := range dirs[id] {
+			d.Topics.Each(func(p kadm.DescribedLogDirPartition) {
+				held[p.Topic]++
+				if p.Topic == "ld3" {
+					bytes += p.Size
+				}
+			})
+		}
+		if held["ld3"] != 3 || bytes == 0 {
+			t.Errorf("node %d reports %d partitions of ld3 (%d bytes), want all 3 replicas with data", id, held["ld3"], bytes)
+		}
+		if want := map[bool]int{true: 1, false: 0}[id == owner]; held["ld1"] != want {
+			t.Errorf("node %d reports %d partitions of ld1 (on node %d), want %d", id, held["ld1"], owner, want)
+		}
+	}
+
+	leader := c.leaders(2, "ld3")[0]
+	if err := c.nodes[leader].Close(); err != nil {
+		t.Fatal(err)
+	}
+	delete(c.nodes, leader)
+	other := int32(1)
+	for other == leader {
+		other++
+	}
+	// Close returned: the controller has moved its leaderships; the node
+	// asked may be a heartbeat behind.
+	for deadline := time.Now().Add(2 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		l := c.leaders(other, "ld3")
+		if !slices.Contains(l, leader) && !slices.Contains(l, -1) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after node %d's controlled shutdown the leaders of ld3 are %v", leader, l)
+		}
+	}
+}

@@ -12,8 +12,11 @@ import (
 //
 // Behavior:
 //   - One log dir: the broker's data directory (absolute path), holding
-//     every partition; each reported with its size on disk (segments and
-//     indexes), OffsetLag 0 and IsFuture false (no replica moves).
+//     every replica on this node — in a cluster the partitions it leads
+//     and those it follows, not the others (ask each broker, as Kafka's
+//     tools do); each reported with its size on disk (segments and
+//     indexes), OffsetLag 0 and IsFuture false (replicas move between
+//     nodes, never between directories of one).
 //   - Topics null: every topic, internal ones included, as Kafka reports
 //     them; otherwise the named partitions that exist (unknown ones are left
 //     out, as Kafka leaves them out).
