@@ -30,7 +30,7 @@ func newTopicCmd() *cobra.Command {
 	o := &clientOptions{}
 	cmd := &cobra.Command{
 		Use:   "topic",
-		Short: "Create, list, describe, alter and delete topics",
+		Short: "Create, list, describe, alter, delete and move topics",
 		// NoArgs with a RunE makes an unknown verb an error (exit 2), not
 		// a help page that exits 0.
 		Args: cobra.NoArgs,

@@ -50,8 +50,8 @@ new replicas, the first the preferred leader, in kafka-topics.sh's form:
 New replicas copy the partition from its leader while it keeps taking
 writes; the old ones leave only once every new one is in sync. --wait shows
 the moves until they are done; --cancel stops those in progress; --list
-shows them.`,
-		Example: `  strand topic reassign orders --replica-assignment 1:2:3,2:3:1 --wait
+shows them. --wait is bounded by --timeout (15 s unless given).`,
+		Example: `  strand topic reassign orders --replica-assignment 1:2:3,2:3:1 --wait --timeout 10m
   strand topic reassign orders --list
   strand topic reassign orders --cancel`,
 		Args: cobra.ExactArgs(1),

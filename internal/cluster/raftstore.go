@@ -373,6 +373,16 @@ func (s *RaftStore) CatchUp(ctx context.Context) error {
 // Close stops raft and releases its stores.
 func (s *RaftStore) Close() error {
 	close(s.done)
+	// A leader that simply stops leaves its last commits unapplied on the
+	// followers until they elect another (a second or more): they learn a
+	// commit index only from a leader. Handing leadership over first lets
+	// the successor commit at once — so a controlled shutdown's last
+	// changes (this node's leaderships moved) reach every node now.
+	if s.r.State() == raft.Leader && len(s.r.GetConfiguration().Configuration().Servers) > 1 {
+		if err := s.r.LeadershipTransfer().Error(); err != nil {
+			s.ctl.logger.Info("cluster: could not hand the quorum's leadership over before stopping", "err", err)
+		}
+	}
 	err := s.r.Shutdown().Error()
 	return errors.Join(err, s.closeStores())
 }
