@@ -310,4 +310,16 @@ func TestTopicReassignCLI(t *testing.T) {
 	if r := runCLI(t, b, "", "topic", "reassign", "ra", "--replica-assignment", "2:9"); r.code != exitError || !strings.Contains(r.stderr, "INVALID_REPLICA_ASSIGNMENT") {
 		t.Errorf("a target on an unknown broker: exit %d, %q", r.code, r.stderr)
 	}
+	// topic alter returns once every node shows the change: each one,
+	// asked at once, has it.
+	if r := ok(t, c.addrs[1], "", "topic", "alter", "ra", "--config", "retention.ms=3600000"); strings.Contains(r.stderr, "warning") {
+		t.Errorf("topic alter: %s", r.stderr)
+	}
+	for n := 1; n <= 3; n++ {
+		var d topicDescription
+		decodeJSON(t, ok(t, c.addrs[n], "", "topic", "describe", "ra", "-o", "json").stdout, &d)
+		if len(d.Configs) != 1 || d.Configs[0].Name != "retention.ms" || d.Configs[0].Value != "3600000" {
+			t.Errorf("node %d right after topic alter: configs %+v", n, d.Configs)
+		}
+	}
 }

@@ -4,9 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 func newTopicAlterCmd(o *clientOptions) *cobra.Command {
@@ -30,7 +34,8 @@ func newTopicAlterCmd(o *clientOptions) *cobra.Command {
 			if partitions <= 0 && len(kv) == 0 && len(del) == 0 {
 				return usageErr("nothing to alter: pass --partitions, --config or --delete-config")
 			}
-			return o.adminRun(cmd, func(ctx context.Context, adm *kadm.Client, _ bool) error {
+			return o.clientRun(cmd, func(ctx context.Context, cl *kgo.Client, _ bool) error {
+				adm := kadm.NewClient(cl)
 				w := cmd.OutOrStdout()
 				if partitions > 0 {
 					resps, err := adm.UpdatePartitions(ctx, partitions, topic)
@@ -66,10 +71,12 @@ func newTopicAlterCmd(o *clientOptions) *cobra.Command {
 						errs = append(errs, fmt.Errorf("alter configs of %q: %w%s", r.Name, r.Err, detail(r.ErrMessage)))
 					}
 				}
-				if len(errs) == 0 {
-					fmt.Fprintf(w, "topic %q configs updated (%d set, %d deleted)\n", topic, len(kv), len(del))
+				if len(errs) > 0 {
+					return errors.Join(errs...)
 				}
-				return errors.Join(errs...)
+				fmt.Fprintf(w, "topic %q configs updated (%d set, %d deleted)\n", topic, len(kv), len(del))
+				awaitConfigs(ctx, cmd, cl, topic, kv, del)
+				return nil
 			})
 		},
 	}
@@ -78,4 +85,56 @@ func newTopicAlterCmd(o *clientOptions) *cobra.Command {
 	f.StringArrayVarP(&set, "config", "c", nil, "set a topic config key=value (repeatable)")
 	f.StringArrayVar(&del, "delete-config", nil, "remove a topic config override, back to the default (repeatable)")
 	return cmd
+}
+
+// awaitConfigs waits (up to 5 s) until every broker answers DescribeConfigs
+// with the change: in a cluster each node applies it from the metadata a
+// moment after the controller commits it, and a command run right after
+// (a produce, a redrive) should meet the new value wherever its partitions
+// lead. A broker still behind is named on stderr; the change is made.
+func awaitConfigs(ctx context.Context, cmd *cobra.Command, cl *kgo.Client, topic string, set map[string]string, del []string) {
+	meta, err := kmsg.NewPtrMetadataRequest().RequestWith(ctx, cl)
+	if err != nil || len(meta.Brokers) < 2 {
+		return // one node answered the alter itself
+	}
+	wait, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	for _, b := range meta.Brokers {
+		for !brokerHas(wait, cl, b.NodeID, topic, set, del) {
+			select {
+			case <-wait.Done():
+				fmt.Fprintf(cmd.ErrOrStderr(), "warning: node %d does not show the change yet; it applies it from the cluster's metadata shortly\n", b.NodeID)
+				return
+			case <-time.After(50 * time.Millisecond):
+			}
+		}
+	}
+}
+
+// brokerHas reports whether broker id's DescribeConfigs of topic shows
+// the configs set and those deleted back at their defaults.
+func brokerHas(ctx context.Context, cl *kgo.Client, id int32, topic string, set map[string]string, del []string) bool {
+	req := kmsg.NewPtrDescribeConfigsRequest()
+	rr := kmsg.NewDescribeConfigsRequestResource()
+	rr.ResourceType, rr.ResourceName = kmsg.ConfigResourceTypeTopic, topic
+	req.Resources = append(req.Resources, rr)
+	resp, err := req.RequestWith(ctx, cl.Broker(int(id)))
+	if err != nil || len(resp.Resources) != 1 || resp.Resources[0].ErrorCode != 0 {
+		return false
+	}
+	got := map[string]kmsg.DescribeConfigsResponseResourceConfig{}
+	for _, c := range resp.Resources[0].Configs {
+		got[c.Name] = c
+	}
+	for k, v := range set {
+		if c, ok := got[k]; !ok || c.Value == nil || !strings.EqualFold(*c.Value, strings.TrimSpace(v)) {
+			return false
+		}
+	}
+	for _, k := range del {
+		if c, ok := got[k]; ok && c.Source == kmsg.ConfigSourceDynamicTopicConfig {
+			return false
+		}
+	}
+	return true
 }
