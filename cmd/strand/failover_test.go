@@ -304,7 +304,14 @@ func (c *procCluster) waitInSync(ctx context.Context, t *testing.T, topic string
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("the ISRs of %s are not full %v after healing: %+v, %v", topic, within, meta.Topics[topic].Partitions, err)
+			var logs strings.Builder
+			for n := 1; n <= 3; n++ {
+				if p := c.procs[n]; p != nil {
+					lines := strings.Split(p.logs.String(), "\n")
+					fmt.Fprintf(&logs, "--- node %d, last lines:\n%s\n", n, strings.Join(lines[max(0, len(lines)-25):], "\n"))
+				}
+			}
+			t.Fatalf("the ISRs of %s are not full %v after healing: %+v, %v\n%s", topic, within, meta.Topics[topic].Partitions, err, logs.String())
 		}
 	}
 }
@@ -329,6 +336,9 @@ func TestS1LeaderKills(t *testing.T) {
 		kills = 3
 	}
 	seed := rand.Uint64()
+	if s := os.Getenv("STRAND_S1_SEED"); s != "" {
+		seed, _ = strconv.ParseUint(s, 10, 64)
+	}
 	rng := rand.New(rand.NewPCG(seed, 1))
 	t.Logf("seed %d, %d kills", seed, kills)
 	c := newProcCluster(t, "--replica-lag-time-max", "3s")

@@ -430,7 +430,17 @@ func (p *Partition) followerAt(epoch record.Epoch) bool {
 func (p *Partition) truncateAsFollower(epoch record.Epoch, o record.Offset) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if !p.followerAt(epoch) || o >= p.log.LogEndOffset() {
+	if !p.followerAt(epoch) {
+		return nil
+	}
+	if o >= p.log.LogEndOffset() {
+		// Nothing to cut, but the log must forget an epoch it assigned as
+		// leader and wrote nothing in (partlog.TruncateTo does): else its
+		// next fetch names that epoch, the leader answers that it
+		// diverges, and the follower truncates nowhere — forever.
+		if err := p.log.TruncateTo(o); err != nil {
+			return storageError(p, err)
+		}
 		return nil
 	}
 	return p.truncateLocked(o)
