@@ -316,6 +316,20 @@ func (c *procCluster) waitInSync(ctx context.Context, t *testing.T, topic string
 	}
 }
 
+// startLoad creates topic (3 partitions, RF 3, min ISR 2), waits for full
+// ISRs, and starts the checker's idempotent acks=all load (rate records a
+// second) and its consumer, until stop.
+func (c *procCluster) startLoad(ctx context.Context, t *testing.T, topic string, rate int) (ch *checker, prod *kgo.Client, stop context.CancelFunc) {
+	t.Helper()
+	ok(t, c.addrs[1], "", "topic", "create", topic, "--partitions", "3", "--replication-factor", "3", "--config", "min.insync.replicas=2")
+	c.waitInSync(ctx, t, topic, 20*time.Second)
+	ch = newChecker()
+	load, stop := context.WithCancel(ctx)
+	prod = ch.produce(load, t, c.brokers(0), topic, 3, rate)
+	ch.consume(load, t, c.brokers(0), topic)
+	return ch, prod, stop
+}
+
 // kill9 SIGKILLs node n and waits for it to exit.
 func (c *procCluster) kill9(t *testing.T, n int) {
 	t.Helper()
@@ -345,13 +359,7 @@ func TestS1LeaderKills(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(kills)*30*time.Second+2*time.Minute)
 	defer cancel()
 	const topic, partitions = "s1", int32(3)
-	ok(t, c.addrs[1], "", "topic", "create", topic, "--partitions", "3", "--replication-factor", "3", "--config", "min.insync.replicas=2")
-	c.waitInSync(ctx, t, topic, 20*time.Second)
-
-	ch := newChecker()
-	load, stopLoad := context.WithCancel(ctx)
-	prod := ch.produce(load, t, c.brokers(0), topic, partitions, 400)
-	ch.consume(load, t, c.brokers(0), topic)
+	ch, prod, stopLoad := c.startLoad(ctx, t, topic, 400)
 	var recoveries []time.Duration
 	for i := range kills {
 		p := int32(i) % partitions

@@ -21,12 +21,7 @@ func scenario(t *testing.T, rounds int, fault func(ctx context.Context, c *procC
 	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(rounds)*time.Minute+2*time.Minute)
 	defer cancel()
 	const topic, partitions = "sc", int32(3)
-	ok(t, c.addrs[1], "", "topic", "create", topic, "--partitions", "3", "--replication-factor", "3", "--config", "min.insync.replicas=2")
-	c.waitInSync(ctx, t, topic, 20*time.Second)
-	ch := newChecker()
-	load, stopLoad := context.WithCancel(ctx)
-	prod := ch.produce(load, t, c.brokers(0), topic, partitions, 300)
-	ch.consume(load, t, c.brokers(0), topic)
+	ch, prod, stopLoad := c.startLoad(ctx, t, topic, 300)
 	for i := range rounds {
 		at := time.Now()
 		fault(ctx, c, i)

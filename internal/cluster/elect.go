@@ -138,21 +138,33 @@ func imbalanced(img *Image, max int) []Record {
 // fails every partition that was to change.
 func (c *controller) electLeaders(req ElectLeaders) []PartitionResult { // under decide
 	recs, results := elections(c.s.Image(), req)
-	if len(recs) == 0 {
-		return results
-	}
-	if _, _, err := c.s.applyLocal(DefaultApplyTimeout, recs...); err != nil {
-		f := rpcFailure(err)
-		for i := range results {
-			if results[i].Code == "" {
-				results[i].Code, results[i].Err = f.Code, f.Err
-			}
-		}
+	if !c.commitRequest(recs, results) {
 		return results
 	}
 	c.logger.Info("cluster: leaders elected on request", "type", req.Type, "partitions", len(recs))
 	c.warnUnclean(recs)
 	return results
+}
+
+// commitRequest commits an operator request's changes and reports
+// whether they committed; if not, every partition that was to change is
+// failed with the reason in results. false too when there is nothing to
+// commit.
+func (c *controller) commitRequest(recs []Record, results []PartitionResult) bool {
+	if len(recs) == 0 {
+		return false
+	}
+	_, _, err := c.s.applyLocal(DefaultApplyTimeout, recs...)
+	if err == nil {
+		return true
+	}
+	f := rpcFailure(err)
+	for i := range results {
+		if results[i].Code == "" {
+			results[i].Code, results[i].Err = f.Code, f.Err
+		}
+	}
+	return false
 }
 
 // balanceLeaders moves leadership back to preferred replicas

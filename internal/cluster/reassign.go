@@ -161,16 +161,7 @@ func reassignments(img *Image, req AlterReassignments) ([]Record, []PartitionRes
 // to commit fails every partition that was to change.
 func (c *controller) alterReassignments(req AlterReassignments) []PartitionResult {
 	recs, results := reassignments(c.s.Image(), req)
-	if len(recs) == 0 {
-		return results
-	}
-	if _, _, err := c.s.applyLocal(DefaultApplyTimeout, recs...); err != nil {
-		f := rpcFailure(err)
-		for i := range results {
-			if results[i].Code == "" {
-				results[i].Code, results[i].Err = f.Code, f.Err
-			}
-		}
+	if !c.commitRequest(recs, results) {
 		return results
 	}
 	for _, r := range recs {
