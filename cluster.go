@@ -14,6 +14,7 @@ import (
 	"github.com/strandmq/strand/internal/broker"
 	"github.com/strandmq/strand/internal/cluster"
 	"github.com/strandmq/strand/internal/kafka"
+	"github.com/strandmq/strand/internal/wire"
 )
 
 // ClusterConfig makes a Strand process one node of a cluster: brokers that
@@ -37,6 +38,12 @@ type ClusterConfig struct {
 	// controller), never the client port. Default: the client listener's
 	// host, a free port.
 	InternalAddr string
+	// SourceIP, if set, is the address this node's connections to other
+	// nodes (Raft, controller calls, replica fetches, forwarded requests)
+	// leave from. Nodes sharing a host on distinct loopback addresses set
+	// it to their own, so a firewall rule can cut one pair of nodes; by
+	// default the operating system chooses (for loopback: 127.0.0.1).
+	SourceIP net.IP
 	// Join starts a node that the running cluster will add to its quorum
 	// (`strand cluster add-voter`): it does not bootstrap a quorum of its
 	// own, and serves once it has been added and has caught up. Quorum
@@ -133,8 +140,9 @@ func (c *ClusterConfig) configure(bcfg *broker.Config, cfg Config, ln, internal 
 		NodeID: cfg.NodeID, Dir: cfg.Dir, Bind: self.Addr, Voters: voters, Logger: cfg.Logger,
 		HeartbeatTimeout: election, ElectionTimeout: election, LeaderLease: election / 2,
 		Controller: cluster.ControllerConfig{SessionTimeout: c.SessionTimeout, LeaderImbalanceCheckInterval: c.imbalanceCheck()},
-		Join:       c.Join,
+		Join:       c.Join, Network: cluster.TCPNetwork{LocalIP: c.SourceIP},
 	}
+	bcfg.Dialer = wire.Dialer{LocalIP: c.SourceIP}
 	bcfg.OpenMetadata = func() (cluster.Store, error) {
 		// A directory that was a cluster member (meta.properties) but has
 		// no raft log lost it: bootstrapping afresh could roll back the

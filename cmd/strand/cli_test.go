@@ -45,6 +45,9 @@ func TestMain(m *testing.M) {
 func strandBin(t *testing.T) string {
 	t.Helper()
 	binOnce.Do(func() {
+		if binPath = os.Getenv("STRAND_TEST_BIN"); binPath != "" { // a test run again by its own process (inNetns)
+			return
+		}
 		if binDir, binErr = os.MkdirTemp("", "strand-cli-test"); binErr != nil {
 			return
 		}

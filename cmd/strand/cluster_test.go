@@ -23,7 +23,8 @@ type procCluster struct {
 	dirs   [4]string
 	addrs  [4]string
 	procs  [4]*serveProc
-	extra  []string // more serve flags, on every start
+	extra  []string    // more serve flags, on every start
+	own    [4][]string // flags of one node, on every start
 }
 
 func freeAddr(t *testing.T) string { return testnet.FreeAddr(t) }
@@ -39,19 +40,25 @@ func newProcCluster(t *testing.T, extra ...string) *procCluster {
 		c.addrs[n] = freeAddr(t)
 	}
 	c.quorum = strings.Join(voters, ",")
+	c.start(t)
+	return c
+}
+
+// start launches the three nodes and waits until they serve.
+func (c *procCluster) start(t *testing.T) {
+	t.Helper()
 	for n := 1; n <= 3; n++ {
 		c.procs[n] = c.launch(t, n)
 	}
 	for n := 1; n <= 3; n++ {
 		c.procs[n].awaitServing(t)
 	}
-	return c
 }
 
 func (c *procCluster) launch(t *testing.T, n int) *serveProc {
 	t.Helper()
 	return launchServe(t, 0, append([]string{"--node-id", fmt.Sprint(n), "--listen", c.addrs[n], "--data-dir", c.dirs[n],
-		"--controller-quorum", c.quorum, "--broker-heartbeat-interval", "200ms", "--broker-session-timeout", "3s"}, c.extra...)...)
+		"--controller-quorum", c.quorum, "--broker-heartbeat-interval", "200ms", "--broker-session-timeout", "3s"}, append(c.own[n], c.extra...)...)...)
 }
 
 func (c *procCluster) brokers(except int) string {

@@ -17,7 +17,11 @@ import (
 // duplicated or moved, nothing read that the final log lacks, replicas
 // identical below the high watermark.
 func scenario(t *testing.T, rounds int, fault func(ctx context.Context, c *procCluster, i int)) {
-	c := newProcCluster(t, "--replica-lag-time-max", "3s")
+	scenarioOn(t, newProcCluster(t, "--replica-lag-time-max", "3s"), rounds, fault)
+}
+
+// scenarioOn is scenario on a cluster already started.
+func scenarioOn(t *testing.T, c *procCluster, rounds int, fault func(ctx context.Context, c *procCluster, i int)) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(rounds)*time.Minute+2*time.Minute)
 	defer cancel()
 	const topic, partitions = "sc", int32(3)

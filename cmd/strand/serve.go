@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -62,6 +63,7 @@ type serveOptions struct {
 	quorum            string
 	join              bool
 	internalListen    string
+	sourceIP          string
 	heartbeat         time.Duration
 	session           time.Duration
 	replicaLag        time.Duration
@@ -82,7 +84,7 @@ log-format, metrics-listen, console-listen, tls-cert, tls-key, tls-client-ca, sa
 log-cleaner-dedupe-buffer-size, offsets-retention, group-initial-rebalance-delay,
 connections-max-idle, max-connections, max-connections-per-ip,
 queued-max-request-bytes, failed-authentication-delay, scrub-interval,
-scrub-rate, console-allowed-hosts, controller-quorum, internal-listen, join, broker-heartbeat-interval,
+scrub-rate, console-allowed-hosts, controller-quorum, internal-listen, source-ip, join, broker-heartbeat-interval,
 broker-session-timeout, replica-lag-time-max, default-replication-factor,
 leader-imbalance-check-interval), and "topic.<config>" sets a broker-wide default for a topic
 config, e.g.:
@@ -153,6 +155,7 @@ func newServeCmd() *cobra.Command {
 	f.Int64Var(&o.scrubRate, "scrub-rate", broker.DefaultScrubBytesPerSecond, "most bytes per second the background scrub reads")
 	f.StringVar(&o.quorum, "controller-quorum", "", `run as one node of a cluster: every node's id and Raft address, the same on each node ("1@127.0.0.1:9193,2@127.0.0.1:9293,3@127.0.0.1:9393"; controller.quorum.voters); this node's entry is where its Raft listener binds`)
 	f.StringVar(&o.internalListen, "internal-listen", "", "with --controller-quorum: address of the internal listener, where other nodes forward admin requests to the controller (default: the --listen host, a free port)")
+	f.StringVar(&o.sourceIP, "source-ip", "", "with --controller-quorum: IP address this node's connections to other nodes leave from (default: the OS chooses); nodes sharing a host on 127.0.0.2, 127.0.0.3, … set their own, so a firewall rule can cut one pair")
 	f.BoolVar(&o.join, "join", false, "with --controller-quorum: join a running cluster instead of forming one; the node waits until `strand cluster add-voter` adds it")
 	f.DurationVar(&o.heartbeat, "broker-heartbeat-interval", broker.DefaultHeartbeatInterval, "how often a cluster node heartbeats the controller (broker.heartbeat.interval.ms)")
 	f.DurationVar(&o.session, "broker-session-timeout", broker.DefaultSessionTimeout, "a cluster node not heard from this long is fenced and its partitions lose their leader (broker.session.timeout.ms)")
@@ -304,7 +307,13 @@ func (o *serveOptions) run(ctx context.Context, logOut io.Writer) error {
 		if err != nil {
 			return fmt.Errorf("--controller-quorum: %w", err)
 		}
-		clusterCfg = &strand.ClusterConfig{Quorum: voters, HeartbeatInterval: o.heartbeat, SessionTimeout: o.session, Join: o.join, InternalAddr: o.internalListen,
+		var source net.IP
+		if o.sourceIP != "" {
+			if source = net.ParseIP(o.sourceIP); source == nil {
+				return fmt.Errorf("--source-ip: %q is not an IP address", o.sourceIP)
+			}
+		}
+		clusterCfg = &strand.ClusterConfig{Quorum: voters, SourceIP: source, HeartbeatInterval: o.heartbeat, SessionTimeout: o.session, Join: o.join, InternalAddr: o.internalListen,
 			ReplicaLagTime: o.replicaLag, DefaultReplicationFactor: o.replicationFactor, LeaderImbalanceCheckInterval: o.imbalanceCheck}
 		if o.imbalanceCheck == 0 {
 			clusterCfg.LeaderImbalanceCheckInterval = -1

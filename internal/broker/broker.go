@@ -20,6 +20,7 @@ import (
 	"github.com/strandmq/strand/internal/partlog"
 	"github.com/strandmq/strand/internal/producer"
 	"github.com/strandmq/strand/internal/vfs"
+	"github.com/strandmq/strand/internal/wire"
 )
 
 // NodeID identifies a broker in a cluster (Kafka's node.id / broker.id).
@@ -118,6 +119,9 @@ type Config struct {
 	// count of topics created without one (auto-created ones too) in a
 	// cluster; default 1, as Kafka's.
 	DefaultReplicationFactor int
+	// Dialer opens this node's connections to other nodes' internal
+	// listeners (replica fetches, forwarded requests).
+	Dialer wire.Dialer
 	// ReplicaLagTime is replica.lag.time.max.ms: a follower that has not
 	// caught up with its leader for this long leaves the ISR; default 30 s.
 	ReplicaLagTime time.Duration
@@ -527,6 +531,9 @@ func (b *Broker) closePartitions() error {
 
 // NodeID returns the broker's node id.
 func (b *Broker) NodeID() NodeID { return b.cfg.NodeID }
+
+// Dialer opens connections to other nodes' internal listeners.
+func (b *Broker) Dialer() wire.Dialer { return b.cfg.Dialer }
 
 // ClusterID returns the cluster id, generated on first start and persisted.
 func (b *Broker) ClusterID() string { return b.meta.Image().ClusterID() }

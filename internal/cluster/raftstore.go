@@ -111,7 +111,7 @@ func OpenRaftStore(cfg RaftConfig) (*RaftStore, error) {
 		return nil, fmt.Errorf("cluster: raft snapshots: %w", err)
 	}
 	if cfg.Network == nil {
-		cfg.Network = tcpNetwork{}
+		cfg.Network = TCPNetwork{}
 	}
 	node := strconv.Itoa(int(cfg.NodeID))
 	s := &RaftStore{fsm: newFSM(), logs: logs, nw: cfg.Network, node: node, done: make(chan struct{})}

@@ -262,11 +262,19 @@ type peekedConn struct {
 
 func (c *peekedConn) Read(p []byte) (int, error) { return c.r.Read(p) }
 
-// tcpNetwork is Network over plain TCP.
-type tcpNetwork struct{}
+// TCPNetwork is Network over plain TCP, the default.
+type TCPNetwork struct {
+	// LocalIP, if set, is the address this node's raft and controller
+	// connections leave from (see wire.Dialer.LocalIP).
+	LocalIP net.IP
+}
 
-func (tcpNetwork) Listen(_, addr string) (net.Listener, error) { return net.Listen("tcp", addr) }
+func (TCPNetwork) Listen(_, addr string) (net.Listener, error) { return net.Listen("tcp", addr) }
 
-func (tcpNetwork) Dial(_, addr string, timeout time.Duration) (net.Conn, error) {
-	return net.DialTimeout("tcp", addr, timeout)
+func (n TCPNetwork) Dial(_, addr string, timeout time.Duration) (net.Conn, error) {
+	d := net.Dialer{Timeout: timeout}
+	if n.LocalIP != nil {
+		d.LocalAddr = &net.TCPAddr{IP: n.LocalIP}
+	}
+	return d.Dial("tcp", addr)
 }

@@ -91,7 +91,7 @@ func (s *Server) forward(ctx context.Context, kreq kmsg.Request, timeoutMillis i
 			return nil, false, nil // this node became the controller
 		case err == nil:
 			var er *kmsg.EnvelopeResponse
-			if er, err = roundTrip(ctx, addr, env); err == nil && er.ErrorCode == 0 {
+			if er, err = roundTrip(ctx, s.b.Dialer(), addr, env); err == nil && er.ErrorCode == 0 {
 				return s.unwrap(ctx, kreq, er.ResponseData)
 			}
 			if err == nil {
@@ -136,8 +136,8 @@ func (s *Server) unwrap(ctx context.Context, kreq kmsg.Request, data []byte) (km
 
 // roundTrip sends one Envelope to addr on a fresh connection and reads
 // its response.
-func roundTrip(ctx context.Context, addr string, req *kmsg.EnvelopeRequest) (*kmsg.EnvelopeResponse, error) {
-	c, err := wire.Dial(ctx, addr, "strand-forward")
+func roundTrip(ctx context.Context, d wire.Dialer, addr string, req *kmsg.EnvelopeRequest) (*kmsg.EnvelopeResponse, error) {
+	c, err := d.Dial(ctx, addr, "strand-forward")
 	if err != nil {
 		return nil, err
 	}

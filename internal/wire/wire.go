@@ -32,14 +32,30 @@ type Conn struct {
 	buf      []byte
 }
 
+// Dialer opens Conns. The zero Dialer lets the operating system choose
+// the source address.
+type Dialer struct {
+	// LocalIP, if set, is the address connections leave from: nodes that
+	// share a host on distinct addresses (127.0.0.2, 127.0.0.3, …) each
+	// send from their own, so a firewall rule can name a pair of nodes.
+	LocalIP net.IP
+}
+
 // Dial connects to addr; clientID names this node in the peer's logs.
-func Dial(ctx context.Context, addr, clientID string) (*Conn, error) {
-	var d net.Dialer
-	nc, err := d.DialContext(ctx, "tcp", addr)
+func (d Dialer) Dial(ctx context.Context, addr, clientID string) (*Conn, error) {
+	nc, err := d.net().DialContext(ctx, "tcp", addr)
 	if err != nil {
 		return nil, err
 	}
 	return &Conn{nc: nc, r: bufio.NewReaderSize(nc, 64<<10), clientID: clientID}, nil
+}
+
+func (d Dialer) net() *net.Dialer {
+	nd := &net.Dialer{}
+	if d.LocalIP != nil {
+		nd.LocalAddr = &net.TCPAddr{IP: d.LocalIP}
+	}
+	return nd
 }
 
 // Close closes the connection; a request in flight fails.

@@ -1,0 +1,233 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// Network faults for REPLICATION.md §6.3's scenarios: the three nodes run
+// in a private network namespace on 127.0.0.2–4, each sending from its own
+// address (--source-ip), and nftables rules in that namespace drop the
+// packets between chosen nodes — silently, established connections too,
+// as a failed switch port or a firewall change would. The host's network
+// is never touched.
+
+// netnsEnv marks a test process already inside its own network namespace.
+const netnsEnv = "STRAND_IN_NETNS"
+
+// The ports every node uses on its own address in the namespace.
+const (
+	clientPort   = 9092
+	raftPort     = 9093
+	internalPort = 9094
+)
+
+// inNetns runs the calling test again inside a fresh network namespace
+// (unshare --net): true in that child, which runs the test; false in the
+// parent, which has waited for the child and reported its outcome. Without
+// root, unshare, ip or nft the test is skipped — unless STRAND_REQUIRE_NETNS
+// is set (CI), where a missing tool is a failure, not a silent pass.
+func inNetns(t *testing.T) bool {
+	t.Helper()
+	if os.Getenv(netnsEnv) == "1" {
+		netnsCmd(t, "ip", "link", "set", "lo", "up")
+		netnsCmd(t, "nft", "add table inet chaos")
+		netnsCmd(t, "nft", "add chain inet chaos out { type filter hook output priority 0 ; }")
+		return true
+	}
+	missing := ""
+	for _, tool := range []string{"unshare", "ip", "nft"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			missing += " " + tool
+		}
+	}
+	if os.Geteuid() != 0 {
+		missing += " root"
+	}
+	if missing != "" {
+		if os.Getenv("STRAND_REQUIRE_NETNS") != "" {
+			t.Fatalf("network fault scenarios need%s (apt-get install -y nftables iproute2 util-linux; run as root)", missing)
+		}
+		t.Skipf("network fault scenarios need%s", missing)
+	}
+	timeout := 30 * time.Minute
+	if d, ok := t.Deadline(); ok {
+		timeout = time.Until(d) - 10*time.Second
+	}
+	args := []string{"--net", "--", os.Args[0], "-test.run", "^" + t.Name() + "$", "-test.v", "-test.timeout", timeout.String()}
+	if testing.Short() {
+		args = append(args, "-test.short")
+	}
+	cmd := exec.Command("unshare", args...)
+	cmd.Env = append(os.Environ(), netnsEnv+"=1", "STRAND_TEST_BIN="+strandBin(t))
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("%s, run in its own network namespace, failed (%v):\n%s", t.Name(), err, out)
+	}
+	t.Logf("in its own network namespace:\n%s", out)
+	return false
+}
+
+func netnsCmd(t *testing.T, name string, args ...string) {
+	t.Helper()
+	if name == "nft" { // nft takes a rule as one argument and parses it itself
+		args = []string{strings.Join(args, " ")}
+	}
+	if out, err := exec.Command(name, args...).CombinedOutput(); err != nil {
+		t.Fatalf("%s %s: %v\n%s", name, strings.Join(args, " "), err, out)
+	}
+}
+
+// host is node n's address in the namespace.
+func host(n int) string { return fmt.Sprintf("127.0.0.%d", n+1) }
+
+// newNetCluster starts three nodes on their own addresses, each sending
+// from it, with fixed ports (the namespace is the test's alone).
+func newNetCluster(t *testing.T, extra ...string) *procCluster {
+	t.Helper()
+	c := &procCluster{extra: extra}
+	root := t.TempDir()
+	var voters []string
+	for n := 1; n <= 3; n++ {
+		voters = append(voters, fmt.Sprintf("%d@%s:%d", n, host(n), raftPort))
+		c.dirs[n] = fmt.Sprintf("%s/n%d", root, n)
+		c.addrs[n] = fmt.Sprintf("%s:%d", host(n), clientPort)
+		c.own[n] = []string{"--internal-listen", fmt.Sprintf("%s:%d", host(n), internalPort), "--source-ip", host(n)}
+	}
+	c.quorum = strings.Join(voters, ",")
+	c.start(t)
+	return c
+}
+
+// cut drops every packet between nodes a and b, both ways.
+func cut(t *testing.T, a, b int) {
+	t.Helper()
+	for _, pair := range [][2]int{{a, b}, {b, a}} {
+		netnsCmd(t, "nft", "add rule inet chaos out ip saddr", host(pair[0]), "ip daddr", host(pair[1]), "drop")
+	}
+	t.Logf("cut %d ⟷ %d", a, b)
+}
+
+// cutFetches drops replica fetches from follower f to leader l's internal
+// listener (and their answers) while every other link between the two —
+// Raft, controller calls, clients — stays up.
+func cutFetches(t *testing.T, f, l int) {
+	t.Helper()
+	netnsCmd(t, "nft", "add rule inet chaos out ip saddr", host(f), "ip daddr", host(l), "tcp dport", fmt.Sprint(internalPort), "drop")
+	netnsCmd(t, "nft", "add rule inet chaos out ip saddr", host(l), "ip daddr", host(f), "tcp sport", fmt.Sprint(internalPort), "drop")
+	t.Logf("cut node %d's fetches from node %d", f, l)
+}
+
+// heal removes every fault.
+func heal(t *testing.T) {
+	t.Helper()
+	netnsCmd(t, "nft", "flush chain inet chaos out")
+	t.Log("healed")
+}
+
+// partitionView is one partition's leader and ISR, and the controller, as
+// node n's metadata shows them.
+type partitionView struct {
+	leader, controller int32
+	isr                []int32
+}
+
+func (c *procCluster) view(ctx context.Context, t *testing.T, n int, topic string, p int32) (partitionView, error) {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.addrs[n]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	meta, err := kadm.NewClient(cl).Metadata(ctx, topic)
+	if err != nil {
+		return partitionView{}, err
+	}
+	pd, ok := meta.Topics[topic].Partitions[p]
+	if !ok {
+		return partitionView{}, fmt.Errorf("node %d: no partition %s-%d", n, topic, p)
+	}
+	return partitionView{leader: pd.Leader, controller: meta.Controller, isr: pd.ISR}, nil
+}
+
+// await polls node n's view of partition p until ok holds, and returns
+// how long that took.
+func (c *procCluster) await(ctx context.Context, t *testing.T, n int, topic string, p int32, within time.Duration, what string, ok func(partitionView) bool) time.Duration {
+	t.Helper()
+	start := time.Now()
+	var last partitionView
+	var err error
+	for time.Since(start) < within {
+		if last, err = c.view(ctx, t, n, topic, p); err == nil && ok(last) {
+			return time.Since(start)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("%s-%d: %s did not happen within %v (node %d shows leader %d, ISR %v, controller %d; %v)", topic, p, what, within, n, last.leader, last.isr, last.controller, err)
+	return 0
+}
+
+// pickLeaderNotController finds a partition of topic whose leader is not
+// the controller, and returns it with its leader, the controller and the
+// third node.
+func (c *procCluster) pickLeaderNotController(ctx context.Context, t *testing.T, topic string, partitions int32) (p int32, leader, controller, other int) {
+	t.Helper()
+	for range 50 {
+		for p := range partitions {
+			v, err := c.view(ctx, t, 1, topic, p)
+			if err != nil || v.leader < 1 || v.controller < 1 || v.leader == v.controller {
+				continue
+			}
+			l, ctl := int(v.leader), int(v.controller)
+			return p, l, ctl, 6 - l - ctl
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	t.Fatalf("no partition of %s is led by a node other than the controller", topic)
+	return
+}
+
+const lag = 3 * time.Second // --replica-lag-time-max of the network scenarios
+
+// TestS2FollowerLag is scenario S2: the link between a partition's leader
+// and one follower goes dark (neither is the controller, so both stay
+// registered) under acks=all load for the lag time plus 5 s, then heals.
+// The follower leaves the ISR within lag + lag/2 + 2 s (the leader's check
+// cadence, AlterPartition, propagation), produces go on acknowledged by
+// the other two, and it is back in the ISR within 10 s of the heal.
+// STRAND_S2_ROUNDS sets the cycles (CI: 3).
+func TestS2FollowerLag(t *testing.T) {
+	if !inNetns(t) {
+		return
+	}
+	c := newNetCluster(t, "--replica-lag-time-max", lag.String())
+	scenarioOn(t, c, rounds(t, "STRAND_S2_ROUNDS", 3), func(ctx context.Context, c *procCluster, i int) {
+		p, l, ctl, f := c.pickLeaderNotController(ctx, t, "sc", 3)
+		cut(t, l, f)
+		out := c.await(ctx, t, ctl, "sc", p, 30*time.Second, fmt.Sprintf("node %d leaving the ISR", f), func(v partitionView) bool {
+			return !slices.Contains(v.isr, int32(f))
+		})
+		t.Logf("round %d: partition %d (leader %d): follower %d out of the ISR %v after the cut (bound %v)", i, p, l, f, out.Round(time.Millisecond), lag+lag/2+2*time.Second)
+		if out > lag+lag/2+2*time.Second {
+			t.Errorf("round %d: follower %d left the ISR %v after the cut, past lag + lag/2 + 2 s", i, f, out)
+		}
+		time.Sleep(lag + 5*time.Second - out)
+		heal(t)
+		back := c.await(ctx, t, ctl, "sc", p, 30*time.Second, fmt.Sprintf("node %d rejoining the ISR", f), func(v partitionView) bool {
+			return slices.Contains(v.isr, int32(f))
+		})
+		t.Logf("round %d: follower %d back in the ISR %v after the heal", i, f, back.Round(time.Millisecond))
+		if back > 10*time.Second {
+			t.Errorf("round %d: follower %d rejoined the ISR %v after the heal, past 10 s", i, f, back)
+		}
+	})
+}
