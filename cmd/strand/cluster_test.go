@@ -25,6 +25,7 @@ type procCluster struct {
 	procs  [4]*serveProc
 	extra  []string    // more serve flags, on every start
 	own    [4][]string // flags of one node, on every start
+	load   *checker    // the scenario's load, once started
 }
 
 func freeAddr(t *testing.T) string { return testnet.FreeAddr(t) }

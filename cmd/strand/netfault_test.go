@@ -11,7 +11,11 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strandmq/strand/internal/record"
 )
 
 // Network faults for REPLICATION.md §6.3's scenarios: the three nodes run
@@ -230,4 +234,121 @@ func TestS2FollowerLag(t *testing.T) {
 			t.Errorf("round %d: follower %d rejoined the ISR %v after the heal, past 10 s", i, f, back)
 		}
 	})
+}
+
+// TestS3MinISR is scenario S3: both followers of a partition stop
+// fetching from its leader (their fetches are dropped; the leader still
+// reaches the controller, so it stays leader). Once the ISR is {leader},
+// below min.insync.replicas 2, not one acks=all produce to that partition
+// succeeds — every answer is NOT_ENOUGH_REPLICAS, NOT_ENOUGH_REPLICAS_
+// AFTER_APPEND or REQUEST_TIMED_OUT — until a follower is back; after the
+// heal acknowledgements resume within 10 s. STRAND_S3_ROUNDS sets the
+// cycles (CI: 2).
+func TestS3MinISR(t *testing.T) {
+	if !inNetns(t) {
+		return
+	}
+	c := newNetCluster(t, "--replica-lag-time-max", lag.String())
+	scenarioOn(t, c, rounds(t, "STRAND_S3_ROUNDS", 2), func(ctx context.Context, c *procCluster, i int) {
+		if i == 0 { // probes go to a topic of their own: the checker owns every record of the load's
+			ok(t, c.addrs[1], "", "topic", "create", "probe", "--partitions", "3", "--replication-factor", "3", "--config", "min.insync.replicas=2")
+			c.waitInSync(ctx, t, "probe", 20*time.Second)
+		}
+		ch := c.load
+		p, l, ctl, other := c.pickLeaderNotController(ctx, t, "sc", 3)
+		probe := c.partitionLedBy(ctx, t, "probe", 3, l)
+		cutFetches(t, ctl, l)
+		cutFetches(t, other, l)
+		alone := c.await(ctx, t, ctl, "sc", p, 30*time.Second, fmt.Sprintf("the ISR shrinking to its leader %d", l), func(v partitionView) bool {
+			return slices.Equal(v.isr, []int32{int32(l)})
+		})
+		from := time.Now()
+		// A follower level with its leader stays in sync however long it
+		// is silent (Kafka's isCaughtUp): the probe partition needs a write
+		// the followers cannot fetch before its ISR shrinks too.
+		c.produceRaw(ctx, t, l, "probe", probe, 1, 100*time.Millisecond)
+		c.await(ctx, t, ctl, "probe", probe, 30*time.Second, fmt.Sprintf("the ISR shrinking to its leader %d", l), func(v partitionView) bool {
+			return slices.Equal(v.isr, []int32{int32(l)})
+		})
+		t.Logf("round %d: partition %d's ISR is {%d} %v after the cut", i, p, l, alone.Round(time.Millisecond))
+		codes := c.produceRaw(ctx, t, l, "probe", probe, -1, 4*time.Second)
+		healed := time.Now()
+		heal(t)
+		total := 0
+		for _, n := range codes {
+			total += n
+		}
+		t.Logf("round %d: %d acks=all produces to the leader while its ISR was {%d}: error codes %v", i, total, l, codes)
+		for code, n := range codes {
+			if code != kerr.NotEnoughReplicas.Code && code != kerr.NotEnoughReplicasAfterAppend.Code && code != kerr.RequestTimedOut.Code {
+				t.Errorf("round %d: %d produces answered with error %d (%v) while the ISR was below min.insync.replicas", i, n, code, kerr.ErrorForCode(code))
+			}
+		}
+		if d, ok := ch.firstAckAfter(p, from); ok && from.Add(d).Before(healed) {
+			t.Errorf("round %d: the load's producer got an acknowledgement for partition %d %v into the ISR={%d} window", i, p, d, l)
+		}
+		for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+			if d, ok := ch.firstAckAfter(p, healed); ok {
+				t.Logf("round %d: acknowledgements on partition %d resumed %v after the heal", i, p, d.Round(time.Millisecond))
+				if d > 10*time.Second {
+					t.Errorf("round %d: acknowledgements resumed %v after the heal, past 10 s", i, d)
+				}
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("round %d: no acknowledgement on partition %d within 20 s of the heal", i, p)
+			}
+		}
+	})
+}
+
+// partitionLedBy returns a partition of topic that node n leads.
+func (c *procCluster) partitionLedBy(ctx context.Context, t *testing.T, topic string, partitions int32, n int) int32 {
+	t.Helper()
+	for range 50 {
+		for p := range partitions {
+			if v, err := c.view(ctx, t, n, topic, p); err == nil && v.leader == int32(n) {
+				return p
+			}
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	t.Fatalf("node %d leads no partition of %s", n, topic)
+	return -1
+}
+
+// produceRaw sends one-record produce requests for partition p straight
+// to node n for d (at least one), and counts the error codes answered.
+func (c *procCluster) produceRaw(ctx context.Context, t *testing.T, n int, topic string, p int32, acks int16, d time.Duration) map[int16]int {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.addrs[n]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	meta, err := kadm.NewClient(cl).Metadata(ctx, topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	codes := map[int16]int{}
+	for end := time.Now().Add(d); len(codes) == 0 || time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
+		batch, err := record.Encode(0, []record.Record{{Timestamp: time.Now().UnixMilli(), Value: []byte("s3-probe")}}, record.BatchOptions{ProducerID: record.NoProducerID})
+		if err != nil {
+			t.Fatal(err)
+		}
+		req := kmsg.NewPtrProduceRequest()
+		req.Acks, req.TimeoutMillis = acks, 1000
+		rt := kmsg.NewProduceRequestTopic()
+		rt.Topic, rt.TopicID = topic, meta.Topics[topic].ID
+		rp := kmsg.NewProduceRequestTopicPartition()
+		rp.Partition, rp.Records = p, batch
+		rt.Partitions = append(rt.Partitions, rp)
+		req.Topics = append(req.Topics, rt)
+		resp, err := req.RequestWith(ctx, cl.Broker(n))
+		if err != nil {
+			t.Fatalf("produce to node %d: %v", n, err)
+		}
+		codes[resp.Topics[0].Partitions[0].ErrorCode]++
+	}
+	return codes
 }

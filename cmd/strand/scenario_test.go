@@ -26,6 +26,7 @@ func scenarioOn(t *testing.T, c *procCluster, rounds int, fault func(ctx context
 	defer cancel()
 	const topic, partitions = "sc", int32(3)
 	ch, prod, stopLoad := c.startLoad(ctx, t, topic, 300)
+	c.load = ch
 	for i := range rounds {
 		at := time.Now()
 		fault(ctx, c, i)
