@@ -352,3 +352,28 @@ func (c *procCluster) produceRaw(ctx context.Context, t *testing.T, n int, topic
 	}
 	return codes
 }
+
+// TestS4IsolatedLeader is scenario S4 as Jepsen's 2013 Kafka test ran it:
+// a partition's leader loses the controller and both followers, but not
+// its clients. It keeps taking produces and believing it leads until its
+// session ends; the controller fences it and elects a follower. Nothing it
+// took after the cut may be acknowledged, since no follower has it: the
+// checker finds no acknowledged record lost after the heal, and the
+// replicas converge. STRAND_S4_ROUNDS sets the cycles (CI: 2).
+func TestS4IsolatedLeader(t *testing.T) {
+	if !inNetns(t) {
+		return
+	}
+	c := newNetCluster(t, "--replica-lag-time-max", lag.String())
+	scenarioOn(t, c, rounds(t, "STRAND_S4_ROUNDS", 2), func(ctx context.Context, c *procCluster, i int) {
+		p, l, ctl, other := c.pickLeaderNotController(ctx, t, "sc", 3)
+		cut(t, l, ctl)
+		cut(t, l, other)
+		moved := c.await(ctx, t, ctl, "sc", p, 30*time.Second, fmt.Sprintf("a leader other than the isolated %d", l), func(v partitionView) bool {
+			return v.leader > 0 && v.leader != int32(l)
+		})
+		t.Logf("round %d: partition %d led by another node %v after its leader %d was isolated", i, p, moved.Round(time.Millisecond), l)
+		time.Sleep(2 * time.Second) // both leaders take produces for a while
+		heal(t)
+	})
+}
