@@ -45,6 +45,18 @@ func newProcCluster(t *testing.T, extra ...string) *procCluster {
 	return c
 }
 
+// tailLogs returns the last lines of every node's log.
+func (c *procCluster) tailLogs(lines int) string {
+	var b strings.Builder
+	for n := 1; n <= 3; n++ {
+		if p := c.procs[n]; p != nil {
+			l := strings.Split(p.logs.String(), "\n")
+			fmt.Fprintf(&b, "--- node %d, last lines:\n%s\n", n, strings.Join(l[max(0, len(l)-lines):], "\n"))
+		}
+	}
+	return b.String()
+}
+
 // start launches the three nodes and waits until they serve.
 func (c *procCluster) start(t *testing.T) {
 	t.Helper()

@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -376,4 +377,174 @@ func TestS4IsolatedLeader(t *testing.T) {
 		time.Sleep(2 * time.Second) // both leaders take produces for a while
 		heal(t)
 	})
+}
+
+// TestS5ControllerIsolated is scenario S5 with a network cut: the node
+// leading the metadata quorum loses both others while topics are being
+// created through a follower and the load's ISRs churn (the cut node is
+// fenced, its partitions move). The two others elect a controller: the
+// first create sent after the cut succeeds within the election timeout
+// + 5 s. After the heal every node shows the same topics, each create
+// that was acknowledged exists with the id its answer gave — applied
+// once — and the load's checker finds nothing lost. STRAND_S5_ROUNDS sets
+// the cycles (CI: 2).
+func TestS5ControllerIsolated(t *testing.T) {
+	if !inNetns(t) {
+		return
+	}
+	const electionTimeout = time.Second // ClusterConfig's default for three voters
+	c := newNetCluster(t, "--replica-lag-time-max", lag.String())
+	scenarioOn(t, c, rounds(t, "STRAND_S5_ROUNDS", 2), func(ctx context.Context, c *procCluster, i int) {
+		v, err := c.view(ctx, t, 1, "sc", 0)
+		if err != nil || v.controller < 1 {
+			t.Fatalf("round %d: no controller known: %v", i, err)
+		}
+		ctl := int(v.controller)
+		via := ctl%3 + 1 // a follower of the quorum takes the creates
+		creates := c.createLoop(ctx, t, via, fmt.Sprintf("s5-%d-", i), 250*time.Millisecond)
+		time.Sleep(time.Second)
+		cut(t, ctl, via)
+		cut(t, ctl, 6-ctl-via)
+		cutAt := time.Now()
+		time.Sleep(10 * time.Second)
+		heal(t)
+		time.Sleep(2 * time.Second)
+		done := creates.stop()
+		first := time.Duration(-1)
+		acked := map[string]kadm.CreateTopicResponse{}
+		for _, r := range done {
+			if r.err == nil {
+				acked[r.resp.Topic] = r.resp
+				if r.started.After(cutAt) && (first < 0 || r.finished.Sub(cutAt) < first) {
+					first = r.finished.Sub(cutAt)
+				}
+			}
+		}
+		t.Logf("round %d: controller %d cut off; %d creates through node %d, %d acknowledged; the first sent after the cut succeeded %v after it", i, ctl, len(done), via, len(acked), first.Round(time.Millisecond))
+		switch {
+		case first < 0:
+			t.Errorf("round %d: no create sent after the controller was cut off succeeded\n%s", i, c.tailLogs(60))
+		case first > electionTimeout+5*time.Second:
+			t.Errorf("round %d: the first create after the cut succeeded %v after it, past the election timeout + 5 s\n%s", i, first, c.tailLogs(60))
+		}
+		c.checkTopicsAgree(ctx, t, fmt.Sprintf("s5-%d-", i), acked)
+	})
+}
+
+// createResult is one CreateTopics call of createLoop.
+type createResult struct {
+	resp              kadm.CreateTopicResponse
+	err               error
+	started, finished time.Time
+}
+
+// creates is a running createLoop.
+type creates struct {
+	stop func() []createResult
+}
+
+// createLoop creates a topic (2 partitions, RF 3) named prefix<k> through
+// node n every interval, each call on its own so a call stuck on a lost
+// controller holds up none of the next, until stop, which waits for the
+// calls in flight.
+func (c *procCluster) createLoop(ctx context.Context, t *testing.T, n int, prefix string, interval time.Duration) creates {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.addrs[n]), kgo.RequestTimeoutOverhead(20*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	adm := kadm.NewClient(cl)
+	loop, cancel := context.WithCancel(ctx)
+	results := make(chan createResult, 1024)
+	var calls sync.WaitGroup
+	go func() {
+		tick := time.NewTicker(interval)
+		defer tick.Stop()
+		for k := 0; ; k++ {
+			select {
+			case <-loop.Done():
+				return
+			case <-tick.C:
+			}
+			calls.Add(1)
+			go func() {
+				defer calls.Done()
+				r := createResult{started: time.Now()}
+				r.resp, r.err = adm.CreateTopic(ctx, 2, 3, nil, fmt.Sprint(prefix, k))
+				if r.err == nil {
+					r.err = r.resp.Err
+				}
+				r.finished = time.Now()
+				results <- r
+			}()
+		}
+	}()
+	return creates{stop: func() []createResult {
+		cancel()
+		time.Sleep(interval) // the ticker goroutine sees the cancel before the Wait
+		calls.Wait()
+		cl.Close()
+		close(results)
+		var out []createResult
+		for r := range results {
+			out = append(out, r)
+		}
+		return out
+	}}
+}
+
+// checkTopicsAgree waits until every node shows the same topics named
+// prefix… (ids, partition counts, replicas), and checks that each
+// acknowledged create exists with the id it was answered with: a create
+// retried through a new controller was not applied a second time.
+func (c *procCluster) checkTopicsAgree(ctx context.Context, t *testing.T, prefix string, acked map[string]kadm.CreateTopicResponse) {
+	t.Helper()
+	var views [4]string
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+		for n := 1; n <= 3; n++ {
+			views[n] = c.topicsView(ctx, t, n, prefix, acked)
+		}
+		if views[1] == views[2] && views[2] == views[3] && !strings.Contains(views[1], "missing") {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the nodes' topics %s… disagree or miss acknowledged creates:\nnode 1: %s\nnode 2: %s\nnode 3: %s", prefix, views[1], views[2], views[3])
+		}
+	}
+}
+
+// topicsView is node n's metadata of topics named prefix…, in one
+// comparable string, naming acknowledged topics missing or changed.
+func (c *procCluster) topicsView(ctx context.Context, t *testing.T, n int, prefix string, acked map[string]kadm.CreateTopicResponse) string {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.addrs[n]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	meta, err := kadm.NewClient(cl).Metadata(ctx)
+	if err != nil {
+		return "error: " + err.Error()
+	}
+	var out []string
+	for _, td := range meta.Topics.Sorted() {
+		if !strings.HasPrefix(td.Topic, prefix) {
+			continue
+		}
+		var reps []string
+		for _, pd := range td.Partitions.Sorted() {
+			reps = append(reps, fmt.Sprint(pd.Replicas))
+		}
+		out = append(out, fmt.Sprintf("%s=%s%v", td.Topic, td.ID, reps))
+		if a, ok := acked[td.Topic]; ok && a.ID != td.ID {
+			out = append(out, fmt.Sprintf("missing: %s acknowledged with id %s", td.Topic, a.ID))
+		}
+	}
+	for name := range acked {
+		if _, ok := meta.Topics[name]; !ok {
+			out = append(out, "missing: "+name)
+		}
+	}
+	slices.Sort(out)
+	return strings.Join(out, " ")
 }

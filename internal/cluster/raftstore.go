@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -84,11 +85,22 @@ type RaftStore struct {
 	node  string        // this node's id, as Network names it
 	done  chan struct{} // closed by Close: ends the controller's watch
 	conns connSet       // raft's connections, both ways
+	// leaderless is when this node last saw the quorum without a leader
+	// it knows (unix ns; 0 while it knows one), and leaderlessLimit how
+	// long that lasts before callers are told at once (ErrNoLeader).
+	leaderless      atomic.Int64
+	leaderlessLimit time.Duration
 }
 
 // ErrNotController: this node does not lead the metadata quorum; changes go
 // to the leader (Leader).
 var ErrNotController = errors.New("cluster: not the controller")
+
+// ErrNoLeader: this node has known no controller for longer than an
+// election takes — it is likely cut off from the quorum. Clients are told
+// at once (Kafka's NOT_CONTROLLER) so they look for the controller
+// elsewhere instead of queueing behind requests that cannot commit here.
+var ErrNoLeader = errors.New("cluster: no controller known")
 
 // OpenRaftStore starts this node's raft and, when it has no raft state
 // yet, bootstraps the configured voters.
@@ -129,6 +141,8 @@ func OpenRaftStore(cfg RaftConfig) (*RaftStore, error) {
 	rc.HeartbeatTimeout = orDefault(cfg.HeartbeatTimeout, 500*time.Millisecond)
 	rc.ElectionTimeout = orDefault(cfg.ElectionTimeout, 500*time.Millisecond)
 	rc.LeaderLeaseTimeout = orDefault(cfg.LeaderLease, 250*time.Millisecond)
+	// A quorum that can elect does so within a few election timeouts.
+	s.leaderlessLimit = 3 * max(rc.HeartbeatTimeout, rc.ElectionTimeout)
 	notify := make(chan bool, 8) // raft blocks on a full NotifyCh: watch drains it
 	rc.NotifyCh = notify
 	existing, err := raft.HasExistingState(logs, logs, snaps)
@@ -207,8 +221,10 @@ func (s *RaftStore) Subscribe(fn func(*Image)) (cancel func()) { return s.fsm.su
 func (s *RaftStore) Leader() (id int32, addr string, ok bool) {
 	a, sid := s.r.LeaderWithID()
 	if sid == "" {
+		s.leaderless.CompareAndSwap(0, time.Now().UnixNano())
 		return 0, "", false
 	}
+	s.leaderless.Store(0)
 	n, err := strconv.Atoi(string(sid))
 	return int32(n), string(a), err == nil
 }
@@ -286,6 +302,9 @@ func (s *RaftStore) callController(req rpcRequest, timeout time.Duration) (rpcRe
 			case resp.Code != "not_controller":
 				return resp, rpcError(resp.Code, resp.Err)
 			}
+		}
+		if since := s.leaderless.Load(); since != 0 && time.Since(time.Unix(0, since)) > s.leaderlessLimit {
+			return rpcResponse{}, fmt.Errorf("%w: %w for %v", ErrNotController, ErrNoLeader, time.Since(time.Unix(0, since)).Round(time.Millisecond))
 		}
 		select {
 		case <-s.done:

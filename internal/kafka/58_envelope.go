@@ -9,6 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/strandmq/strand/internal/broker"
 	"github.com/strandmq/strand/internal/wire"
 )
 
@@ -91,7 +92,10 @@ func (s *Server) forward(ctx context.Context, kreq kmsg.Request, timeoutMillis i
 			return nil, false, nil // this node became the controller
 		case err == nil:
 			var er *kmsg.EnvelopeResponse
-			if er, err = roundTrip(ctx, s.b.Dialer(), addr, env); err == nil && er.ErrorCode == 0 {
+			attempt, stop := s.whileController(ctx, id)
+			er, err = roundTrip(attempt, s.b.Dialer(), addr, env)
+			stop()
+			if err == nil && er.ErrorCode == 0 {
 				return s.unwrap(ctx, kreq, er.ResponseData)
 			}
 			if err == nil {
@@ -108,6 +112,31 @@ func (s *Server) forward(ctx context.Context, kreq kmsg.Request, timeoutMillis i
 	// way auto-creation's do, and each topic gets its own error.
 	s.logger.Warn("kafka: forwarding to the controller failed; handling the request here", "api", kmsg.NameForKey(kreq.Key()), "err", last)
 	return nil, false, nil
+}
+
+// whileController returns a context that ends with ctx or once the
+// quorum's leader is no longer id. A controller cut off from the network
+// (not crashed: nothing resets the connection) answers nothing until the
+// request times out; Kafka's brokers move forwarded requests to a new
+// controller as soon as one is elected, and so does this.
+func (s *Server) whileController(ctx context.Context, id broker.NodeID) (context.Context, context.CancelFunc) {
+	attempt, cancel := context.WithCancel(ctx)
+	go func() {
+		tick := time.NewTicker(100 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-attempt.Done():
+				return
+			case <-tick.C:
+			}
+			if now, _, err := s.b.ControllerEndpoint(); err == nil && now != id {
+				cancel()
+				return
+			}
+		}
+	}()
+	return attempt, cancel
 }
 
 // unwrap decodes the controller's inner response and waits until this
@@ -142,6 +171,7 @@ func roundTrip(ctx context.Context, d wire.Dialer, addr string, req *kmsg.Envelo
 		return nil, err
 	}
 	defer c.Close()
+	defer context.AfterFunc(ctx, func() { c.Close() })() // ctx ending fails a request in flight
 	deadline, ok := ctx.Deadline()
 	if !ok {
 		deadline = time.Now().Add(30 * time.Second)

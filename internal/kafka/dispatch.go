@@ -131,6 +131,7 @@ var errorCodes = []struct {
 	{broker.ErrNotLeader, kerr.NotLeaderForPartition},
 	{broker.ErrFencedLeaderEpoch, kerr.FencedLeaderEpoch},
 	{broker.ErrCoordinatorNotAvailable, kerr.CoordinatorNotAvailable},
+	{cluster.ErrNoLeader, kerr.NotController},        // look for the controller elsewhere
 	{cluster.ErrNotController, kerr.RequestTimedOut}, // no controller answered in time
 	{producer.ErrOutOfOrderSequence, kerr.OutOfOrderSequenceNumber},
 	{producer.ErrInvalidProducerEpoch, kerr.InvalidProducerEpoch},
