@@ -29,11 +29,11 @@ func startStrandCluster(ctx context.Context, dir string) (string, func() error, 
 	var voters []strand.Voter
 	var addrs []string
 	for id := int32(1); id <= clusterNodes; id++ {
-		raft, err := freeAddr()
+		raft, err := FreeAddr()
 		if err != nil {
 			return "", nil, err
 		}
-		kafka, err := freeAddr()
+		kafka, err := FreeAddr()
 		if err != nil {
 			return "", nil, err
 		}
@@ -107,8 +107,8 @@ func waitBrokers(ctx context.Context, seed string, n int) error {
 	}
 }
 
-// freeAddr is a loopback address with a port free now.
-func freeAddr() (string, error) {
+// FreeAddr is a loopback address with a port free now.
+func FreeAddr() (string, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return "", err

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -64,13 +65,28 @@ type streamLayer struct {
 	all  *connSet
 }
 
+// Dial connects to a peer's raft port. A refused connection (the peer's
+// process is down) is tried again until timeout: raft doubles its wait
+// after every failed contact (up to 10 s), so failing in a millisecond
+// would leave a restarted peer unheard of for seconds, its brokers fenced
+// and its replicas out of every ISR that long. Waiting here instead keeps
+// the count of failures low and reaches the peer as soon as it listens.
 func (s streamLayer) Dial(addr raft.ServerAddress, timeout time.Duration) (net.Conn, error) {
-	c, err := s.nw.Dial(s.node, string(addr), timeout)
-	if err == nil && !s.all.add(c) {
-		return nil, net.ErrClosed
+	deadline := time.Now().Add(timeout)
+	for {
+		c, err := s.nw.Dial(s.node, string(addr), time.Until(deadline))
+		if err == nil && !s.all.add(c) {
+			return nil, net.ErrClosed
+		}
+		if err == nil || !errors.Is(err, syscall.ECONNREFUSED) || time.Until(deadline) < refusedRetry {
+			return c, err
+		}
+		time.Sleep(refusedRetry)
 	}
-	return c, err
 }
+
+// refusedRetry is how often Dial tries a peer that refused a connection.
+const refusedRetry = 50 * time.Millisecond
 
 // RaftStore is cluster metadata replicated by a hashicorp/raft quorum: the
 // same records as FileStore, applied by the leader and, once committed,
