@@ -17,25 +17,39 @@ import (
 	"github.com/strandmq/strand/internal/testnet"
 )
 
-// procCluster is three `strand serve` processes on loopback.
+// procCluster is `strand serve` processes on loopback, nodes 1…size (three
+// unless newProcClusterN says otherwise), every one a voter; slices are
+// indexed by node id.
 type procCluster struct {
 	quorum string
-	dirs   [4]string
-	addrs  [4]string
-	procs  [4]*serveProc
-	extra  []string    // more serve flags, on every start
-	own    [4][]string // flags of one node, on every start
-	load   *checker    // the scenario's load, once started
+	size   int
+	dirs   []string
+	addrs  []string
+	procs  []*serveProc
+	extra  []string   // more serve flags, on every start
+	own    [][]string // flags of one node, on every start
+	load   *checker   // the scenario's load, once started
+}
+
+// newCluster is an unstarted procCluster of size nodes.
+func newCluster(size int, extra []string) *procCluster {
+	return &procCluster{size: size, extra: extra, dirs: make([]string, size+1), addrs: make([]string, size+1),
+		procs: make([]*serveProc, size+1), own: make([][]string, size+1)}
 }
 
 func freeAddr(t *testing.T) string { return testnet.FreeAddr(t) }
 
 func newProcCluster(t *testing.T, extra ...string) *procCluster {
 	t.Helper()
-	c := &procCluster{extra: extra}
+	return newProcClusterN(t, 3, extra...)
+}
+
+func newProcClusterN(t *testing.T, size int, extra ...string) *procCluster {
+	t.Helper()
+	c := newCluster(size, extra)
 	var voters []string
 	root := t.TempDir()
-	for n := 1; n <= 3; n++ {
+	for n := 1; n <= size; n++ {
 		voters = append(voters, fmt.Sprintf("%d@%s", n, freeAddr(t)))
 		c.dirs[n] = filepath.Join(root, fmt.Sprint("n", n))
 		c.addrs[n] = freeAddr(t)
@@ -48,7 +62,7 @@ func newProcCluster(t *testing.T, extra ...string) *procCluster {
 // tailLogs returns the last lines of every node's log.
 func (c *procCluster) tailLogs(lines int) string {
 	var b strings.Builder
-	for n := 1; n <= 3; n++ {
+	for n := 1; n <= c.size; n++ {
 		if p := c.procs[n]; p != nil {
 			l := strings.Split(p.logs.String(), "\n")
 			fmt.Fprintf(&b, "--- node %d, last lines:\n%s\n", n, strings.Join(l[max(0, len(l)-lines):], "\n"))
@@ -57,13 +71,13 @@ func (c *procCluster) tailLogs(lines int) string {
 	return b.String()
 }
 
-// start launches the three nodes and waits until they serve.
+// start launches the nodes and waits until they serve.
 func (c *procCluster) start(t *testing.T) {
 	t.Helper()
-	for n := 1; n <= 3; n++ {
+	for n := 1; n <= c.size; n++ {
 		c.procs[n] = c.launch(t, n)
 	}
-	for n := 1; n <= 3; n++ {
+	for n := 1; n <= c.size; n++ {
 		c.procs[n].awaitServing(t)
 	}
 }
@@ -76,7 +90,7 @@ func (c *procCluster) launch(t *testing.T, n int) *serveProc {
 
 func (c *procCluster) brokers(except int) string {
 	var out []string
-	for n := 1; n <= 3; n++ {
+	for n := 1; n <= c.size; n++ {
 		if n != except {
 			out = append(out, c.addrs[n])
 		}

@@ -99,7 +99,7 @@ func host(n int) string { return fmt.Sprintf("127.0.0.%d", n+1) }
 // from it, with fixed ports (the namespace is the test's alone).
 func newNetCluster(t *testing.T, extra ...string) *procCluster {
 	t.Helper()
-	c := &procCluster{extra: extra}
+	c := newCluster(3, extra)
 	root := t.TempDir()
 	var voters []string
 	for n := 1; n <= 3; n++ {
@@ -143,7 +143,7 @@ func heal(t *testing.T) {
 // node n's metadata shows them.
 type partitionView struct {
 	leader, controller int32
-	isr                []int32
+	isr, replicas      []int32
 }
 
 func (c *procCluster) view(ctx context.Context, t *testing.T, n int, topic string, p int32) (partitionView, error) {
@@ -161,7 +161,7 @@ func (c *procCluster) view(ctx context.Context, t *testing.T, n int, topic strin
 	if !ok {
 		return partitionView{}, fmt.Errorf("node %d: no partition %s-%d", n, topic, p)
 	}
-	return partitionView{leader: pd.Leader, controller: meta.Controller, isr: pd.ISR}, nil
+	return partitionView{leader: pd.Leader, controller: meta.Controller, isr: pd.ISR, replicas: pd.Replicas}, nil
 }
 
 // await polls node n's view of partition p until ok holds, and returns
