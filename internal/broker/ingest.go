@@ -299,13 +299,6 @@ func (q *quarantine) writeLocked(src *Partition, base record.Offset) error {
 	if q.dlq == nil {
 		return nil
 	}
-	// In a cluster the DLQ partition has the source's replicas, so their
-	// leaders coincide but for a failover between them; a follower's copy
-	// must never take an append of its own (it would diverge from its
-	// leader's), so the produce fails retriably until they agree again.
-	if err := q.dlq.notLeader(); err != nil {
-		return fmt.Errorf("broker: quarantine from %s-%d: %w", src.topic, src.id, err)
-	}
 	recs := make([]record.Record, len(q.records))
 	for i, r := range q.records {
 		at := base + (r.Offset - q.base)
@@ -316,6 +309,16 @@ func (q *quarantine) writeLocked(src *Partition, base record.Offset) error {
 	opts.Codec = q.codec
 	batch, err := record.Encode(0, recs, opts)
 	if err != nil {
+		return fmt.Errorf("broker: quarantine from %s-%d: %w", src.topic, src.id, err)
+	}
+	// In a cluster the DLQ partition has the source's replicas and, but
+	// for failovers and reassignments, the same leader. A follower's copy
+	// never takes an append of its own (it would diverge from its
+	// leader's): the records go to the DLQ's leader instead.
+	if err := q.dlq.notLeader(); err != nil {
+		if s := q.dlq.state(); src.b.clustered() && !src.b.fenced() && s.role != RoleLeader && s.leader >= 0 {
+			return src.b.produceRemote(s.leader, q.dlq, batch)
+		}
 		return fmt.Errorf("broker: quarantine from %s-%d: %w", src.topic, src.id, err)
 	}
 	h, err := record.ParseHeader(batch)

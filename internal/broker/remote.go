@@ -1,0 +1,56 @@
+package broker
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// remoteProduceTimeout bounds a write to a partition led by another node.
+const remoteProduceTimeout = 10 * time.Second
+
+// produceRemote appends batch (a non-idempotent v2 batch) to partition p
+// through its leader's internal listener with acks=all: the write that a
+// quarantine makes to a DLQ partition led by another node. An error
+// carries the leader's Kafka error, so the producer whose batch needed it
+// gets a retriable answer it knows (NOT_LEADER_OR_FOLLOWER, NOT_ENOUGH_
+// REPLICAS, …) and tries again; records the leader took before a lost
+// answer come twice into the DLQ then, never zero times.
+func (b *Broker) produceRemote(leader NodeID, p *Partition, batch []byte) error {
+	addr, err := b.internalAddr(leader)
+	if err != nil {
+		return fmt.Errorf("%w: %s-%d: %w", ErrNotLeader, p.topic, p.id, err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), remoteProduceTimeout)
+	defer cancel()
+	c, err := b.cfg.Dialer.Dial(ctx, addr, "strand-"+strconv.Itoa(int(b.cfg.NodeID)))
+	if err != nil {
+		return fmt.Errorf("%w: %s-%d: leader %d: %w", ErrNotLeader, p.topic, p.id, leader, err)
+	}
+	defer c.Close()
+	req := kmsg.NewPtrProduceRequest()
+	req.SetVersion(9) // topics by name (v13 names them by id)
+	req.Acks, req.TimeoutMillis = -1, int32(remoteProduceTimeout/time.Millisecond)
+	rt := kmsg.NewProduceRequestTopic()
+	rt.Topic = p.topic
+	rp := kmsg.NewProduceRequestTopicPartition()
+	rp.Partition, rp.Records = int32(p.id), batch
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	resp, err := c.RoundTrip(req, time.Now().Add(remoteProduceTimeout+time.Second))
+	if err != nil {
+		return fmt.Errorf("%w: %s-%d: leader %d: %w", ErrNotLeader, p.topic, p.id, leader, err)
+	}
+	pr := resp.(*kmsg.ProduceResponse)
+	if len(pr.Topics) != 1 || len(pr.Topics[0].Partitions) != 1 {
+		return fmt.Errorf("broker: %s-%d: leader %d answered a produce for %d topics", p.topic, p.id, leader, len(pr.Topics))
+	}
+	if code := pr.Topics[0].Partitions[0].ErrorCode; code != 0 {
+		return fmt.Errorf("broker: %s-%d: leader %d: %w", p.topic, p.id, leader, kerr.ErrorForCode(code))
+	}
+	return nil
+}
