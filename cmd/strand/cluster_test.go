@@ -357,3 +357,27 @@ func TestTopicReassignCLI(t *testing.T) {
 		}
 	}
 }
+
+// TestControllerRestartedAtOnce: the node leading the metadata quorum is
+// SIGKILLed and started again at once, three times. Its successor gives
+// every broker a fresh session on taking over, the dead process's
+// registration included, so the new process is refused as a twin for a
+// while; it must wait that out and serve, not exit.
+func TestControllerRestartedAtOnce(t *testing.T) {
+	c := newProcCluster(t)
+	for i := range 3 {
+		var info clusterInfo
+		decodeJSON(t, ok(t, c.brokers(0), "", "cluster", "info", "-o", "json").stdout, &info)
+		n := int(info.ControllerID)
+		if n < 1 || n > 3 {
+			t.Fatalf("round %d: no controller: %+v", i, info)
+		}
+		c.kill9(t, n)
+		c.procs[n] = c.launch(t, n)
+		c.procs[n].awaitServing(t)
+		if c.procs[n].addr == "" {
+			t.Fatalf("round %d: node %d, the controller, restarted at once and did not serve:\n%s", i, n, c.procs[n].logs.String())
+		}
+		t.Logf("round %d: node %d (controller) killed and serving again", i, n)
+	}
+}

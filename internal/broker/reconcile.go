@@ -221,10 +221,14 @@ func (b *Broker) migrateSingleNode(m Member) error {
 // registerAtStart registers before serving, so a second process with this
 // node id is refused at start. The controller cannot tell a live twin
 // from this node's own previous process that died without a word until
-// that one's session expires, so it keeps trying for a session: only a
-// registration that stays refused that long is a live twin.
+// that one's session expires, so it keeps trying for two sessions: only a
+// registration that stays refused that long is a live twin. One session
+// is not enough when the dead process was the controller: its successor
+// gives every broker a fresh session when it takes over (it cannot know
+// when they were last heard from), and that one may start after this
+// process did.
 func (b *Broker) registerAtStart() error {
-	deadline := time.Now().Add(b.cfg.SessionTimeout + 2*b.cfg.HeartbeatInterval)
+	deadline := time.Now().Add(2*b.cfg.SessionTimeout + 2*b.cfg.HeartbeatInterval)
 	warned := false
 	for {
 		err := b.register(b.cfg.HeartbeatInterval * 5)
