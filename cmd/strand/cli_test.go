@@ -376,3 +376,31 @@ func TestCLIProduceSaysNotEnoughReplicas(t *testing.T) {
 		t.Fatalf("exit %d, stderr:\n%s", r.code, r.stderr)
 	}
 }
+
+// TestUnknownSubcommands: a mistyped or missing subcommand is a usage
+// error (exit 2) that names a near miss, never a help page that exits 0
+// (a script would take that for success); version works both ways.
+func TestUnknownSubcommands(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"group", "lagg"}, `did you mean "lag"?`},
+		{[]string{"dlq", "redrve"}, `did you mean "redrive"?`},
+		{[]string{"bench", "prodce"}, `did you mean "produce"?`},
+		{[]string{"topc"}, `did you mean "topic"?`},
+		{[]string{"cluster", "zzz"}, `unknown command "zzz" for "strand cluster"`},
+		{[]string{"topic"}, `"strand topic" needs a subcommand`},
+		{[]string{}, `"strand" needs a subcommand`},
+	} {
+		r := runCLI(t, "127.0.0.1:1", "", tc.args...)
+		if r.code != exitUsage || !strings.Contains(r.stderr, tc.want) {
+			t.Errorf("strand %v: exit %d, stderr %q; want exit %d and %q", tc.args, r.code, r.stderr, exitUsage, tc.want)
+		}
+	}
+	for _, args := range [][]string{{"version"}, {"--version"}} {
+		if r := runCLI(t, "127.0.0.1:1", "", args...); r.code != 0 || !strings.HasPrefix(r.stdout, "strand ") || !strings.Contains(r.stdout, "go1.") {
+			t.Errorf("strand %v: exit %d, %q", args, r.code, r.stdout)
+		}
+	}
+}

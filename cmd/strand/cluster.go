@@ -41,8 +41,6 @@ func newClusterCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "cluster",
 		Short: "Show the cluster: brokers, controller and metadata quorum",
-		Args:  cobra.NoArgs,
-		RunE:  func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
 	addClientFlags(cmd, o, true, true)
 	cmd.AddCommand(&cobra.Command{

@@ -24,7 +24,10 @@ func newRootCmd() *cobra.Command {
 		Long:          rootLong,
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		Version:       version(),
 	}
+	root.SetVersionTemplate("{{.Version}}\n")
+	root.Flags().Bool("version", false, "print the version and exit") // no -v: produce's -v is --value
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
 		return &exitErr{code: exitUsage, err: err}
 	})
@@ -33,6 +36,8 @@ func newRootCmd() *cobra.Command {
 	root.AddCommand(newTopicCmd(), newProduceCmd(), newConsumeCmd(), newGroupCmd())
 	root.AddCommand(newDLQCmd())
 	root.AddCommand(newClusterCmd())
+	root.AddCommand(newVersionCmd())
+	requireSubcommands(root)
 	markUsageErrors(root)
 	return root
 }

@@ -31,10 +31,6 @@ func newTopicCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "topic",
 		Short: "Create, list, describe, alter, delete and move topics",
-		// NoArgs with a RunE makes an unknown verb an error (exit 2), not
-		// a help page that exits 0.
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
 	addClientFlags(cmd, o, true, true)
 	for _, build := range topicSubcommands {
