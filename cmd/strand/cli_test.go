@@ -404,3 +404,27 @@ func TestUnknownSubcommands(t *testing.T) {
 		}
 	}
 }
+
+// TestMissingTopicsAndGroups: every command asked about a topic or group
+// that does not exist says so in one sentence and fails (exit 1), rather
+// than printing an empty table, a Dead group, or a raw Kafka error.
+func TestMissingTopicsAndGroups(t *testing.T) {
+	addr := startBroker(t).Addr()
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"topic", "describe", "nosuch"}, `no topic "nosuch" — "strand topic list" shows the topics there are`},
+		{[]string{"topic", "alter", "nosuch", "--config", "retention.ms=1"}, `no topic "nosuch"`},
+		{[]string{"topic", "delete", "nosuch"}, `no topic "nosuch"`},
+		{[]string{"topic", "table", "nosuch"}, `no topic "nosuch"`},
+		{[]string{"dlq", "list", "nosuch"}, `no topic "nosuch"`},
+		{[]string{"group", "lag", "nosuch"}, `no group "nosuch" — "strand group list" shows the groups there are`},
+		{[]string{"group", "describe", "nosuch"}, `no group "nosuch"`},
+	} {
+		r := runCLI(t, addr, "", tc.args...)
+		if r.code != exitError || !strings.Contains(r.stderr, tc.want) || strings.Count(r.stderr, "\n") != 1 || r.stdout != "" {
+			t.Errorf("strand %v: exit %d, stdout %q, stderr %q; want exit %d and one line saying %q", tc.args, r.code, r.stdout, r.stderr, exitError, tc.want)
+		}
+	}
+}

@@ -43,6 +43,18 @@ func (e *exitErr) Error() string { return e.err.Error() }
 func (e *exitErr) Unwrap() error { return e.err }
 
 // usageErr marks err as the user's mistake (exit code 2).
+// errNoTopic is the one answer every command gives for a topic that does
+// not exist.
+func errNoTopic(topic string) error {
+	return fmt.Errorf("no topic %q — \"strand topic list\" shows the topics there are", topic)
+}
+
+// errNoGroup is errNoTopic for consumer groups. Kafka answers a group it
+// does not know as one in state Dead with no members or offsets.
+func errNoGroup(group string) error {
+	return fmt.Errorf("no group %q — \"strand group list\" shows the groups there are", group)
+}
+
 func usageErr(format string, args ...any) error {
 	return &exitErr{code: exitUsage, err: fmt.Errorf(format, args...)}
 }

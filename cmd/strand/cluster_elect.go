@@ -87,7 +87,7 @@ func electLeaders(ctx context.Context, cl *kgo.Client, topics []string, partitio
 		for _, name := range topics {
 			n, ok := counts[name]
 			if !ok {
-				return nil, fmt.Errorf("no topic %q — \"strand topic list\" shows the topics there are", name)
+				return nil, errNoTopic(name)
 			}
 			rt := kmsg.NewElectLeadersRequestTopic()
 			rt.Topic = name

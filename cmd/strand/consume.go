@@ -259,7 +259,7 @@ func (o *consumeOptions) plan(ctx context.Context, topic string, sp startPoint) 
 	}
 	d, ok := details[topic]
 	if !ok || d.Err != nil || len(d.Partitions) == 0 {
-		return nil, nil, fmt.Errorf("no topic %q — \"strand topic list\" shows the topics there are", topic)
+		return nil, nil, errNoTopic(topic)
 	}
 	los, err := adm.ListStartOffsets(actx, topic)
 	if err != nil {

@@ -2,10 +2,12 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/spf13/cobra"
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/strandmq/strand/internal/ingest"
 )
@@ -52,8 +54,11 @@ func describeDLQ(ctx context.Context, adm *kadm.Client, topic string) (dlqTopicI
 		return info, fmt.Errorf("describe %s: %w", topic, err)
 	}
 	td, ok := details[topic]
-	if !ok || td.Err != nil {
-		return info, fmt.Errorf("topic %s: %v", topic, td.Err)
+	switch {
+	case !ok || errors.Is(td.Err, kerr.UnknownTopicOrPartition):
+		return info, errNoTopic(topic)
+	case td.Err != nil:
+		return info, fmt.Errorf("topic %s: %w", topic, td.Err)
 	}
 	info.partitions = int32(len(td.Partitions))
 	rcs, err := adm.DescribeTopicConfigs(ctx, topic)

@@ -49,6 +49,9 @@ func newGroupDescribeCmd(o *clientOptions) *cobra.Command {
 					if d.Err != nil {
 						return fmt.Errorf("describe group %q: %w", id, d.Err)
 					}
+					if d.State == "Dead" {
+						return errNoGroup(id)
+					}
 					out = append(out, describeGroup(d))
 				}
 				w := cmd.OutOrStdout()

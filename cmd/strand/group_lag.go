@@ -54,6 +54,9 @@ func newGroupLagCmd(o *clientOptions) *cobra.Command {
 				if err := l.Error(); err != nil {
 					return fmt.Errorf("lag of group %q: %w", group, err)
 				}
+				if l.State == "Dead" && len(l.Lag) == 0 {
+					return errNoGroup(group)
+				}
 				rep := groupLagReport{Group: group, State: l.State, Partitions: []partitionLag{}}
 				for _, ml := range l.Lag.Sorted() {
 					pl := partitionLag{Topic: ml.Topic, Partition: ml.Partition, Committed: ml.Commit.At,

@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -67,7 +68,10 @@ func newTopicAlterCmd(o *clientOptions) *cobra.Command {
 				}
 				var errs []error
 				for _, r := range resps {
-					if r.Err != nil {
+					switch {
+					case errors.Is(r.Err, kerr.UnknownTopicOrPartition):
+						errs = append(errs, errNoTopic(r.Name))
+					case r.Err != nil:
 						errs = append(errs, fmt.Errorf("alter configs of %q: %w%s", r.Name, r.Err, detail(r.ErrMessage)))
 					}
 				}

@@ -28,7 +28,7 @@ func newTopicDeleteCmd(o *clientOptions) *cobra.Command {
 					switch {
 					case errors.Is(r.Err, kerr.UnknownTopicOrPartition) && ifExists:
 					case errors.Is(r.Err, kerr.UnknownTopicOrPartition):
-						errs = append(errs, fmt.Errorf("no topic %q — \"strand topic list\" shows the topics there are", r.Topic))
+						errs = append(errs, errNoTopic(r.Topic))
 					case r.Err != nil:
 						errs = append(errs, fmt.Errorf("delete %q: %w%s", r.Topic, r.Err, detail(r.ErrMessage)))
 					default:

@@ -76,7 +76,7 @@ partitions that are not fully replicated, as kafka-topics.sh
 						if d.Err != nil && !errors.Is(d.Err, kerr.UnknownTopicOrPartition) {
 							return fmt.Errorf("describe %q: %w", t, d.Err)
 						}
-						return fmt.Errorf("no topic %q — \"strand topic list\" shows the topics there are", t)
+						return errNoTopic(t)
 					}
 				}
 				// A leader that does not answer (a node just killed, not yet

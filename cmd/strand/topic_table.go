@@ -3,6 +3,7 @@ package main
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -97,8 +98,11 @@ func readTable(ctx context.Context, cl *kgo.Client, topic string) ([]tableRow, e
 		return nil, fmt.Errorf("metadata: %w", err)
 	}
 	td, ok := topics[topic]
-	if !ok || td.Err != nil {
-		return nil, fmt.Errorf("topic %s: %w", topic, cmp.Or[error](td.Err, kerr.UnknownTopicOrPartition))
+	switch {
+	case !ok || errors.Is(td.Err, kerr.UnknownTopicOrPartition):
+		return nil, errNoTopic(topic)
+	case td.Err != nil:
+		return nil, fmt.Errorf("topic %s: %w", topic, td.Err)
 	}
 	starts, err := adm.ListStartOffsets(ctx, topic)
 	if err != nil {
