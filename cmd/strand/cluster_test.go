@@ -341,7 +341,7 @@ func TestTopicReassignCLI(t *testing.T) {
 	if r := runCLI(t, b, "", "topic", "reassign", "ra", "--cancel"); r.code != exitError || !strings.Contains(r.stderr, "no reassignment") {
 		t.Errorf("--cancel with nothing moving: exit %d, %q", r.code, r.stderr)
 	}
-	if r := runCLI(t, b, "", "topic", "reassign", "ra", "--replica-assignment", "2:9"); r.code != exitError || !strings.Contains(r.stderr, "INVALID_REPLICA_ASSIGNMENT") {
+	if r := runCLI(t, b, "", "topic", "reassign", "ra", "--replica-assignment", "2:9"); r.code != exitError || !strings.Contains(r.stderr, "invalid replica assignment") {
 		t.Errorf("a target on an unknown broker: exit %d, %q", r.code, r.stderr)
 	}
 	// topic alter returns once every node shows the change: each one,

@@ -47,8 +47,17 @@ func newTopicAlterCmd(o *clientOptions) *cobra.Command {
 					if err == nil {
 						err = r.Err
 					}
-					if err != nil {
-						return fmt.Errorf("alter %q to %d partitions: %w%s", topic, partitions, err, detail(r.ErrMessage))
+					switch {
+					case errors.Is(err, kerr.InvalidPartitions):
+						if td, lerr := adm.ListTopics(ctx, topic); lerr == nil && len(td[topic].Partitions) >= partitions {
+							n := len(td[topic].Partitions)
+							return fmt.Errorf("topic %q has %d partitions and partitions can only be added (removing some would move keys): ask for more than %d", topic, n, n)
+						}
+						return kafkaError(fmt.Sprintf("cannot change topic %q to %d partitions", topic, partitions), err, &r.ErrMessage)
+					case errors.Is(err, kerr.UnknownTopicOrPartition):
+						return errNoTopic(topic)
+					case err != nil:
+						return kafkaError(fmt.Sprintf("cannot change topic %q to %d partitions", topic, partitions), err, &r.ErrMessage)
 					}
 					fmt.Fprintf(w, "topic %q now has %d partitions\n", topic, partitions)
 				}
@@ -72,7 +81,7 @@ func newTopicAlterCmd(o *clientOptions) *cobra.Command {
 					case errors.Is(r.Err, kerr.UnknownTopicOrPartition):
 						errs = append(errs, errNoTopic(r.Name))
 					case r.Err != nil:
-						errs = append(errs, fmt.Errorf("alter configs of %q: %w%s", r.Name, r.Err, detail(r.ErrMessage)))
+						errs = append(errs, kafkaError(fmt.Sprintf("cannot alter topic %q", r.Name), r.Err, &r.ErrMessage))
 					}
 				}
 				if len(errs) > 0 {

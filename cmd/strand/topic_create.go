@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"regexp"
 	"strconv"
 	"strings"
 
@@ -77,7 +78,7 @@ func newTopicCreateCmd(o *clientOptions) *cobra.Command {
 						errs = append(errs, fmt.Errorf("topic %q already exists — see \"strand topic describe %s\", or pass --if-not-exists", r.Topic, r.Topic))
 						continue
 					case r.Err != nil:
-						errs = append(errs, fmt.Errorf("create %q: %w%s", r.Topic, r.Err, detail(r.ErrMessage)))
+						errs = append(errs, kafkaError(fmt.Sprintf("cannot create topic %q", r.Topic), r.Err, &r.ErrMessage))
 						continue
 					}
 					out = append(out, created{r.Topic, r.NumPartitions, r.ReplicationFactor, existed})
@@ -176,10 +177,27 @@ func plural(n int, noun string) string {
 	return fmt.Sprintf("%d %ss", n, noun)
 }
 
-// detail formats a broker's optional error message as a suffix.
-func detail(msg string) string {
-	if msg == "" {
-		return ""
+// kafkaError is a broker's refusal as one sentence: what was asked (ctx),
+// then the broker's own message when it sent one — Strand's and Kafka's
+// say what was wrong — and Kafka's generic text for the code only when it
+// did not. It still wraps err, so exit codes and errors.Is see the code.
+func kafkaError(ctx string, err error, msg *string) error {
+	text := err.Error()
+	if msg != nil && *msg != "" {
+		text = strings.TrimPrefix(*msg, ctx+": ") // Strand repeats what was asked
+		text = echoedContext.ReplaceAllString(text, "")
 	}
-	return ": " + msg
+	return &sentenceErr{text: ctx + ": " + text, err: err}
 }
+
+// echoedContext is what a Strand broker puts before its reason ("create
+// topic "x": "), which the command has already said.
+var echoedContext = regexp.MustCompile(`^(?:create topic|alter configs of|delete topic|create partitions of) "[^"]*": `)
+
+type sentenceErr struct {
+	text string
+	err  error
+}
+
+func (e *sentenceErr) Error() string { return e.text }
+func (e *sentenceErr) Unwrap() error { return e.err }

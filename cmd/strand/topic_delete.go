@@ -30,7 +30,7 @@ func newTopicDeleteCmd(o *clientOptions) *cobra.Command {
 					case errors.Is(r.Err, kerr.UnknownTopicOrPartition):
 						errs = append(errs, errNoTopic(r.Topic))
 					case r.Err != nil:
-						errs = append(errs, fmt.Errorf("delete %q: %w%s", r.Topic, r.Err, detail(r.ErrMessage)))
+						errs = append(errs, kafkaError(fmt.Sprintf("cannot delete topic %q", r.Topic), r.Err, &r.ErrMessage))
 					default:
 						fmt.Fprintf(cmd.OutOrStdout(), "deleted topic %q\n", r.Topic)
 					}

@@ -23,14 +23,6 @@ type reassignment struct {
 
 func init() { addTopicSubcommand(newTopicReassignCmd) }
 
-// ptrString is *s, or "" for nil.
-func ptrString(s *string) string {
-	if s == nil {
-		return ""
-	}
-	return *s
-}
-
 // newTopicReassignCmd is "strand topic reassign" (kafka-reassign-partitions.sh
 // --execute, --cancel and --verify in one verb).
 func newTopicReassignCmd(o *clientOptions) *cobra.Command {
@@ -138,13 +130,13 @@ func alterReassignments(ctx context.Context, cl *kgo.Client, topic string, repli
 		return 0, fmt.Errorf("reassign %s: %w", topic, err)
 	}
 	if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
-		return 0, fmt.Errorf("reassign %s: %w%s", topic, err, detail(ptrString(resp.ErrorMessage)))
+		return 0, kafkaError(fmt.Sprintf("cannot reassign topic %q", topic), err, resp.ErrorMessage)
 	}
 	var errs []error
 	for _, t := range resp.Topics {
 		for _, p := range t.Partitions {
 			if err := kerr.ErrorForCode(p.ErrorCode); err != nil {
-				errs = append(errs, fmt.Errorf("partition %d: %w%s", p.Partition, err, detail(ptrString(p.ErrorMessage))))
+				errs = append(errs, kafkaError(fmt.Sprintf("cannot reassign partition %d of %q", p.Partition, topic), err, p.ErrorMessage))
 			}
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"regexp"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -157,9 +158,14 @@ func errMessage(err error) *string {
 	if err == nil {
 		return nil
 	}
-	m := err.Error()
+	m := pkgPrefix.ReplaceAllString(err.Error(), "$1")
 	return &m
 }
+
+// pkgPrefix matches the Go package names that Strand's errors carry at the
+// start of each wrapped segment ("broker: create topic …: broker: config
+// …"): useful in a log, noise in a message a Kafka client shows its user.
+var pkgPrefix = regexp.MustCompile(`(^|: )(?:broker|cluster|kafka|partlog|ingest|group|producer|strand): `)
 
 // checkLeaderEpoch applies KIP-320 fencing to a client's current leader
 // epoch (-1: not checked).
