@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -370,7 +371,7 @@ func TestCLIProduceSaysNotEnoughReplicas(t *testing.T) {
 	addr := startBroker(t).Addr()
 	ok(t, addr, "", "topic", "create", "few", "--config", "min.insync.replicas=2")
 	r := runCLI(t, addr, "x\n", "produce", "few", "--timeout", "3s")
-	if r.code != exitError || !strings.Contains(r.stderr, "1 records not produced") ||
+	if r.code != exitError || !strings.Contains(r.stderr, "1 record not produced") ||
 		!strings.Contains(r.stderr, "partition 0 has 1 replica in sync (0) and min.insync.replicas is 2") ||
 		!strings.Contains(r.stderr, "NOT_ENOUGH_REPLICAS") {
 		t.Fatalf("exit %d, stderr:\n%s", r.code, r.stderr)
@@ -432,5 +433,30 @@ func TestCLIErrorsAreOneSentence(t *testing.T) {
 		if r.code != exitError || !strings.Contains(r.stderr, tc.want) || strings.Count(r.stderr, "\n") != 1 || r.stdout != "" {
 			t.Errorf("strand %v: exit %d, stdout %q, stderr %q; want exit %d and one line saying %q", tc.args, r.code, r.stdout, r.stderr, exitError, tc.want)
 		}
+	}
+}
+
+// TestCLIProduceFlags: one record from --key/--value, records ended by a
+// delimiter of the user's choice (values with newlines), acks and
+// compression choices, and a record above 1 MiB once the topic allows it
+// — the limit named when it does not.
+func TestCLIProduceFlags(t *testing.T) {
+	addr := startBroker(t).Addr()
+	ok(t, addr, "", "topic", "create", "pf", "--partitions", "1")
+	ok(t, addr, "", "produce", "pf", "-k", "user-1", "-v", `{"plan":"pro"}`, "--acks", "1", "--compression", "zstd")
+	ok(t, addr, "line one\nline two;second;", "produce", "pf", "-D", ";", "--acks", "0", "--compression", "lz4")
+	big := strings.Repeat("x", 2<<20)
+	r := runCLI(t, addr, big, "produce", "pf")
+	if r.code != exitError || !strings.Contains(r.stderr, `a record is larger than 1048588 bytes, topic "pf"'s max.message.bytes`) {
+		t.Errorf("a 2 MiB record to a topic of 1 MiB records: exit %d, %q", r.code, r.stderr)
+	}
+	ok(t, addr, "", "topic", "alter", "pf", "--config", "max.message.bytes=3000000")
+	ok(t, addr, big, "produce", "pf")
+	out := ok(t, addr, "", "consume", "pf", "--count", "4", "--format", `%k=%S|`).stdout
+	if want := fmt.Sprintf("user-1=14|=17|=6|=%d|", len(big)); out != want {
+		t.Errorf("consumed %q, want %q", out, want)
+	}
+	if r := runCLI(t, addr, "", "produce", "pf", "--acks", "2", "-v", "x"); r.code != exitUsage {
+		t.Errorf("--acks 2: exit %d, %q", r.code, r.stderr)
 	}
 }

@@ -21,29 +21,42 @@ import (
 )
 
 type produceOptions struct {
-	client    clientOptions
-	file      string
-	separator string
-	headers   []string
-	partition int32
-	maxLine   int
+	client      clientOptions
+	file        string
+	separator   string
+	delimiter   string
+	key, value  string
+	headers     []string
+	partition   int32
+	maxLine     int
+	compression string
+	acks        string
+	maxMessage  int32
 }
 
 func newProduceCmd() *cobra.Command {
 	o := &produceOptions{}
 	cmd := &cobra.Command{
 		Use:   "produce <topic>",
-		Short: "Produce one record per input line (stdin or --file)",
+		Short: "Produce one record per input line (stdin or --file), or one record from --key/--value",
 		Long: `Produce one record per line of stdin (or --file). Without --separator each
 line is a record's value; with it, "key<sep>value" (a line without the
-separator is a value without key). Keyed records go to the partition Kafka's
-partitioner picks (murmur2), unless --partition says otherwise.
+separator is a value without key). --delimiter ends records with something
+other than a newline (kcat's -D), so values may hold newlines. --value (and
+--key) produce one record from the command line and read nothing. Keyed
+records go to the partition Kafka's partitioner picks (murmur2), unless
+--partition says otherwise.
+
+A record may be as large as the topic's max.message.bytes (read from the
+broker; --max-message-bytes overrides it).
 
 When the input is not a terminal, a summary ("produced N records in X s")
 goes to stderr at the end, with a live progress line while stderr is a
 terminal.`,
 		Example: `  printf 'k1:hello\nk2:world\n' | strand produce demo -K :
-  strand produce demo --file events.txt --header source=import`,
+  strand produce demo --file events.txt --header source=import
+  strand produce demo -k user-1 -v '{"plan":"pro"}' --acks 1 --compression zstd
+  printf 'line one\nline two;second record' | strand produce demo -D ';'`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx, stop := signalContext(cmd.Context())
@@ -53,8 +66,14 @@ terminal.`,
 	}
 	addClientFlags(cmd, &o.client, false, false)
 	f := cmd.Flags()
-	f.StringVarP(&o.file, "file", "f", "", "read lines from this file instead of stdin")
-	f.StringVarP(&o.separator, "separator", "K", "", "split each line into key<sep>value at the first <sep>")
+	f.StringVar(&o.file, "file", "", "read records from this file instead of stdin")
+	f.StringVarP(&o.separator, "separator", "K", "", "split each record into key<sep>value at the first <sep>")
+	f.StringVarP(&o.delimiter, "delimiter", "D", "\n", "what ends each record of the input (kcat's -D)")
+	f.StringVarP(&o.key, "key", "k", "", "with --value: the one record's key")
+	f.StringVarP(&o.value, "value", "v", "", "produce one record with this value instead of reading input")
+	f.StringVar(&o.compression, "compression", "none", "batch compression: none, gzip, snappy, lz4 or zstd")
+	f.StringVar(&o.acks, "acks", "all", "acknowledgement to wait for: all (every in-sync replica, idempotent), 1 (the leader) or 0 (none)")
+	f.Int32Var(&o.maxMessage, "max-message-bytes", 0, "largest batch to send (default: the topic's max.message.bytes, or 1 MiB for a topic not created yet)")
 	f.StringArrayVarP(&o.headers, "header", "H", nil, "add header key=value to every record (repeatable)")
 	f.Int32VarP(&o.partition, "partition", "p", -1, "produce every record to this partition")
 	f.IntVar(&o.maxLine, "max-line-bytes", 16<<20, "longest input line accepted")
@@ -72,9 +91,9 @@ func (o *produceOptions) run(ctx context.Context, cmd *cobra.Command, topic stri
 	}
 	defer closeIn()
 
-	opts := []kgo.Opt{kgo.AllowAutoTopicCreation(), kgo.UnknownTopicRetries(3)}
-	if o.partition >= 0 {
-		opts = append(opts, kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	opts, err := o.producerOpts(ctx, topic)
+	if err != nil {
+		return err
 	}
 	cl, err := o.client.client(ctx, opts...)
 	if err != nil {
@@ -106,18 +125,27 @@ func (o *produceOptions) run(ctx context.Context, cmd *cobra.Command, topic stri
 		bar = startProgress(cmd.ErrOrStderr(), size, counter.n.Load, records.Load)
 	}
 	start := time.Now()
-	readErr := o.produceLines(ctx, cl, counter, topic, hdrs, onDone)
+	var readErr error
+	if cmd.Flags().Changed("value") {
+		rec := &kgo.Record{Topic: topic, Headers: hdrs, Value: []byte(o.value), Partition: o.partition}
+		if cmd.Flags().Changed("key") {
+			rec.Key = []byte(o.key)
+		}
+		cl.Produce(ctx, rec, onDone)
+	} else {
+		readErr = o.produceLines(ctx, cl, counter, topic, hdrs, onDone)
+	}
 	flushErr := cl.Flush(context.WithoutCancel(ctx))
 	bar.finish()
 	elapsed := time.Since(start)
 
 	if !interactive {
 		n := records.Load()
-		fmt.Fprintf(cmd.ErrOrStderr(), "produced %d records in %.2f s (%.0f rec/s)\n",
-			n, elapsed.Seconds(), float64(n)/max(elapsed.Seconds(), 1e-9))
+		fmt.Fprintf(cmd.ErrOrStderr(), "produced %s in %.2f s (%.0f rec/s)\n",
+			plural(int(n), "record"), elapsed.Seconds(), float64(n)/max(elapsed.Seconds(), 1e-9))
 	}
 	if firstErr != nil {
-		err := produceError(topic, failed, firstErr)
+		err := produceError(topic, failed, firstErr, o.maxMessage)
 		if errors.Is(firstErr, kgo.ErrRecordTimeout) || errors.Is(firstErr, context.DeadlineExceeded) {
 			// kgo retried a retriable error until the timeout and kept no
 			// trace of it: say what the cluster shows instead.
@@ -156,16 +184,85 @@ func (o *produceOptions) input(cmd *cobra.Command) (r io.Reader, size int64, int
 	return in, size, interactive, func() {}, nil
 }
 
+// producerOpts turns the flags into the producer's options; without
+// --max-message-bytes it asks the broker for the topic's max.message.bytes
+// so that a record the topic allows is never refused here.
+func (o *produceOptions) producerOpts(ctx context.Context, topic string) ([]kgo.Opt, error) {
+	opts := []kgo.Opt{kgo.AllowAutoTopicCreation(), kgo.UnknownTopicRetries(3)}
+	if o.partition >= 0 {
+		opts = append(opts, kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	}
+	codecs := map[string]kgo.CompressionCodec{"none": kgo.NoCompression(), "gzip": kgo.GzipCompression(),
+		"snappy": kgo.SnappyCompression(), "lz4": kgo.Lz4Compression(), "zstd": kgo.ZstdCompression()}
+	codec, ok := codecs[o.compression]
+	if !ok {
+		return nil, usageErr("--compression %q: want none, gzip, snappy, lz4 or zstd", o.compression)
+	}
+	opts = append(opts, kgo.ProducerBatchCompression(codec))
+	switch o.acks {
+	case "all", "-1":
+	case "1":
+		opts = append(opts, kgo.RequiredAcks(kgo.LeaderAck()), kgo.DisableIdempotentWrite())
+	case "0":
+		opts = append(opts, kgo.RequiredAcks(kgo.NoAck()), kgo.DisableIdempotentWrite())
+	default:
+		return nil, usageErr("--acks %q: want all, 1 or 0", o.acks)
+	}
+	if o.delimiter == "" {
+		return nil, usageErr("--delimiter must not be empty")
+	}
+	if o.maxMessage == 0 {
+		o.maxMessage = o.topicMaxMessageBytes(ctx, topic)
+	}
+	if o.maxMessage <= 0 {
+		return nil, usageErr("--max-message-bytes %d: want a positive size", o.maxMessage)
+	}
+	return append(opts, kgo.ProducerBatchMaxBytes(o.maxMessage), kgo.BrokerMaxWriteBytes(max(o.maxMessage+1<<20, 100<<20))), nil
+}
+
+// topicMaxMessageBytes is the topic's max.message.bytes, or Kafka's
+// default (1 MiB) when the broker does not say (no such topic yet).
+func (o *produceOptions) topicMaxMessageBytes(ctx context.Context, topic string) int32 {
+	const kafkaDefault = 1048588
+	cl, err := o.client.client(ctx)
+	if err != nil {
+		return kafkaDefault
+	}
+	defer cl.Close()
+	rcs, err := kadm.NewClient(cl).DescribeTopicConfigs(ctx, topic)
+	if err != nil {
+		return kafkaDefault
+	}
+	rc, err := rcs.On(topic, nil)
+	if err != nil || rc.Err != nil {
+		return kafkaDefault
+	}
+	for _, c := range rc.Configs {
+		if c.Key == "max.message.bytes" {
+			if n, err := strconv.ParseInt(c.MaybeValue(), 10, 32); err == nil && n > 0 {
+				return int32(n)
+			}
+		}
+	}
+	return kafkaDefault
+}
+
 func (o *produceOptions) produceLines(ctx context.Context, cl *kgo.Client, in io.Reader,
 	topic string, hdrs []kgo.RecordHeader, onDone func(*kgo.Record, error)) error {
 	sc := bufio.NewScanner(in)
 	sc.Buffer(make([]byte, 64<<10), o.maxLine)
+	if o.delimiter != "\n" {
+		sc.Split(splitOn([]byte(o.delimiter)))
+	}
 	sep := []byte(o.separator)
 	for sc.Scan() {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		line := bytes.TrimSuffix(sc.Bytes(), []byte("\r"))
+		line := sc.Bytes()
+		if o.delimiter == "\n" {
+			line = bytes.TrimSuffix(line, []byte("\r"))
+		}
 		rec := &kgo.Record{Topic: topic, Headers: hdrs}
 		if len(sep) > 0 {
 			if k, v, ok := bytes.Cut(line, sep); ok {
@@ -188,14 +285,29 @@ func (o *produceOptions) produceLines(ctx context.Context, cl *kgo.Client, in io
 	return nil
 }
 
-func produceError(topic string, failed int64, err error) error {
+// splitOn is a bufio.SplitFunc for records ended by delim; the last
+// record needs no delimiter.
+func splitOn(delim []byte) bufio.SplitFunc {
+	return func(data []byte, atEOF bool) (int, []byte, error) {
+		if i := bytes.Index(data, delim); i >= 0 {
+			return i + len(delim), data[:i], nil
+		}
+		if atEOF && len(data) > 0 {
+			return len(data), data, nil
+		}
+		return 0, nil, nil
+	}
+}
+
+func produceError(topic string, n int64, err error, limit int32) error {
+	failed := plural(int(n), "record")
 	switch {
 	case errors.Is(err, kerr.UnknownTopicOrPartition):
-		return fmt.Errorf("%d records not produced: no topic %q (or no such partition) — create it with \"strand topic create %s\"", failed, topic, topic)
-	case errors.Is(err, kerr.MessageTooLarge):
-		return fmt.Errorf("%d records not produced: a record is larger than the topic's max.message.bytes: %w", failed, err)
+		return fmt.Errorf("%s not produced: no topic %q (or no such partition) — create it with \"strand topic create %s\"", failed, topic, topic)
+	case errors.Is(err, kerr.MessageTooLarge), errors.Is(err, kerr.RecordListTooLarge):
+		return fmt.Errorf("%s not produced: a record is larger than %d bytes, topic %q's max.message.bytes (raise it with \"strand topic alter %s --config max.message.bytes=N\", or pass --max-message-bytes)", failed, limit, topic, topic)
 	}
-	return fmt.Errorf("%d records not produced: %w", failed, err)
+	return fmt.Errorf("%s not produced: %w", failed, err)
 }
 
 // diagnoseTopic explains why produces to topic cannot be acknowledged,
