@@ -460,3 +460,39 @@ func TestCLIProduceFlags(t *testing.T) {
 		t.Errorf("--acks 2: exit %d, %q", r.code, r.stderr)
 	}
 }
+
+// TestCLIConsumeTo: --to stops each partition before an offset or a
+// time; --from takes RFC 3339; with --follow, --to waits for its bound.
+func TestCLIConsumeTo(t *testing.T) {
+	addr := startBroker(t).Addr()
+	ok(t, addr, "", "topic", "create", "ct", "--partitions", "1")
+	ok(t, addr, strings.Repeat("r\n", 20), "produce", "ct")
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--from", "5", "--to", "8"}, "5 6 7 "},
+		{[]string{"--from", "2020-01-01T00:00:00Z", "--to", "3"}, "0 1 2 "},
+		{[]string{"--from", "17", "--to", fmt.Sprint("@", time.Now().Add(time.Hour).UnixMilli())}, "17 18 19 "},
+		{[]string{"--from", "18", "--to", "end"}, "18 19 "},
+	} {
+		if out := ok(t, addr, "", append([]string{"consume", "ct", "--format", "%o "}, tc.args...)...).stdout; out != tc.want {
+			t.Errorf("consume %v: %q, want %q", tc.args, out, tc.want)
+		}
+	}
+	if r := runCLI(t, addr, "", "consume", "ct", "--to", "soon"); r.code != exitUsage {
+		t.Errorf("--to soon: exit %d, %q", r.code, r.stderr)
+	}
+	done := make(chan cliResult, 1)
+	go func() { done <- runCLI(t, addr, "", "consume", "ct", "--from", "19", "--to", "22", "--follow", "--format", "%o ") }()
+	time.Sleep(time.Second)
+	ok(t, addr, strings.Repeat("r\n", 5), "produce", "ct")
+	select {
+	case r := <-done:
+		if r.code != 0 || r.stdout != "19 20 21 " {
+			t.Errorf("consume --follow --to 22: exit %d, %q (%s)", r.code, r.stdout, r.stderr)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("consume --follow --to 22 did not stop at offset 22")
+	}
+}

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -18,12 +20,14 @@ import (
 type consumeOptions struct {
 	client     clientOptions
 	from       string
+	to         string
 	group      string
 	format     string
 	count      int
 	follow     bool
 	partitions []int32
 	idle       time.Duration
+	bounds     map[int32]int64 // with --to: each partition's end, exclusive
 }
 
 const consumeLong = `Print a topic's records, one per --format line, from --from on.
@@ -34,7 +38,11 @@ new records until interrupted. --count stops after that many records.
 
 --from is earliest (the default), latest, an offset (applied to every
 partition; clamped to what the log holds), -N (the last N records of each
-partition), or @<unix-ms> (the first record at or after that time).
+partition), @<unix-ms> or an RFC 3339 time (the first record at or after
+that time). --to stops each partition before an offset, or before the
+first record at or after a time (@<unix-ms> or RFC 3339); --to end (the
+default without --follow) stops at the end offsets the partitions had at
+the start. With --follow, --to waits for its bound.
 
 With --group, consume joins that consumer group: it reads only the partitions
 the group assigns it, starts at the group's committed offsets (--from applies
@@ -63,7 +71,8 @@ func newConsumeCmd() *cobra.Command {
 	}
 	addClientFlags(cmd, &o.client, false, true)
 	f := cmd.Flags()
-	f.StringVar(&o.from, "from", "earliest", "earliest, latest, <offset>, -<N> or @<unix-ms>")
+	f.StringVar(&o.from, "from", "earliest", "earliest, latest, <offset>, -<N>, @<unix-ms> or an RFC 3339 time")
+	f.StringVar(&o.to, "to", "", "stop before this offset or time (@<unix-ms>, RFC 3339), or at the end offsets of the start (end)")
 	f.StringVarP(&o.group, "group", "g", "", "consume as a member of this consumer group, committing offsets")
 	f.StringVarP(&o.format, "format", "f", `%s\n`, "output format, like kcat -f")
 	f.IntVarP(&o.count, "count", "c", 0, "stop after this many records (0: no limit)")
@@ -92,6 +101,9 @@ func parseFrom(s string) (startPoint, error) {
 			return startPoint{}, usageErr("--from %q: want @<unix milliseconds>", s)
 		}
 		return startPoint{kind: "time", value: v}, nil
+	}
+	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
+		return startPoint{kind: "time", value: t.UnixMilli()}, nil
 	}
 	v, err := strconv.ParseInt(s, 10, 64)
 	if err != nil {
@@ -137,18 +149,26 @@ func (o *consumeOptions) run(ctx context.Context, stdout io.Writer, topic string
 	if o.group != "" && len(o.partitions) > 0 {
 		return usageErr("--partition and --group exclude each other: the group assigns partitions")
 	}
-	starts, ends, err := o.plan(ctx, topic, sp)
+	to, err := parseTo(o.to)
 	if err != nil {
 		return err
 	}
-	// pending: partitions still short of the end offset they had at start.
+	starts, ends, err := o.plan(ctx, topic, sp, to)
+	if err != nil {
+		return err
+	}
+	// pending: partitions still short of their end offset.
 	pending := map[int32]int64{}
 	for p, s := range starts {
 		if s < ends[p] {
 			pending[p] = ends[p]
 		}
 	}
-	if !o.follow && len(pending) == 0 {
+	o.bounds = nil
+	if to.kind != "" {
+		o.bounds = maps.Clone(ends)
+	}
+	if (!o.follow || o.bounds != nil) && len(pending) == 0 {
 		return nil // nothing to read
 	}
 
@@ -217,6 +237,9 @@ func (o *consumeOptions) loop(ctx context.Context, cl *kgo.Client, w *bufio.Writ
 			return nil // nothing arrived for --idle-timeout: the end is a gap
 		}
 		for _, r := range recs {
+			if end, ok := o.bounds[r.Partition]; ok && r.Offset >= end {
+				continue // past --to
+			}
 			buf = buf[:0]
 			if format == nil {
 				buf = appendJSONRecord(buf, r)
@@ -237,7 +260,7 @@ func (o *consumeOptions) loop(ctx context.Context, cl *kgo.Client, w *bufio.Writ
 		if err := w.Flush(); err != nil {
 			return err
 		}
-		if (o.count > 0 && n >= o.count) || (!o.follow && len(pending) == 0) {
+		if (o.count > 0 && n >= o.count) || ((!o.follow || o.bounds != nil) && len(pending) == 0) {
 			return nil
 		}
 	}
@@ -245,7 +268,7 @@ func (o *consumeOptions) loop(ctx context.Context, cl *kgo.Client, w *bufio.Writ
 
 // plan resolves --from (or the group's committed offsets) to a start offset
 // per partition, and reads each partition's end offset now.
-func (o *consumeOptions) plan(ctx context.Context, topic string, sp startPoint) (starts, ends map[int32]int64, err error) {
+func (o *consumeOptions) plan(ctx context.Context, topic string, sp, to startPoint) (starts, ends map[int32]int64, err error) {
 	actx, cancel := o.client.ctx(ctx)
 	defer cancel()
 	adm, err := o.client.admin(actx)
@@ -269,9 +292,14 @@ func (o *consumeOptions) plan(ctx context.Context, topic string, sp startPoint) 
 	if err != nil {
 		return nil, nil, fmt.Errorf("list end offsets: %w", err)
 	}
-	var byTime kadm.ListedOffsets
+	var byTime, toTime kadm.ListedOffsets
 	if sp.kind == "time" {
 		if byTime, err = adm.ListOffsetsAfterMilli(actx, sp.value, topic); err != nil {
+			return nil, nil, fmt.Errorf("list offsets by time: %w", err)
+		}
+	}
+	if to.kind == "time" {
+		if toTime, err = adm.ListOffsetsAfterMilli(actx, to.value, topic); err != nil {
 			return nil, nil, fmt.Errorf("list offsets by time: %w", err)
 		}
 	}
@@ -302,9 +330,45 @@ func (o *consumeOptions) plan(ctx context.Context, topic string, sp startPoint) 
 		if c, ok := committed.Lookup(topic, p); ok && c.Err == nil && c.At >= 0 {
 			s = min(max(c.At, lo.Offset), hi.Offset)
 		}
-		starts[p], ends[p] = s, hi.Offset
+		starts[p], ends[p] = s, endOffset(to, o.follow, hi.Offset, toTime, topic, p)
 	}
 	return starts, ends, nil
+}
+
+// parseTo parses --to: "" (none), end, an offset, @<unix-ms> or RFC 3339.
+func parseTo(s string) (startPoint, error) {
+	switch s {
+	case "":
+		return startPoint{}, nil
+	case "end", "latest":
+		return startPoint{kind: "latest"}, nil
+	}
+	sp, err := parseFrom(s)
+	if err != nil || (sp.kind != "offset" && sp.kind != "time") {
+		return startPoint{}, usageErr("--to %q: want end, <offset>, @<unix-ms> or an RFC 3339 time", s)
+	}
+	return sp, nil
+}
+
+// endOffset is where a partition's read stops (exclusive): the end offset
+// it had at the start (hi), or --to's bound — which --follow may wait for
+// past hi, and which is hi without --follow if it lies beyond.
+func endOffset(to startPoint, follow bool, hi int64, byTime kadm.ListedOffsets, topic string, p int32) int64 {
+	bound := hi
+	switch to.kind {
+	case "offset":
+		bound = to.value
+	case "time":
+		if t, ok := byTime.Lookup(topic, p); ok && t.Err == nil && t.Offset >= 0 {
+			bound = t.Offset
+		} else if follow {
+			return math.MaxInt64 // nothing at or after that time yet: wait for it
+		}
+	}
+	if !follow {
+		bound = min(bound, hi)
+	}
+	return bound
 }
 
 func startOffset(sp startPoint, lo, hi int64, byTime kadm.ListedOffsets, topic string, p int32) int64 {
