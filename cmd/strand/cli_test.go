@@ -484,7 +484,9 @@ func TestCLIConsumeTo(t *testing.T) {
 		t.Errorf("--to soon: exit %d, %q", r.code, r.stderr)
 	}
 	done := make(chan cliResult, 1)
-	go func() { done <- runCLI(t, addr, "", "consume", "ct", "--from", "19", "--to", "22", "--follow", "--format", "%o ") }()
+	go func() {
+		done <- runCLI(t, addr, "", "consume", "ct", "--from", "19", "--to", "22", "--follow", "--format", "%o ")
+	}()
 	time.Sleep(time.Second)
 	ok(t, addr, strings.Repeat("r\n", 5), "produce", "ct")
 	select {
