@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -45,10 +46,13 @@ type checker struct {
 	seen     map[pos]string // what consumers read during the run
 	conflict []string       // a consumer saw two values at one offset
 	ackTimes map[int32][]time.Time
+	start    time.Time               // the clock of calls
+	calls    map[int32][]produceCall // every produce, per partition, for porcupine
 }
 
 func newChecker() *checker {
-	return &checker{acked: map[string]pos{}, seen: map[pos]string{}, ackTimes: map[int32][]time.Time{}}
+	return &checker{acked: map[string]pos{}, seen: map[pos]string{}, ackTimes: map[int32][]time.Time{},
+		start: time.Now(), calls: map[int32][]produceCall{}}
 }
 
 // produce runs an idempotent acks=all producer over partitions until ctx
@@ -70,11 +74,19 @@ func (ch *checker) produce(ctx context.Context, t *testing.T, brokers, topic str
 			case <-tick.C:
 			}
 			v := "v" + strconv.Itoa(seq)
-			cl.Produce(context.Background(), &kgo.Record{Partition: int32(seq) % partitions, Value: []byte(v)}, func(r *kgo.Record, err error) {
+			p := int32(seq) % partitions
+			ch.mu.Lock()
+			i := len(ch.calls[p])
+			ch.calls[p] = append(ch.calls[p], produceCall{value: v, call: time.Since(ch.start).Nanoseconds(), indeterminate: true})
+			ch.mu.Unlock()
+			cl.Produce(context.Background(), &kgo.Record{Partition: p, Value: []byte(v)}, func(r *kgo.Record, err error) {
 				ch.mu.Lock()
 				defer ch.mu.Unlock()
+				c := &ch.calls[p][i]
+				c.ret = time.Since(ch.start).Nanoseconds()
 				switch {
 				case err == nil:
+					c.acked, c.offset, c.indeterminate = true, r.Offset, false
 					ch.acked[v] = pos{r.Partition, r.Offset}
 					ch.ackTimes[r.Partition] = append(ch.ackTimes[r.Partition], time.Now())
 				case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded), errors.Is(err, kgo.ErrRecordTimeout):
@@ -203,8 +215,12 @@ func (ch *checker) verify(t *testing.T, final map[pos]string) string {
 	for _, c := range ch.conflict {
 		t.Errorf("a consumer read two values at one offset: %s", c)
 	}
-	return fmt.Sprintf("acked %d, indeterminate %d (of which errors %d), final log %d records, consumer saw %d; lost %d, inconsistent offsets %d, duplicates %d, seen-but-absent %d",
-		len(ch.acked), ch.unknown, ch.failed, len(final), len(ch.seen), lost, moved, dups, phantom)
+	var lin []string
+	for _, p := range slices.Sorted(maps.Keys(ch.calls)) {
+		lin = append(lin, checkLinearizable(t, p, ch.calls[p], finalValues(final, p)))
+	}
+	return fmt.Sprintf("acked %d, indeterminate %d (of which errors %d), final log %d records, consumer saw %d; lost %d, inconsistent offsets %d, duplicates %d, seen-but-absent %d; %s",
+		len(ch.acked), ch.unknown, ch.failed, len(final), len(ch.seen), lost, moved, dups, phantom, strings.Join(lin, ", "))
 }
 
 // replicaBatches reads one replica's partition from its data directory
