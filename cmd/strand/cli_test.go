@@ -39,7 +39,9 @@ func TestMain(m *testing.M) {
 			os.RemoveAll(binDir)
 		}
 		os.Exit(code)
-	}))
+	}),
+		// sarama's metrics library starts a process-wide ticker it never stops.
+		goleak.IgnoreTopFunction("github.com/rcrowley/go-metrics.(*meterArbiter).tick"))
 }
 
 // strandBin builds cmd/strand once per test binary and returns its path.
