@@ -262,17 +262,22 @@ launch_node() {
     --broker-session-timeout 3s --broker-heartbeat-interval 300ms >>"$log" 2>&1 &
   cluster_pids[$((n - 1))]=$!
 }
-# failover: kafka-python and kcat produce with acks=all to a replicated
-# topic while node 2 is SIGKILLed and started again (failover.py checks
-# that every acknowledged record is there).
+# failover: kafka-python, kcat and kafkajs produce with acks=all to
+# replicated topics while node 2 is SIGKILLed and started again
+# (failover.py and kafkajs/failover.js check that every acknowledged
+# record is there).
 failover() {
-  local out=$tmp/cluster-failover.out marker=$tmp/failover-started rc=0 p f
+  local out=$tmp/cluster-failover.out jsout=$tmp/cluster-failover-js.out marker=$tmp/failover-started jsmarker=$tmp/failover-js-started
+  local rc=0 jsrc=0 p f
   echo "== cluster-failover"
-  rm -f "$marker"
-  timeout "$TEST_TIMEOUT" "$PY" "$here/failover.py" "127.0.0.1:${cports[0]},127.0.0.1:${cports[1]},127.0.0.1:${cports[2]}" "$marker" >"$out" 2>&1 &
-  local fpid=$! deadline=$((SECONDS + 120))
-  while [[ ! -e $marker ]] && ((SECONDS < deadline)) && kill -0 "$fpid" 2>/dev/null; do sleep 0.2; done
-  if [[ -e $marker ]]; then
+  rm -f "$marker" "$jsmarker"
+  local boot="127.0.0.1:${cports[0]},127.0.0.1:${cports[1]},127.0.0.1:${cports[2]}"
+  timeout "$TEST_TIMEOUT" "$PY" "$here/failover.py" "$boot" "$marker" >"$out" 2>&1 &
+  local fpid=$!
+  timeout "$TEST_TIMEOUT" node "$here/kafkajs/failover.js" "$boot" "$jsmarker" >"$jsout" 2>&1 &
+  local jpid=$! deadline=$((SECONDS + 120))
+  while { [[ ! -e $marker ]] || [[ ! -e $jsmarker ]]; } && ((SECONDS < deadline)) && { kill -0 "$fpid" 2>/dev/null || kill -0 "$jpid" 2>/dev/null; }; do sleep 0.2; done
+  if [[ -e $marker || -e $jsmarker ]]; then
     echo "---- SIGKILL node 2 $(date -u +%FT%TZ)" >>"$log"
     kill -KILL "${cluster_pids[1]}" 2>/dev/null || true
     wait "${cluster_pids[1]}" 2>/dev/null || true
@@ -280,14 +285,15 @@ failover() {
     launch_node 2
   fi
   wait "$fpid" || rc=$?
-  cat "$out"
-  p=$(grep -c '^ok ' "$out" || true)
-  f=$(grep -c '^FAIL' "$out" || true)
+  wait "$jpid" || jsrc=$?
+  cat "$out" "$jsout"
+  p=$(cat "$out" "$jsout" | grep -c '^ok ' || true)
+  f=$(cat "$out" "$jsout" | grep -c '^FAIL' || true)
   passed=$((passed + p)) failed=$((failed + f))
-  if [[ ! -e $marker ]]; then
-    echo "FAIL cluster-failover: the producers never got going, so no node was killed"; failed=$((failed + 1))
-  elif ((rc != 0 && f == 0)); then
-    echo "FAIL cluster-failover: exited with status $rc without reporting a failed check"; failed=$((failed + 1))
+  if [[ ! -e $marker || ! -e $jsmarker ]]; then
+    echo "FAIL cluster-failover: a producer never got going (python: $([[ -e $marker ]] && echo yes || echo no), kafkajs: $([[ -e $jsmarker ]] && echo yes || echo no)), so the kill did not straddle it"; failed=$((failed + 1))
+  elif ((rc != 0 || jsrc != 0)) && ((f == 0)); then
+    echo "FAIL cluster-failover: exited with status $rc (python) / $jsrc (kafkajs) without reporting a failed check"; failed=$((failed + 1))
   fi
 }
 stop_cluster() {
