@@ -500,3 +500,36 @@ func TestCLIConsumeTo(t *testing.T) {
 		t.Fatal("consume --follow --to 22 did not stop at offset 22")
 	}
 }
+
+// TestCLIJSONOutput: the commands that printed prose under -o json print
+// JSON: topic alter (what changed), topic delete (what was deleted) and
+// produce (its summary, on stdout).
+func TestCLIJSONOutput(t *testing.T) {
+	addr := startBroker(t).Addr()
+	ok(t, addr, "", "topic", "create", "js")
+	var altered struct {
+		Topic      string            `json:"topic"`
+		Partitions int               `json:"partitions"`
+		Set        map[string]string `json:"set"`
+	}
+	decodeJSON(t, ok(t, addr, "", "topic", "alter", "js", "--partitions", "2", "--config", "retention.ms=1000", "-o", "json").stdout, &altered)
+	if altered.Topic != "js" || altered.Partitions != 2 || altered.Set["retention.ms"] != "1000" {
+		t.Errorf("topic alter -o json: %+v", altered)
+	}
+	var produced struct {
+		Topic    string `json:"topic"`
+		Produced int    `json:"produced"`
+	}
+	decodeJSON(t, ok(t, addr, "a\nb\nc\n", "produce", "js", "-o", "json").stdout, &produced)
+	if produced.Topic != "js" || produced.Produced != 3 {
+		t.Errorf("produce -o json: %+v", produced)
+	}
+	var deleted []struct {
+		Topic   string `json:"topic"`
+		Deleted bool   `json:"deleted"`
+	}
+	decodeJSON(t, ok(t, addr, "", "topic", "delete", "js", "-o", "json").stdout, &deleted)
+	if len(deleted) != 1 || deleted[0].Topic != "js" || !deleted[0].Deleted {
+		t.Errorf("topic delete -o json: %+v", deleted)
+	}
+}

@@ -20,6 +20,14 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
+// produceSummary is "strand produce -o json": what was written.
+type produceSummary struct {
+	Topic    string  `json:"topic"`
+	Produced int64   `json:"produced"`
+	Failed   int64   `json:"failed"`
+	Seconds  float64 `json:"seconds"`
+}
+
 type produceOptions struct {
 	client      clientOptions
 	file        string
@@ -64,7 +72,7 @@ terminal.`,
 			return o.run(ctx, cmd, args[0])
 		},
 	}
-	addClientFlags(cmd, &o.client, false, false)
+	addClientFlags(cmd, &o.client, false, true)
 	f := cmd.Flags()
 	f.StringVar(&o.file, "file", "", "read records from this file instead of stdin")
 	f.StringVarP(&o.separator, "separator", "K", "", "split each record into key<sep>value at the first <sep>")
@@ -139,8 +147,16 @@ func (o *produceOptions) run(ctx context.Context, cmd *cobra.Command, topic stri
 	bar.finish()
 	elapsed := time.Since(start)
 
-	if !interactive {
-		n := records.Load()
+	asJSON, err := o.client.json()
+	if err != nil {
+		return err
+	}
+	switch n := records.Load(); {
+	case asJSON:
+		if err := writeJSON(cmd.OutOrStdout(), produceSummary{Topic: topic, Produced: n, Failed: failed, Seconds: elapsed.Seconds()}); err != nil {
+			return err
+		}
+	case !interactive:
 		fmt.Fprintf(cmd.ErrOrStderr(), "produced %s in %.2f s (%.0f rec/s)\n",
 			plural(int(n), "record"), elapsed.Seconds(), float64(n)/max(elapsed.Seconds(), 1e-9))
 	}

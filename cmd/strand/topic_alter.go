@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 	"time"
 
@@ -35,9 +36,12 @@ func newTopicAlterCmd(o *clientOptions) *cobra.Command {
 			if partitions <= 0 && len(kv) == 0 && len(del) == 0 {
 				return usageErr("nothing to alter: pass --partitions, --config or --delete-config")
 			}
-			return o.clientRun(cmd, func(ctx context.Context, cl *kgo.Client, _ bool) error {
+			return o.clientRun(cmd, func(ctx context.Context, cl *kgo.Client, asJSON bool) error {
 				adm := kadm.NewClient(cl)
 				w := cmd.OutOrStdout()
+				if asJSON {
+					w = io.Discard // the prose; one JSON object at the end instead
+				}
 				if partitions > 0 {
 					resps, err := adm.UpdatePartitions(ctx, partitions, topic)
 					if err != nil {
@@ -62,7 +66,7 @@ func newTopicAlterCmd(o *clientOptions) *cobra.Command {
 					fmt.Fprintf(w, "topic %q now has %d partitions\n", topic, partitions)
 				}
 				if len(kv) == 0 && len(del) == 0 {
-					return nil
+					return alteredJSON(cmd, asJSON, alteredTopic{Topic: topic, Partitions: partitions})
 				}
 				var alters []kadm.AlterConfig
 				for k, v := range kv {
@@ -89,7 +93,7 @@ func newTopicAlterCmd(o *clientOptions) *cobra.Command {
 				}
 				fmt.Fprintf(w, "topic %q configs updated (%d set, %d deleted)\n", topic, len(kv), len(del))
 				awaitConfigs(ctx, cmd, cl, topic, kv, del)
-				return nil
+				return alteredJSON(cmd, asJSON, alteredTopic{Topic: topic, Partitions: partitions, Set: kv, Deleted: del})
 			})
 		},
 	}
@@ -98,6 +102,21 @@ func newTopicAlterCmd(o *clientOptions) *cobra.Command {
 	f.StringArrayVarP(&set, "config", "c", nil, "set a topic config key=value (repeatable)")
 	f.StringArrayVar(&del, "delete-config", nil, "remove a topic config override, back to the default (repeatable)")
 	return cmd
+}
+
+// alteredTopic is "strand topic alter -o json": what changed.
+type alteredTopic struct {
+	Topic      string            `json:"topic"`
+	Partitions int               `json:"partitions,omitempty"` // the new count, when it grew
+	Set        map[string]string `json:"set,omitempty"`
+	Deleted    []string          `json:"deleted,omitempty"`
+}
+
+func alteredJSON(cmd *cobra.Command, asJSON bool, a alteredTopic) error {
+	if !asJSON {
+		return nil
+	}
+	return writeJSON(cmd.OutOrStdout(), a)
 }
 
 // awaitConfigs waits (up to 5 s) until every broker answers DescribeConfigs
