@@ -240,6 +240,10 @@ func (o *produceOptions) producerOpts(ctx context.Context, topic string) ([]kgo.
 // default (1 MiB) when the broker does not say (no such topic yet).
 func (o *produceOptions) topicMaxMessageBytes(ctx context.Context, topic string) int32 {
 	const kafkaDefault = 1048588
+	// Bounded by --timeout, and not cut short by a first interrupt: that
+	// one lets produce finish what it read (a second exits at once).
+	ctx, cancel := o.client.ctx(context.WithoutCancel(ctx))
+	defer cancel()
 	cl, err := o.client.client(ctx)
 	if err != nil {
 		return kafkaDefault
