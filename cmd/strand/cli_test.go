@@ -425,6 +425,8 @@ func TestCLIErrorsAreOneSentence(t *testing.T) {
 		{[]string{"topic", "delete", "nosuch"}, `no topic "nosuch"`},
 		{[]string{"topic", "table", "nosuch"}, `no topic "nosuch"`},
 		{[]string{"dlq", "list", "nosuch"}, `no topic "nosuch"`},
+		{[]string{"dlq", "list", "three"}, `topic "three" is not validated (strand.validation is none), so it has no dead letters`},
+		{[]string{"dlq", "redrive", "three"}, `topic "three" is not validated`},
 		{[]string{"group", "lag", "nosuch"}, `no group "nosuch" — "strand group list" shows the groups there are`},
 		{[]string{"group", "describe", "nosuch"}, `no group "nosuch"`},
 		{[]string{"topic", "create", "bad", "--config", "retention.ms=abc"}, `error: cannot create topic "bad": config retention.ms="abc": not an integer` + "\n"},

@@ -46,6 +46,20 @@ type dlqTopicInfo struct {
 	spec       ingest.Spec
 }
 
+// missing explains a DLQ that does not exist (err from reading it): a
+// topic that is not validated has none, and so nothing to list or
+// redrive; a validated one gets it with its first invalid record (nil:
+// nothing quarantined yet).
+func (info dlqTopicInfo) missing(err error) error {
+	if !errors.Is(err, kerr.UnknownTopicOrPartition) {
+		return err
+	}
+	if info.spec.Mode == ingest.ModeNone {
+		return fmt.Errorf("topic %q is not validated (strand.validation is none), so it has no dead letters — turn validation on with \"strand topic alter %s --config strand.validation=json\"", info.topic, info.topic)
+	}
+	return nil
+}
+
 // describeDLQ reads the topic's validation configs and finds its DLQ.
 func describeDLQ(ctx context.Context, adm *kadm.Client, topic string) (dlqTopicInfo, error) {
 	info := dlqTopicInfo{topic: topic, dlq: ingest.DefaultDLQTopic(topic), spec: ingest.Spec{Mode: ingest.ModeNone}}

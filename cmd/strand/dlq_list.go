@@ -91,11 +91,14 @@ func listDLQ(ctx context.Context, o *clientOptions, topic string, limit int) ([]
 	if err != nil {
 		return nil, err
 	}
+	rows := []dlqEntry{}
 	starts, ends, err := dlqBounds(ctx, adm, info.dlq)
 	if err != nil {
+		if err = info.missing(err); err == nil {
+			return rows, nil // validated, nothing quarantined yet
+		}
 		return nil, err
 	}
-	rows := []dlqEntry{}
 	err = readDLQ(ctx, o, info.dlq, starts, ends, func(recs []*kgo.Record) error {
 		for _, r := range recs {
 			if limit > 0 && len(rows) >= limit {

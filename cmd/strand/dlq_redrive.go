@@ -112,7 +112,7 @@ func redriveDLQ(ctx context.Context, o *clientOptions, topic string, onStart, on
 	}
 	starts, ends, err := dlqBounds(setup, adm, info.dlq)
 	if err != nil {
-		return sum, err
+		return sum, info.missing(err) // nil: validated, nothing quarantined yet
 	}
 	committed, err := adm.FetchOffsets(setup, sum.Group)
 	if err != nil {
