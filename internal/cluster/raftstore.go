@@ -157,8 +157,10 @@ func OpenRaftStore(cfg RaftConfig) (*RaftStore, error) {
 	rc.HeartbeatTimeout = orDefault(cfg.HeartbeatTimeout, 500*time.Millisecond)
 	rc.ElectionTimeout = orDefault(cfg.ElectionTimeout, 500*time.Millisecond)
 	rc.LeaderLeaseTimeout = orDefault(cfg.LeaderLease, 250*time.Millisecond)
-	// A quorum that can elect does so within a few election timeouts.
-	s.leaderlessLimit = 3 * max(rc.HeartbeatTimeout, rc.ElectionTimeout)
+	// A quorum that can elect does so within two election timeouts (raft
+	// randomises each between one and two); a node that sees none for
+	// longer is likely cut off, and its clients are better off elsewhere.
+	s.leaderlessLimit = 2 * max(rc.HeartbeatTimeout, rc.ElectionTimeout)
 	notify := make(chan bool, 8) // raft blocks on a full NotifyCh: watch drains it
 	rc.NotifyCh = notify
 	existing, err := raft.HasExistingState(logs, logs, snaps)
