@@ -535,3 +535,28 @@ func TestCLIJSONOutput(t *testing.T) {
 		t.Errorf("topic delete -o json: %+v", deleted)
 	}
 }
+
+// TestCLIConsumeEncoding: bytes that are not UTF-8 are never replaced —
+// JSON carries them as base64 and says so — and --encoding prints keys
+// and values as hex or base64 in --format and JSON alike.
+func TestCLIConsumeEncoding(t *testing.T) {
+	addr := startBroker(t).Addr()
+	ok(t, addr, "", "topic", "create", "enc")
+	ok(t, addr, "k1:\xff\xfe\n", "produce", "enc", "-K", ":")
+	out := ok(t, addr, "", "consume", "enc", "-o", "json").stdout
+	var j map[string]any
+	decodeJSON(t, out, &j)
+	if j["key"] != "k1" || j["key_encoding"] != nil || j["value"] != "//4=" || j["value_encoding"] != "base64" {
+		t.Errorf("a value that is not UTF-8, as JSON: %s", out)
+	}
+	if out := ok(t, addr, "", "consume", "enc", "--encoding", "hex", "--format", "%k %s").stdout; out != "6b31 fffe" {
+		t.Errorf("--encoding hex: %q", out)
+	}
+	decodeJSON(t, ok(t, addr, "", "consume", "enc", "-o", "json", "--encoding", "base64").stdout, &j)
+	if j["key"] != "azE=" || j["key_encoding"] != "base64" || j["value"] != "//4=" {
+		t.Errorf("--encoding base64 as JSON: %v", j)
+	}
+	if r := runCLI(t, addr, "", "consume", "enc", "--encoding", "rot13"); r.code != exitUsage {
+		t.Errorf("--encoding rot13: exit %d", r.code)
+	}
+}

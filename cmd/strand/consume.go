@@ -21,6 +21,7 @@ type consumeOptions struct {
 	client     clientOptions
 	from       string
 	to         string
+	encoding   string
 	group      string
 	format     string
 	count      int
@@ -51,7 +52,10 @@ to partitions without one), and commits what it printed.
 --format is like kcat's -f: %t topic, %p partition, %o offset, %k key,
 %s value, %K / %S key / value length, %h headers (k=v,k=v), %T timestamp
 (ms), %% a percent sign, and \n \t escapes. --output json prints one JSON
-object per record instead.`
+object per record instead; a key, value or header that is not UTF-8 text is
+base64 there, with a key_encoding, value_encoding or header_encoding field
+saying so. --encoding hex or base64 prints every key, value and header
+value that way, in --format and JSON alike.`
 
 func newConsumeCmd() *cobra.Command {
 	o := &consumeOptions{}
@@ -72,6 +76,7 @@ func newConsumeCmd() *cobra.Command {
 	addClientFlags(cmd, &o.client, false, true)
 	f := cmd.Flags()
 	f.StringVar(&o.from, "from", "earliest", "earliest, latest, <offset>, -<N>, @<unix-ms> or an RFC 3339 time")
+	f.StringVar(&o.encoding, "encoding", "raw", "how keys, values and header values are printed: raw, hex or base64 (JSON prints bytes that are not UTF-8 as base64 and says so)")
 	f.StringVar(&o.to, "to", "", "stop before this offset or time (@<unix-ms>, RFC 3339), or at the end offsets of the start (end)")
 	f.StringVarP(&o.group, "group", "g", "", "consume as a member of this consumer group, committing offsets")
 	f.StringVarP(&o.format, "format", "f", `%s\n`, "output format, like kcat -f")
@@ -140,11 +145,16 @@ func (o *consumeOptions) run(ctx context.Context, stdout io.Writer, topic string
 	if err != nil {
 		return err
 	}
+	enc, err := parseEncoding(o.encoding)
+	if err != nil {
+		return err
+	}
 	var format *recordFormat
 	if !asJSON {
 		if format, err = parseRecordFormat(o.format); err != nil {
 			return err
 		}
+		format.enc = enc
 	}
 	if o.group != "" && len(o.partitions) > 0 {
 		return usageErr("--partition and --group exclude each other: the group assigns partitions")
@@ -190,7 +200,7 @@ func (o *consumeOptions) run(ctx context.Context, stdout io.Writer, topic string
 	defer cl.Close()
 
 	w := bufio.NewWriterSize(stdout, 64<<10)
-	loopErr := o.loop(ctx, cl, w, format, pending)
+	loopErr := o.loop(ctx, cl, w, format, enc, pending)
 	flushErr := w.Flush()
 	var commitErr error
 	if o.group != "" {
@@ -206,7 +216,7 @@ func (o *consumeOptions) run(ctx context.Context, stdout io.Writer, topic string
 // loop polls and prints until the end, --count, the idle timeout or an
 // interrupt.
 func (o *consumeOptions) loop(ctx context.Context, cl *kgo.Client, w *bufio.Writer,
-	format *recordFormat, pending map[int32]int64) error {
+	format *recordFormat, enc encoding, pending map[int32]int64) error {
 	var (
 		n   int
 		buf []byte
@@ -242,7 +252,7 @@ func (o *consumeOptions) loop(ctx context.Context, cl *kgo.Client, w *bufio.Writ
 			}
 			buf = buf[:0]
 			if format == nil {
-				buf = appendJSONRecord(buf, r)
+				buf = appendJSONRecord(buf, r, enc)
 			} else {
 				buf = format.append(buf, r)
 			}

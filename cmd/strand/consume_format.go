@@ -1,9 +1,12 @@
 package main
 
 import (
+	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 )
@@ -14,6 +17,48 @@ import (
 // \r and \\ are escapes. It is compiled once into parts.
 type recordFormat struct {
 	parts []formatPart
+	enc   encoding // how %k, %s and header values are written
+}
+
+// encoding is consume's --encoding: how key, value and header bytes are
+// printed.
+type encoding string
+
+const (
+	encRaw    encoding = "raw" // as they are (JSON: UTF-8 text, base64 when they are not)
+	encHex    encoding = "hex"
+	encBase64 encoding = "base64"
+)
+
+func parseEncoding(s string) (encoding, error) {
+	switch e := encoding(s); e {
+	case encRaw, encHex, encBase64:
+		return e, nil
+	}
+	return "", usageErr("--encoding %q: want raw, hex or base64", s)
+}
+
+// append writes bs in e.
+func (e encoding) append(b, bs []byte) []byte {
+	switch e {
+	case encHex:
+		return hex.AppendEncode(b, bs)
+	case encBase64:
+		return base64.StdEncoding.AppendEncode(b, bs)
+	}
+	return append(b, bs...)
+}
+
+// text is bs for JSON in e, and the encoding it is in: raw bytes that are
+// not UTF-8 go out as base64, never with replacement characters.
+func (e encoding) text(bs []byte) (string, encoding) {
+	if e == encRaw && !utf8.Valid(bs) {
+		e = encBase64
+	}
+	if e == encRaw {
+		return string(bs), ""
+	}
+	return string(e.append(nil, bs)), e
 }
 
 type formatPart struct {
@@ -62,9 +107,9 @@ func (f *recordFormat) append(b []byte, r *kgo.Record) []byte {
 		case 'o':
 			b = strconv.AppendInt(b, r.Offset, 10)
 		case 'k':
-			b = append(b, r.Key...)
+			b = f.enc.append(b, r.Key)
 		case 's':
-			b = append(b, r.Value...)
+			b = f.enc.append(b, r.Value)
 		case 'K':
 			b = strconv.AppendInt(b, int64(len(r.Key)), 10)
 		case 'S':
@@ -78,7 +123,7 @@ func (f *recordFormat) append(b []byte, r *kgo.Record) []byte {
 				}
 				b = append(b, h.Key...)
 				b = append(b, '=')
-				b = append(b, h.Value...)
+				b = f.enc.append(b, h.Value)
 			}
 		}
 	}
@@ -94,23 +139,36 @@ type jsonRecord struct {
 	Key       *string           `json:"key"`
 	Value     *string           `json:"value"`
 	Headers   map[string]string `json:"headers,omitempty"`
+	// KeyEncoding and ValueEncoding name the encoding of a key or value
+	// that is not raw text (hex or base64); absent for UTF-8 text.
+	KeyEncoding   encoding `json:"key_encoding,omitempty"`
+	ValueEncoding encoding `json:"value_encoding,omitempty"`
+	// HeaderEncoding is the encoding of the header values when one of
+	// them is not text (all are then encoded alike).
+	HeaderEncoding encoding `json:"header_encoding,omitempty"`
 }
 
-func appendJSONRecord(b []byte, r *kgo.Record) []byte {
+func appendJSONRecord(b []byte, r *kgo.Record, enc encoding) []byte {
 	j := jsonRecord{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset,
 		Timestamp: r.Timestamp.UnixMilli()}
 	if r.Key != nil {
-		k := string(r.Key)
-		j.Key = &k
+		k, e := enc.text(r.Key)
+		j.Key, j.KeyEncoding = &k, e
 	}
 	if r.Value != nil {
-		v := string(r.Value)
-		j.Value = &v
+		v, e := enc.text(r.Value)
+		j.Value, j.ValueEncoding = &v, e
 	}
 	if len(r.Headers) > 0 {
+		henc := enc
+		for _, h := range r.Headers {
+			if _, e := enc.text(h.Value); e != "" {
+				henc, j.HeaderEncoding = e, e
+			}
+		}
 		j.Headers = make(map[string]string, len(r.Headers))
 		for _, h := range r.Headers {
-			j.Headers[h.Key] = string(h.Value)
+			j.Headers[h.Key], _ = henc.text(h.Value)
 		}
 	}
 	out, _ := json.Marshal(j) // cannot fail: strings and numbers only
