@@ -18,15 +18,19 @@ import (
 
 // dlqEntry is one row of "strand dlq list".
 type dlqEntry struct {
-	Partition       int32  `json:"partition"`
-	Offset          int64  `json:"offset"`
-	SourceTopic     string `json:"source_topic"`
-	SourcePartition int32  `json:"source_partition"`
-	SourceOffset    int64  `json:"source_offset"`
-	Timestamp       string `json:"timestamp"`
-	Key             string `json:"key"`
-	Value           string `json:"value"`
-	Reason          string `json:"reason"`
+	Partition       int32   `json:"partition"`
+	Offset          int64   `json:"offset"`
+	SourceTopic     string  `json:"source_topic"`
+	SourcePartition int32   `json:"source_partition"`
+	SourceOffset    int64   `json:"source_offset"`
+	Timestamp       string  `json:"timestamp"`
+	Key             *string `json:"key"` // null: no key, as consume -o json
+	Value           string  `json:"value"`
+	Reason          string  `json:"reason"`
+	// KeyEncoding and ValueEncoding say "base64" for a key or value that
+	// is not UTF-8 text (consume -o json's rule).
+	KeyEncoding   encoding `json:"key_encoding,omitempty"`
+	ValueEncoding encoding `json:"value_encoding,omitempty"`
 }
 
 func newDLQListCmd(o *clientOptions) *cobra.Command {
@@ -57,7 +61,7 @@ its key and value, and why validation rejected it.`,
 			fmt.Fprintln(tw, "PARTITION\tOFFSET\tSOURCE\tKEY\tVALUE\tREASON")
 			for _, r := range rows {
 				fmt.Fprintf(tw, "%d\t%d\t%s-%d@%d\t%s\t%s\t%s\n", r.Partition, r.Offset,
-					r.SourceTopic, r.SourcePartition, r.SourceOffset, clip(r.Key, 20), clip(r.Value, 40), r.Reason)
+					r.SourceTopic, r.SourcePartition, r.SourceOffset, clip(deref(r.Key), 20), clip(r.Value, 40), r.Reason)
 			}
 			return tw.Flush()
 		},
@@ -122,12 +126,26 @@ func listDLQ(ctx context.Context, o *clientOptions, topic string, limit int) ([]
 
 func dlqRow(r *kgo.Record) dlqEntry {
 	q := ingest.Inspect(recordHeaders(r))
-	return dlqEntry{
+	row := dlqEntry{
 		Partition: r.Partition, Offset: r.Offset,
 		SourceTopic: q.Source.Topic, SourcePartition: q.Source.Partition, SourceOffset: int64(q.Source.Offset),
 		Timestamp: r.Timestamp.UTC().Format(time.RFC3339Nano),
-		Key:       string(r.Key), Value: string(r.Value), Reason: q.Reason,
+		Reason:    q.Reason,
 	}
+	if r.Key != nil {
+		k, e := encRaw.text(r.Key)
+		row.Key, row.KeyEncoding = &k, e
+	}
+	row.Value, row.ValueEncoding = encRaw.text(r.Value)
+	return row
+}
+
+// deref is *s, or "" for nil.
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
 }
 
 // dlqBounds returns the DLQ's start and end offsets per partition.
