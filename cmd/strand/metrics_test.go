@@ -65,7 +65,7 @@ func TestCLIMetricsScrape(t *testing.T) {
 		`strand_partition_log_start_offset{partition="0",topic="clicks"}`: 0,
 		`strand_topic_records_in_total{topic="clicks"}`:                   100,
 		`strand_group_lag{group="dash",partition="0",topic="clicks"}`:     60,
-		`strand_group_lag_total{group="dash"}`:                            60,
+		`strand_group_total_lag{group="dash"}`:                            60,
 	} {
 		if got, found := m[name]; !found || got != want {
 			t.Errorf("%s = %v (present: %v), want %v", name, got, found, want)

@@ -29,6 +29,13 @@ type api struct {
 // internal listener only.
 var internalOnly = map[int16]bool{apiKeyEnvelope: true}
 
+// Served reports whether this server answers API key (on some listener):
+// metrics keep series for these only.
+func Served(key int16) bool {
+	_, ok := apis[key]
+	return ok
+}
+
 // apis is everything this server serves; ApiVersions advertises exactly
 // this table. Minimum versions are the oldest each handler honours: Produce
 // v0–v2 carry legacy message sets, which are up-converted to v2 batches

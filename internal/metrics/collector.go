@@ -43,7 +43,7 @@ var (
 	descGroupLag = prometheus.NewDesc("strand_group_lag",
 		"A consumer group's lag on one partition: end offset − committed offset (from the log start without a commit).",
 		[]string{"group", "topic", "partition"}, nil)
-	descGroupLagTotal = prometheus.NewDesc("strand_group_lag_total",
+	descGroupLagTotal = prometheus.NewDesc("strand_group_total_lag",
 		"A consumer group's total lag: the sum over its partitions.", []string{"group"}, nil)
 	descGroupLagSeconds = prometheus.NewDesc("strand_group_lag_seconds",
 		"How long the next record a consumer group would read on one partition has waited (0 when caught up).",

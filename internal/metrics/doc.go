@@ -27,7 +27,7 @@
 //	dlq_quarantined_total{topic}                  counter: invalid records sent to the topic's DLQ
 //	dlq_redriven_total{topic}                     counter: DLQ records redriven in-process
 //	group_lag{group,topic,partition}              gauge: end − committed offset
-//	group_lag_total{group}                        gauge: Σ group_lag (DESIGN.md invariant 3)
+//	group_total_lag{group}                        gauge: Σ group_lag (DESIGN.md invariant 3)
 //	requests_total{api}                           counter
 //	request_errors_total{api}                     counter: requests that closed their connection
 //	request_duration_seconds{api}                 histogram

@@ -60,8 +60,8 @@ func New(b *broker.Broker) *Metrics {
 	}, []string{"api"})
 	for key := range m.byKey {
 		name := kmsg.NameForKey(int16(key))
-		if name == "Unknown" || name == "" {
-			continue
+		if name == "Unknown" || name == "" || !kafka.Served(int16(key)) {
+			continue // an API Strand does not serve gets no empty series
 		}
 		m.byKey[key] = apiMetrics{
 			requests: m.requests.WithLabelValues(name),

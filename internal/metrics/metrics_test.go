@@ -1,6 +1,7 @@
 package metrics
 
 import (
+	"bytes"
 	"context"
 	"io"
 	"net"
@@ -11,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil/promlint"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -188,12 +190,12 @@ func TestScrapeAfterProduceConsume(t *testing.T) {
 	if v := mustValue(t, m, "strand_group_lag", map[string]string{"group": "audit", "topic": "orders", "partition": "0"}); v != n-4 {
 		t.Errorf("group lag = %v, want %d", v, n-4)
 	}
-	if v := mustValue(t, m, "strand_group_lag_total", map[string]string{"group": "audit"}); v != n-4 {
+	if v := mustValue(t, m, "strand_group_total_lag", map[string]string{"group": "audit"}); v != n-4 {
 		t.Errorf("group lag total = %v, want %d", v, n-4)
 	}
 	// Seeking back (committing an earlier offset) makes the lag jump.
 	commit(1)
-	if v := mustValue(t, m, "strand_group_lag_total", map[string]string{"group": "audit"}); v != n-1 {
+	if v := mustValue(t, m, "strand_group_total_lag", map[string]string{"group": "audit"}); v != n-1 {
 		t.Errorf("group lag total after seeking back = %v, want %d", v, n-1)
 	}
 	// Time lag: the unread record at offset 1 has waited since it was
@@ -373,5 +375,47 @@ func healthz(t *testing.T, m *Metrics) func() (int, string) {
 		defer resp.Body.Close()
 		body, _ := io.ReadAll(resp.Body)
 		return resp.StatusCode, string(body)
+	}
+}
+
+// TestExpositionLints: the scrape passes Prometheus's own linter (names,
+// units, _total only on counters, help on every family) after traffic
+// that fills every family, and keeps no series for APIs Strand does not
+// serve.
+func TestExpositionLints(t *testing.T) {
+	m, addr := start(t)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.DefaultProduceTopic("lint"), kgo.AllowAutoTopicCreation())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cl.ProduceSync(context.Background(), &kgo.Record{Value: []byte("x")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	cl.Close()
+	hs := httptest.NewServer(m.Handler())
+	defer hs.Close()
+	resp, err := http.Get(hs.URL + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	problems, err := promlint.New(bytes.NewReader(body)).Lint()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range problems {
+		t.Errorf("promlint: %s: %s", p.Metric, p.Text)
+	}
+	for _, unserved := range []string{`api="AddOffsetsToTxn"`, `api="AlterClientQuotas"`, `api="CreateAcls"`} {
+		if bytes.Contains(body, []byte(unserved)) {
+			t.Errorf("the scrape has series for %s, an API Strand does not serve", unserved)
+		}
+	}
+	if !bytes.Contains(body, []byte(`strand_requests_total{api="Produce"} 1`)) {
+		t.Errorf("no strand_requests_total for the one Produce")
 	}
 }
