@@ -391,6 +391,11 @@ func TestExpositionLints(t *testing.T) {
 	if err := cl.ProduceSync(context.Background(), &kgo.Record{Value: []byte("x")}).FirstErr(); err != nil {
 		t.Fatal(err)
 	}
+	var offsets kadm.Offsets // a group, so the lag families are in the scrape too
+	offsets.Add(kadm.Offset{Topic: "lint", Partition: 0, At: 0})
+	if err := kadm.NewClient(cl).CommitAllOffsets(context.Background(), "lint-group", offsets); err != nil {
+		t.Fatal(err)
+	}
 	cl.Close()
 	hs := httptest.NewServer(m.Handler())
 	defer hs.Close()
@@ -414,6 +419,9 @@ func TestExpositionLints(t *testing.T) {
 		if bytes.Contains(body, []byte(unserved)) {
 			t.Errorf("the scrape has series for %s, an API Strand does not serve", unserved)
 		}
+	}
+	if !bytes.Contains(body, []byte(`strand_group_total_lag{group="lint-group"} 1`)) {
+		t.Errorf("no strand_group_total_lag for the group")
 	}
 	if !bytes.Contains(body, []byte(`strand_requests_total{api="Produce"} 1`)) {
 		t.Errorf("no strand_requests_total for the one Produce")
