@@ -61,6 +61,11 @@ type ClusterConfig struct {
 	// leader.imbalance.check.interval.seconds); default 5 minutes,
 	// negative: never.
 	LeaderImbalanceCheckInterval time.Duration
+	// DisableELR turns off KIP-966's eligible leader replicas (on by
+	// default): a partition's last in-sync replica then stays in its ISR
+	// when it goes, and replicas that left an ISR below
+	// min.insync.replicas are not eligible to lead.
+	DisableELR bool
 	// ElectionTimeout tunes Raft: a quorum without a leader for this long
 	// elects one (heartbeat timeout too; the leader lease is half);
 	// default 1 s, 100 ms for a quorum of one.
@@ -139,8 +144,9 @@ func (c *ClusterConfig) configure(bcfg *broker.Config, cfg Config, ln, internal 
 	rc := cluster.RaftConfig{
 		NodeID: cfg.NodeID, Dir: cfg.Dir, Bind: self.Addr, Voters: voters, Logger: cfg.Logger,
 		HeartbeatTimeout: election, ElectionTimeout: election, LeaderLease: election / 2,
-		Controller: cluster.ControllerConfig{SessionTimeout: c.SessionTimeout, LeaderImbalanceCheckInterval: c.imbalanceCheck()},
-		Join:       c.Join, Network: cluster.TCPNetwork{LocalIP: c.SourceIP},
+		Controller: cluster.ControllerConfig{SessionTimeout: c.SessionTimeout, LeaderImbalanceCheckInterval: c.imbalanceCheck(),
+			DisableELR: c.DisableELR, DefaultMinISR: defaultMinISR(cfg.TopicDefaults)},
+		Join: c.Join, Network: cluster.TCPNetwork{LocalIP: c.SourceIP},
 	}
 	bcfg.Dialer = wire.Dialer{LocalIP: c.SourceIP}
 	bcfg.OpenMetadata = func() (cluster.Store, error) {
@@ -163,6 +169,13 @@ func (c *ClusterConfig) configure(bcfg *broker.Config, cfg Config, ln, internal 
 	bcfg.HeartbeatInterval, bcfg.SessionTimeout = c.HeartbeatInterval, c.SessionTimeout
 	bcfg.ReplicaLagTime, bcfg.DefaultReplicationFactor = c.ReplicaLagTime, c.DefaultReplicationFactor
 	return nil
+}
+
+// defaultMinISR is the brokers' min.insync.replicas default, which the
+// controller's ELR rules must agree with (0: Kafka's 1).
+func defaultMinISR(defaults map[string]string) int {
+	n, _ := strconv.Atoi(defaults[cluster.MinInsyncReplicas])
+	return n
 }
 
 // imbalanceCheck is the controller's preferred-leader balancing interval:

@@ -69,6 +69,7 @@ type serveOptions struct {
 	replicaLag        time.Duration
 	replicationFactor int
 	imbalanceCheck    time.Duration
+	elr               bool
 }
 
 const serveLong = `Run a Strand broker: Kafka clients connect to --listen; data lives in --data-dir.
@@ -160,6 +161,7 @@ func newServeCmd() *cobra.Command {
 	f.DurationVar(&o.heartbeat, "broker-heartbeat-interval", broker.DefaultHeartbeatInterval, "how often a cluster node heartbeats the controller (broker.heartbeat.interval.ms)")
 	f.DurationVar(&o.session, "broker-session-timeout", broker.DefaultSessionTimeout, "a cluster node not heard from this long is fenced and its partitions lose their leader (broker.session.timeout.ms)")
 	f.DurationVar(&o.replicaLag, "replica-lag-time-max", broker.DefaultReplicaLagTime, "a follower that has not caught up with its leader for this long leaves the ISR (replica.lag.time.max.ms)")
+	f.BoolVar(&o.elr, "eligible-leader-replicas", true, "track eligible leader replicas (KIP-966; Kafka's eligible.leader.replicas.version): a replica that left an ISR smaller than min.insync.replicas may lead cleanly once the ISR is empty")
 	f.DurationVar(&o.imbalanceCheck, "leader-imbalance-check-interval", 5*time.Minute, "how often leadership moves back to each partition's preferred (first) replica when it is in sync (leader.imbalance.check.interval.seconds; 0: never, auto.leader.rebalance.enable=false)")
 	f.IntVar(&o.replicationFactor, "default-replication-factor", 1, "replicas of a topic created without a replication factor, auto-created ones included (default.replication.factor)")
 	f.StringSliceVar(&o.consoleHosts, "console-allowed-hosts", nil, `host names the console answers to besides IP addresses, localhost and this machine's name (DNS rebinding guard; "*": any)`)
@@ -314,7 +316,7 @@ func (o *serveOptions) run(ctx context.Context, logOut io.Writer) error {
 			}
 		}
 		clusterCfg = &strand.ClusterConfig{Quorum: voters, SourceIP: source, HeartbeatInterval: o.heartbeat, SessionTimeout: o.session, Join: o.join, InternalAddr: o.internalListen,
-			ReplicaLagTime: o.replicaLag, DefaultReplicationFactor: o.replicationFactor, LeaderImbalanceCheckInterval: o.imbalanceCheck}
+			ReplicaLagTime: o.replicaLag, DefaultReplicationFactor: o.replicationFactor, LeaderImbalanceCheckInterval: o.imbalanceCheck, DisableELR: !o.elr}
 		if o.imbalanceCheck == 0 {
 			clusterCfg.LeaderImbalanceCheckInterval = -1
 		}

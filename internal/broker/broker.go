@@ -509,6 +509,9 @@ func (b *Broker) Close() error {
 	b.admin.Lock()
 	defer b.admin.Unlock()
 	err := b.closePartitions()
+	if epoch := b.memberEpoch(); err == nil && epoch > 0 {
+		err = b.writeShutdownMarker(epoch) // every log is flushed: this stop was clean
+	}
 	if b.ownedMeta != nil {
 		err = errors.Join(err, b.ownedMeta.Close())
 	}

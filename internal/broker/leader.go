@@ -302,6 +302,15 @@ func (p *Partition) alterISR(ls *leaderState, isr []NodeID) {
 		TopicID: cluster.TopicID(p.topicID), PartitionID: int32(p.id),
 		LeaderEpoch: int32(s.epoch), PartitionEpoch: s.partitionEpoch, ISR: clusterIDs(isr),
 	}
+	ls.mu.Lock()
+	for _, id := range isr { // KIP-903: the epochs the members fetched with
+		e := req.BrokerEpoch
+		if f := ls.followers[id]; f != nil {
+			e = f.BrokerEpoch
+		}
+		req.ISREpochs = append(req.ISREpochs, e)
+	}
+	ls.mu.Unlock()
 	reg, err := p.b.member.m.AlterPartition(req, 5*time.Second)
 	ls.mu.Lock()
 	ls.altering = false

@@ -131,7 +131,10 @@ type membership struct {
 	}
 	m           Member
 	incarnation string
-	epoch       atomic.Int64
+	// previousEpoch is the broker epoch of this node's last clean
+	// shutdown, cluster.UncleanShutdown if it had none.
+	previousEpoch int64
+	epoch         atomic.Int64
 	// unfenced holds since when the controller last said so: the broker
 	// serves only while that is within a session.
 	lastUnfenced atomic.Int64 // unix nanos; 0: fenced
@@ -217,7 +220,8 @@ func (b *Broker) runMembership() {
 // register registers this process as a new incarnation of its node.
 func (b *Broker) register(timeout time.Duration) error {
 	ms := b.member
-	reg := cluster.Registration{ID: cluster.NodeID(b.cfg.NodeID), IncarnationID: ms.incarnation, Endpoints: b.cfg.Endpoints, Rack: b.cfg.Rack}
+	reg := cluster.Registration{ID: cluster.NodeID(b.cfg.NodeID), IncarnationID: ms.incarnation, Endpoints: b.cfg.Endpoints, Rack: b.cfg.Rack,
+		PreviousBrokerEpoch: ms.previousEpoch}
 	epoch, err := ms.m.Register(reg, timeout)
 	if err != nil {
 		return err

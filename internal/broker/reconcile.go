@@ -135,8 +135,16 @@ func (p *Partition) setPartitionEpoch(e int32) {
 // serves nothing until the controller unfences it.
 func (b *Broker) openMember(m Member) (*Broker, error) {
 	b.member = &membership{m: m, incarnation: cluster.NewClusterID(), stopped: make(chan struct{})}
+	prev, err := b.takeShutdownMarker()
+	if err != nil {
+		return nil, err
+	}
+	b.member.previousEpoch = prev
+	if prev == cluster.UncleanShutdown {
+		b.logger.Warn("broker: no clean-shutdown marker: the last process did not stop cleanly; the controller keeps this node out of every ISR and ELR until it catches up", "node", b.cfg.NodeID)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	err := m.CatchUp(ctx)
+	err = m.CatchUp(ctx)
 	cancel()
 	if err != nil {
 		b.logger.Warn("broker: the metadata quorum is not reachable yet; starting with the metadata this node has, serving nothing until the controller answers", "err", err)

@@ -48,11 +48,20 @@ type PartitionReg struct {
 	// the ISR, leaving Replicas without the removing ones.
 	AddingReplicas   []NodeID `json:",omitempty"`
 	RemovingReplicas []NodeID `json:",omitempty"`
+	// ELR are the eligible leader replicas (KIP-966): replicas that left
+	// the ISR while it was smaller than min.insync.replicas — so the high
+	// watermark, frozen since, is on them — and may lead cleanly when the
+	// ISR is empty. Never overlaps the ISR. LastKnownELR is the partition's
+	// last known leader, kept when the ISR emptied: it may lead again (an
+	// unclean election, loudly logged) once no ISR or ELR member is left.
+	ELR          []NodeID `json:",omitempty"`
+	LastKnownELR []NodeID `json:",omitempty"`
 }
 
 func (r PartitionReg) clone() PartitionReg {
 	r.Replicas, r.ISR = slices.Clone(r.Replicas), slices.Clone(r.ISR)
 	r.AddingReplicas, r.RemovingReplicas = slices.Clone(r.AddingReplicas), slices.Clone(r.RemovingReplicas)
+	r.ELR, r.LastKnownELR = slices.Clone(r.ELR), slices.Clone(r.LastKnownELR)
 	return r
 }
 
@@ -195,6 +204,15 @@ type PartitionChange struct {
 	// Reassignment, when set, replaces the adding and removing replicas
 	// (both empty: none in progress).
 	Reassignment *ReassignmentState `json:",omitempty"`
+	// ELR, when set, replaces the eligible leader replicas and the last
+	// known leader (absent in records from before KIP-966: unchanged).
+	ELR *ELRState `json:",omitempty"`
+}
+
+// ELRState is a partition's eligible leader replicas and last known ELR.
+type ELRState struct {
+	ELR          []NodeID `json:",omitempty"`
+	LastKnownELR []NodeID `json:",omitempty"`
 }
 
 // ReassignmentState is a partition's adding and removing replicas.
@@ -220,6 +238,12 @@ func (r PartitionChange) apply(im *Image, _ int64) error {
 	if r.Reassignment != nil {
 		next.AddingReplicas, next.RemovingReplicas = nonEmpty(r.Reassignment.Adding), nonEmpty(r.Reassignment.Removing)
 	}
+	if r.ELR != nil {
+		next.ELR, next.LastKnownELR = nonEmpty(r.ELR.ELR), nonEmpty(r.ELR.LastKnownELR)
+	}
+	if r.Replicas != nil { // a replica that left the partition is eligible for nothing
+		next.ELR, next.LastKnownELR = onlyReplicas(next.ELR, next.Replicas), onlyReplicas(next.LastKnownELR, next.Replicas)
+	}
 	if r.Leader != LeaderUnchanged {
 		next.Leader = r.Leader
 		next.LeaderEpoch++
@@ -238,6 +262,11 @@ func nonEmpty(ids []NodeID) []NodeID {
 		return nil
 	}
 	return slices.Clone(ids)
+}
+
+// onlyReplicas is ids without those not in replicas (nil when none is).
+func onlyReplicas(ids, replicas []NodeID) []NodeID {
+	return nonEmpty(slices.DeleteFunc(slices.Clone(ids), func(id NodeID) bool { return !slices.Contains(replicas, id) }))
 }
 
 // eachPartition calls fn for every registered partition, in topic id and

@@ -35,7 +35,17 @@ type Registration struct {
 	IncarnationID string
 	Endpoints     []Endpoint
 	Rack          string
+	// PreviousBrokerEpoch is the epoch the node's clean-shutdown marker
+	// recorded, UncleanShutdown when it found none (the last process died
+	// with its logs unflushed), 0 when it does not say (an older broker):
+	// a new incarnation that is not a clean restart of the registered one
+	// leaves every ISR and ELR (Kafka's handleBrokerUncleanShutdown).
+	PreviousBrokerEpoch int64 `json:",omitempty"`
 }
+
+// UncleanShutdown is Registration.PreviousBrokerEpoch of a node that found
+// no clean-shutdown marker.
+const UncleanShutdown int64 = -1
 
 // Heartbeat is a registered broker's periodic proof of life.
 type Heartbeat struct {
@@ -63,11 +73,25 @@ type ControllerConfig struct {
 	// preferred replicas (leader.imbalance.check.interval.seconds with
 	// auto.leader.rebalance.enable); 0: never.
 	LeaderImbalanceCheckInterval time.Duration
+	// DisableELR turns KIP-966's eligible leader replicas off (Kafka's
+	// eligible.leader.replicas.version=0): the last ISR member then stays
+	// in the ISR, leaderless, and ELR fields are cleared as partitions
+	// change.
+	DisableELR bool
+	// DefaultMinISR is min.insync.replicas for topics that do not set it:
+	// the brokers' default, which ELR must agree with; 0: Kafka's 1.
+	DefaultMinISR int
+}
+
+// rules are the partition-change rules cfg sets.
+func (cfg ControllerConfig) rules() Rules {
+	return Rules{ELR: !cfg.DisableELR, DefaultMinISR: max(1, cfg.DefaultMinISR)}
 }
 
 type controller struct {
 	s      *RaftStore
 	cfg    ControllerConfig
+	rules  Rules
 	logger *slog.Logger
 
 	// decide serialises decisions: each reads the image and commits its
@@ -86,7 +110,7 @@ func newController(s *RaftStore, cfg ControllerConfig, logger *slog.Logger) *con
 	if cfg.SessionTimeout <= 0 {
 		cfg.SessionTimeout = 9 * time.Second
 	}
-	return &controller{s: s, cfg: cfg, logger: logger, lastContact: map[NodeID]time.Time{}, applied: map[NodeID]uint64{}}
+	return &controller{s: s, cfg: cfg, rules: cfg.rules(), logger: logger, lastContact: map[NodeID]time.Time{}, applied: map[NodeID]uint64{}}
 }
 
 // watch follows raft's leadership notifications (NotifyCh, not LeaderCh:
@@ -203,7 +227,7 @@ func (c *controller) fenceOneStale(now time.Time) {
 		if now.Sub(last) <= c.cfg.SessionTimeout {
 			continue
 		}
-		recs := append([]Record{BrokerRegistrationChange{ID: b.ID, Epoch: b.Epoch, Fenced: 1}}, leaveISRs(img, b.ID)...)
+		recs := append([]Record{BrokerRegistrationChange{ID: b.ID, Epoch: b.Epoch, Fenced: 1}}, leaveISRs(img, c.rules, b.ID)...)
 		if _, _, err := c.s.applyLocal(5*time.Second, recs...); err != nil {
 			c.logger.Warn("cluster: fencing a broker", "broker", b.ID, "err", err)
 			return
@@ -219,7 +243,7 @@ func (c *controller) fenceOneStale(now time.Time) {
 func (c *controller) electUnclean() {
 	c.decide.Lock()
 	defer c.decide.Unlock()
-	recs := electUnclean(c.s.Image())
+	recs := electUnclean(c.s.Image(), c.rules)
 	if len(recs) == 0 {
 		return
 	}
@@ -230,12 +254,12 @@ func (c *controller) electUnclean() {
 	c.warnUnclean(recs)
 }
 
-// warnUnclean logs, loudly, every election from outside the ISR in recs:
-// records only the old ISR had may be gone.
+// warnUnclean logs, loudly, every election from outside the ISR and ELR
+// in recs: records only the old ISR had may be gone.
 func (c *controller) warnUnclean(recs []Record) {
 	for _, r := range recs {
 		if ch, ok := r.(PartitionChange); ok && ch.Unclean {
-			c.logger.Error("cluster: UNCLEAN leader election: a replica outside the ISR now leads; records acknowledged by the old ISR may be lost (unclean.leader.election.enable=true)",
+			c.logger.Error("cluster: UNCLEAN leader election: a replica outside the ISR and ELR now leads (unclean.leader.election.enable=true, or the last known leader after every in-sync and eligible replica was lost); records acknowledged by the old ISR may be lost",
 				"topic", ch.TopicID, "partition", ch.PartitionID, "leader", ch.Leader)
 		}
 	}
@@ -255,12 +279,26 @@ func (c *controller) register(r Registration) (int64, uint64, error) {
 		}
 	}
 	recs := []Record{RegisterBroker{ID: r.ID, IncarnationID: r.IncarnationID, Endpoints: r.Endpoints, Rack: r.Rack}}
-	if old, ok := img.Broker(r.ID); ok && old.IncarnationID != r.IncarnationID && !old.Fenced {
-		recs = append(leaveISRs(img, r.ID), recs...) // the old process is gone
+	old, known := img.Broker(r.ID)
+	if known && old.IncarnationID != r.IncarnationID && !old.Fenced {
+		recs = append(leaveISRs(img, c.rules, r.ID), recs...) // the old process is gone
+	}
+	crashed := (!known || old.IncarnationID != r.IncarnationID) && r.PreviousBrokerEpoch != 0 && (!known || r.PreviousBrokerEpoch != old.Epoch)
+	if crashed {
+		// Decided on the image after the records above, so both apply.
+		after, err := img.With(recs...)
+		if err != nil {
+			return 0, 0, err
+		}
+		recs = append(recs, uncleanShutdown(after, c.rules, r.ID)...)
 	}
 	next, index, err := c.s.applyLocal(5*time.Second, recs...)
 	if err != nil {
 		return 0, 0, err
+	}
+	if crashed {
+		c.logger.Warn("cluster: a broker restarted after an unclean shutdown; it leaves every ISR and ELR until it catches up",
+			"broker", r.ID, "previous_epoch", r.PreviousBrokerEpoch, "registered_epoch", old.Epoch)
 	}
 	c.mu.Lock()
 	c.lastContact[r.ID] = time.Now()
@@ -289,9 +327,9 @@ func (c *controller) heartbeat(hb Heartbeat) (HeartbeatReply, error) {
 		if !b.InControlledShutdown {
 			recs = append(recs, BrokerRegistrationChange{ID: b.ID, Epoch: b.Epoch, InControlledShutdown: 1})
 		}
-		recs = append(recs, leaveISRs(img, b.ID)...)
+		recs = append(recs, leaveISRs(img, c.rules, b.ID)...)
 	case b.Fenced && caughtUp && !b.InControlledShutdown:
-		recs = append([]Record{BrokerRegistrationChange{ID: b.ID, Epoch: b.Epoch, Fenced: -1}}, electFor(img, b.ID)...)
+		recs = append([]Record{BrokerRegistrationChange{ID: b.ID, Epoch: b.Epoch, Fenced: -1}}, electFor(img, c.rules, b.ID)...)
 	}
 	if len(recs) > 0 {
 		next, _, err := c.s.applyLocal(5*time.Second, recs...)
@@ -312,7 +350,7 @@ func (c *controller) heartbeat(hb Heartbeat) (HeartbeatReply, error) {
 // alterPartition commits a leader's ISR change, if Kafka's checks pass,
 // and returns the partition as it is then.
 func (c *controller) alterPartition(r AlterPartition) (PartitionReg, error) {
-	ch, err := checkAlterPartition(c.s.Image(), r)
+	ch, err := checkAlterPartition(c.s.Image(), c.rules, r)
 	if err != nil {
 		return PartitionReg{}, err
 	}
@@ -321,7 +359,7 @@ func (c *controller) alterPartition(r AlterPartition) (PartitionReg, error) {
 		return PartitionReg{}, err
 	}
 	reg, _ := next.Partition(r.TopicID, r.PartitionID)
-	c.logger.Info("cluster: ISR changed", "topic", r.TopicID, "partition", r.PartitionID, "isr", reg.ISR, "partition_epoch", reg.PartitionEpoch)
+	c.logger.Info("cluster: ISR changed", "topic", r.TopicID, "partition", r.PartitionID, "isr", reg.ISR, "elr", reg.ELR, "partition_epoch", reg.PartitionEpoch)
 	return reg, nil
 }
 
@@ -341,6 +379,7 @@ func (c *controller) serve(req rpcRequest) rpcResponse {
 		if err != nil {
 			return rpcFailure(err)
 		}
+		recs = append(recs, clearELROnMinISRChange(c.s.Image(), recs)...)
 		_, index, err := c.s.applyLocal(DefaultApplyTimeout, recs...)
 		if err != nil {
 			// The image the conflict was found in: the caller waits for it

@@ -3,6 +3,7 @@ package cluster
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 )
@@ -178,4 +179,57 @@ func TestControlledShutdown(t *testing.T) {
 		reg, _ := s.Image().Partition(tid, 0)
 		return reg.Leader == NoLeader
 	})
+}
+
+// TestUncleanShutdownRegistration: replicas that leave an ISR below
+// min.insync.replicas join the ELR; a new process that restarted cleanly
+// (its PreviousBrokerEpoch is the registered epoch) stays in it, one that
+// found no clean-shutdown marker is taken out (handleBrokerUncleanShutdown).
+func TestUncleanShutdownRegistration(t *testing.T) {
+	nodes, _ := quorum(t, 0)
+	s := nodes[1]
+	epochs := map[int32]int64{}
+	for id := int32(1); id <= 3; id++ {
+		epoch, err := s.Register(Registration{ID: id, IncarnationID: fmt.Sprint("a", id)}, 10*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		epochs[id] = epoch
+		if _, err := s.SendHeartbeat(Heartbeat{ID: id, Epoch: epoch, AppliedIndex: s.AppliedIndex()}, 5*time.Second); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tid := NewTopicID()
+	if _, err := s.ApplyWithin(5*time.Second, PutTopic{Topic: Topic{Name: "t", ID: tid, Partitions: 1, Configs: map[string]string{MinInsyncReplicas: "3"}}},
+		Partition{TopicID: tid, PartitionID: 0, Replicas: []NodeID{1, 2, 3}, ISR: []NodeID{1, 2, 3}, Leader: 1}); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []int32{3, 2} { // controlled shutdowns: out of the ISR, into the ELR
+		if _, err := s.SendHeartbeat(Heartbeat{ID: id, Epoch: epochs[id], AppliedIndex: s.AppliedIndex(), WantShutdown: true}, 5*time.Second); err != nil {
+			t.Fatal(err)
+		}
+	}
+	reg := func() PartitionReg {
+		t.Helper()
+		if err := s.SyncWithController(5 * time.Second); err != nil {
+			t.Fatal(err)
+		}
+		r, _ := s.Image().Partition(tid, 0)
+		return r
+	}
+	if r := reg(); !slices.Equal(r.ISR, []NodeID{1}) || !slices.Equal(r.ELR, []NodeID{2, 3}) {
+		t.Fatalf("after two controlled shutdowns: ISR %v ELR %v, want [1] [2 3]", r.ISR, r.ELR)
+	}
+	if _, err := s.Register(Registration{ID: 3, IncarnationID: "b3", PreviousBrokerEpoch: epochs[3]}, 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if r := reg(); !slices.Equal(r.ELR, []NodeID{2, 3}) {
+		t.Fatalf("a clean restart left the ELR: %v", r.ELR)
+	}
+	if _, err := s.Register(Registration{ID: 2, IncarnationID: "b2", PreviousBrokerEpoch: UncleanShutdown}, 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if r := reg(); !slices.Equal(r.ISR, []NodeID{1}) || !slices.Equal(r.ELR, []NodeID{3}) || r.Leader != 1 {
+		t.Fatalf("after an unclean restart of 2: leader %d ISR %v ELR %v, want 1 [1] [3]", r.Leader, r.ISR, r.ELR)
+	}
 }

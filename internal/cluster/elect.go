@@ -61,7 +61,7 @@ func (r PartitionResult) Error() error {
 
 // electionFor is the change that an election of type typ makes to
 // partition p of topic t, or why there is none.
-func electionFor(img *Image, typ ElectionType, t TopicID, p int32) (PartitionChange, error) {
+func electionFor(img *Image, rules Rules, typ ElectionType, t TopicID, p int32) (PartitionChange, error) {
 	reg, ok := img.Partition(t, p)
 	if !ok {
 		return PartitionChange{}, fmt.Errorf("%w: %s-%d", ErrUnknownPartition, t, p)
@@ -70,39 +70,41 @@ func electionFor(img *Image, typ ElectionType, t TopicID, p int32) (PartitionCha
 	switch typ {
 	case ElectPreferred:
 		pref := reg.Replicas[0]
+		fromELR := len(reg.ISR) == 0 && slices.Contains(reg.ELR, pref)
 		switch {
 		case reg.Leader == pref:
 			return ch, fmt.Errorf("%w: node %d, the preferred replica, leads %s-%d", ErrElectionNotNeeded, pref, t, p)
-		case !slices.Contains(reg.ISR, pref) || !acceptable(img, pref):
+		case !slices.Contains(reg.ISR, pref) && !fromELR || !acceptable(img, pref):
 			return ch, fmt.Errorf("%w: node %d, the preferred replica of %s-%d, is not a live member of its ISR %v", ErrPreferredLeaderNotAvailable, pref, t, p, reg.ISR)
 		}
 		ch.Leader = pref
+		if fromELR { // the ISR is empty: a clean election from the ELR
+			ch.ISR, ch.ELR = []NodeID{pref}, &ELRState{ELR: nonEmpty(without(reg.ELR, pref))}
+		} else if len(reg.LastKnownELR) > 0 {
+			ch.ELR = &ELRState{ELR: reg.ELR}
+		}
 		return ch, nil
 	case ElectUnclean:
 		if reg.Leader != NoLeader {
 			return ch, fmt.Errorf("%w: %s-%d has leader %d", ErrElectionNotNeeded, t, p, reg.Leader)
 		}
-		if leader := electLeader(img, reg, reg.ISR); leader != NoLeader { // an ISR member is back: a clean election
-			ch.Leader = leader
-			return ch, nil
+		// An ISR or ELR member back is elected cleanly; else the last
+		// known leader, else any live replica.
+		ch, _ := buildChange(img, rules, t, p, reg, changeSpec{isr: reg.ISR, crashed: NoLeader, unclean: true})
+		if ch.Leader == LeaderUnchanged || ch.Leader == NoLeader {
+			return ch, fmt.Errorf("%w: no replica of %s-%d is live", ErrEligibleLeadersNotAvailable, t, p)
 		}
-		for _, r := range reg.Replicas {
-			if acceptable(img, r) {
-				ch.Leader, ch.ISR, ch.Unclean = r, []NodeID{r}, true
-				return ch, nil
-			}
-		}
-		return ch, fmt.Errorf("%w: no replica of %s-%d is live", ErrEligibleLeadersNotAvailable, t, p)
+		return ch, nil
 	}
 	return ch, fmt.Errorf("%w: election type %d", ErrInvalidRequest, typ)
 }
 
 // elections computes the changes and results of req against img.
-func elections(img *Image, req ElectLeaders) ([]Record, []PartitionResult) {
+func elections(img *Image, rules Rules, req ElectLeaders) ([]Record, []PartitionResult) {
 	var recs []Record
 	var results []PartitionResult
 	one := func(t TopicID, p int32) {
-		ch, err := electionFor(img, req.Type, t, p)
+		ch, err := electionFor(img, rules, req.Type, t, p)
 		tp := TopicPartition{Topic: t, Partition: p}
 		switch {
 		case err == nil:
@@ -126,8 +128,8 @@ func elections(img *Image, req ElectLeaders) ([]Record, []PartitionResult) {
 
 // imbalanced returns the elections that move leadership back to preferred
 // replicas able to take it, at most max of them.
-func imbalanced(img *Image, max int) []Record {
-	recs, _ := elections(img, ElectLeaders{Type: ElectPreferred})
+func imbalanced(img *Image, rules Rules, max int) []Record {
+	recs, _ := elections(img, rules, ElectLeaders{Type: ElectPreferred})
 	if len(recs) > max {
 		recs = recs[:max]
 	}
@@ -137,7 +139,7 @@ func imbalanced(img *Image, max int) []Record {
 // electLeaders runs an operator's elections; a failure to commit them
 // fails every partition that was to change.
 func (c *controller) electLeaders(req ElectLeaders) []PartitionResult { // under decide
-	recs, results := elections(c.s.Image(), req)
+	recs, results := elections(c.s.Image(), c.rules, req)
 	if !c.commitRequest(recs, results) {
 		return results
 	}
@@ -172,7 +174,7 @@ func (c *controller) commitRequest(recs []Record, results []PartitionResult) boo
 func (c *controller) balanceLeaders() {
 	c.decide.Lock()
 	defer c.decide.Unlock()
-	recs := imbalanced(c.s.Image(), 1000)
+	recs := imbalanced(c.s.Image(), c.rules, 1000)
 	if len(recs) == 0 {
 		return
 	}

@@ -7,10 +7,10 @@ import (
 )
 
 // Leaders and in-sync replica sets change only here, on the controller,
-// by Kafka's rules (REPLICATION.md §2.4, §2.5): a leader comes from the
-// ISR, in replica order; the ISR never becomes empty (its last member
-// stays in it, leaderless, until it returns); and a leader's request to
-// change its ISR (AlterPartition) is checked in Kafka's order before it
+// by Kafka's rules (REPLICATION.md §2.4, §2.5; change.go builds each
+// change): a leader comes from the ISR, in replica order, or from the
+// eligible leader replicas when the ISR is empty; and a leader's request
+// to change its ISR (AlterPartition) is checked in Kafka's order before it
 // becomes a PartitionChange.
 
 // Errors of AlterPartition, as Kafka's codes.
@@ -35,8 +35,8 @@ func acceptable(img *Image, id NodeID) bool {
 
 // electLeader chooses a leader for reg with target ISR isr: the current
 // leader if it is still in isr and acceptable, else the first acceptable
-// replica, in replica order, that is in isr (PartitionChangeBuilder's
-// ONLINE election). NoLeader when there is none.
+// replica, in replica order, that is in isr. NoLeader when there is none.
+// (Reassignment's rule; every other decision goes through buildChange.)
 func electLeader(img *Image, reg PartitionReg, isr []NodeID) NodeID {
 	if reg.Leader != NoLeader && slices.Contains(isr, reg.Leader) && acceptable(img, reg.Leader) {
 		return reg.Leader
@@ -62,44 +62,43 @@ func without(ids []NodeID, id NodeID) []NodeID {
 }
 
 // changeFor builds the PartitionChange that gives reg the ISR isr and the
-// leader the rules elect from it; ok is false when nothing changes.
-func changeFor(img *Image, t TopicID, p int32, reg PartitionReg, isr []NodeID) (PartitionChange, bool) {
-	ch := PartitionChange{TopicID: t, PartitionID: p, ExpectedPartitionEpoch: reg.PartitionEpoch, Leader: LeaderUnchanged}
-	leader := electLeader(img, reg, isr)
-	if leader == NoLeader && uncleanAllowed(img, t) {
-		for _, r := range reg.Replicas {
-			if acceptable(img, r) {
-				leader, isr = r, []NodeID{r}
-				ch.Unclean = true
-				break
-			}
-		}
-	}
-	if leader != reg.Leader {
-		ch.Leader = leader
-	}
-	if !slices.Equal(isr, reg.ISR) {
-		ch.ISR = isr
-	}
-	return ch, ch.Leader != LeaderUnchanged || ch.ISR != nil
+// leader the rules elect from it (out of the ISR and ELR only when the
+// topic allows unclean election); ok is false when nothing changes.
+func changeFor(img *Image, rules Rules, t TopicID, p int32, reg PartitionReg, isr []NodeID) (PartitionChange, bool) {
+	return buildChange(img, rules, t, p, reg, changeSpec{isr: isr, crashed: NoLeader, unclean: uncleanAllowed(img, t)})
 }
 
 // leaveISRs takes broker id out of every ISR and leadership it holds
 // (fenced, shutting down, or replaced by a new process), electing new
-// leaders from what remains. The last member of an ISR stays in it: the
-// partition is then leaderless until that replica returns, since any
-// other one may lack acknowledged records.
-func leaveISRs(img *Image, id NodeID) []Record {
+// leaders from what remains. Leaving an ISR smaller than
+// min.insync.replicas puts it in the ELR; without ELR the last member of
+// an ISR stays in it, leaderless until it returns, since any other
+// replica may lack acknowledged records.
+func leaveISRs(img *Image, rules Rules, id NodeID) []Record {
 	var recs []Record
+	gone := img.withFence(id, true)
 	img.eachPartition(func(t TopicID, p int32, reg PartitionReg) {
 		if !slices.Contains(reg.ISR, id) && reg.Leader != id {
 			return
 		}
-		isr := without(reg.ISR, id)
-		if len(isr) == 0 {
-			isr = reg.ISR
+		if ch, ok := changeFor(gone, rules, t, p, reg, without(reg.ISR, id)); ok {
+			recs = append(recs, ch)
 		}
-		if ch, ok := changeFor(img.withFence(id, true), t, p, reg, isr); ok {
+	})
+	return recs
+}
+
+// uncleanShutdown takes broker id, back after an unclean shutdown, out of
+// every ISR and ELR (Kafka's handleBrokerUncleanShutdown): its unflushed
+// tail may be gone, so it must not lead before it has caught up again.
+func uncleanShutdown(img *Image, rules Rules, id NodeID) []Record {
+	var recs []Record
+	img.eachPartition(func(t TopicID, p int32, reg PartitionReg) {
+		if !slices.Contains(reg.ISR, id) && !slices.Contains(reg.ELR, id) && reg.Leader != id {
+			return
+		}
+		spec := changeSpec{isr: reg.ISR, crashed: id, unclean: uncleanAllowed(img, t)}
+		if ch, ok := buildChange(img, rules, t, p, reg, spec); ok {
 			recs = append(recs, ch)
 		}
 	})
@@ -108,14 +107,14 @@ func leaveISRs(img *Image, id NodeID) []Record {
 
 // electFor elects leaders for leaderless partitions now that broker id
 // is back (Kafka's handleBrokerUnfenced tries every leaderless one).
-func electFor(img *Image, id NodeID) []Record {
+func electFor(img *Image, rules Rules, id NodeID) []Record {
 	var recs []Record
 	back := img.withFence(id, false)
 	img.eachPartition(func(t TopicID, p int32, reg PartitionReg) {
 		if reg.Leader != NoLeader {
 			return
 		}
-		if ch, ok := changeFor(back, t, p, reg, reg.ISR); ok {
+		if ch, ok := changeFor(back, rules, t, p, reg, reg.ISR); ok {
 			recs = append(recs, ch)
 		}
 	})
@@ -125,13 +124,13 @@ func electFor(img *Image, id NodeID) []Record {
 // electUnclean elects leaders outside the ISR for the leaderless
 // partitions of topics that allow it — turned on after the partition lost
 // its last in-sync replica, as Kafka's controller does on its next check.
-func electUnclean(img *Image) []Record {
+func electUnclean(img *Image, rules Rules) []Record {
 	var recs []Record
 	img.eachPartition(func(t TopicID, p int32, reg PartitionReg) {
 		if reg.Leader != NoLeader || !uncleanAllowed(img, t) {
 			return
 		}
-		if ch, ok := changeFor(img, t, p, reg, reg.ISR); ok {
+		if ch, ok := changeFor(img, rules, t, p, reg, reg.ISR); ok {
 			recs = append(recs, ch)
 		}
 	})
@@ -160,12 +159,17 @@ type AlterPartition struct {
 	LeaderEpoch    int32
 	PartitionEpoch int32
 	ISR            []NodeID
+	// ISREpochs, when set, is the broker epoch of each ISR member (in ISR
+	// order) as its fetches carried it (KIP-903): a newcomer whose epoch
+	// is not its registration's is a process that has since restarted —
+	// perhaps without the tail it had fetched — and may not join.
+	ISREpochs []int64 `json:",omitempty"`
 }
 
 // checkAlterPartition validates a request in Kafka's order
 // (ReplicationControlManager.validateAlterPartitionData) and returns the
-// change it makes.
-func checkAlterPartition(img *Image, r AlterPartition) (PartitionChange, error) {
+// change it makes (the ISR, and the ELR that follows from it).
+func checkAlterPartition(img *Image, rules Rules, r AlterPartition) (PartitionChange, error) {
 	b, ok := img.Broker(r.Broker)
 	if !ok || b.Epoch != r.BrokerEpoch {
 		return PartitionChange{}, fmt.Errorf("%w: node %d at epoch %d", ErrStaleBrokerEpoch, r.Broker, r.BrokerEpoch)
@@ -194,6 +198,17 @@ func checkAlterPartition(img *Image, r AlterPartition) (PartitionChange, error) 
 			return PartitionChange{}, fmt.Errorf("%w: node %d is fenced, shutting down or unregistered", ErrIneligibleReplica, id)
 		}
 	}
-	return PartitionChange{TopicID: r.TopicID, PartitionID: r.PartitionID, ExpectedPartitionEpoch: reg.PartitionEpoch,
-		Leader: LeaderUnchanged, ISR: slices.Clone(r.ISR)}, nil
+	for i, id := range r.ISR {
+		b, _ := img.Broker(id)
+		if i < len(r.ISREpochs) && r.ISREpochs[i] > 0 && !slices.Contains(reg.ISR, id) && r.ISREpochs[i] != b.Epoch {
+			return PartitionChange{}, fmt.Errorf("%w: node %d fetched at broker epoch %d, it is registered at %d", ErrIneligibleReplica, id, r.ISREpochs[i], b.Epoch)
+		}
+	}
+	// The requester keeps leading (it is in the new ISR): an ISR change
+	// moves no leadership, even from a leader the controller is fencing.
+	ch, _ := buildChange(img.withFence(r.Broker, false), rules, r.TopicID, r.PartitionID, reg, changeSpec{isr: slices.Clone(r.ISR), crashed: NoLeader})
+	if ch.ISR == nil {
+		ch.ISR = slices.Clone(r.ISR) // an unchanged ISR still bumps the partition epoch, as before
+	}
+	return ch, nil
 }

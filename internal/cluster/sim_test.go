@@ -19,22 +19,29 @@ import (
 // and reorders every message — fetches and their answers, OffsetForLeaderEpoch,
 // AlterPartition, and the metadata images the controller publishes. The
 // controller decides with this package's own rules (leaveISRs, electFor,
-// checkAlterPartition); replicas with package replica's (HighWatermark,
-// ShouldJoin, ShouldLeave, Truncation, Follower.Fetched). Replicas crash
-// (their logs survive, nothing else) and come back as new incarnations.
+// uncleanShutdown, checkAlterPartition; eligible leader replicas on);
+// replicas with package replica's (HighWatermark, ShouldJoin, ShouldLeave,
+// Truncation, Follower.Fetched). Replicas crash and come back as new
+// incarnations: most crashes are clean (the log survives), some unclean
+// (an arbitrary unflushed tail is lost, and the new process says so when
+// it registers) while another member of the ISR or ELR has its log intact
+// (KIP-966's tolerance: min.insync.replicas−1 unclean shutdowns).
 // After every step the invariants hold:
 //
 //	I1 a leader is always a member of its ISR;
 //	I2 logs agree below every high watermark ever published;
-//	I3 every acknowledged record is on every member of the committed ISR;
+//	I3 every acknowledged record is on every member of the committed ISR
+//	   and ELR (but a crashed replica whose tail is lost, not yet back);
 //	I4 at most one replica leads a given epoch;
-//	I5 a leader's high watermark never moves back within its epoch.
+//	I5 a leader's high watermark never moves back within its epoch;
+//	I6 the ISR and the ELR do not overlap, and hold only replicas.
 //
 // Then the faults stop, and the replicas must converge: one leader, all
 // three in its ISR, identical logs.
 //
 // STRAND_SIM_SEEDS sets the number of seeds (default 2,000; -short 200); a
-// failure prints its seed, and STRAND_SIM_SEED=<n> replays one.
+// failure prints its seed, and STRAND_SIM_SEED=<n> replays one (SIMDEBUG=1
+// also logs every controller decision and crash).
 
 type simEntry struct {
 	epoch record.Epoch
@@ -56,6 +63,7 @@ type simReplica struct {
 	view     PartitionReg // the newest registration it has applied
 	viewImg  *Image
 	brokerEp int64
+	dirty    bool // crashed uncleanly: its tail is lost, and the controller does not know yet
 	// As leader of view.LeaderEpoch:
 	followers  map[NodeID]*replica.Follower
 	epochStart record.Offset
@@ -162,6 +170,10 @@ type sim struct {
 	nextVal  int
 	calm     bool           // no more faults: the network delivers everything once
 	lastSeen map[NodeID]int // controller: the step each broker was last heard from
+	// elrElections counts leaders elected from the ELR.
+	elrElections int
+	// unclean counts unclean crashes since the ISR last had
+	// min.insync.replicas members with intact logs.
 	// Invariant state.
 	committed []simEntry                     // the longest log prefix ever below a published high watermark
 	acked     map[int]record.Offset          // value → offset acknowledged
@@ -175,6 +187,10 @@ type simPending struct {
 	epoch  record.Epoch
 	offset record.Offset
 }
+
+// simRules are the controller's: ELR on, min.insync.replicas as the
+// replicas use it.
+var simRules = Rules{ELR: true, DefaultMinISR: simMinISR}
 
 const (
 	simReplicas = 3
@@ -214,7 +230,18 @@ func (s *sim) apply(recs ...Record) {
 	if err != nil {
 		s.fail("controller: apply %+v: %v", recs, err)
 	}
+	if s.topic != (TopicID{}) {
+		before, _ := s.img.Partition(s.topic, 0)
+		after, _ := next.Partition(s.topic, 0)
+		if after.Leader != before.Leader && slices.Contains(before.ELR, after.Leader) {
+			s.elrElections++
+		}
+	}
 	s.img = next
+	if os.Getenv("SIMDEBUG") != "" {
+		reg, _ := next.Partition(s.topic, 0)
+		s.t.Logf("step %d: %+v -> leader %d epoch %d ISR %v ELR %v LKE %v", s.step, recs, reg.Leader, reg.LeaderEpoch, reg.ISR, reg.ELR, reg.LastKnownELR)
+	}
 }
 
 func (s *sim) fail(format string, args ...any) {
@@ -265,7 +292,7 @@ func (s *sim) run(n int) {
 		case k < 92:
 			s.tickReplica(NodeID(1 + s.rng.IntN(simReplicas)))
 		case k < 93:
-			s.crash(NodeID(1 + s.rng.IntN(simReplicas)))
+			s.crash(NodeID(1+s.rng.IntN(simReplicas)), s.rng.IntN(3) == 0)
 		case k < 96:
 			s.restart(NodeID(1 + s.rng.IntN(simReplicas)))
 		default:
@@ -320,8 +347,10 @@ func (s *sim) deliver() bool {
 
 // applyImage is the reconciler: a newer registration changes the role.
 func (s *sim) applyImage(r *simReplica, img *Image) {
-	if b, _ := img.Broker(r.id); b.Epoch > r.brokerEp {
-		return // an image that already fences this incarnation: it waits for its own registration
+	if b, _ := img.Broker(r.id); b.Epoch != r.brokerEp {
+		// An image that already fences this incarnation, or one from before
+		// its registration (a broker serves only once its image holds it).
+		return
 	}
 	if r.viewImg == nil || img.Index() > r.viewImg.Index() {
 		r.viewImg = img // brokers' registrations: who is eligible
@@ -499,8 +528,16 @@ func unresolved(r *simReplica) ([]NodeID, bool) {
 
 func (s *sim) alter(r *simReplica, isr []NodeID) {
 	r.altering, r.alterAt = true, s.step
+	var epochs []int64
+	for _, id := range isr {
+		e := r.brokerEp
+		if f := r.followers[id]; f != nil {
+			e = f.BrokerEpoch
+		}
+		epochs = append(epochs, e)
+	}
 	s.send(simMsg{kind: msgAlter, from: r.id, to: 0, epoch: record.Epoch(r.view.LeaderEpoch), incarn: r.incarn, alter: AlterPartition{
-		Broker: r.id, BrokerEpoch: r.brokerEp, TopicID: s.topic, LeaderEpoch: r.view.LeaderEpoch, PartitionEpoch: r.view.PartitionEpoch, ISR: isr}})
+		Broker: r.id, BrokerEpoch: r.brokerEp, TopicID: s.topic, LeaderEpoch: r.view.LeaderEpoch, PartitionEpoch: r.view.PartitionEpoch, ISR: isr, ISREpochs: epochs}})
 }
 
 func (s *sim) leaderEpochQuery(r *simReplica, m simMsg) {
@@ -571,12 +608,24 @@ func (s *sim) followerFetched(r *simReplica, m simMsg) {
 	r.hw = max(r.hw, min(m.hw, r.leo()))
 }
 
-func (s *sim) crash(id NodeID) {
+// crash stops a replica; an unclean crash also loses an arbitrary tail
+// of its log (unflushed) — unless no other member of the ISR and ELR has
+// its log intact, more than KIP-966 tolerates (min.insync.replicas−1
+// unclean shutdowns while the ISR is short).
+func (s *sim) crash(id NodeID, unclean bool) {
 	r := s.reps[id]
 	if !r.alive {
 		return
 	}
 	r.alive, r.followers, r.altering = false, nil, false
+	if os.Getenv("SIMDEBUG") != "" {
+		s.t.Logf("step %d: crash %d unclean %v", s.step, id, unclean)
+	}
+	if unclean && s.otherIntactHolder(id) {
+		r.dirty = true
+		r.truncate(record.Offset(s.rng.IntN(len(r.log) + 1)))
+		r.hw = min(r.hw, r.leo())
+	}
 }
 
 func (s *sim) restart(id NodeID) {
@@ -590,9 +639,13 @@ func (s *sim) restart(id NodeID) {
 	// it was live) and is unfenced: its broker epoch is new.
 	s.apply(leaveISRsRecords(s.img, id)...)
 	s.apply(RegisterBroker{ID: id, IncarnationID: "i" + strconv.Itoa(r.incarn)})
+	if r.dirty { // no clean-shutdown marker: out of every ISR and ELR
+		s.apply(uncleanShutdown(s.img, simRules, id)...)
+		r.dirty = false
+	}
 	b, _ := s.img.Broker(id)
 	r.brokerEp = b.Epoch
-	s.apply(append([]Record{BrokerRegistrationChange{ID: id, Epoch: b.Epoch, Fenced: -1}}, electFor(s.img, id)...)...)
+	s.apply(append([]Record{BrokerRegistrationChange{ID: id, Epoch: b.Epoch, Fenced: -1}}, electFor(s.img, simRules, id)...)...)
 	s.lastSeen[id] = s.step
 	s.publish()
 }
@@ -601,7 +654,7 @@ func (s *sim) restart(id NodeID) {
 // is out already).
 func leaveISRsRecords(img *Image, id NodeID) []Record {
 	b, _ := img.Broker(id)
-	return append([]Record{BrokerRegistrationChange{ID: id, Epoch: b.Epoch, Fenced: 1}}, leaveISRs(img, id)...)
+	return append([]Record{BrokerRegistrationChange{ID: id, Epoch: b.Epoch, Fenced: 1}}, leaveISRs(img, simRules, id)...)
 }
 
 // controllerTick fences a broker whose session expired.
@@ -622,7 +675,7 @@ func (s *sim) controllerReceive(m simMsg) {
 	if m.kind != msgAlter {
 		return
 	}
-	ch, err := checkAlterPartition(s.img, m.alter)
+	ch, err := checkAlterPartition(s.img, simRules, m.alter)
 	if err == nil {
 		s.apply(ch)
 		s.publish()
@@ -631,11 +684,29 @@ func (s *sim) controllerReceive(m simMsg) {
 		notApplied: errors.Is(err, ErrIneligibleReplica)})
 }
 
-// check asserts I1–I3 (I4 and I5 are checked where they could break).
+// otherIntactHolder reports whether a member of the ISR or ELR other
+// than id has lost nothing.
+func (s *sim) otherIntactHolder(id NodeID) bool {
+	reg := s.reg()
+	for _, h := range append(slices.Clone(reg.ISR), reg.ELR...) {
+		if h != id && !s.reps[h].dirty {
+			return true
+		}
+	}
+	return false
+}
+
+// check asserts I1–I3 and I6 (I4 and I5 are checked where they could
+// break).
 func (s *sim) check() {
 	reg := s.reg()
 	if reg.Leader != NoLeader && !slices.Contains(reg.ISR, reg.Leader) {
 		s.fail("I1: leader %d outside the ISR %v", reg.Leader, reg.ISR)
+	}
+	for _, id := range reg.ELR {
+		if slices.Contains(reg.ISR, id) || !slices.Contains(reg.Replicas, id) {
+			s.fail("I6: ELR %v overlaps the ISR %v or holds a non-replica (%v)", reg.ELR, reg.ISR, reg.Replicas)
+		}
 	}
 	for _, r := range s.reps {
 		n := min(int(r.hw), len(r.log), len(s.committed))
@@ -644,10 +715,10 @@ func (s *sim) check() {
 		}
 	}
 	for val, off := range s.acked {
-		for _, id := range reg.ISR {
+		for _, id := range append(slices.Clone(reg.ISR), reg.ELR...) {
 			l := s.reps[id].log
-			if int(off) >= len(l) || l[off].val != val {
-				s.fail("I3: acknowledged record %d at offset %d is not on ISR member %d (log %v, ISR %v)", val, off, id, l, reg.ISR)
+			if !s.reps[id].dirty && (int(off) >= len(l) || l[off].val != val) {
+				s.fail("I3: acknowledged record %d at offset %d is not on ISR/ELR member %d (log %v, ISR %v, ELR %v)", val, off, id, l, reg.ISR, reg.ELR)
 			}
 		}
 	}
@@ -713,16 +784,17 @@ func TestReplicationSimulation(t *testing.T) {
 		n, _ := strconv.ParseUint(v, 10, 64)
 		first, seeds = n, 1
 	}
-	var acked, epochs int
+	var acked, epochs, elr int
 	for seed := first; seed < first+uint64(seeds); seed++ {
 		s := newSim(t, seed)
 		s.run(600)
 		s.heal(200)
 		acked += len(s.acked)
 		epochs += len(s.leaderOf)
+		elr += s.elrElections
 	}
-	if acked == 0 || epochs <= seeds {
-		t.Fatalf("the simulation acknowledged %d records and elected %d leaders over %d seeds: it exercises nothing", acked, epochs, seeds)
+	if acked == 0 || epochs <= seeds || seeds >= 100 && elr == 0 {
+		t.Fatalf("the simulation acknowledged %d records and elected %d leaders (%d from the ELR) over %d seeds: it exercises nothing", acked, epochs, elr, seeds)
 	}
-	t.Logf("%d seeds × 600 steps: %d records acknowledged, %d leader epochs", seeds, acked, epochs)
+	t.Logf("%d seeds × 600 steps: %d records acknowledged, %d leader epochs, %d leaders elected from the ELR", seeds, acked, epochs, elr)
 }
