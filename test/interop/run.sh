@@ -278,6 +278,12 @@ failover() {
   local jpid=$! deadline=$((SECONDS + 120))
   while { [[ ! -e $marker ]] || [[ ! -e $jsmarker ]]; } && ((SECONDS < deadline)) && { kill -0 "$fpid" 2>/dev/null || kill -0 "$jpid" 2>/dev/null; }; do sleep 0.2; done
   if [[ -e $marker || -e $jsmarker ]]; then
+    # Both scripts report their sends only once they stop producing: a
+    # report already there means that producer never saw the kill (on a
+    # quiet machine kafkajs has about ten seconds to spare).
+    if grep -q 'sends acknowledged' "$out" "$jsout"; then
+      echo "FAIL cluster-failover: a producer had finished before node 2 was killed: $(grep -h 'sends acknowledged' "$out" "$jsout" | head -1)"; failed=$((failed + 1))
+    fi
     echo "---- SIGKILL node 2 $(date -u +%FT%TZ)" >>"$log"
     kill -KILL "${cluster_pids[1]}" 2>/dev/null || true
     wait "${cluster_pids[1]}" 2>/dev/null || true
