@@ -146,12 +146,19 @@ type partitionView struct {
 	isr, replicas      []int32
 }
 
-func (c *procCluster) view(ctx context.Context, t *testing.T, n int, topic string, p int32) (partitionView, error) {
+// nodeClient is a client that talks to node n first.
+func (c *procCluster) nodeClient(t *testing.T, n int) *kgo.Client {
 	t.Helper()
 	cl, err := kgo.NewClient(kgo.SeedBrokers(c.addrs[n]))
 	if err != nil {
 		t.Fatal(err)
 	}
+	return cl
+}
+
+func (c *procCluster) view(ctx context.Context, t *testing.T, n int, topic string, p int32) (partitionView, error) {
+	t.Helper()
+	cl := c.nodeClient(t, n)
 	defer cl.Close()
 	meta, err := kadm.NewClient(cl).Metadata(ctx, topic)
 	if err != nil {
@@ -322,10 +329,7 @@ func (c *procCluster) partitionLedBy(ctx context.Context, t *testing.T, topic st
 // to node n for d (at least one), and counts the error codes answered.
 func (c *procCluster) produceRaw(ctx context.Context, t *testing.T, n int, topic string, p int32, acks int16, d time.Duration) map[int16]int {
 	t.Helper()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(c.addrs[n]))
-	if err != nil {
-		t.Fatal(err)
-	}
+	cl := c.nodeClient(t, n)
 	defer cl.Close()
 	meta, err := kadm.NewClient(cl).Metadata(ctx, topic)
 	if err != nil {
@@ -517,10 +521,7 @@ func (c *procCluster) checkTopicsAgree(ctx context.Context, t *testing.T, prefix
 // comparable string, naming acknowledged topics missing or changed.
 func (c *procCluster) topicsView(ctx context.Context, t *testing.T, n int, prefix string, acked map[string]kadm.CreateTopicResponse) string {
 	t.Helper()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(c.addrs[n]))
-	if err != nil {
-		t.Fatal(err)
-	}
+	cl := c.nodeClient(t, n)
 	defer cl.Close()
 	meta, err := kadm.NewClient(cl).Metadata(ctx)
 	if err != nil {
