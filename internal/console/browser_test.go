@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -47,6 +48,17 @@ func TestBrowser(t *testing.T) {
 	b.do(chromedp.Navigate(f.srv.URL + "/"))
 	ordersRow := b.text(`tr[data-topic="orders"]`)
 	groupRow := b.text(`tr[data-group="billing"]`)
+	// No dead links: "orders" is not validated (no DLQ cell link), "clean"
+	// has quarantined nothing yet (named, not linked), "events" links to
+	// its DLQ's page.
+	if n := b.count(`tr[data-topic="orders"] td.dlq a, tr[data-topic="clean"] td.dlq a`); n != 0 {
+		t.Errorf("%d dead-letter links where no DLQ topic exists", n)
+	}
+	b.follow(`tr[data-topic="events"] td.dlq a`)
+	if name := b.text(`#topic-name`); name != "events.dlq" {
+		t.Errorf("events' DLQ link opened %q", name)
+	}
+	b.do(chromedp.Navigate(f.srv.URL + "/"))
 	b.follow(`tr[data-topic="orders"] a`)
 	topicName := b.text(`#topic-name`)
 	b.follow(`tr[data-partition="0"] a.browse`)
@@ -111,4 +123,14 @@ func (b *browser) text(css string) string {
 		b.t.Fatalf("text of %s: %v", css, err)
 	}
 	return strings.TrimSpace(s)
+}
+
+// count is the number of elements matching css.
+func (b *browser) count(css string) int {
+	b.t.Helper()
+	n, err := chromedp.Run(b.ctx, chromedp.Evaluate[int](`document.querySelectorAll(`+strconv.Quote(css)+`).length`))
+	if err != nil {
+		b.t.Fatalf("count %s: %v", css, err)
+	}
+	return n
 }

@@ -44,7 +44,7 @@ func New(b *broker.Broker, logger *slog.Logger) (*Console, error) {
 		"sub":       func(a, b int64) int64 { return a - b },
 		"join":      joinIDs,
 		"seconds":   humanSeconds,
-		"timestamp": func(t time.Time) string { return t.Format("2006-01-02 15:04:05.000Z") },
+		"timestamp": func(t Time) string { return time.Time(t).UTC().Format("2006-01-02 15:04:05.000Z") },
 	}
 	for _, page := range []string{"overview", "topic", "records", "group", "brokers", "error"} {
 		t, err := template.New("layout.html").Funcs(funcs).ParseFS(templateFS, "templates/layout.html", "templates/"+page+".html")
@@ -55,6 +55,14 @@ func New(b *broker.Broker, logger *slog.Logger) (*Console, error) {
 	}
 	c.route("overview", "/{$}", "/api/v1/overview", func(ctx context.Context, r *http.Request) (any, error) {
 		return overview(ctx, c.b)
+	})
+	c.api("/api/v1/topics", func(ctx context.Context, r *http.Request) (any, error) {
+		o, err := overview(ctx, c.b)
+		return map[string]any{"topics": nonNil(o.Topics)}, err
+	})
+	c.api("/api/v1/groups", func(ctx context.Context, r *http.Request) (any, error) {
+		o, err := overview(ctx, c.b)
+		return map[string]any{"groups": nonNil(o.Groups)}, err
 	})
 	c.route("topic", "/topics/{topic}", "/api/v1/topics/{topic}", func(_ context.Context, r *http.Request) (any, error) {
 		return topicDetail(c.b, r.PathValue("topic"))
@@ -72,6 +80,17 @@ func New(b *broker.Broker, logger *slog.Logger) (*Console, error) {
 	})
 	c.route("group", "/groups/{group}", "/api/v1/groups/{group}", func(ctx context.Context, r *http.Request) (any, error) {
 		return groupDetail(ctx, c.b, r.PathValue("group"))
+	})
+	index := func(context.Context, *http.Request) (any, error) { return apiIndex(), nil }
+	c.api("/api/v1", index)
+	c.api("/api/v1/{$}", index)
+	// Anything else under /api/v1 is a JSON 404 (a script must never be
+	// handed an HTML page), and anything else at all the error page.
+	c.mux.HandleFunc("/api/v1/", func(w http.ResponseWriter, r *http.Request) {
+		c.fail(w, r, fmt.Errorf("%w: no API route %s %s (GET /api/v1 lists them)", errNotFound, r.Method, r.URL.Path), true)
+	})
+	c.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		c.fail(w, r, fmt.Errorf("%w: no page %s", errNotFound, r.URL.Path), false)
 	})
 	return c, nil
 }
@@ -91,7 +110,12 @@ func (c *Console) route(page, pagePath, apiPath string, view func(context.Contex
 		}
 		c.render(w, http.StatusOK, page, v)
 	})
-	c.mux.HandleFunc("GET "+apiPath, func(w http.ResponseWriter, r *http.Request) {
+	c.api(apiPath, view)
+}
+
+// api serves one view model as JSON at path.
+func (c *Console) api(path string, view func(context.Context, *http.Request) (any, error)) {
+	c.mux.HandleFunc("GET "+path, func(w http.ResponseWriter, r *http.Request) {
 		ctx, cancel := context.WithTimeout(r.Context(), pageTimeout)
 		defer cancel()
 		v, err := view(ctx, r)
@@ -101,6 +125,32 @@ func (c *Console) route(page, pagePath, apiPath string, view func(context.Contex
 		}
 		writeJSON(w, http.StatusOK, v)
 	})
+}
+
+// APIRoute is one entry of the API's index (GET /api/v1).
+type APIRoute struct {
+	Path        string `json:"path"`
+	Description string `json:"description"`
+}
+
+func apiIndex() map[string][]APIRoute {
+	return map[string][]APIRoute{"routes": {
+		{"/api/v1/overview", "cluster, topics and groups with totals"},
+		{"/api/v1/topics", "every topic"},
+		{"/api/v1/topics/{topic}", "a topic: partitions, configs, ingest counters"},
+		{"/api/v1/topics/{topic}/partitions/{partition}/records", "a page of a partition's records"},
+		{"/api/v1/groups", "every consumer group"},
+		{"/api/v1/groups/{group}", "a group: members, committed offsets, lag"},
+		{"/api/v1/brokers", "the brokers and the metadata quorum"},
+	}}
+}
+
+// nonNil makes an empty list JSON [] rather than null.
+func nonNil[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
 }
 
 func recordsQuery(r *http.Request) (partition int32, from int64, limit int, err error) {

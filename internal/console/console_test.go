@@ -23,7 +23,8 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 // fixture is a broker with data on disk behind a console on a real
 // loopback listener: a topic "orders" with keyed records in two
 // partitions, a tombstone and a binary value, a JSON-validated topic with
-// one record quarantined to its DLQ, and a group "billing" that committed
+// one record quarantined to its DLQ, a validated topic "clean" that has
+// quarantined nothing, and a group "billing" that committed
 // part of "orders".
 type fixture struct {
 	b   *broker.Broker
@@ -59,6 +60,11 @@ func newFixture(t testing.TB) *fixture {
 		if _, err := b.ProduceRecords(ctx, "events", 0, []record.Record{{Value: []byte(v), Timestamp: 3}}); err != nil {
 			t.Fatal(err)
 		}
+	}
+	// "clean" is validated but has quarantined nothing: its DLQ does not
+	// exist yet.
+	if _, err := b.CreateTopic(broker.TopicSpec{Name: "clean", Partitions: 1, Configs: map[string]string{broker.ConfigValidation: "json"}}); err != nil {
+		t.Fatal(err)
 	}
 	if err := b.Group("billing").CommitThrough(ctx, "orders", 0, 0); err != nil {
 		t.Fatal(err)
@@ -113,7 +119,13 @@ func TestAPI(t *testing.T) {
 	if r := byName["orders"]; r.Partitions != 2 || r.Records != 5 || r.Bytes == 0 || r.CleanupPolicy != "delete" {
 		t.Errorf("orders row: %+v", r)
 	}
-	if r := byName["events"]; r.Validation != "json" || r.DLQ != "events.dlq" || r.Records != 2 {
+	if r := byName["orders"]; r.DLQ != "" || r.DLQExists {
+		t.Errorf("orders is not validated and has no DLQ topic, yet its row names one: %+v", r)
+	}
+	if r := byName["clean"]; r.DLQ != "clean.dlq" || r.DLQExists {
+		t.Errorf("clean's DLQ is named but does not exist yet: %+v", r)
+	}
+	if r := byName["events"]; r.Validation != "json" || r.DLQ != "events.dlq" || !r.DLQExists || r.Records != 2 {
 		t.Errorf("events row: %+v (one accepted record and the quarantined one's gap)", r)
 	}
 	if r, ok := byName["events.dlq"]; !ok || r.Records != 1 {
@@ -142,7 +154,7 @@ func TestAPI(t *testing.T) {
 	}
 	rs = getJSON[Records](t, f, "/api/v1/topics/orders/partitions/1/records")
 	if len(rs.Records) != 2 || rs.Records[0].Value != nil || rs.Records[1].Key != nil ||
-		!rs.Records[1].ValueHex || *rs.Records[1].Value != "ff0010" {
+		rs.Records[1].ValueEncoding != "base64" || *rs.Records[1].Value != "/wAQ" {
 		t.Errorf("tombstone and binary value: %+v", rs.Records)
 	}
 
@@ -175,7 +187,9 @@ func TestErrors(t *testing.T) {
 		{"/api/v1/topics/orders/partitions/0/records?offset=-3", 400, "want an offset"},
 		{"/topics/orders/partitions/0?limit=100000", 400, "want 1 to 500"},
 		{"/api/v1/groups/nobody", 404, `group \"nobody\"`},
-		{"/no/such/page", 404, ""},
+		{"/no/such/page", 404, "no page /no/such/page"},
+		{"/api/v1/nope", 404, `"error": "not found: no API route GET /api/v1/nope`},
+		{"/api/v1/topics/orders/nope", 404, `"error"`},
 	} {
 		code, body := f.get(t, tc.path)
 		if code != tc.code || !strings.Contains(body, tc.want) {
@@ -256,13 +270,50 @@ func TestOverviewShowsFailedPartitions(t *testing.T) {
 func TestBrokersPage(t *testing.T) {
 	f := newFixture(t)
 	v := getJSON[Brokers](t, f, "/api/v1/brokers")
-	// orders (2) + events (1) + events' DLQ (1) + __consumer_offsets (1)
+	// orders (2) + events (1) + events' DLQ (1) + clean (1) + __consumer_offsets (1)
 	if v.Clustered || v.Fenced || v.Raft != nil || v.ControllerID != 0 || len(v.Brokers) != 1 ||
-		!v.Brokers[0].Controller || v.Brokers[0].State != "live" || v.Brokers[0].PartitionsLed != 5 {
+		!v.Brokers[0].Controller || v.Brokers[0].State != "live" || v.Brokers[0].PartitionsLed != 6 {
 		t.Fatalf("brokers of a single node: %+v", v)
 	}
 	code, body := f.get(t, "/brokers")
 	if code != http.StatusOK || !strings.Contains(body, `<tr data-node="0">`) || !strings.Contains(body, "a single node: no quorum") {
 		t.Fatalf("brokers page: %d\n%s", code, body)
+	}
+}
+
+// TestAPIIndex: /api/v1 lists the routes, /api/v1/topics and /api/v1/groups
+// list what the overview does, and every route the index names answers
+// JSON (a name in braces filled in from the fixture).
+func TestAPIIndex(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	for _, path := range []string{"/api/v1", "/api/v1/"} {
+		idx := getJSON[map[string][]APIRoute](t, f, path)
+		if len(idx["routes"]) < 7 {
+			t.Fatalf("GET %s: %+v", path, idx)
+		}
+		for _, r := range idx["routes"] {
+			p := strings.NewReplacer("{topic}", "orders", "{partition}", "0", "{group}", "billing").Replace(r.Path)
+			if code, body := f.get(t, p); code != http.StatusOK || !json.Valid([]byte(body)) {
+				t.Errorf("index route %s: %d %s", p, code, body)
+			}
+		}
+	}
+	ts := getJSON[map[string][]TopicRow](t, f, "/api/v1/topics")["topics"]
+	if len(ts) != 5 {
+		t.Errorf("topics: %+v", ts)
+	}
+	gs := getJSON[map[string][]GroupRow](t, f, "/api/v1/groups")["groups"]
+	if len(gs) != 1 || gs[0].ID != "billing" || gs[0].Lag != 4 {
+		t.Errorf("groups: %+v", gs)
+	}
+	resp, err := http.Post(f.srv.URL+"/api/v1/overview", "text/plain", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNotFound || resp.Header.Get("Content-Type") != "application/json" || !json.Valid(body) {
+		t.Errorf("POST /api/v1/overview: %d %s %s", resp.StatusCode, resp.Header.Get("Content-Type"), body)
 	}
 }

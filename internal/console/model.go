@@ -8,7 +8,6 @@ import (
 	"slices"
 	"strconv"
 	"time"
-	"unicode/utf8"
 
 	"github.com/strandmq/strand/internal/broker"
 	"github.com/strandmq/strand/internal/group"
@@ -25,7 +24,7 @@ type Overview struct {
 	DataDir   string        `json:"dataDir"`
 	Topics    []TopicRow    `json:"topics"`
 	Groups    []GroupRow    `json:"groups"`
-	Generated time.Time     `json:"generated"`
+	Generated Time          `json:"generated"`
 	Totals    OverviewTotal `json:"totals"`
 	// FailedPartitions refuse appends after a failed fsync until the broker
 	// restarts (/healthz reports them too).
@@ -52,8 +51,11 @@ type TopicRow struct {
 	Bytes         int64  `json:"bytes"`
 	CleanupPolicy string `json:"cleanupPolicy"`
 	Validation    string `json:"validation"`
-	DLQ           string `json:"dlq,omitempty"`
-	Internal      bool   `json:"internal"`
+	// DLQ names the topic's dead-letter topic when it is validated or the
+	// topic exists; DLQExists says whether there is a page to link to.
+	DLQ       string `json:"dlq,omitempty"`
+	DLQExists bool   `json:"dlqExists"`
+	Internal  bool   `json:"internal"`
 }
 
 // GroupRow is one consumer group in the overview.
@@ -75,6 +77,7 @@ type TopicDetail struct {
 	Configs    []ConfigRow    `json:"configs"`
 	Ingest     IngestRow      `json:"ingest"`
 	DLQ        string         `json:"dlq,omitempty"`
+	DLQExists  bool           `json:"dlqExists"`
 	Internal   bool           `json:"internal"`
 }
 
@@ -122,22 +125,25 @@ type Records struct {
 	Records   []RecordRow `json:"records"`
 }
 
-// RecordRow is one record, its key and value as text when they are UTF-8,
-// else as hex (KeyHex/ValueHex say which).
+// RecordRow is one record, its key, value and header values as text when
+// they are UTF-8, else as base64 (the encoding fields say so).
 type RecordRow struct {
-	Offset    int64       `json:"offset"`
-	Timestamp time.Time   `json:"timestamp"`
-	Key       *string     `json:"key"`   // nil: no key
-	Value     *string     `json:"value"` // nil: a tombstone
-	KeyHex    bool        `json:"keyHex,omitempty"`
-	ValueHex  bool        `json:"valueHex,omitempty"`
-	Headers   []HeaderRow `json:"headers,omitempty"`
+	Partition     int32       `json:"partition"`
+	Offset        int64       `json:"offset"`
+	Timestamp     Time        `json:"timestamp"`
+	TimestampMs   int64       `json:"timestampMs"`
+	Key           *string     `json:"key"` // nil: no key
+	KeyEncoding   string      `json:"keyEncoding,omitempty"`
+	Value         *string     `json:"value"` // nil: a tombstone
+	ValueEncoding string      `json:"valueEncoding,omitempty"`
+	Headers       []HeaderRow `json:"headers"`
 }
 
 // HeaderRow is one record header.
 type HeaderRow struct {
-	Key   string  `json:"key"`
-	Value *string `json:"value"`
+	Key      string  `json:"key"`
+	Value    *string `json:"value"`
+	Encoding string  `json:"encoding,omitempty"`
 }
 
 // GroupDetail is a consumer group's page.
@@ -182,13 +188,13 @@ var errBadRequest = errors.New("bad request")
 const maxRecords = 500
 
 func overview(ctx context.Context, b *broker.Broker) (Overview, error) {
-	o := Overview{ClusterID: b.ClusterID(), NodeID: int32(b.NodeID()), DataDir: b.Dir(), Generated: time.Now().UTC(),
+	o := Overview{ClusterID: b.ClusterID(), NodeID: int32(b.NodeID()), DataDir: b.Dir(), Generated: Time(time.Now()),
 		FailedPartitions: b.FailedPartitions(), Offline: b.OfflinePartitions()}
 	for _, t := range b.Topics() {
 		row := TopicRow{Name: t.Name, Partitions: t.Partitions(), Internal: broker.IsInternalTopic(t.Name)}
 		row.CleanupPolicy, _ = t.Config.Get(broker.ConfigCleanupPolicy)
 		row.Validation, _ = t.Config.Get(broker.ConfigValidation)
-		row.DLQ = t.Config.DLQTopic(t.Name)
+		row.DLQ, row.DLQExists = dlqOf(b, t)
 		for i := range t.Partitions() {
 			p, err := t.Partition(broker.PartitionID(i))
 			if err != nil {
@@ -222,8 +228,8 @@ func topicDetail(b *broker.Broker, name string) (TopicDetail, error) {
 	if err != nil {
 		return TopicDetail{}, fmt.Errorf("%w: topic %q", errNotFound, name)
 	}
-	d := TopicDetail{Name: t.Name, ID: fmt.Sprintf("%x", t.ID[:]), Internal: broker.IsInternalTopic(t.Name),
-		DLQ: t.Config.DLQTopic(t.Name)}
+	d := TopicDetail{Name: t.Name, ID: fmt.Sprintf("%x", t.ID[:]), Internal: broker.IsInternalTopic(t.Name)}
+	d.DLQ, d.DLQExists = dlqOf(b, t)
 	st := b.TopicIngestStats(t.Name)
 	d.Ingest = IngestRow{Validated: st.Validated, Accepted: st.Accepted, Quarantined: st.Quarantined, Redriven: st.Redriven}
 	for i := range t.Partitions() {
@@ -244,6 +250,18 @@ func topicDetail(b *broker.Broker, name string) (TopicDetail, error) {
 		d.Configs = append(d.Configs, ConfigRow{Name: e.Name, Value: e.Value, Source: sourceName(e.Source)})
 	}
 	return d, nil
+}
+
+// dlqOf names t's dead-letter topic if t is validated (quarantines will
+// create it) or the topic exists, and says whether it exists: every topic
+// has a DLQ name by default, but an unvalidated topic's is no place to go.
+func dlqOf(b *broker.Broker, t *broker.Topic) (name string, exists bool) {
+	name = t.Config.DLQTopic(t.Name)
+	_, err := b.Topic(name)
+	if exists = err == nil; !exists && t.Config.Validator() == nil {
+		return "", false
+	}
+	return name, exists
 }
 
 func int32s(ids []broker.NodeID) []int32 {
@@ -294,7 +312,7 @@ func records(b *broker.Broker, topic string, partition int32, from int64, limit 
 				if int64(r.Offset) < out.Next || len(out.Records) >= limit {
 					continue
 				}
-				out.Records = append(out.Records, recordRow(r))
+				out.Records = append(out.Records, recordRow(partition, r))
 				out.Next = int64(r.Offset) + 1
 			}
 			if len(out.Records) < limit {
@@ -311,29 +329,16 @@ func records(b *broker.Broker, topic string, partition int32, from int64, limit 
 	return out, nil
 }
 
-func recordRow(r record.Record) RecordRow {
-	row := RecordRow{Offset: int64(r.Offset), Timestamp: time.UnixMilli(r.Timestamp).UTC()}
-	row.Key, row.KeyHex = text(r.Key)
-	row.Value, row.ValueHex = text(r.Value)
+func recordRow(partition int32, r record.Record) RecordRow {
+	row := RecordRow{Partition: partition, Offset: int64(r.Offset), Timestamp: Time(time.UnixMilli(r.Timestamp)),
+		TimestampMs: r.Timestamp, Headers: []HeaderRow{}}
+	row.Key, row.KeyEncoding = text(r.Key)
+	row.Value, row.ValueEncoding = text(r.Value)
 	for _, h := range r.Headers {
-		v, _ := text(h.Value)
-		row.Headers = append(row.Headers, HeaderRow{Key: h.Key, Value: v})
+		v, enc := text(h.Value)
+		row.Headers = append(row.Headers, HeaderRow{Key: h.Key, Value: v, Encoding: enc})
 	}
 	return row
-}
-
-// text renders bytes for a person: nil stays nil, valid UTF-8 is itself,
-// anything else is hex.
-func text(b []byte) (*string, bool) {
-	if b == nil {
-		return nil, false
-	}
-	if utf8.Valid(b) {
-		s := string(b)
-		return &s, false
-	}
-	s := fmt.Sprintf("%x", b)
-	return &s, true
 }
 
 func groupDetail(ctx context.Context, b *broker.Broker, id string) (GroupDetail, error) {
