@@ -676,6 +676,10 @@ func (b *Broker) installLocked(name string, t *Topic) error {
 	return nil
 }
 
+// ValidateTopicName returns an error wrapping ErrInvalidTopic unless name
+// is a legal Kafka topic name.
+func ValidateTopicName(name string) error { return validateTopicName(name) }
+
 func validateTopicName(name string) error {
 	switch {
 	case name == "":

@@ -70,6 +70,11 @@ type PartitionInfo struct {
 	Replicas    []NodeID
 	ISR         []NodeID
 	Offline     []NodeID // replicas on fenced brokers
+	// ELR and LastKnownELR are the partition's eligible leader replicas
+	// and last known leader (KIP-966, cluster.PartitionReg); a single
+	// node has neither.
+	ELR          []NodeID
+	LastKnownELR []NodeID
 }
 
 // PartitionInfo describes partition p of t.
@@ -86,7 +91,8 @@ func (b *Broker) PartitionInfo(t *Topic, p PartitionID) PartitionInfo {
 	if !ok {
 		return PartitionInfo{Leader: -1}
 	}
-	info := PartitionInfo{Leader: NodeID(reg.Leader), LeaderEpoch: reg.LeaderEpoch, Replicas: nodeIDs(reg.Replicas), ISR: nodeIDs(reg.ISR)}
+	info := PartitionInfo{Leader: NodeID(reg.Leader), LeaderEpoch: reg.LeaderEpoch, Replicas: nodeIDs(reg.Replicas), ISR: nodeIDs(reg.ISR),
+		ELR: nodeIDs(reg.ELR), LastKnownELR: nodeIDs(reg.LastKnownELR)}
 	for _, r := range reg.Replicas {
 		if br, ok := img.Broker(r); !ok || br.Fenced {
 			info.Offline = append(info.Offline, NodeID(r))
