@@ -2,6 +2,7 @@ package console
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"strconv"
@@ -10,6 +11,8 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+
+	"github.com/strandmq/strand/internal/record"
 )
 
 // chromium finds a Chromium to drive, or skips (fails, when CI requires the
@@ -33,18 +36,8 @@ func chromium(t *testing.T) string {
 // topic and its partitions, another browses a partition's records from the
 // log start, paging on, and the group page shows the lag per partition.
 func TestBrowser(t *testing.T) {
-	exe := chromium(t)
+	b := newBrowser(t)
 	f := newFixture(t)
-	opts := append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(exe), chromedp.NoSandbox, chromedp.Headless, chromedp.DisableGPU)
-	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
-	defer cancelAlloc()
-	ctx, cancel := chromedp.NewContext(actx)
-	defer cancel()
-	ctx, cancelTimeout := context.WithTimeout(ctx, 90*time.Second)
-	defer cancelTimeout()
-
-	b := &browser{t: t, ctx: ctx}
 	b.do(chromedp.Navigate(f.srv.URL + "/"))
 	ordersRow := b.text(`tr[data-topic="orders"]`)
 	groupRow := b.text(`tr[data-group="billing"]`)
@@ -91,6 +84,82 @@ func TestBrowser(t *testing.T) {
 	}
 }
 
+// TestBrowserRecords walks the records pages: a seek by timestamp from the
+// form, previous and last pages, a filter and what it scanned, a
+// quarantined gap's link to its DLQ record, an indented JSON value, a long
+// value's link to the whole, and the all-partitions view.
+func TestBrowserRecords(t *testing.T) {
+	f := newFixture(t)
+	long := strings.Repeat("x", maxValueShown+10)
+	if _, err := f.b.ProduceRecords(context.Background(), "orders", 0, []record.Record{{Value: []byte(long), Timestamp: 1_800_000_000_000}}); err != nil {
+		t.Fatal(err)
+	}
+	b := newBrowser(t)
+	b.do(chromedp.Navigate(f.srv.URL + "/topics/orders/partitions/0?limit=1"))
+	b.do(chromedp.SetValue(chromedp.CSS(`#seek-form input[name="timestamp"]`), "2023-11-14T22:13:20.002Z"))
+	b.submit(`#seek-form`)
+	if from, v := b.text(`#from`), b.text(`tr[data-offset="2"] td.value`); from != "2" || v != "cherry" {
+		t.Errorf("seek to a timestamp: from %q value %q", from, v)
+	}
+	b.follow(`#prev`)
+	if from := b.text(`#from`); from != "1" {
+		t.Errorf("previous page from %q", from)
+	}
+	b.follow(`#last`)
+	if from := b.text(`#from`); from != "3" {
+		t.Errorf("last page from %q", from)
+	}
+	if v := b.text(`tr[data-offset="3"] td.value`); !strings.HasSuffix(v, fmt.Sprintf("whole value (%s)", humanBytes(int64(len(long))))) {
+		t.Errorf("long value cell ends %q", v[max(0, len(v)-40):])
+	}
+	b.follow(`tr[data-offset="3"] a.whole`)
+	if body := b.text(`body`); body != long {
+		t.Errorf("whole value: %d bytes", len(body))
+	}
+
+	b.do(chromedp.Navigate(f.srv.URL + "/topics/orders/partitions/0"))
+	b.do(chromedp.SetValue(chromedp.CSS(`#seek-form input[name="value"]`), "an"))
+	b.submit(`#seek-form`)
+	if scanned, n := b.text(`#scanned`), b.count(`#records tr[data-offset]`); !strings.Contains(scanned, "scanned offsets 0–3 of 0–4") || n != 1 {
+		t.Errorf("filter value~an: %q, %d rows (want banana only)", scanned, n)
+	}
+
+	b.do(chromedp.Navigate(f.srv.URL + "/topics/events/partitions/0"))
+	if j := b.text(`tr[data-offset="0"] td.value pre.json`); j != "{\n  \"ok\": true\n}" {
+		t.Errorf("JSON value shown as %q", j)
+	}
+	b.follow(`tr.gap a.dlq-link`)
+	if v := b.text(`tr[data-offset="0"] td.value`); v != "not json" {
+		t.Errorf("the gap's DLQ record: %q", v)
+	}
+
+	b.do(chromedp.Navigate(f.srv.URL + "/topics/orders"))
+	b.follow(`#all-records`)
+	if first, n := b.text(`#records tbody tr:first-child td.data.key`), b.count(`#records tr[data-po]`); first != "gone" || n != 6 {
+		t.Errorf("all partitions: first key %q (want orders-1's 1970 tombstone), %d rows", first, n)
+	}
+}
+
+// newBrowser starts a headless Chromium for the test (skipping without one).
+func newBrowser(t *testing.T) *browser {
+	exe := chromium(t)
+	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(exe), chromedp.NoSandbox, chromedp.Headless, chromedp.DisableGPU)
+	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	t.Cleanup(cancelAlloc)
+	ctx, cancel := chromedp.NewContext(actx)
+	t.Cleanup(cancel)
+	ctx, cancelTimeout := context.WithTimeout(ctx, 90*time.Second)
+	t.Cleanup(cancelTimeout)
+	return &browser{t: t, ctx: ctx}
+}
+
+// submit submits the form at css and waits for the page it loads.
+func (b *browser) submit(css string) {
+	b.t.Helper()
+	b.load("submit "+css, chromedp.Submit(chromedp.CSS(css)))
+}
+
 // browser runs chromedp steps, failing the test on an error.
 type browser struct {
 	t   *testing.T
@@ -107,12 +176,18 @@ func (b *browser) do(steps ...chromedp.Action[chromedp.Void]) {
 // follow clicks the link at css and waits for the page it loads.
 func (b *browser) follow(css string) {
 	b.t.Helper()
-	resp, err := chromedp.RunResponse(b.ctx, chromedp.Click(chromedp.CSS(css)))
+	b.load("click "+css, chromedp.Click(chromedp.CSS(css)))
+}
+
+// load runs action and waits for the page it loads, which must be a 200.
+func (b *browser) load(what string, action chromedp.Action[chromedp.Void]) {
+	b.t.Helper()
+	resp, err := chromedp.RunResponse(b.ctx, action)
 	if err != nil {
-		b.t.Fatalf("click %s: %v", css, err)
+		b.t.Fatalf("%s: %v", what, err)
 	}
 	if resp.Status != 200 {
-		b.t.Fatalf("click %s: HTTP %d", css, resp.Status)
+		b.t.Fatalf("%s: HTTP %d", what, resp.Status)
 	}
 }
 

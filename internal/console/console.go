@@ -46,8 +46,8 @@ func New(b *broker.Broker, logger *slog.Logger) (*Console, error) {
 		"seconds":   humanSeconds,
 		"timestamp": func(t Time) string { return time.Time(t).UTC().Format("2006-01-02 15:04:05.000Z") },
 	}
-	for _, page := range []string{"overview", "topic", "records", "group", "brokers", "error"} {
-		t, err := template.New("layout.html").Funcs(funcs).ParseFS(templateFS, "templates/layout.html", "templates/"+page+".html")
+	for _, page := range []string{"overview", "topic", "records", "topicrecords", "group", "brokers", "error"} {
+		t, err := template.New("layout.html").Funcs(funcs).ParseFS(templateFS, "templates/layout.html", "templates/cells.html", "templates/"+page+".html")
 		if err != nil {
 			return nil, fmt.Errorf("console: template %s: %w", page, err)
 		}
@@ -69,12 +69,28 @@ func New(b *broker.Broker, logger *slog.Logger) (*Console, error) {
 	})
 	c.route("records", "/topics/{topic}/partitions/{partition}", "/api/v1/topics/{topic}/partitions/{partition}/records",
 		func(_ context.Context, r *http.Request) (any, error) {
-			p, from, limit, err := recordsQuery(r)
+			p, err := partitionParam(r)
 			if err != nil {
 				return nil, err
 			}
-			return records(c.b, r.PathValue("topic"), p, from, limit)
+			rp, err := parseRecordsParams(r)
+			if err != nil {
+				return nil, err
+			}
+			return records(c.b, r.PathValue("topic"), p, rp)
 		})
+	c.route("topicrecords", "/topics/{topic}/records", "/api/v1/topics/{topic}/records",
+		func(_ context.Context, r *http.Request) (any, error) {
+			rp, err := parseRecordsParams(r)
+			if err != nil {
+				return nil, err
+			}
+			return topicRecords(c.b, r.PathValue("topic"), rp)
+		})
+	c.api("/api/v1/topics/{topic}/partitions/{partition}/records/{offset}", func(_ context.Context, r *http.Request) (any, error) {
+		return oneRecord(c.b, r)
+	})
+	c.mux.HandleFunc("GET /topics/{topic}/partitions/{partition}/records/{offset}/value", c.serveValue)
 	c.route("brokers", "/brokers", "/api/v1/brokers", func(context.Context, *http.Request) (any, error) {
 		return brokers(c.b), nil
 	})
@@ -151,29 +167,6 @@ func nonNil[T any](s []T) []T {
 		return []T{}
 	}
 	return s
-}
-
-func recordsQuery(r *http.Request) (partition int32, from int64, limit int, err error) {
-	p, err := strconv.ParseInt(r.PathValue("partition"), 10, 32)
-	if err != nil || p < 0 {
-		return 0, 0, 0, fmt.Errorf("%w: partition %q is not a partition number", errBadRequest, r.PathValue("partition"))
-	}
-	q := r.URL.Query()
-	from = 0
-	if s := q.Get("offset"); s != "" {
-		if from, err = strconv.ParseInt(s, 10, 64); err != nil || from < 0 {
-			return 0, 0, 0, fmt.Errorf("%w: offset %q: want an offset >= 0", errBadRequest, s)
-		}
-	}
-	limit = 50
-	if s := q.Get("limit"); s != "" {
-		n, err := strconv.Atoi(s)
-		if err != nil || n < 1 || n > maxRecords {
-			return 0, 0, 0, fmt.Errorf("%w: limit %q: want 1 to %d", errBadRequest, s, maxRecords)
-		}
-		limit = n
-	}
-	return int32(p), from, limit, nil
 }
 
 // fail answers an error: 404 for what does not exist, 400 for a bad query,

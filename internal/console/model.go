@@ -11,7 +11,6 @@ import (
 
 	"github.com/strandmq/strand/internal/broker"
 	"github.com/strandmq/strand/internal/group"
-	"github.com/strandmq/strand/internal/record"
 )
 
 // The view models: what each page shows, and what its /api/v1 twin
@@ -114,38 +113,6 @@ type ConfigRow struct {
 	Source string `json:"source"` // topic, broker or default
 }
 
-// Records is a page of one partition's records.
-type Records struct {
-	Topic     string      `json:"topic"`
-	Partition int32       `json:"partition"`
-	From      int64       `json:"from"`
-	Next      int64       `json:"next"` // where the following page starts
-	LogStart  int64       `json:"logStartOffset"`
-	End       int64       `json:"highWatermark"`
-	Records   []RecordRow `json:"records"`
-}
-
-// RecordRow is one record, its key, value and header values as text when
-// they are UTF-8, else as base64 (the encoding fields say so).
-type RecordRow struct {
-	Partition     int32       `json:"partition"`
-	Offset        int64       `json:"offset"`
-	Timestamp     Time        `json:"timestamp"`
-	TimestampMs   int64       `json:"timestampMs"`
-	Key           *string     `json:"key"` // nil: no key
-	KeyEncoding   string      `json:"keyEncoding,omitempty"`
-	Value         *string     `json:"value"` // nil: a tombstone
-	ValueEncoding string      `json:"valueEncoding,omitempty"`
-	Headers       []HeaderRow `json:"headers"`
-}
-
-// HeaderRow is one record header.
-type HeaderRow struct {
-	Key      string  `json:"key"`
-	Value    *string `json:"value"`
-	Encoding string  `json:"encoding,omitempty"`
-}
-
 // GroupDetail is a consumer group's page.
 type GroupDetail struct {
 	ID           string      `json:"id"`
@@ -183,9 +150,6 @@ var errNotFound = errors.New("not found")
 
 // errBadRequest marks a malformed query: HTTP 400.
 var errBadRequest = errors.New("bad request")
-
-// maxRecords bounds one page of records.
-const maxRecords = 500
 
 func overview(ctx context.Context, b *broker.Broker) (Overview, error) {
 	o := Overview{ClusterID: b.ClusterID(), NodeID: int32(b.NodeID()), DataDir: b.Dir(), Generated: Time(time.Now()),
@@ -281,64 +245,6 @@ func sourceName(s broker.ConfigSource) string {
 	default:
 		return "default"
 	}
-}
-
-// records reads up to limit records of a partition from offset from (clamped
-// to the log start, as a consumer reset to earliest would be).
-func records(b *broker.Broker, topic string, partition int32, from int64, limit int) (Records, error) {
-	p, err := b.Partition(topic, broker.PartitionID(partition))
-	if err != nil {
-		return Records{}, fmt.Errorf("%w: %s-%d", errNotFound, topic, partition)
-	}
-	start, end := int64(p.LogStartOffset()), int64(p.HighWatermark())
-	from = min(max(from, start), end)
-	out := Records{Topic: topic, Partition: partition, From: from, Next: from, LogStart: start, End: end}
-	for out.Next < end && len(out.Records) < limit {
-		res, err := p.Read(record.Offset(out.Next), 1<<20)
-		if errors.Is(err, broker.ErrOffsetOutOfRange) {
-			break // retention moved the start under us
-		}
-		if err != nil {
-			return Records{}, err
-		}
-		before := out.Next
-		s := record.Batches(res.Batches)
-		for s.Next() && len(out.Records) < limit {
-			batch, err := record.Decode(s.Batch())
-			if err != nil {
-				return Records{}, fmt.Errorf("decode batch in %s-%d: %w", topic, partition, err)
-			}
-			for _, r := range batch.Records {
-				if int64(r.Offset) < out.Next || len(out.Records) >= limit {
-					continue
-				}
-				out.Records = append(out.Records, recordRow(partition, r))
-				out.Next = int64(r.Offset) + 1
-			}
-			if len(out.Records) < limit {
-				out.Next = max(out.Next, int64(batch.NextOffset())) // past compacted gaps
-			}
-		}
-		if err := s.Err(); err != nil {
-			return Records{}, err
-		}
-		if out.Next == before {
-			break
-		}
-	}
-	return out, nil
-}
-
-func recordRow(partition int32, r record.Record) RecordRow {
-	row := RecordRow{Partition: partition, Offset: int64(r.Offset), Timestamp: Time(time.UnixMilli(r.Timestamp)),
-		TimestampMs: r.Timestamp, Headers: []HeaderRow{}}
-	row.Key, row.KeyEncoding = text(r.Key)
-	row.Value, row.ValueEncoding = text(r.Value)
-	for _, h := range r.Headers {
-		v, enc := text(h.Value)
-		row.Headers = append(row.Headers, HeaderRow{Key: h.Key, Value: v, Encoding: enc})
-	}
-	return row
 }
 
 func groupDetail(ctx context.Context, b *broker.Broker, id string) (GroupDetail, error) {
