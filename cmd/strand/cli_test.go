@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -559,4 +560,107 @@ func TestCLIConsumeEncoding(t *testing.T) {
 	if r := runCLI(t, addr, "", "consume", "enc", "--encoding", "rot13"); r.code != exitUsage {
 		t.Errorf("--encoding rot13: exit %d", r.code)
 	}
+}
+
+// TestCLITopicDescribeELR: on a single node the table has no ELR columns
+// and the JSON an empty "elr" per partition; in a three-node cluster (in
+// this process) with min.insync.replicas 3, a stopped replica shows in
+// the ELR column and in "elr".
+func TestCLITopicDescribeELR(t *testing.T) {
+	t.Parallel()
+	single := startBroker(t).Addr()
+	ok(t, single, "", "topic", "create", "solo", "--partitions", "2")
+	r := ok(t, single, "", "topic", "describe", "solo")
+	if !strings.Contains(r.stdout, "PARTITION  LEADER  REPLICAS  ISR  STATUS  START  END  RECORDS\n") || strings.Contains(r.stdout, "ELR") {
+		t.Errorf("single node: want the usual columns and no ELR:\n%s", r.stdout)
+	}
+	r = ok(t, single, "", "topic", "describe", "solo", "-o", "json")
+	if strings.Count(r.stdout, `"elr": []`) != 2 || strings.Contains(r.stdout, "last_known_elr") {
+		t.Errorf("single node json: want an empty elr per partition and no last_known_elr:\n%s", r.stdout)
+	}
+
+	nodes, addrs := startNodes(t, 3)
+	brokers := strings.Join(addrs, ",")
+	waitCLI(t, "topic elr created on nodes 1-3", func() bool { // every node registered
+		r := runCLI(t, brokers, "", "topic", "create", "elr", "--replica-assignment", "1:2:3", "--config", "min.insync.replicas=3")
+		return r.code == 0 || strings.Contains(r.stderr, "already exists")
+	})
+	var desc topicDescription
+	described := func() bool { // node 1's view, once it has the topic
+		r := runCLI(t, addrs[0], "", "topic", "describe", "elr", "-o", "json")
+		desc = topicDescription{}
+		if r.code == 0 {
+			decodeJSON(t, r.stdout, &desc)
+		}
+		return len(desc.Partitions) == 1
+	}
+	waitCLI(t, "ISR 1,2,3", func() bool { return described() && len(desc.Partitions[0].ISR) == 3 })
+	if err := nodes[2].Close(); err != nil {
+		t.Fatal(err)
+	}
+	nodes[2] = nil
+	waitCLI(t, "ELR [3]", func() bool { return described() && fmt.Sprint(desc.Partitions[0].ELR) == "[3]" })
+	if p := desc.Partitions[0]; p.LastKnownELR != nil || p.Status != "under-replicated" || fmt.Sprint(p.ISR) != "[1 2]" {
+		t.Errorf("node 3 stopped: %+v; want ISR [1 2], under-replicated, no last known ELR", p)
+	}
+	r = ok(t, addrs[0], "", "topic", "describe", "elr")
+	lines := strings.Split(r.stdout, "\n")
+	header := slices.IndexFunc(lines, func(l string) bool { return strings.HasPrefix(l, "PARTITION") })
+	if header < 0 || !strings.HasSuffix(lines[header], "RECORDS  ELR") || !strings.HasSuffix(lines[header+1], "  3") ||
+		strings.Index(lines[header], "ELR") != strings.LastIndex(lines[header+1], "3") {
+		t.Errorf("describe table: want an ELR column last, showing 3:\n%s", r.stdout)
+	}
+}
+
+// waitCLI polls cond until it holds, for up to 20 s.
+func waitCLI(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(20 * time.Second); !cond(); time.Sleep(200 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("never: %s", what)
+		}
+	}
+}
+
+// startNodes starts an n-node cluster in this process (ids 1..n, every one
+// a voter) and returns its nodes and Kafka addresses. Each is closed at
+// cleanup; a test that stops one sets its entry to nil.
+func startNodes(t *testing.T, n int) ([]*strand.Broker, []string) {
+	t.Helper()
+	quorum := make([]strand.Voter, n)
+	addrs := make([]string, n)
+	for i := range n {
+		quorum[i] = strand.Voter{ID: int32(i + 1), Addr: freeAddr(t)}
+		addrs[i] = freeAddr(t)
+	}
+	nodes := make([]*strand.Broker, n)
+	errs := make(chan error, n)
+	root := t.TempDir()
+	for i := range n {
+		go func() { // together: each waits for a quorum
+			var err error
+			nodes[i], err = strand.Start(context.Background(), strand.Config{
+				Dir: filepath.Join(root, fmt.Sprint("n", i+1)), Addr: addrs[i], NodeID: int32(i + 1),
+				Cluster: &strand.ClusterConfig{Quorum: quorum, HeartbeatInterval: 100 * time.Millisecond,
+					SessionTimeout: 2 * time.Second, ElectionTimeout: 500 * time.Millisecond},
+				Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+			})
+			errs <- err
+		}()
+	}
+	var failed error
+	for range n {
+		failed = errors.Join(failed, <-errs)
+	}
+	t.Cleanup(func() {
+		for _, b := range nodes {
+			if b != nil { // nil: failed to start, or stopped by the test
+				b.Close()
+			}
+		}
+	})
+	if failed != nil {
+		t.Fatal(failed)
+	}
+	return nodes, addrs
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -33,6 +34,13 @@ type partitionOffsets struct {
 	// Status is "ok", "under-replicated" (fewer in-sync replicas than
 	// replicas) or "offline" (no leader).
 	Status string `json:"status"`
+	// ELR are the eligible leader replicas (KIP-966): replicas out of the
+	// ISR that still hold every acknowledged record and may lead when the
+	// ISR is empty. Absent when the broker does not serve
+	// DescribeTopicPartitions (API 75). LastKnownELR is the leader the
+	// partition had when its ISR emptied, shown when there is one.
+	ELR          []int32 `json:"elr,omitzero"`
+	LastKnownELR []int32 `json:"last_known_elr,omitempty"`
 }
 
 func partitionStatus(leader int32, replicas, isr []int32) string {
@@ -62,10 +70,18 @@ is fully replicated, under-replicated (fewer in-sync replicas than replicas) or
 offline (no leader) — and the configs set on the topic (--all-configs: every
 config, with where its value comes from). --under-replicated lists only the
 partitions that are not fully replicated, as kafka-topics.sh
---under-replicated-partitions does.`,
+--under-replicated-partitions does.
+
+In a cluster, a replica that leaves an ISR smaller than min.insync.replicas
+becomes an eligible leader replica (ELR, KIP-966): it holds every acknowledged
+record and may lead when the ISR is empty. The ELR column, and LAST KNOWN ELR
+(the leader a partition had when its ISR emptied), appear when some partition
+has one; -o json always carries "elr" when the broker serves
+DescribeTopicPartitions (Kafka 3.8 and later, Strand).`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, topics []string) error {
-			return o.adminRun(cmd, func(ctx context.Context, adm *kadm.Client, asJSON bool) error {
+			return o.clientRun(cmd, func(ctx context.Context, cl *kgo.Client, asJSON bool) error {
+				adm := kadm.NewClient(cl)
 				details, err := adm.ListTopicsWithInternal(ctx, topics...)
 				if err != nil {
 					return fmt.Errorf("describe: %w", err)
@@ -94,9 +110,14 @@ partitions that are not fully replicated, as kafka-topics.sh
 				if err != nil {
 					return fmt.Errorf("describe configs: %w", err)
 				}
+				elrs, err := describeELRs(ctx, cl, topics)
+				if err != nil {
+					fmt.Fprintf(cmd.ErrOrStderr(), "warning: %v; eligible leader replicas not shown\n", err)
+				}
 				var out []topicDescription
 				for _, t := range topics {
 					d := describeOne(details[t], starts, ends, rcs, allConfigs)
+					addELRs(&d, elrs)
 					if underReplicated {
 						d.Partitions = slices.DeleteFunc(d.Partitions, func(p partitionOffsets) bool { return p.Status == "ok" })
 					}
@@ -182,15 +203,21 @@ func printDescription(w io.Writer, d topicDescription, all bool) error {
 		fmt.Fprintf(w, ", %d offline", n)
 	}
 	fmt.Fprint(w, "\n\n")
+	// The ELR columns come last and only when some partition has one, so
+	// the usual table (and scripts reading it) stays as it was.
+	withELR := slices.ContainsFunc(d.Partitions, func(p partitionOffsets) bool { return len(p.ELR) > 0 })
+	withLast := slices.ContainsFunc(d.Partitions, func(p partitionOffsets) bool { return len(p.LastKnownELR) > 0 })
 	tw := newTable(w)
-	fmt.Fprintln(tw, "PARTITION\tLEADER\tREPLICAS\tISR\tSTATUS\tSTART\tEND\tRECORDS")
+	fmt.Fprint(tw, "PARTITION\tLEADER\tREPLICAS\tISR\tSTATUS\tSTART\tEND\tRECORDS")
+	fmt.Fprintln(tw, elrCells(withELR, withLast, "ELR", "LAST KNOWN ELR"))
 	for _, p := range d.Partitions {
 		leader := fmt.Sprint(p.Leader)
 		if p.Leader < 0 {
 			leader = "none"
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", p.Partition, leader,
-			ints(p.Replicas), ints(p.ISR), p.Status, known(p.StartOffset), known(p.EndOffset), known(p.Records))
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s%s\n", p.Partition, leader,
+			ints(p.Replicas), ints(p.ISR), p.Status, known(p.StartOffset), known(p.EndOffset), known(p.Records),
+			elrCells(withELR, withLast, orDash(ints(p.ELR)), orDash(ints(p.LastKnownELR))))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -243,4 +270,94 @@ func ints(s []int32) string {
 		parts[i] = fmt.Sprint(v)
 	}
 	return strings.Join(parts, ",")
+}
+
+// elrCells is the ELR columns of one table line: elr and last, each only
+// when its column is shown.
+func elrCells(withELR, withLast bool, elr, last string) string {
+	var b strings.Builder
+	if withELR {
+		b.WriteString("\t" + elr)
+	}
+	if withLast {
+		b.WriteString("\t" + last)
+	}
+	return b.String()
+}
+
+// partitionELR is one partition as DescribeTopicPartitions reports it:
+// its leader, replicas and ISR too, so that a row of the description
+// comes from one broker's view (an ISR from one node's metadata and an
+// ELR from another's, a heartbeat apart, can overlap).
+type partitionELR struct {
+	leader                        int32
+	replicas, isr, elr, lastKnown []int32
+}
+
+type topicPartition struct {
+	topic     string
+	partition int32
+}
+
+// describeELRs asks DescribeTopicPartitions (API 75, KIP-966) for the
+// partitions of topics, following its cursor from page to page. It
+// returns nil, and no error, when the broker does not advertise the API
+// (Kafka before 3.8): the description then leaves the ELR out. Metadata
+// does not carry the ELR, so this is one more request.
+func describeELRs(ctx context.Context, cl *kgo.Client, topics []string) (map[topicPartition]partitionELR, error) {
+	vers, err := kmsg.NewPtrApiVersionsRequest().RequestWith(ctx, cl)
+	if err != nil {
+		return nil, fmt.Errorf("api versions: %w", err)
+	}
+	key := kmsg.NewPtrDescribeTopicPartitionsRequest().Key()
+	if !slices.ContainsFunc(vers.ApiKeys, func(k kmsg.ApiVersionsResponseApiKey) bool { return k.ApiKey == key }) {
+		return nil, nil
+	}
+	out := map[topicPartition]partitionELR{}
+	req := kmsg.NewPtrDescribeTopicPartitionsRequest()
+	for _, t := range topics {
+		rt := kmsg.NewDescribeTopicPartitionsRequestTopic()
+		rt.Topic = t
+		req.Topics = append(req.Topics, rt)
+	}
+	for {
+		resp, err := req.RequestWith(ctx, cl)
+		if err != nil {
+			return nil, fmt.Errorf("describe topic partitions: %w", err)
+		}
+		for _, rt := range resp.Topics {
+			if rt.ErrorCode != 0 || rt.Topic == nil {
+				continue // the topic's error was reported from Metadata
+			}
+			for _, p := range rt.Partitions {
+				out[topicPartition{*rt.Topic, p.Partition}] = partitionELR{p.LeaderID, p.Replicas, p.ISR, p.EligibleLeaderReplicas, p.LastKnownELR}
+			}
+		}
+		next := resp.NextCursor
+		if next == nil {
+			return out, nil
+		}
+		if c := req.Cursor; c != nil && c.Topic == next.Topic && c.Partition == next.Partition {
+			return nil, fmt.Errorf("describe topic partitions: the broker's cursor stays at %s/%d", next.Topic, next.Partition)
+		}
+		req.Cursor = &kmsg.DescribeTopicPartitionsRequestCursor{Topic: next.Topic, Partition: next.Partition}
+	}
+}
+
+// addELRs sets d's partitions' ELR fields, and their leader, replicas,
+// ISR and status, from elrs (nil: not known).
+func addELRs(d *topicDescription, elrs map[topicPartition]partitionELR) {
+	if elrs == nil {
+		return
+	}
+	for i := range d.Partitions {
+		p := &d.Partitions[i]
+		e, ok := elrs[topicPartition{d.Topic, p.Partition}]
+		if !ok {
+			continue // a partition created meanwhile: Metadata's view only
+		}
+		p.Leader, p.Replicas, p.ISR = e.leader, nonNil(e.replicas), nonNil(e.isr)
+		p.ELR, p.LastKnownELR = nonNil(e.elr), e.lastKnown
+		p.Status = partitionStatus(p.Leader, p.Replicas, p.ISR)
+	}
 }
