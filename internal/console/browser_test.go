@@ -140,6 +140,33 @@ func TestBrowserRecords(t *testing.T) {
 	}
 }
 
+// TestBrowserGroups: from a topic's page to a group reading it; the group
+// page shows who holds which partition and the lag chart.
+func TestBrowserGroups(t *testing.T) {
+	f := newFixture(t)
+	member := joinConsumer(t, f.b, "readers", "orders", 0, 1)
+	if err := f.b.Group("billing").CommitThrough(context.Background(), "orders", 1, 0); err != nil {
+		t.Fatal(err)
+	}
+	f.c.sample(context.Background())
+	f.c.sample(context.Background())
+	b := newBrowser(t)
+	b.do(chromedp.Navigate(f.srv.URL + "/topics/orders"))
+	if row := b.text(`#topic-groups tr[data-group="billing"]`); !strings.HasSuffix(row, "3") {
+		t.Errorf("billing on the orders page: %q (want lag 3)", row)
+	}
+	b.follow(`#topic-groups tr[data-group="readers"] a`)
+	if id, assigned := b.text(`#group-id`), b.text(`#members td.assignment`); id != "readers" || assigned != "orders 0, 1" {
+		t.Errorf("group %q, assignment %q", id, assigned)
+	}
+	if m := b.text(`tr[data-tp="orders-1"] td.member`); m != member {
+		t.Errorf("orders-1 held by %q, want %q", m, member)
+	}
+	if n := b.count(`#lag-chart svg polyline`); n != 1 {
+		t.Errorf("%d lag charts", n)
+	}
+}
+
 // newBrowser starts a headless Chromium for the test (skipping without one).
 func newBrowser(t *testing.T) *browser {
 	exe := chromium(t)

@@ -29,6 +29,9 @@ type Console struct {
 	logger *slog.Logger
 	pages  map[string]*template.Template
 	mux    *http.ServeMux
+	// history is the groups' lag samples (sampleLoop, until the broker
+	// closes).
+	history lagHistory
 }
 
 // New returns the console of b; logger may be nil (slog.Default()).
@@ -44,6 +47,7 @@ func New(b *broker.Broker, logger *slog.Logger) (*Console, error) {
 		"sub":       func(a, b int64) int64 { return a - b },
 		"join":      joinIDs,
 		"seconds":   humanSeconds,
+		"lagChart":  lagChart,
 		"timestamp": func(t Time) string { return time.Time(t).UTC().Format("2006-01-02 15:04:05.000Z") },
 	}
 	for _, page := range []string{"overview", "topic", "records", "topicrecords", "group", "brokers", "error"} {
@@ -64,8 +68,8 @@ func New(b *broker.Broker, logger *slog.Logger) (*Console, error) {
 		o, err := overview(ctx, c.b)
 		return map[string]any{"groups": nonNil(o.Groups)}, err
 	})
-	c.route("topic", "/topics/{topic}", "/api/v1/topics/{topic}", func(_ context.Context, r *http.Request) (any, error) {
-		return topicDetail(c.b, r.PathValue("topic"))
+	c.route("topic", "/topics/{topic}", "/api/v1/topics/{topic}", func(ctx context.Context, r *http.Request) (any, error) {
+		return topicDetail(ctx, c.b, r.PathValue("topic"))
 	})
 	c.route("records", "/topics/{topic}/partitions/{partition}", "/api/v1/topics/{topic}/partitions/{partition}/records",
 		func(_ context.Context, r *http.Request) (any, error) {
@@ -95,7 +99,7 @@ func New(b *broker.Broker, logger *slog.Logger) (*Console, error) {
 		return brokers(c.b), nil
 	})
 	c.route("group", "/groups/{group}", "/api/v1/groups/{group}", func(ctx context.Context, r *http.Request) (any, error) {
-		return groupDetail(ctx, c.b, r.PathValue("group"))
+		return groupDetail(ctx, c.b, &c.history, r.PathValue("group"))
 	})
 	index := func(context.Context, *http.Request) (any, error) { return apiIndex(), nil }
 	c.api("/api/v1", index)
@@ -108,6 +112,7 @@ func New(b *broker.Broker, logger *slog.Logger) (*Console, error) {
 	c.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		c.fail(w, r, fmt.Errorf("%w: no page %s", errNotFound, r.URL.Path), false)
 	})
+	go c.sampleLoop()
 	return c, nil
 }
 
@@ -154,7 +159,9 @@ func apiIndex() map[string][]APIRoute {
 		{"/api/v1/overview", "cluster, topics and groups with totals"},
 		{"/api/v1/topics", "every topic"},
 		{"/api/v1/topics/{topic}", "a topic: partitions, configs, ingest counters"},
-		{"/api/v1/topics/{topic}/partitions/{partition}/records", "a page of a partition's records"},
+		{"/api/v1/topics/{topic}/partitions/{partition}/records", "a page of a partition's records (offset, timestamp, limit, key, value, header)"},
+		{"/api/v1/topics/{topic}/partitions/{partition}/records/{offset}", "one record, its value whole"},
+		{"/api/v1/topics/{topic}/records", "a page of a topic's records over all partitions (from, timestamp, limit, key, value, header)"},
 		{"/api/v1/groups", "every consumer group"},
 		{"/api/v1/groups/{group}", "a group: members, committed offsets, lag"},
 		{"/api/v1/brokers", "the brokers and the metadata quorum"},

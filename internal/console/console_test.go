@@ -28,6 +28,7 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 // part of "orders".
 type fixture struct {
 	b   *broker.Broker
+	c   *Console
 	srv *httptest.Server
 }
 
@@ -75,7 +76,7 @@ func newFixture(t testing.TB) *fixture {
 	}
 	srv := httptest.NewServer(c)
 	t.Cleanup(srv.Close)
-	return &fixture{b: b, srv: srv}
+	return &fixture{b: b, c: c, srv: srv}
 }
 
 func (f *fixture) get(t *testing.T, path string) (int, string) {
@@ -289,11 +290,11 @@ func TestAPIIndex(t *testing.T) {
 	f := newFixture(t)
 	for _, path := range []string{"/api/v1", "/api/v1/"} {
 		idx := getJSON[map[string][]APIRoute](t, f, path)
-		if len(idx["routes"]) < 7 {
+		if len(idx["routes"]) < 9 {
 			t.Fatalf("GET %s: %+v", path, idx)
 		}
 		for _, r := range idx["routes"] {
-			p := strings.NewReplacer("{topic}", "orders", "{partition}", "0", "{group}", "billing").Replace(r.Path)
+			p := strings.NewReplacer("{topic}", "orders", "{partition}", "0", "{group}", "billing", "{offset}", "1").Replace(r.Path)
 			if code, body := f.get(t, p); code != http.StatusOK || !json.Valid([]byte(body)) {
 				t.Errorf("index route %s: %d %s", p, code, body)
 			}

@@ -75,9 +75,12 @@ type TopicDetail struct {
 	Partitions []PartitionRow `json:"partitions"`
 	Configs    []ConfigRow    `json:"configs"`
 	Ingest     IngestRow      `json:"ingest"`
-	DLQ        string         `json:"dlq,omitempty"`
-	DLQExists  bool           `json:"dlqExists"`
-	Internal   bool           `json:"internal"`
+	// Groups are the groups reading the topic (committed offsets or
+	// assigned partitions), among those this node coordinates.
+	Groups    []TopicGroup `json:"groups"`
+	DLQ       string       `json:"dlq,omitempty"`
+	DLQExists bool         `json:"dlqExists"`
+	Internal  bool         `json:"internal"`
 }
 
 // IngestRow is a topic's validation counters since the broker started.
@@ -124,14 +127,25 @@ type GroupDetail struct {
 	TotalLag     int64       `json:"totalLag"`
 	// MaxTimeLagSeconds is the largest partition time lag.
 	MaxTimeLagSeconds float64 `json:"maxTimeLagSeconds"`
+	// LagHistory is the console's recent samples of the group's lag,
+	// oldest first (see lagHistory).
+	LagHistory []LagSample `json:"lagHistory"`
 }
 
-// MemberRow is one member of a group.
+// MemberRow is one member of a group and the partitions assigned to it
+// (consumer groups while Stable; empty otherwise).
 type MemberRow struct {
-	ID         string `json:"id"`
-	InstanceID string `json:"instanceId,omitempty"`
-	ClientID   string `json:"clientId"`
-	Host       string `json:"host"`
+	ID         string            `json:"id"`
+	InstanceID string            `json:"instanceId,omitempty"`
+	ClientID   string            `json:"clientId"`
+	Host       string            `json:"host"`
+	Assignment []TopicPartitions `json:"assignment"`
+}
+
+// TopicPartitions is one topic's partitions in an assignment.
+type TopicPartitions struct {
+	Topic      string  `json:"topic"`
+	Partitions []int32 `json:"partitions"`
 }
 
 // LagRow is one partition's committed offset and lag.
@@ -143,6 +157,9 @@ type LagRow struct {
 	Lag       int64  `json:"lag"`
 	// TimeLagSeconds: how long the next record to read has waited.
 	TimeLagSeconds float64 `json:"timeLagSeconds"`
+	// Member holds the partition in the group's current assignment ("":
+	// nobody).
+	Member string `json:"memberId,omitempty"`
 }
 
 // errNotFound marks an unknown topic, partition or group: HTTP 404.
@@ -173,11 +190,7 @@ func overview(ctx context.Context, b *broker.Broker) (Overview, error) {
 		o.Totals.Records += row.Records
 		o.Totals.Bytes += row.Bytes
 	}
-	var groups []group.GroupListing
-	for _, g := range b.Coordinators() { // the groups this node coordinates
-		groups = append(groups, g.List(ctx, nil)...)
-	}
-	for _, l := range groups {
+	for _, l := range listGroups(ctx, b) { // the groups this node coordinates
 		row := GroupRow{ID: l.GroupID, State: l.State.String(), ProtocolType: l.ProtocolType}
 		if lag, err := b.GroupLag(ctx, l.GroupID); err == nil {
 			row.Lag, row.TimeLagSeconds = lag.Total, lag.MaxTimeLag.Seconds()
@@ -187,13 +200,14 @@ func overview(ctx context.Context, b *broker.Broker) (Overview, error) {
 	return o, nil
 }
 
-func topicDetail(b *broker.Broker, name string) (TopicDetail, error) {
+func topicDetail(ctx context.Context, b *broker.Broker, name string) (TopicDetail, error) {
 	t, err := b.Topic(name)
 	if err != nil {
 		return TopicDetail{}, fmt.Errorf("%w: topic %q", errNotFound, name)
 	}
 	d := TopicDetail{Name: t.Name, ID: fmt.Sprintf("%x", t.ID[:]), Internal: broker.IsInternalTopic(t.Name)}
 	d.DLQ, d.DLQExists = dlqOf(b, t)
+	d.Groups = topicGroups(ctx, b, t.Name)
 	st := b.TopicIngestStats(t.Name)
 	d.Ingest = IngestRow{Validated: st.Validated, Accepted: st.Accepted, Quarantined: st.Quarantined, Redriven: st.Redriven}
 	for i := range t.Partitions() {
@@ -247,7 +261,7 @@ func sourceName(s broker.ConfigSource) string {
 	}
 }
 
-func groupDetail(ctx context.Context, b *broker.Broker, id string) (GroupDetail, error) {
+func groupDetail(ctx context.Context, b *broker.Broker, h *lagHistory, id string) (GroupDetail, error) {
 	g, err := b.GroupCoordinator(id)
 	if err != nil {
 		return GroupDetail{}, fmt.Errorf("%w: group %q: %v", errNotFound, id, err)
@@ -265,14 +279,25 @@ func groupDetail(ctx context.Context, b *broker.Broker, id string) (GroupDetail,
 		return GroupDetail{}, fmt.Errorf("%w: group %q", errNotFound, id)
 	}
 	d := GroupDetail{ID: id, State: desc.State.String(), ProtocolType: desc.ProtocolType, Protocol: desc.Protocol,
-		TotalLag: lag.Total, MaxTimeLagSeconds: lag.MaxTimeLag.Seconds()}
+		TotalLag: lag.Total, MaxTimeLagSeconds: lag.MaxTimeLag.Seconds(), Members: []MemberRow{}, Lag: []LagRow{},
+		LagHistory: h.get(id)}
+	owner := map[string]string{} // "topic-partition" → member
 	for _, m := range desc.Members {
-		d.Members = append(d.Members, MemberRow{ID: m.MemberID, InstanceID: m.InstanceID, ClientID: m.ClientID, Host: m.ClientHost})
+		row := MemberRow{ID: m.MemberID, InstanceID: m.InstanceID, ClientID: m.ClientID, Host: m.ClientHost,
+			Assignment: assignment(desc.ProtocolType, m.Assignment)}
+		for _, tp := range row.Assignment {
+			for _, p := range tp.Partitions {
+				owner[fmt.Sprintf("%s-%d", tp.Topic, p)] = m.MemberID
+			}
+		}
+		d.Members = append(d.Members, row)
 	}
 	for _, p := range lag.Partitions {
 		d.Lag = append(d.Lag, LagRow{Topic: p.Topic, Partition: int32(p.Partition), Committed: int64(p.Committed),
-			End: int64(p.End), Lag: p.Lag, TimeLagSeconds: p.TimeLag.Seconds()})
+			End: int64(p.End), Lag: p.Lag, TimeLagSeconds: p.TimeLag.Seconds(), Member: owner[fmt.Sprintf("%s-%d", p.Topic, p.Partition)]})
+		delete(owner, fmt.Sprintf("%s-%d", p.Topic, p.Partition))
 	}
+	d.Lag = append(d.Lag, uncommitted(b, d.Members, owner)...)
 	slices.SortFunc(d.Lag, func(a, b LagRow) int {
 		if a.Topic != b.Topic {
 			if a.Topic < b.Topic {
@@ -283,6 +308,30 @@ func groupDetail(ctx context.Context, b *broker.Broker, id string) (GroupDetail,
 		return int(a.Partition - b.Partition)
 	})
 	return d, nil
+}
+
+// uncommitted is the lag rows of partitions assigned (in left, by
+// "topic-partition") without a committed offset of the group: a consumer
+// starting there reads from the log start (auto.offset.reset aside), so
+// that is the lag shown.
+func uncommitted(b *broker.Broker, members []MemberRow, left map[string]string) []LagRow {
+	var out []LagRow
+	for _, m := range members {
+		for _, tp := range m.Assignment {
+			for _, p := range tp.Partitions {
+				if left[fmt.Sprintf("%s-%d", tp.Topic, p)] == "" {
+					continue
+				}
+				row := LagRow{Topic: tp.Topic, Partition: p, Committed: -1, End: -1, Member: m.ID}
+				if part, err := b.Partition(tp.Topic, broker.PartitionID(p)); err == nil {
+					row.End = int64(part.HighWatermark())
+					row.Lag = row.End - int64(part.LogStartOffset())
+				}
+				out = append(out, row)
+			}
+		}
+	}
+	return out
 }
 
 // Brokers is the brokers page: the cluster as this node sees it.
