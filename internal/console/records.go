@@ -134,19 +134,19 @@ type DLQRef struct {
 // longer than maxValueShown bytes is cut there (ValueTruncated) and
 // ValueBytes gives its whole length.
 type RecordRow struct {
-	Partition      int32       `json:"partition"`
-	Offset         int64       `json:"offset"`
-	Timestamp      Time        `json:"timestamp"`
-	TimestampMs    int64       `json:"timestampMs"`
-	Key            *string     `json:"key"` // nil: no key
-	KeyEncoding    string      `json:"keyEncoding,omitempty"`
-	Value          *string     `json:"value"` // nil: a tombstone
-	ValueEncoding  string      `json:"valueEncoding,omitempty"`
-	ValueBytes     int64       `json:"valueBytes"`
-	ValueTruncated bool        `json:"valueTruncated,omitempty"`
+	Partition      int32   `json:"partition"`
+	Offset         int64   `json:"offset"`
+	Timestamp      Time    `json:"timestamp"`
+	TimestampMs    int64   `json:"timestampMs"`
+	Key            *string `json:"key"` // nil: no key
+	KeyEncoding    string  `json:"keyEncoding,omitempty"`
+	Value          *string `json:"value"` // nil: a tombstone
+	ValueEncoding  string  `json:"valueEncoding,omitempty"`
+	ValueBytes     int64   `json:"valueBytes"`
+	ValueTruncated bool    `json:"valueTruncated,omitempty"`
 	// ValueURL serves the whole value of a truncated one, as it is.
-	ValueURL string `json:"valueUrl,omitempty"`
-	Headers        []HeaderRow `json:"headers"`
+	ValueURL string      `json:"valueUrl,omitempty"`
+	Headers  []HeaderRow `json:"headers"`
 	// Pretty is the value indented, when it is a whole JSON object or
 	// array (the page shows it; the API keeps the value as it is).
 	Pretty string `json:"-"`
