@@ -4,7 +4,9 @@ import (
 	"bufio"
 	"fmt"
 	"io"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
@@ -67,12 +69,15 @@ func startProc(t *testing.T, cmd *exec.Cmd) *serveProc {
 	}
 	served := p.served
 	var once sync.Once
+	keep := keptLog(t, p.cmd)
 	go func() {
+		defer keep.Close()
 		sc := bufio.NewScanner(stderr)
 		sc.Buffer(make([]byte, 64<<10), 1<<20)
 		for sc.Scan() {
 			line := sc.Text()
 			_, _ = p.logs.Write([]byte(line + "\n"))
+			_, _ = keep.Write([]byte(line + "\n"))
 			if m := servingRE.FindStringSubmatch(line); m != nil {
 				once.Do(func() { served <- m[1] })
 			}
@@ -89,6 +94,27 @@ func startProc(t *testing.T, cmd *exec.Cmd) *serveProc {
 	})
 	return p
 }
+
+// keptLog returns where a copy of the process's log goes: a file in
+// $STRAND_TEST_LOGS named after the test and the process id when that
+// is set (to read a long scenario's timing afterwards), else nowhere.
+func keptLog(t *testing.T, cmd *exec.Cmd) io.WriteCloser {
+	dir := os.Getenv("STRAND_TEST_LOGS")
+	if dir == "" {
+		return nopWriteCloser{io.Discard}
+	}
+	name := fmt.Sprintf("%s-%d.log", strings.ReplaceAll(t.Name(), "/", "_"), cmd.Process.Pid)
+	f, err := os.Create(filepath.Join(dir, name))
+	if err != nil {
+		t.Logf("STRAND_TEST_LOGS: %v", err)
+		return nopWriteCloser{io.Discard}
+	}
+	return f
+}
+
+type nopWriteCloser struct{ io.Writer }
+
+func (nopWriteCloser) Close() error { return nil }
 
 func (p *serveProc) awaitServing(t *testing.T) {
 	t.Helper()
