@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -164,6 +165,96 @@ func TestBrowserGroups(t *testing.T) {
 	}
 	if n := b.count(`#lag-chart svg polyline`); n != 1 {
 		t.Errorf("%d lag charts", n)
+	}
+}
+
+// TestBrowserActions drives every action through the console's own forms
+// (so the browser's Origin and Sec-Fetch-Site headers and the hidden token
+// are what a person's would be): create a topic, produce a test record,
+// edit a config, preview and apply a group reset, dry-run a redrive, delete
+// a group and a topic by typing their names.
+func TestBrowserActions(t *testing.T) {
+	f := newFixture(t)
+	b := newBrowser(t)
+	b.do(chromedp.Navigate(f.srv.URL + "/"))
+	b.do(chromedp.Click(chromedp.CSS(`#create-topic summary`)))
+	b.do(chromedp.SendKeys(chromedp.CSS(`#create-topic input[name="name"]`), "made"))
+	b.do(chromedp.SendKeys(chromedp.CSS(`#create-topic input[name="partitions"]`), "2"))
+	b.follow(`#create-topic button`)
+	if name, n := b.text(`#topic-name`), b.count(`#partitions tr[data-partition]`); name != "made" || n != 2 {
+		t.Fatalf("after create: topic %q with %d partitions", name, n)
+	}
+
+	b.do(chromedp.Click(chromedp.CSS(`#produce summary`)))
+	b.do(chromedp.SendKeys(chromedp.CSS(`#produce input[name="partition"]`), "1"))
+	b.do(chromedp.SendKeys(chromedp.CSS(`#produce textarea[name="value"]`), `{"hello":"browser"}`))
+	b.follow(`#produce button`)
+	if v := b.text(`tr[data-offset="0"] td.value pre.json`); v != "{\n  \"hello\": \"browser\"\n}" {
+		t.Errorf("the produced record shows as %q", v)
+	}
+
+	b.do(chromedp.Navigate(f.srv.URL + "/topics/made"))
+	b.do(chromedp.Click(chromedp.CSS(`#edit-config summary`)))
+	b.do(chromedp.SendKeys(chromedp.CSS(`#edit-config input[name="name"]`), "retention.ms"))
+	b.do(chromedp.SendKeys(chromedp.CSS(`#edit-config input[name="value"]`), "120000"))
+	b.follow(`#edit-config button`)
+	if tp, _ := f.b.Topic("made"); tp == nil {
+		t.Fatal("made is gone")
+	} else if v, _ := tp.Config.Get("retention.ms"); v != "120000" {
+		t.Errorf("retention.ms after the form: %q", v)
+	}
+
+	b.do(chromedp.Navigate(f.srv.URL + "/groups/billing"))
+	b.do(chromedp.SetValue(chromedp.CSS(`#reset select[name="mode"]`), "latest"))
+	b.follow(`#reset button`)
+	if target := b.text(`#plan tr[data-tp="orders-0"] td.target`); target != "3" {
+		t.Errorf("preview target for orders-0: %q", target)
+	}
+	if l, _ := f.b.GroupLag(context.Background(), "billing"); l.Total != 4 {
+		t.Errorf("the preview changed the lag to %d", l.Total)
+	}
+	b.follow(`#apply button`)
+	if lag := b.text(`#total-lag`); lag != "0" {
+		t.Errorf("total lag after a reset to latest: %q", lag)
+	}
+
+	b.do(chromedp.Navigate(f.srv.URL + "/topics/events"))
+	b.follow(`#dlq-view`)
+	if count := b.text(`#reasons td.count`); count != "1" {
+		t.Errorf("dead letters by reason: %q", count)
+	}
+	b.follow(`#dry-run`)
+	if res := b.text(`#redrive-result`); !strings.HasPrefix(res, "Dry run — nothing was written: 0 would be redriven, 1 still invalid") {
+		t.Errorf("dry run: %q", res)
+	}
+
+	b.do(chromedp.Navigate(f.srv.URL + "/groups/billing"))
+	b.do(chromedp.Click(chromedp.CSS(`#delete-group summary`)))
+	b.do(chromedp.SendKeys(chromedp.CSS(`#delete-group input[name="confirm"]`), "billing"))
+	b.follow(`#delete-group button`)
+	if n := b.count(`tr[data-group="billing"]`); n != 0 {
+		t.Errorf("billing still listed after delete")
+	}
+
+	b.do(chromedp.Navigate(f.srv.URL + "/topics/made"))
+	b.do(chromedp.Click(chromedp.CSS(`#delete-topic summary`)))
+	b.do(chromedp.SendKeys(chromedp.CSS(`#delete-topic input[name="confirm"]`), "mad"))
+	if resp, err := chromedp.RunResponse(b.ctx, chromedp.Click(chromedp.CSS(`#delete-topic button`))); err != nil || resp.Status != 400 {
+		t.Errorf("delete with a mistyped name: %v %v", resp, err)
+	}
+	b.do(chromedp.Navigate(f.srv.URL + "/topics/made"))
+	b.do(chromedp.Click(chromedp.CSS(`#delete-topic summary`)))
+	b.do(chromedp.SendKeys(chromedp.CSS(`#delete-topic input[name="confirm"]`), "made"))
+	b.follow(`#delete-topic button`)
+	if n := b.count(`tr[data-topic="made"]`); n != 0 {
+		t.Errorf("made still listed after delete")
+	}
+	shot, err := chromedp.Run(b.ctx, chromedp.FullScreenshot(80))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(t.TempDir(), "overview.jpg"), shot, 0o644); err != nil {
+		t.Fatal(err)
 	}
 }
 

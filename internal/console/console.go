@@ -27,8 +27,12 @@ const pageTimeout = 10 * time.Second
 type Console struct {
 	b      *broker.Broker
 	logger *slog.Logger
-	pages  map[string]*template.Template
-	mux    *http.ServeMux
+	// pages are rendered for remote clients, actPages (with the action
+	// forms and the CSRF token) for loopback ones (guard.go).
+	pages    map[string]*template.Template
+	actPages map[string]*template.Template
+	token    string
+	mux      *http.ServeMux
 	// history is the groups' lag samples (sampleLoop, until the broker
 	// closes).
 	history lagHistory
@@ -39,7 +43,8 @@ func New(b *broker.Broker, logger *slog.Logger) (*Console, error) {
 	if logger == nil {
 		logger = slog.Default()
 	}
-	c := &Console{b: b, logger: logger, pages: map[string]*template.Template{}, mux: http.NewServeMux()}
+	c := &Console{b: b, logger: logger, pages: map[string]*template.Template{}, actPages: map[string]*template.Template{},
+		token: newToken(), mux: http.NewServeMux()}
 	funcs := template.FuncMap{
 		"bytes":     humanBytes,
 		"pathEsc":   url.PathEscape,
@@ -48,14 +53,23 @@ func New(b *broker.Broker, logger *slog.Logger) (*Console, error) {
 		"join":      joinIDs,
 		"seconds":   humanSeconds,
 		"lagChart":  lagChart,
+		"args":      templateArgs,
 		"timestamp": func(t Time) string { return time.Time(t).UTC().Format("2006-01-02 15:04:05.000Z") },
 	}
-	for _, page := range []string{"overview", "topic", "records", "topicrecords", "group", "brokers", "error"} {
-		t, err := template.New("layout.html").Funcs(funcs).ParseFS(templateFS, "templates/layout.html", "templates/cells.html", "templates/"+page+".html")
-		if err != nil {
-			return nil, fmt.Errorf("console: template %s: %w", page, err)
+	for _, set := range []struct {
+		pages  map[string]*template.Template
+		canAct bool
+		token  string
+	}{{c.pages, false, ""}, {c.actPages, true, c.token}} {
+		funcs["canAct"] = func() bool { return set.canAct }
+		funcs["csrf"] = func() string { return set.token }
+		for _, page := range []string{"overview", "topic", "records", "topicrecords", "group", "brokers", "error", "dlq", "reset"} {
+			t, err := template.New("layout.html").Funcs(funcs).ParseFS(templateFS, "templates/layout.html", "templates/cells.html", "templates/"+page+".html")
+			if err != nil {
+				return nil, fmt.Errorf("console: template %s: %w", page, err)
+			}
+			set.pages[page] = t
 		}
-		c.pages[page] = t
 	}
 	c.route("overview", "/{$}", "/api/v1/overview", func(ctx context.Context, r *http.Request) (any, error) {
 		return overview(ctx, c.b)
@@ -101,6 +115,12 @@ func New(b *broker.Broker, logger *slog.Logger) (*Console, error) {
 	c.route("group", "/groups/{group}", "/api/v1/groups/{group}", func(ctx context.Context, r *http.Request) (any, error) {
 		return groupDetail(ctx, c.b, &c.history, r.PathValue("group"))
 	})
+	c.route("dlq", "/topics/{topic}/dlq", "/api/v1/topics/{topic}/dlq", func(_ context.Context, r *http.Request) (any, error) {
+		return dlqView(c.b, r.PathValue("topic"))
+	})
+	c.topicActions()
+	c.groupActions()
+	c.action("/actions/topics/{topic}/redrive", c.redrive)
 	index := func(context.Context, *http.Request) (any, error) { return apiIndex(), nil }
 	c.api("/api/v1", index)
 	c.api("/api/v1/{$}", index)
@@ -129,7 +149,7 @@ func (c *Console) route(page, pagePath, apiPath string, view func(context.Contex
 			c.fail(w, r, err, false)
 			return
 		}
-		c.render(w, http.StatusOK, page, v)
+		c.render(w, r, http.StatusOK, page, v)
 	})
 	c.api(apiPath, view)
 }
@@ -162,6 +182,7 @@ func apiIndex() map[string][]APIRoute {
 		{"/api/v1/topics/{topic}/partitions/{partition}/records", "a page of a partition's records (offset, timestamp, limit, key, value, header)"},
 		{"/api/v1/topics/{topic}/partitions/{partition}/records/{offset}", "one record, its value whole"},
 		{"/api/v1/topics/{topic}/records", "a page of a topic's records over all partitions (from, timestamp, limit, key, value, header)"},
+		{"/api/v1/topics/{topic}/dlq", "a validated topic's dead letters grouped by reason"},
 		{"/api/v1/groups", "every consumer group"},
 		{"/api/v1/groups/{group}", "a group: members, committed offsets, lag"},
 		{"/api/v1/brokers", "the brokers and the metadata quorum"},
@@ -185,6 +206,10 @@ func (c *Console) fail(w http.ResponseWriter, r *http.Request, err error, api bo
 		status = http.StatusNotFound
 	case errors.Is(err, errBadRequest):
 		status = http.StatusBadRequest
+	case errors.Is(err, errForbidden):
+		status = http.StatusForbidden
+	case errors.Is(err, errConflict):
+		status = http.StatusConflict
 	default:
 		c.logger.Warn("console: request failed", "path", r.URL.Path, "err", err)
 	}
@@ -192,14 +217,18 @@ func (c *Console) fail(w http.ResponseWriter, r *http.Request, err error, api bo
 		writeJSON(w, status, map[string]string{"error": err.Error()})
 		return
 	}
-	c.render(w, status, "error", map[string]any{"Status": status, "Error": err.Error()})
+	c.render(w, r, status, "error", map[string]any{"Status": status, "Error": err.Error()})
 }
 
-func (c *Console) render(w http.ResponseWriter, status int, page string, v any) {
+func (c *Console) render(w http.ResponseWriter, r *http.Request, status int, page string, v any) {
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
-	w.Header().Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'")
+	w.Header().Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'")
 	w.WriteHeader(status)
-	if err := c.pages[page].Execute(w, v); err != nil {
+	pages := c.pages
+	if loopback(r) {
+		pages = c.actPages
+	}
+	if err := pages[page].Execute(w, v); err != nil {
 		c.logger.Warn("console: render", "page", page, "err", err)
 	}
 }
@@ -239,6 +268,23 @@ func humanSeconds(s float64) string {
 		return fmt.Sprintf("%dm%02ds", int(d.Minutes()), int(d.Seconds())%60)
 	}
 	return fmt.Sprintf("%dh%02dm", int(d.Hours()), int(d.Minutes())%60)
+}
+
+// templateArgs makes a map of name, value pairs: arguments for a
+// template called with one value.
+func templateArgs(kv ...any) (map[string]any, error) {
+	if len(kv)%2 != 0 {
+		return nil, errors.New("args: want name, value pairs")
+	}
+	m := make(map[string]any, len(kv)/2)
+	for i := 0; i < len(kv); i += 2 {
+		name, ok := kv[i].(string)
+		if !ok {
+			return nil, fmt.Errorf("args: name %v is not a string", kv[i])
+		}
+		m[name] = kv[i+1]
+	}
+	return m, nil
 }
 
 // joinIDs writes node ids as "1, 2, 3".

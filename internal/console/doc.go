@@ -1,13 +1,19 @@
 // Package console is Strand's web console and its JSON HTTP API: server-
 // rendered pages (html/template, no JavaScript) for the broker's topics and
-// their partitions, the records of a partition from any offset (replay by
-// seek, in a browser), consumer groups with their members and lag, and each
-// topic's ingest and dead-letter counters. Every page has a JSON twin under
-// /api/v1 built from the same view model, so what a person sees and what a
-// script reads cannot drift apart.
+// their partitions, the records of a partition or a topic (from an offset
+// or a timestamp, filtered over a bounded scan, with quarantined offsets
+// linked to their dead letters), consumer groups with who holds which
+// partition, their lag and a lag chart, and each topic's dead letters by
+// reason. Every page has a JSON twin under /api/v1 built from the same view
+// model, so what a person sees and what a script reads cannot drift apart.
 //
-// The console only reads: it never produces, commits, seeks or changes a
-// config (the strand CLI and Kafka clients do that), so exposing it can leak
-// data but never change it. It owns no state and must never speak the Kafka
-// wire protocol or reach below the broker's API.
+// Reading is open to whoever reaches the listener. Actions — create,
+// delete or configure a topic, produce a test record, reset or delete a
+// group, redrive a DLQ — are POST forms allowed only from a loopback client
+// carrying this process's CSRF token from a same-origin page (guard.go).
+//
+// Its only state is the CSRF token and a short in-memory history of each
+// group's lag, sampled every 10 s until the broker closes (groups.go); it
+// is safe for concurrent use. It never speaks the Kafka wire protocol or
+// reaches below the broker's API. docs/CONSOLE.md records its bounds.
 package console
