@@ -563,9 +563,11 @@ func TestCLIConsumeEncoding(t *testing.T) {
 }
 
 // TestCLITopicDescribeELR: on a single node the table has no ELR columns
-// and the JSON an empty "elr" per partition; in a three-node cluster (in
-// this process) with min.insync.replicas 3, a stopped replica shows in
-// the ELR column and in "elr".
+// and the JSON an empty "elr" per partition. In a five-node cluster (in
+// this process), a topic on nodes 1 and 2 with min.insync.replicas 2: the
+// replica stopped first shows in the ELR column and in "elr"; once both
+// are stopped both are in the ELR and the last leader is the last known
+// ELR, in a column of its own.
 func TestCLITopicDescribeELR(t *testing.T) {
 	t.Parallel()
 	single := startBroker(t).Addr()
@@ -579,36 +581,62 @@ func TestCLITopicDescribeELR(t *testing.T) {
 		t.Errorf("single node json: want an empty elr per partition and no last_known_elr:\n%s", r.stdout)
 	}
 
-	nodes, addrs := startNodes(t, 3)
+	// Five nodes, the topic on nodes 1 and 2: the quorum outlives both.
+	nodes, addrs := startNodes(t, 5)
 	brokers := strings.Join(addrs, ",")
-	waitCLI(t, "topic elr created on nodes 1-3", func() bool { // every node registered
-		r := runCLI(t, brokers, "", "topic", "create", "elr", "--replica-assignment", "1:2:3", "--config", "min.insync.replicas=3")
+	waitCLI(t, "topic elr created on nodes 1 and 2", func() bool { // every node registered
+		r := runCLI(t, brokers, "", "topic", "create", "elr", "--replica-assignment", "1:2", "--config", "min.insync.replicas=2")
 		return r.code == 0 || strings.Contains(r.stderr, "already exists")
 	})
 	var desc topicDescription
-	described := func() bool { // node 1's view, once it has the topic
-		r := runCLI(t, addrs[0], "", "topic", "describe", "elr", "-o", "json")
+	described := func() bool { // node 5's view, once it has the topic
+		r := runCLI(t, addrs[4], "", "topic", "describe", "elr", "-o", "json")
 		desc = topicDescription{}
 		if r.code == 0 {
 			decodeJSON(t, r.stdout, &desc)
 		}
 		return len(desc.Partitions) == 1
 	}
-	waitCLI(t, "ISR 1,2,3", func() bool { return described() && len(desc.Partitions[0].ISR) == 3 })
-	if err := nodes[2].Close(); err != nil {
-		t.Fatal(err)
+	// table is node 5's describe table: its header and partition 0's row.
+	table := func() (header, row string) {
+		r := ok(t, addrs[4], "", "topic", "describe", "elr")
+		lines := strings.Split(r.stdout, "\n")
+		i := slices.IndexFunc(lines, func(l string) bool { return strings.HasPrefix(l, "PARTITION") })
+		if i < 0 || i+1 >= len(lines) {
+			t.Fatalf("describe table without a header:\n%s", r.stdout)
+		}
+		return lines[i], lines[i+1]
 	}
-	nodes[2] = nil
-	waitCLI(t, "ELR [3]", func() bool { return described() && fmt.Sprint(desc.Partitions[0].ELR) == "[3]" })
-	if p := desc.Partitions[0]; p.LastKnownELR != nil || p.Status != "under-replicated" || fmt.Sprint(p.ISR) != "[1 2]" {
-		t.Errorf("node 3 stopped: %+v; want ISR [1 2], under-replicated, no last known ELR", p)
+	stop := func(id int) {
+		t.Helper()
+		if err := nodes[id-1].Close(); err != nil {
+			t.Fatal(err)
+		}
+		nodes[id-1] = nil
 	}
-	r = ok(t, addrs[0], "", "topic", "describe", "elr")
-	lines := strings.Split(r.stdout, "\n")
-	header := slices.IndexFunc(lines, func(l string) bool { return strings.HasPrefix(l, "PARTITION") })
-	if header < 0 || !strings.HasSuffix(lines[header], "RECORDS  ELR") || !strings.HasSuffix(lines[header+1], "  3") ||
-		strings.Index(lines[header], "ELR") != strings.LastIndex(lines[header+1], "3") {
-		t.Errorf("describe table: want an ELR column last, showing 3:\n%s", r.stdout)
+	waitCLI(t, "ISR 1,2", func() bool { return described() && len(desc.Partitions[0].ISR) == 2 })
+
+	stop(2)
+	waitCLI(t, "ELR [2]", func() bool { return described() && fmt.Sprint(desc.Partitions[0].ELR) == "[2]" })
+	if p := desc.Partitions[0]; p.LastKnownELR != nil || p.Status != "under-replicated" || fmt.Sprint(p.ISR) != "[1]" {
+		t.Errorf("node 2 stopped: %+v; want ISR [1], under-replicated, no last known ELR", p)
+	}
+	header, row := table()
+	if !strings.HasSuffix(header, "RECORDS  ELR") || !strings.HasSuffix(row, "  2") || strings.Index(header, "ELR") != len(row)-1 {
+		t.Errorf("node 2 stopped: want an ELR column last, showing 2:\n%s\n%s", header, row)
+	}
+
+	stop(1)
+	waitCLI(t, "ELR [1 2], last known [1]", func() bool {
+		return described() && fmt.Sprint(desc.Partitions[0].ELR) == "[1 2]" && fmt.Sprint(desc.Partitions[0].LastKnownELR) == "[1]"
+	})
+	if p := desc.Partitions[0]; p.Status != "offline" || len(p.ISR) != 0 || p.Leader != -1 {
+		t.Errorf("nodes 1 and 2 stopped: %+v; want offline, no ISR", p)
+	}
+	header, row = table()
+	if !strings.HasSuffix(header, "RECORDS  ELR  LAST KNOWN ELR") || !strings.HasSuffix(row, "  1,2  1") ||
+		strings.Index(header, "ELR") != strings.LastIndex(row, "1,2") {
+		t.Errorf("nodes 1 and 2 stopped: want ELR and LAST KNOWN ELR columns last, showing 1,2 and 1:\n%s\n%s", header, row)
 	}
 }
 

@@ -249,14 +249,21 @@ func known(n int64) string {
 
 // partial lets a listing go on without the shards that failed (their
 // partitions' leaders did not answer), saying so on stderr; any other
-// error ends it.
+// error ends it. Partitions without a leader fail their shard too: their
+// STATUS (offline) says so, and every partition of a topic may be
+// offline — when the ELR matters most.
 func partial(cmd *cobra.Command, what string, err error) error {
 	var se *kadm.ShardErrors
-	if errors.As(err, &se) && !se.AllFailed {
-		for _, e := range se.Errs {
-			fmt.Fprintf(cmd.ErrOrStderr(), "warning: %s: node %d did not answer (%v); its partitions show \"?\"\n", what, e.Broker.NodeID, e.Err)
+	if errors.As(err, &se) {
+		leaderless := func(e kadm.ShardError) bool { return errors.Is(e.Err, kerr.LeaderNotAvailable) }
+		if !se.AllFailed || !slices.ContainsFunc(se.Errs, func(e kadm.ShardError) bool { return !leaderless(e) }) {
+			for _, e := range se.Errs {
+				if !leaderless(e) {
+					fmt.Fprintf(cmd.ErrOrStderr(), "warning: %s: node %d did not answer (%v); its partitions show \"?\"\n", what, e.Broker.NodeID, e.Err)
+				}
+			}
+			return nil
 		}
-		return nil
 	}
 	if err != nil {
 		return fmt.Errorf("%s: %w", what, err)
