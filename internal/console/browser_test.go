@@ -134,9 +134,20 @@ func TestBrowserRecords(t *testing.T) {
 		t.Errorf("the gap's DLQ record: %q", v)
 	}
 
+	// Live tail: a record produced after the page loaded appears on its own.
+	b.do(chromedp.Navigate(f.srv.URL + "/topics/orders/partitions/0?limit=2"))
+	b.follow(`#tail`)
+	if _, err := f.b.ProduceRecords(context.Background(), "orders", 0, []record.Record{{Value: []byte("tailed")}}); err != nil {
+		t.Fatal(err)
+	}
+	b.do(chromedp.WaitVisible(chromedp.CSS(`tr[data-offset="4"]`)))
+	if v := b.text(`tr[data-offset="4"] td.value`); v != "tailed" {
+		t.Errorf("live tail shows %q", v)
+	}
+
 	b.do(chromedp.Navigate(f.srv.URL + "/topics/orders"))
 	b.follow(`#all-records`)
-	if first, n := b.text(`#records tbody tr:first-child td.data.key`), b.count(`#records tr[data-po]`); first != "gone" || n != 6 {
+	if first, n := b.text(`#records tbody tr:first-child td.data.key`), b.count(`#records tr[data-po]`); first != "gone" || n != 7 {
 		t.Errorf("all partitions: first key %q (want orders-1's 1970 tombstone), %d rows", first, n)
 	}
 }

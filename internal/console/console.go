@@ -46,15 +46,16 @@ func New(b *broker.Broker, logger *slog.Logger) (*Console, error) {
 	c := &Console{b: b, logger: logger, pages: map[string]*template.Template{}, actPages: map[string]*template.Template{},
 		token: newToken(), mux: http.NewServeMux()}
 	funcs := template.FuncMap{
-		"bytes":     humanBytes,
-		"pathEsc":   url.PathEscape,
-		"queryEsc":  url.QueryEscape,
-		"sub":       func(a, b int64) int64 { return a - b },
-		"join":      joinIDs,
-		"seconds":   humanSeconds,
-		"lagChart":  lagChart,
-		"args":      templateArgs,
-		"timestamp": func(t Time) string { return time.Time(t).UTC().Format("2006-01-02 15:04:05.000Z") },
+		"bytes":       humanBytes,
+		"pathEsc":     url.PathEscape,
+		"queryEsc":    url.QueryEscape,
+		"sub":         func(a, b int64) int64 { return a - b },
+		"join":        joinIDs,
+		"seconds":     humanSeconds,
+		"lagChart":    lagChart,
+		"args":        templateArgs,
+		"tailRefresh": func() int { return tailRefresh },
+		"timestamp":   func(t Time) string { return time.Time(t).UTC().Format("2006-01-02 15:04:05.000Z") },
 	}
 	for _, set := range []struct {
 		pages  map[string]*template.Template

@@ -36,6 +36,8 @@ const (
 	// maxValueShown is how much of a value a page carries; the rest is a
 	// link away.
 	maxValueShown = 4096
+	// tailRefresh is how often a live tail page reloads itself.
+	tailRefresh = 2
 	// maxDLQScan bounds how many of the newest DLQ records are searched for
 	// the quarantined offsets of a page's gaps.
 	maxDLQScan = 10_000
@@ -57,7 +59,10 @@ type Records struct {
 	// Seek is set when the page starts at a timestamp.
 	Seek *Seek `json:"seek,omitempty"`
 	// Filter is set when the page is filtered, with how far it looked.
-	Filter  *Filter     `json:"filter,omitempty"`
+	Filter *Filter `json:"filter,omitempty"`
+	// Tail: the page is a live tail (tail=1), the last limit offsets,
+	// reloaded every tailRefresh.
+	Tail    bool        `json:"tail,omitempty"`
 	Records []RecordRow `json:"records"`
 	// Gaps are the offsets in the page's range that are not in the log
 	// (unfiltered pages only): compacted away, aborted, or quarantined.
@@ -205,6 +210,7 @@ type recordsParams struct {
 	limit     int
 	filter    Filter
 	positions map[int32]int64 // the topic view's from=p:o,...
+	tail      bool
 }
 
 func parseRecordsParams(r *http.Request) (recordsParams, error) {
@@ -232,6 +238,7 @@ func parseRecordsParams(r *http.Request) (recordsParams, error) {
 		}
 		rp.limit = n
 	}
+	rp.tail = q.Get("tail") == "1"
 	if s := q.Get("from"); s != "" {
 		rp.positions = map[int32]int64{}
 		for _, part := range strings.Split(s, ",") {
@@ -362,6 +369,9 @@ func records(b *broker.Broker, topic string, partition int32, rp recordsParams) 
 		}
 		from = out.Seek.Offset
 	}
+	if rp.tail {
+		from, out.Tail = end-int64(rp.limit), true
+	}
 	from = min(max(from, start), end)
 	out.From, out.Prev = from, max(start, from-int64(rp.limit))
 	stop := end
@@ -458,6 +468,13 @@ func (r Records) Rows() []PageRow {
 		}
 	}
 	return out
+}
+
+// TailHref is the link to this page's live tail.
+func (r Records) TailHref() template.URL {
+	v := urlValues(r.Limit, r.Filter)
+	v.Set("tail", "1")
+	return template.URL(fmt.Sprintf("/topics/%s/partitions/%d?%s", url.PathEscape(r.Topic), r.Partition, v.Encode()))
 }
 
 // Href is the link to this page's records from offset o (no timestamp):

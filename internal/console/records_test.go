@@ -239,3 +239,20 @@ func TestRecordsGaps(t *testing.T) {
 		t.Errorf("orders has no gaps: %+v", rs.Gaps)
 	}
 }
+
+// TestRecordsTail: tail=1 shows the last limit offsets and reloads itself.
+func TestRecordsTail(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	rs := getJSON[Records](t, f, "/api/v1/topics/orders/partitions/0/records?tail=1&limit=2")
+	if !rs.Tail || rs.From != 1 || len(rs.Records) != 2 {
+		t.Errorf("tail of 2: %+v", rs)
+	}
+	_, page := f.get(t, "/topics/orders/partitions/0?tail=1&limit=2")
+	if !strings.Contains(page, `<meta http-equiv="refresh" content="2">`) || !strings.Contains(page, `id="stop-tail" href="/topics/orders/partitions/0?limit=2&amp;offset=1"`) {
+		t.Errorf("tail page:\n%s", page)
+	}
+	if _, page := f.get(t, "/topics/orders/partitions/0"); strings.Contains(page, `http-equiv="refresh"`) || !strings.Contains(page, `id="tail" href="/topics/orders/partitions/0?limit=50&amp;tail=1"`) {
+		t.Errorf("a plain page reloads or lacks the tail link:\n%s", page)
+	}
+}
