@@ -43,6 +43,9 @@ import (
 // Deviations:
 //   - Topics sort by Go string order (bytes), Kafka's by UTF-16 code
 //     units; the two agree on every legal topic name.
+//   - A negative cursor partition starts its topic at 0. Kafka counts the
+//     partitions below 0 against the limit and may answer a negative next
+//     cursor.
 
 // maxDescribePartitions caps ResponsePartitionLimit (Kafka's
 // max.request.partition.size.limit, default 2000).
@@ -82,7 +85,7 @@ func (s *Server) handleDescribeTopicPartitions(_ context.Context, kreq kmsg.Requ
 		}
 		var first int64
 		if req.Cursor != nil && req.Cursor.Topic == name {
-			first = int64(req.Cursor.Partition)
+			first = max(int64(req.Cursor.Partition), 0)
 		}
 		rt, next := s.describeTopic(t, first, remaining)
 		resp.Topics = append(resp.Topics, rt)
@@ -133,7 +136,7 @@ func (s *Server) describeTopic(t *broker.Topic, first, limit int64) (kmsg.Descri
 	rt.IsInternal = broker.IsInternalTopic(name)
 	n := int64(t.Partitions())
 	end := min(n, first+limit) // int64: a cursor near MaxInt32 does not wrap
-	for i := max(first, 0); i < end; i++ {
+	for i := first; i < end; i++ {
 		info := s.b.PartitionInfo(t, broker.PartitionID(i))
 		p := kmsg.NewDescribeTopicPartitionsResponseTopicPartition()
 		p.Partition = int32(i)

@@ -86,6 +86,12 @@ func TestDescribeTopicPartitions(t *testing.T) {
 		}
 	}
 
+	// A negative cursor partition starts the topic at 0.
+	resp = c.do(describeReq(10, &kmsg.DescribeTopicPartitionsResponseNextCursor{Topic: "beta", Partition: -5000}, "beta"), 0).(*kmsg.DescribeTopicPartitionsResponse)
+	if got := described(resp); !slices.Equal(got, []string{"beta/0", "beta/1", "beta/2"}) || resp.NextCursor != nil {
+		t.Errorf("cursor at beta/-5000: %v next %+v; want every partition of beta", got, resp.NextCursor)
+	}
+
 	// A cursor must name a listed topic: INVALID_REQUEST on each.
 	resp = c.do(describeReq(10, &kmsg.DescribeTopicPartitionsResponseNextCursor{Topic: "gamma"}, "alpha", "beta"), 0).(*kmsg.DescribeTopicPartitionsResponse)
 	if len(resp.Topics) != 2 {
