@@ -8,8 +8,10 @@ import (
 	"io"
 	"maps"
 	"math"
+	"os"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -29,6 +31,8 @@ type consumeOptions struct {
 	partitions []int32
 	idle       time.Duration
 	bounds     map[int32]int64 // with --to: each partition's end, exclusive
+	progress   string
+	printed    atomic.Int64 // records printed so far, for the progress line
 }
 
 const consumeLong = `Print a topic's records, one per --format line, from --from on.
@@ -55,7 +59,11 @@ to partitions without one), and commits what it printed.
 object per record instead; a key, value or header that is not UTF-8 text is
 base64 there, with a key_encoding, value_encoding or header_encoding field
 saying so. --encoding hex or base64 prints every key, value and header
-value that way, in --format and JSON alike.`
+value that way, in --format and JSON alike.
+
+On a terminal, consume ends with a summary on stderr (records, partitions,
+time, and why it stopped), and while records go to a file or a pipe it
+shows a progress line there; --progress always or never overrides.`
 
 func newConsumeCmd() *cobra.Command {
 	o := &consumeOptions{}
@@ -70,7 +78,7 @@ func newConsumeCmd() *cobra.Command {
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx, stop := signalContext(cmd.Context())
 			defer stop()
-			return o.run(ctx, cmd.OutOrStdout(), args[0])
+			return o.run(ctx, cmd.OutOrStdout(), cmd.ErrOrStderr(), args[0])
 		},
 	}
 	addClientFlags(cmd, &o.client, false, true)
@@ -84,6 +92,7 @@ func newConsumeCmd() *cobra.Command {
 	f.BoolVar(&o.follow, "follow", false, "keep waiting for new records instead of stopping at the end")
 	f.Int32SliceVarP(&o.partitions, "partition", "p", nil, "consume only these partitions (not with --group)")
 	f.DurationVar(&o.idle, "idle-timeout", 10*time.Second, "without --follow, stop if no record arrives for this long before the end is reached")
+	f.StringVar(&o.progress, "progress", "auto", "a progress line and a closing summary on stderr: auto (when stderr is a terminal), always or never")
 	return cmd
 }
 
@@ -136,8 +145,12 @@ func (sp startPoint) resetOffset() kgo.Offset {
 	return kgo.NewOffset().AtStart()
 }
 
-func (o *consumeOptions) run(ctx context.Context, stdout io.Writer, topic string) error {
+func (o *consumeOptions) run(ctx context.Context, stdout, stderr io.Writer, topic string) error {
 	sp, err := parseFrom(o.from)
+	if err != nil {
+		return err
+	}
+	showSummary, showBar, err := o.reporting(stdout, stderr)
 	if err != nil {
 		return err
 	}
@@ -200,8 +213,23 @@ func (o *consumeOptions) run(ctx context.Context, stdout io.Writer, topic string
 	defer cl.Close()
 
 	w := bufio.NewWriterSize(stdout, 64<<10)
-	loopErr := o.loop(ctx, cl, w, format, enc, pending)
+	var bar *progress
+	if showBar {
+		total := int64(0)
+		if !o.follow || o.bounds != nil {
+			for p, end := range pending {
+				total += end - starts[p]
+			}
+		}
+		bar = startProgress(stderr, total, o.printed.Load, o.printed.Load)
+	}
+	began := time.Now()
+	why, loopErr := o.loop(ctx, cl, w, format, enc, pending)
+	bar.finish()
 	flushErr := w.Flush()
+	if showSummary && loopErr == nil {
+		fmt.Fprintln(stderr, o.summary(why, len(starts), time.Since(began), pending))
+	}
 	var commitErr error
 	if o.group != "" {
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), o.client.timeout)
@@ -213,10 +241,18 @@ func (o *consumeOptions) run(ctx context.Context, stdout io.Writer, topic string
 	return errors.Join(loopErr, flushErr, commitErr)
 }
 
+// Why consume stopped, for the summary.
+const (
+	stopEnd         = "reached the end"
+	stopCount       = "stopped at --count"
+	stopInterrupted = "interrupted"
+	stopIdle        = "idle"
+)
+
 // loop polls and prints until the end, --count, the idle timeout or an
-// interrupt.
+// interrupt, and says which.
 func (o *consumeOptions) loop(ctx context.Context, cl *kgo.Client, w *bufio.Writer,
-	format *recordFormat, enc encoding, pending map[int32]int64) error {
+	format *recordFormat, enc encoding, pending map[int32]int64) (string, error) {
 	var (
 		n   int
 		buf []byte
@@ -234,17 +270,17 @@ func (o *consumeOptions) loop(ctx context.Context, cl *kgo.Client, w *bufio.Writ
 		idle := pctx.Err() != nil
 		cancel()
 		if ctx.Err() != nil || fetches.IsClientClosed() {
-			return nil // interrupted: what was printed is committed by the caller
+			return stopInterrupted, nil // what was printed is committed by the caller
 		}
 		for _, fe := range fetches.Errors() {
 			if errors.Is(fe.Err, context.DeadlineExceeded) || errors.Is(fe.Err, context.Canceled) {
 				continue
 			}
-			return fmt.Errorf("fetch %s[%d]: %w", fe.Topic, fe.Partition, fe.Err)
+			return "", fmt.Errorf("fetch %s[%d]: %w", fe.Topic, fe.Partition, fe.Err)
 		}
 		recs := fetches.Records()
 		if len(recs) == 0 && idle {
-			return nil // nothing arrived for --idle-timeout: the end is a gap
+			return stopIdle, nil // nothing arrived for --idle-timeout: the end is a gap
 		}
 		for _, r := range recs {
 			if end, ok := o.bounds[r.Partition]; ok && r.Offset >= end {
@@ -257,7 +293,7 @@ func (o *consumeOptions) loop(ctx context.Context, cl *kgo.Client, w *bufio.Writ
 				buf = format.append(buf, r)
 			}
 			if _, err := w.Write(buf); err != nil {
-				return err
+				return "", err
 			}
 			if o.group != "" {
 				cl.MarkCommitRecords(r)
@@ -266,14 +302,49 @@ func (o *consumeOptions) loop(ctx context.Context, cl *kgo.Client, w *bufio.Writ
 				delete(pending, r.Partition)
 			}
 			n++
+			o.printed.Add(1)
 		}
 		if err := w.Flush(); err != nil {
-			return err
+			return "", err
 		}
-		if (o.count > 0 && n >= o.count) || ((!o.follow || o.bounds != nil) && len(pending) == 0) {
-			return nil
+		if o.count > 0 && n >= o.count {
+			return stopCount, nil
+		}
+		if (!o.follow || o.bounds != nil) && len(pending) == 0 {
+			return stopEnd, nil
 		}
 	}
+}
+
+// reporting decides, from --progress and where stdout and stderr go,
+// whether to print the closing summary and the progress line: the summary
+// when stderr is a terminal, the line only when records do not go to it too.
+func (o *consumeOptions) reporting(stdout, stderr io.Writer) (summary, bar bool, err error) {
+	term := func(w io.Writer) bool {
+		f, ok := w.(*os.File)
+		return ok && isTerminal(f)
+	}
+	switch o.progress {
+	case "always":
+		return true, true, nil
+	case "never":
+		return false, false, nil
+	case "auto":
+		return term(stderr), term(stderr) && !term(stdout), nil
+	}
+	return false, false, usageErr("--progress %q: want auto, always or never", o.progress)
+}
+
+// summary is the closing line: how much was read, from how many
+// partitions, how fast, and why it stopped.
+func (o *consumeOptions) summary(why string, partitions int, took time.Duration, pending map[int32]int64) string {
+	n := o.printed.Load()
+	rate := float64(n) / max(took.Seconds(), 1e-3)
+	line := fmt.Sprintf("consumed %d records from %d partition(s) in %v (%.0f records/s); %s", n, partitions, took.Round(time.Millisecond), rate, why)
+	if why == stopIdle {
+		line += fmt.Sprintf(": no record for --idle-timeout %v with %d partition(s) short of their end (records deleted or quarantined leave gaps)", o.idle, len(pending))
+	}
+	return line
 }
 
 // plan resolves --from (or the group's committed offsets) to a start offset
