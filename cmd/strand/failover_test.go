@@ -380,7 +380,12 @@ func TestS1LeaderKills(t *testing.T) {
 	// the last kill of its event: for a double failover from the kill of
 	// the new leader (the first kill's own recovery was cut short by it),
 	// and, apart, from the first kill (two sessions at least, by design).
-	var recoveries, fromFirst []time.Duration
+	type event struct {
+		p        int32
+		at, last time.Time
+		double   bool
+	}
+	var events []event
 	for i := range kills {
 		p := int32(i) % partitions
 		leader := int(c.leaderOf(ctx, t, []int{1, 2, 3}, topic, p))
@@ -410,14 +415,9 @@ func TestS1LeaderKills(t *testing.T) {
 			c.procs[n].awaitServing(t)
 		}
 		c.waitInSync(ctx, t, topic, 60*time.Second)
-		d, _ := ch.firstAckAfter(p, last)
-		recoveries = append(recoveries, d)
-		if len(killed) > 1 {
-			first, _ := ch.firstAckAfter(p, at)
-			fromFirst = append(fromFirst, first)
-		}
-		t.Logf("kill %d at %s: node(s) %v (leader of %d); next ack %v after the last kill; in sync again after %v",
-			i, at.UTC().Format("15:04:05.000"), killed, p, d.Round(time.Millisecond), time.Since(at).Round(time.Millisecond))
+		events = append(events, event{p, at, last, len(killed) > 1})
+		t.Logf("kill %d at %s: node(s) %v (leader of %d); in sync again after %v",
+			i, at.UTC().Format("15:04:05.000"), killed, p, time.Since(at).Round(time.Millisecond))
 	}
 	stopLoad()
 	flush, cancelFlush := context.WithTimeout(ctx, time.Minute)
@@ -427,6 +427,19 @@ func TestS1LeaderKills(t *testing.T) {
 	c.waitInSync(ctx, t, topic, time.Minute)
 	final := finalLog(ctx, t, c.brokers(0), topic)
 	t.Log(ch.verify(t, final))
+	var recoveries, fromFirst []time.Duration
+	for i, e := range events {
+		d, ok := ch.firstAckAfter(e.p, e.last)
+		if !ok {
+			t.Errorf("kill %d: no acknowledgement on partition %d after it", i, e.p)
+			continue
+		}
+		recoveries = append(recoveries, d)
+		if e.double {
+			d, _ = ch.firstAckAfter(e.p, e.at)
+			fromFirst = append(fromFirst, d)
+		}
+	}
 	t.Logf("kill → the next acknowledged produce: %s; double failovers from their first kill: %s", quantiles(recoveries), quantiles(fromFirst))
 	for n := 1; n <= 3; n++ {
 		c.procs[n].stop(t)

@@ -178,6 +178,16 @@ func (c *controller) run(term chan struct{}) {
 	for _, b := range c.s.Image().Brokers() {
 		c.lastContact[b.ID] = now // one session of grace
 	}
+	// Except for the node that led the quorum before: raft last heard it
+	// then, and a node whose controller died with it — killed, or cut off
+	// — is the common case. Its broker, if alive, has a session from that
+	// moment to reach this controller (two election timeouts at most have
+	// passed); dead, its partitions get leaders a raft election sooner.
+	if id, heard, ok := c.s.previousLeader(); ok && heard.Before(now) {
+		if _, known := c.lastContact[id]; known {
+			c.lastContact[id] = heard
+		}
+	}
 	select {
 	case <-term:
 	default:
@@ -267,10 +277,13 @@ func (c *controller) warnUnclean(recs []Record) {
 
 // register admits a broker process. A different incarnation of a live
 // broker is refused — two processes with one node id — unless the old
-// one shut down in a controlled way (it said it was going).
+// one shut down in a controlled way (it said it was going), or the new
+// one is this very process: it holds the node's data directory, so the
+// one before it is gone (a restarted node that wins the raft election
+// would otherwise wait a session for its own dead registration).
 func (c *controller) register(r Registration) (int64, uint64, error) {
 	img := c.s.Image()
-	if old, ok := img.Broker(r.ID); ok && old.IncarnationID != r.IncarnationID && !old.Fenced && !old.InControlledShutdown {
+	if old, ok := img.Broker(r.ID); ok && old.IncarnationID != r.IncarnationID && !old.Fenced && !old.InControlledShutdown && !c.s.isLocal(r) {
 		c.mu.Lock()
 		last := c.lastContact[r.ID]
 		c.mu.Unlock()

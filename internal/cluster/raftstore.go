@@ -99,6 +99,9 @@ type RaftStore struct {
 	ctl   *controller
 	nw    Network
 	node  string        // this node's id, as Network names it
+	self  NodeID
+	// incarnation is this process's broker incarnation, once it registers.
+	incarnation atomic.Value
 	done  chan struct{} // closed by Close: ends the controller's watch
 	conns connSet       // raft's connections, both ways
 	// leaderless is when this node last saw the quorum without a leader
@@ -106,6 +109,9 @@ type RaftStore struct {
 	// long that lasts before callers are told at once (ErrNoLeader).
 	leaderless      atomic.Int64
 	leaderlessLimit time.Duration
+	// lastOtherLeader is the last node other than this one seen leading
+	// the quorum (0: none yet), for the controller's first session clock.
+	lastOtherLeader atomic.Int32
 }
 
 // ErrNotController: this node does not lead the metadata quorum; changes go
@@ -142,7 +148,7 @@ func OpenRaftStore(cfg RaftConfig) (*RaftStore, error) {
 		cfg.Network = TCPNetwork{}
 	}
 	node := strconv.Itoa(int(cfg.NodeID))
-	s := &RaftStore{fsm: newFSM(), logs: logs, nw: cfg.Network, node: node, done: make(chan struct{})}
+	s := &RaftStore{fsm: newFSM(), logs: logs, nw: cfg.Network, node: node, self: cfg.NodeID, done: make(chan struct{})}
 	s.ctl = newController(s, cfg.Controller, cfg.Logger)
 	ln, err := cfg.Network.Listen(node, cfg.Bind)
 	if err != nil {
@@ -189,8 +195,47 @@ func OpenRaftStore(cfg RaftConfig) (*RaftStore, error) {
 			return nil, err
 		}
 	}
+	s.watchLeaders()
 	go s.ctl.watch(notify, s.done)
 	return s, nil
+}
+
+// watchLeaders keeps lastOtherLeader.
+func (s *RaftStore) watchLeaders() {
+	ch := make(chan raft.Observation, 8)
+	obs := raft.NewObserver(ch, false, func(o *raft.Observation) bool {
+		_, ok := o.Data.(raft.LeaderObservation)
+		return ok
+	})
+	s.r.RegisterObserver(obs)
+	go func() {
+		defer s.r.DeregisterObserver(obs)
+		for {
+			select {
+			case <-s.done:
+				return
+			case o := <-ch:
+				lo := o.Data.(raft.LeaderObservation)
+				if n, err := strconv.Atoi(string(lo.LeaderID)); err == nil && NodeID(n) != s.self {
+					s.lastOtherLeader.Store(int32(n))
+				}
+			}
+		}
+	}()
+}
+
+// isLocal says whether r is this process's own registration.
+func (s *RaftStore) isLocal(r Registration) bool {
+	inc, _ := s.incarnation.Load().(string)
+	return r.ID == s.self && inc != "" && r.IncarnationID == inc
+}
+
+// previousLeader is the node that led the quorum before this one and the
+// last time this node heard from it (raft's last contact: an append from
+// that leader or, later, a vote this node granted), ok false if unknown.
+func (s *RaftStore) previousLeader() (NodeID, time.Time, bool) {
+	id, at := s.lastOtherLeader.Load(), s.r.LastContact()
+	return NodeID(id), at, id != 0 && !at.IsZero()
 }
 
 // checkVoters refuses a raft log whose quorum does not have this node at
@@ -348,6 +393,9 @@ func (s *RaftStore) waitApplied(index uint64, timeout time.Duration) (*Image, er
 // Register registers this process as broker r.ID and returns its broker
 // epoch, once this node's image holds the registration.
 func (s *RaftStore) Register(r Registration, timeout time.Duration) (int64, error) {
+	if r.ID == s.self {
+		s.incarnation.Store(r.IncarnationID)
+	}
 	resp, err := s.callController(rpcRequest{Register: &r}, timeout)
 	if err != nil {
 		return 0, err
