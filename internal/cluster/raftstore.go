@@ -98,12 +98,12 @@ type RaftStore struct {
 	logs  *raftboltdb.BoltStore
 	ctl   *controller
 	nw    Network
-	node  string        // this node's id, as Network names it
+	node  string // this node's id, as Network names it
 	self  NodeID
 	// incarnation is this process's broker incarnation, once it registers.
 	incarnation atomic.Value
-	done  chan struct{} // closed by Close: ends the controller's watch
-	conns connSet       // raft's connections, both ways
+	done        chan struct{} // closed by Close: ends the controller's watch
+	conns       connSet       // raft's connections, both ways
 	// leaderless is when this node last saw the quorum without a leader
 	// it knows (unix ns; 0 while it knows one), and leaderlessLimit how
 	// long that lasts before callers are told at once (ErrNoLeader).
