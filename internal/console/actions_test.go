@@ -284,6 +284,9 @@ func TestDLQActions(t *testing.T) {
 		t.Errorf("clean has quarantined nothing: %+v", c)
 	}
 
+	if _, page := f.get(t, "/topics/events/dlq"); !strings.Contains(page, `<span id="dlq-total">2 records</span> from events among offsets 0–1 of partition 0`) {
+		t.Errorf("dead letters page:\n%s", page)
+	}
 	code, _, page := f.act(t, "/actions/topics/events/redrive", url.Values{"dryRun": {"1"}})
 	if code != 200 || !strings.Contains(page, "Dry run — nothing was written: 0 would be redriven, 2 still invalid, 0 already done") {
 		t.Errorf("dry run under json validation: %d\n%s", code, page)

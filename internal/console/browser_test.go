@@ -171,8 +171,8 @@ func TestBrowserGroups(t *testing.T) {
 	if id, assigned := b.text(`#group-id`), b.text(`#members td.assignment`); id != "readers" || assigned != "orders 0, 1" {
 		t.Errorf("group %q, assignment %q", id, assigned)
 	}
-	if m := b.text(`tr[data-tp="orders-1"] td.member`); m != member {
-		t.Errorf("orders-1 held by %q, want %q", m, member)
+	if m, lag := b.text(`tr[data-tp="orders-1"] td.member`), b.text(`tr[data-tp="orders-1"] td.lag`); m != member || lag != "–" {
+		t.Errorf("orders-1 held by %q with lag %q, want %q and – (never committed)", m, lag, member)
 	}
 	if n := b.count(`#lag-chart svg polyline`); n != 1 {
 		t.Errorf("%d lag charts", n)

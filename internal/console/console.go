@@ -54,6 +54,7 @@ func New(b *broker.Broker, logger *slog.Logger) (*Console, error) {
 		"seconds":     humanSeconds,
 		"lagChart":    lagChart,
 		"args":        templateArgs,
+		"plural":      plural,
 		"tailRefresh": func() int { return tailRefresh },
 		"timestamp":   func(t Time) string { return time.Time(t).UTC().Format("2006-01-02 15:04:05.000Z") },
 	}
@@ -269,6 +270,14 @@ func humanSeconds(s float64) string {
 		return fmt.Sprintf("%dm%02ds", int(d.Minutes()), int(d.Seconds())%60)
 	}
 	return fmt.Sprintf("%dh%02dm", int(d.Hours()), int(d.Minutes())%60)
+}
+
+// plural writes a count and its noun: "1 record", "2 records".
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return strconv.Itoa(n) + " " + noun + "s"
 }
 
 // templateArgs makes a map of name, value pairs: arguments for a

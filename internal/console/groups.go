@@ -174,7 +174,7 @@ type TopicGroup struct {
 	ID    string `json:"id"`
 	State string `json:"state"`
 	// Partitions is how many of the topic's partitions it has committed
-	// offsets for; Lag their total lag.
+	// offsets for; Lag their total lag (0, and shown "–", with none).
 	Partitions int   `json:"partitions"`
 	Lag        int64 `json:"lag"`
 	// Members is how many of its members are assigned partitions of it.

@@ -61,11 +61,24 @@ func TestGroupAssignmentAndTopicGroups(t *testing.T) {
 	if len(g.Lag) != 2 || g.Lag[0].Member != member || g.Lag[1].Member != member || g.Lag[1].Lag != 1 {
 		t.Errorf("readers' lag rows: %+v", g.Lag)
 	}
+	// A group that has committed nothing: its assigned partitions are
+	// listed with their holder and an unknown lag, outside the total.
+	fresh := joinConsumer(t, f.b, "fresh", "orders", 0)
+	if g := getJSON[GroupDetail](t, f, "/api/v1/groups/fresh"); len(g.Lag) != 1 || g.Lag[0].Member != fresh ||
+		g.Lag[0].Lag != -1 || g.Lag[0].Committed != -1 || g.Lag[0].End != 3 || g.TotalLag != 0 {
+		t.Errorf("fresh: %+v", g)
+	}
+	if _, page := f.get(t, "/groups/fresh"); !strings.Contains(page, `<td class="num lag"><span class="muted" title="no committed offset`) {
+		t.Errorf("fresh's page does not show the unknown lag as such:\n%s", page)
+	}
 	if b := getJSON[GroupDetail](t, f, "/api/v1/groups/billing"); len(b.Lag) != 2 || b.Lag[0].Member != "" || len(b.Members) != 0 {
 		t.Errorf("billing has no members, so nobody holds its partitions: %+v", b)
 	}
 	d := getJSON[TopicDetail](t, f, "/api/v1/topics/orders")
-	if fmt.Sprintf("%+v", d.Groups) != "[{ID:billing State:Empty Partitions:2 Lag:4 Members:0} {ID:readers State:Stable Partitions:2 Lag:4 Members:1}]" {
+	if _, page := f.get(t, "/topics/orders"); !strings.Contains(page, `<tr data-group="fresh"><td><a href="/groups/fresh">fresh</a></td><td>Stable</td><td class="num">1</td><td class="num">0</td><td class="num lag"><span class="muted"`) {
+		t.Errorf("fresh's lag on orders is unknown, not 0:\n%s", page)
+	}
+	if fmt.Sprintf("%+v", d.Groups) != "[{ID:billing State:Empty Partitions:2 Lag:4 Members:0} {ID:fresh State:Stable Partitions:0 Lag:0 Members:1} {ID:readers State:Stable Partitions:2 Lag:4 Members:1}]" {
 		t.Errorf("groups reading orders: %+v", d.Groups)
 	}
 	if e := getJSON[TopicDetail](t, f, "/api/v1/topics/events"); len(e.Groups) != 0 {

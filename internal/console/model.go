@@ -154,7 +154,7 @@ type LagRow struct {
 	Partition int32  `json:"partition"`
 	Committed int64  `json:"committed"` // -1: none
 	End       int64  `json:"highWatermark"`
-	Lag       int64  `json:"lag"`
+	Lag       int64  `json:"lag"` // -1: unknown (assigned, never committed)
 	// TimeLagSeconds: how long the next record to read has waited.
 	TimeLagSeconds float64 `json:"timeLagSeconds"`
 	// Member holds the partition in the group's current assignment ("":
@@ -311,9 +311,11 @@ func groupDetail(ctx context.Context, b *broker.Broker, h *lagHistory, id string
 }
 
 // uncommitted is the lag rows of partitions assigned (in left, by
-// "topic-partition") without a committed offset of the group: a consumer
-// starting there reads from the log start (auto.offset.reset aside), so
-// that is the lag shown.
+// "topic-partition") on topics the group has committed nothing for: their
+// lag is unknown (-1, shown "–", as kafka-consumer-groups shows it) — the
+// consumer's auto.offset.reset decides where it starts — and not in the
+// total, which stays the broker's GroupLag (the overview's and the
+// metrics').
 func uncommitted(b *broker.Broker, members []MemberRow, left map[string]string) []LagRow {
 	var out []LagRow
 	for _, m := range members {
@@ -322,10 +324,9 @@ func uncommitted(b *broker.Broker, members []MemberRow, left map[string]string) 
 				if left[fmt.Sprintf("%s-%d", tp.Topic, p)] == "" {
 					continue
 				}
-				row := LagRow{Topic: tp.Topic, Partition: p, Committed: -1, End: -1, Member: m.ID}
+				row := LagRow{Topic: tp.Topic, Partition: p, Committed: -1, End: -1, Lag: -1, Member: m.ID}
 				if part, err := b.Partition(tp.Topic, broker.PartitionID(p)); err == nil {
 					row.End = int64(part.HighWatermark())
-					row.Lag = row.End - int64(part.LogStartOffset())
 				}
 				out = append(out, row)
 			}
