@@ -22,6 +22,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/strandmq/strand"
+	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 // The CLI tests run the built binary, as a user does: exit codes, stdout
@@ -559,6 +560,37 @@ func TestCLIConsumeEncoding(t *testing.T) {
 	}
 	if r := runCLI(t, addr, "", "consume", "enc", "--encoding", "rot13"); r.code != exitUsage {
 		t.Errorf("--encoding rot13: exit %d", r.code)
+	}
+}
+
+// TestCLIConsumeJSONShape: consume -o json has the one JSON shape —
+// RFC 3339 UTC milliseconds beside the epoch milliseconds, headers as a
+// list (a repeated key kept, a header value that is not UTF-8 as base64
+// with its own encoding), a missing key as null.
+func TestCLIConsumeJSONShape(t *testing.T) {
+	b := startBroker(t)
+	ok(t, b.Addr(), "", "topic", "create", "shape")
+	cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addr()), kgo.DefaultProduceTopic("shape"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	at := time.UnixMilli(1767225600123)
+	rec := &kgo.Record{Value: []byte("v"), Timestamp: at, Headers: []kgo.RecordHeader{
+		{Key: "h", Value: []byte("1")}, {Key: "h", Value: []byte("2")}, {Key: "bin", Value: []byte{0xff}}}}
+	if err := cl.ProduceSync(context.Background(), rec).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	out := ok(t, b.Addr(), "", "consume", "shape", "-o", "json").stdout
+	var j map[string]any
+	decodeJSON(t, out, &j)
+	want := `[map[key:h value:1] map[key:h value:2] map[encoding:base64 key:bin value:/w==]]`
+	if j["timestamp"] != "2026-01-01T00:00:00.123Z" || j["timestamp_ms"] != float64(1767225600123) ||
+		j["key"] != nil || fmt.Sprint(j["headers"]) != want {
+		t.Errorf("consume -o json: %s", out)
+	}
+	if _, has := j["key"]; !has {
+		t.Errorf("no key field (want null): %s", out)
 	}
 }
 

@@ -56,9 +56,12 @@ to partitions without one), and commits what it printed.
 --format is like kcat's -f: %t topic, %p partition, %o offset, %k key,
 %s value, %K / %S key / value length, %h headers (k=v,k=v), %T timestamp
 (ms), %% a percent sign, and \n \t escapes. --output json prints one JSON
-object per record instead; a key, value or header that is not UTF-8 text is
-base64 there, with a key_encoding, value_encoding or header_encoding field
-saying so. --encoding hex or base64 prints every key, value and header
+object per record instead, in the shape of the console's /api/v1:
+snake_case names, "timestamp" in RFC 3339 (UTC, milliseconds) with
+"timestamp_ms" beside it, "headers" as a list of {"key", "value"}, a missing
+key or value as null, and a key, value or header value that is not UTF-8
+text as base64 with a key_encoding, value_encoding or header "encoding"
+field saying so. --encoding hex or base64 prints every key, value and header
 value that way, in --format and JSON alike.
 
 On a terminal, consume ends with a summary on stderr (records, partitions,

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"strconv"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -130,47 +131,59 @@ func (f *recordFormat) append(b []byte, r *kgo.Record) []byte {
 	return b
 }
 
+// The one JSON shape of the CLI and the console's /api/v1: snake_case
+// names; times as RFC 3339 in UTC with milliseconds, with the epoch
+// milliseconds beside them (timestamp, timestamp_ms); headers as a list of
+// {key, value}; a missing key or value as null; bytes that are not UTF-8
+// as base64 with an encoding field saying so, never replaced.
+
+// jsonTimeLayout is the one time format of JSON output.
+const jsonTimeLayout = "2006-01-02T15:04:05.000Z07:00"
+
+// jsonTime is t in jsonTimeLayout.
+func jsonTime(t time.Time) string { return t.UTC().Format(jsonTimeLayout) }
+
 // jsonRecord is one line of "strand consume --output json".
 type jsonRecord struct {
-	Topic     string            `json:"topic"`
-	Partition int32             `json:"partition"`
-	Offset    int64             `json:"offset"`
-	Timestamp int64             `json:"timestamp"`
-	Key       *string           `json:"key"`
-	Value     *string           `json:"value"`
-	Headers   map[string]string `json:"headers,omitempty"`
+	Topic       string  `json:"topic"`
+	Partition   int32   `json:"partition"`
+	Offset      int64   `json:"offset"`
+	Timestamp   string  `json:"timestamp"`
+	TimestampMs int64   `json:"timestamp_ms"`
+	Key         *string `json:"key"`
 	// KeyEncoding and ValueEncoding name the encoding of a key or value
 	// that is not raw text (hex or base64); absent for UTF-8 text.
-	KeyEncoding   encoding `json:"key_encoding,omitempty"`
-	ValueEncoding encoding `json:"value_encoding,omitempty"`
-	// HeaderEncoding is the encoding of the header values when one of
-	// them is not text (all are then encoded alike).
-	HeaderEncoding encoding `json:"header_encoding,omitempty"`
+	KeyEncoding   encoding     `json:"key_encoding,omitempty"`
+	Value         *string      `json:"value"`
+	ValueEncoding encoding     `json:"value_encoding,omitempty"`
+	Headers       []jsonHeader `json:"headers"`
+}
+
+// jsonHeader is one record header; a key may repeat.
+type jsonHeader struct {
+	Key      string   `json:"key"`
+	Value    *string  `json:"value"`
+	Encoding encoding `json:"encoding,omitempty"`
 }
 
 func appendJSONRecord(b []byte, r *kgo.Record, enc encoding) []byte {
 	j := jsonRecord{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset,
-		Timestamp: r.Timestamp.UnixMilli()}
-	if r.Key != nil {
-		k, e := enc.text(r.Key)
-		j.Key, j.KeyEncoding = &k, e
-	}
-	if r.Value != nil {
-		v, e := enc.text(r.Value)
-		j.Value, j.ValueEncoding = &v, e
-	}
-	if len(r.Headers) > 0 {
-		henc := enc
-		for _, h := range r.Headers {
-			if _, e := enc.text(h.Value); e != "" {
-				henc, j.HeaderEncoding = e, e
-			}
-		}
-		j.Headers = make(map[string]string, len(r.Headers))
-		for _, h := range r.Headers {
-			j.Headers[h.Key], _ = henc.text(h.Value)
-		}
+		Timestamp: jsonTime(r.Timestamp), TimestampMs: r.Timestamp.UnixMilli(), Headers: []jsonHeader{}}
+	j.Key, j.KeyEncoding = enc.nullable(r.Key)
+	j.Value, j.ValueEncoding = enc.nullable(r.Value)
+	for _, h := range r.Headers {
+		v, e := enc.nullable(h.Value)
+		j.Headers = append(j.Headers, jsonHeader{Key: h.Key, Value: v, Encoding: e})
 	}
 	out, _ := json.Marshal(j) // cannot fail: strings and numbers only
 	return append(append(b, out...), '\n')
+}
+
+// nullable is text for bytes that may be absent: nil is JSON null.
+func (e encoding) nullable(bs []byte) (*string, encoding) {
+	if bs == nil {
+		return nil, ""
+	}
+	s, enc := e.text(bs)
+	return &s, enc
 }

@@ -24,6 +24,7 @@ type dlqEntry struct {
 	SourcePartition int32   `json:"source_partition"`
 	SourceOffset    int64   `json:"source_offset"`
 	Timestamp       string  `json:"timestamp"`
+	TimestampMs     int64   `json:"timestamp_ms"`
 	Key             *string `json:"key"` // null: no key, as consume -o json
 	Value           string  `json:"value"`
 	Reason          string  `json:"reason"`
@@ -129,13 +130,10 @@ func dlqRow(r *kgo.Record) dlqEntry {
 	row := dlqEntry{
 		Partition: r.Partition, Offset: r.Offset,
 		SourceTopic: q.Source.Topic, SourcePartition: q.Source.Partition, SourceOffset: int64(q.Source.Offset),
-		Timestamp: r.Timestamp.UTC().Format(time.RFC3339Nano),
-		Reason:    q.Reason,
+		Timestamp: jsonTime(r.Timestamp), TimestampMs: r.Timestamp.UnixMilli(),
+		Reason: q.Reason,
 	}
-	if r.Key != nil {
-		k, e := encRaw.text(r.Key)
-		row.Key, row.KeyEncoding = &k, e
-	}
+	row.Key, row.KeyEncoding = encRaw.nullable(r.Key)
 	row.Value, row.ValueEncoding = encRaw.text(r.Value)
 	return row
 }
