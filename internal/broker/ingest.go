@@ -182,6 +182,7 @@ func (c *TopicConfig) compileValidator() error {
 // DLQ, with their reasons, and where they go.
 type quarantine struct {
 	validated int32
+	redriven  int32 // accepted records that carry a redrive's source header
 	records   []record.Record // offsets relative to the batch (producer's base offset + delta)
 	reasons   []string
 	base      record.Offset // the producer's base offset, to make offsets relative
@@ -196,8 +197,8 @@ type quarantine struct {
 // base sequence and codec (an empty batch, still spanning the range, when no
 // record is valid), and the invalid records to quarantine.
 func (p *Partition) screen(batch []byte, h record.Header, v *ingest.Validator, cfg *TopicConfig) ([]byte, record.Header, *quarantine, error) {
-	if allValid(batch, h, v) {
-		return batch, h, &quarantine{validated: h.NumRecords}, nil
+	if ok, redriven := allValid(batch, h, v); ok {
+		return batch, h, &quarantine{validated: h.NumRecords, redriven: redriven}, nil
 	}
 	decoded, err := record.Decode(batch)
 	if err != nil {
@@ -209,6 +210,9 @@ func (p *Partition) screen(batch []byte, h record.Header, v *ingest.Validator, c
 		r := &decoded.Records[i]
 		reason := v.Validate(r.Key, r.Value)
 		if reason == "" {
+			if redrivenRecord(r.Headers) {
+				q.redriven++
+			}
 			if q.records != nil {
 				kept = append(kept, *r)
 			}
@@ -332,6 +336,7 @@ func (q *quarantine) writeLocked(src *Partition, base record.Offset) error {
 	if err != nil {
 		return fmt.Errorf("broker: quarantine from %s-%d to %s-%d: %w", src.topic, src.id, q.dlq.topic, q.dlq.id, err)
 	}
+	q.dlq.traffic.countIn(len(batch), h.NumRecords) // the DLQ topic counts its records like any topic
 	if src.b.clustered() {
 		q.dlq.advanceHighWatermark() // as AppendAsync does for the source
 	}
@@ -344,6 +349,7 @@ func (q *quarantine) count(b *Broker, topic string) {
 	c.validated.Add(int64(q.validated))
 	c.accepted.Add(int64(q.validated) - int64(len(q.records)))
 	c.quarantined.Add(int64(len(q.records)))
+	c.redriven.Add(int64(q.redriven))
 	if len(q.records) == 0 {
 		return
 	}
@@ -361,6 +367,17 @@ func (q *quarantine) count(b *Broker, topic string) {
 		"reason", q.reasons[0], "log_every", quarantineLogEvery)
 }
 
+// redrivenRecord reports whether a record came back from a DLQ (a redrive
+// marks it, whoever runs it: the broker, the CLI, or another client).
+func redrivenRecord(hs []record.RecordHeader) bool {
+	for _, h := range hs {
+		if h.Key == ingest.HeaderRedriveSource {
+			return true
+		}
+	}
+	return false
+}
+
 // allValid is screen's fast path: it walks the batch's records section
 // (decompressed if need be) just far enough to find each key and value, and
 // reports whether the validator accepts them all. Anything unexpected (a
@@ -368,9 +385,9 @@ func (q *quarantine) count(b *Broker, topic string) {
 // then judges the batch properly and says what is wrong with it. Decoding
 // every record into a Record (with its canonical-encoding check) cost as
 // much as validating the JSON in it.
-func allValid(batch []byte, h record.Header, v *ingest.Validator) bool {
+func allValid(batch []byte, h record.Header, v *ingest.Validator) (ok bool, redriven int32) {
 	if len(batch) < h.Size() || h.Size() < record.HeaderSize {
-		return false
+		return false, 0
 	}
 	var buf *[]byte
 	if h.Compression() != record.CodecNone {
@@ -390,31 +407,58 @@ func allValid(batch []byte, h record.Header, v *ingest.Validator) bool {
 		payload = batch[record.HeaderSize:h.Size()]
 	}
 	if err != nil {
-		return false
+		return false, 0
 	}
 	for range h.NumRecords {
 		size, n := binary.Varint(payload)
 		if n <= 0 || size < 1 || size > int64(len(payload)-n) {
-			return false
+			return false, 0
 		}
 		rec := payload[n+1 : n+int(size)] // after the attributes byte
 		payload = payload[n+int(size):]
 		for range 2 { // timestamp delta, offset delta
 			if _, n = binary.Varint(rec); n <= 0 {
-				return false
+				return false, 0
 			}
 			rec = rec[n:]
 		}
 		key, rec, ok := varBytes(rec)
 		if !ok {
+			return false, 0
+		}
+		value, rec, ok := varBytes(rec)
+		if !ok || v.Validate(key, value) != "" {
+			return false, 0
+		}
+		if hasRedriveHeader(rec) {
+			redriven++
+		}
+	}
+	return len(payload) == 0, redriven
+}
+
+// hasRedriveHeader reports whether a record's encoded headers section
+// holds the redrive source header (false if it cannot be read: the
+// record's validity does not depend on its headers).
+func hasRedriveHeader(rec []byte) bool {
+	count, n := binary.Varint(rec)
+	if n <= 0 {
+		return false
+	}
+	rec = rec[n:]
+	for range count {
+		key, rest, ok := varBytes(rec)
+		if !ok {
 			return false
 		}
-		value, _, ok := varBytes(rec)
-		if !ok || v.Validate(key, value) != "" {
+		if string(key) == ingest.HeaderRedriveSource {
+			return true
+		}
+		if _, rec, ok = varBytes(rest); !ok {
 			return false
 		}
 	}
-	return len(payload) == 0
+	return false
 }
 
 // Decompressed records sections are recycled across validated batches (the

@@ -52,10 +52,10 @@ func TestAllValidAgreesWithDecode(t *testing.T) {
 				want = false
 			}
 		}
-		if got := allValid(batch, h, v); got != want {
+		if got, _ := allValid(batch, h, v); got != want {
 			t.Fatalf("allValid %v, decoding says %v", got, want)
 		}
-		if len(batch) > record.HeaderSize+1 && allValid(batch[:len(batch)-1], h, v) {
+		if ok, _ := allValid(batch[:len(batch)-1], h, v); len(batch) > record.HeaderSize+1 && ok {
 			t.Fatal("allValid accepted a truncated batch")
 		}
 	})

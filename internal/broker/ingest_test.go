@@ -246,6 +246,33 @@ func TestRedrive(t *testing.T) {
 	if s := b.TopicIngestStats("pay"); s.Redriven != 8 {
 		t.Fatalf("stats %+v", s)
 	}
+	// The DLQ topic's records count like any topic's (10 quarantined).
+	dlqIn := int64(-1)
+	for _, st := range b.Stats() {
+		if st.Topic == "pay.dlq" {
+			dlqIn = st.RecordsIn
+		}
+	}
+	if dlqIn != 10 {
+		t.Errorf("pay.dlq records in: %d, want 10", dlqIn)
+	}
+	// A redrive run by a client (the CLI, anyone) marks its records the
+	// same way: accepted ones count, on the fast path (all valid) and the
+	// slow one (an invalid record beside them); a record marked but
+	// quarantined again does not.
+	marked := func(v string) record.Record {
+		return record.Record{Value: []byte(v), Headers: []record.RecordHeader{
+			{Key: "trace", Value: []byte("x")}, {Key: ingest.HeaderRedriveSource, Value: []byte("pay.dlq/0/99")}}}
+	}
+	if _, err := b.ProduceRecords(ctx, "pay", 0, []record.Record{marked(`{"amount":1}`), {Value: []byte(`{"amount":2}`)}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.ProduceRecords(ctx, "pay", 1, []record.Record{marked(`{"amount":3}`), marked("garbage")}); err != nil {
+		t.Fatal(err)
+	}
+	if s := b.TopicIngestStats("pay"); s.Redriven != 10 {
+		t.Fatalf("after a client's redrive of two accepted records (and one quarantined again): redriven %d, want 10", s.Redriven)
+	}
 }
 
 // TestValidatedProduceSurvivesRestart: gaps, an all-invalid (empty) batch

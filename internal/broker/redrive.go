@@ -145,7 +145,6 @@ func (b *Broker) redriveStep(ctx context.Context, src *Topic, dlqName string, dp
 	if err := b.Group(ingest.RedriveGroup(src.Name)).CommitThrough(ctx, dlqName, dp, next-1); err != nil {
 		return pos, fmt.Errorf("broker: redrive %q: commit progress: %w", src.Name, err)
 	}
-	res.Redriven += redriven
-	b.ingest.counters(src.Name).redriven.Add(redriven)
+	res.Redriven += redriven // the append counted them in the topic's redriven metric
 	return next, nil
 }

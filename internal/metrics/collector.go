@@ -35,7 +35,7 @@ var (
 	descQuarantined = prometheus.NewDesc("strand_dlq_quarantined_total",
 		"Invalid records of the topic sent to its dead-letter topic instead.", []string{"topic"}, nil)
 	descRedriven = prometheus.NewDesc("strand_dlq_redriven_total",
-		"Records of the topic's dead-letter topic produced back into it by an in-process redrive.", []string{"topic"}, nil)
+		"Records produced back into the topic from its dead-letter topic and accepted, whoever ran the redrive (records carrying strand.redrive.source).", []string{"topic"}, nil)
 	descFailed = prometheus.NewDesc("strand_partitions_failed",
 		"Offline partitions: refusing appends after a failed fsync (a restart recovers them) or serving nothing over damaged data (see strand_partitions_damaged).", nil, nil)
 	descDamaged = prometheus.NewDesc("strand_partitions_damaged",

@@ -25,7 +25,7 @@
 //	topic_bytes_out_total{topic}                  counter: record-batch bytes sent
 //	topic_records_validated_total{topic}          counter: records judged by strand.validation
 //	dlq_quarantined_total{topic}                  counter: invalid records sent to the topic's DLQ
-//	dlq_redriven_total{topic}                     counter: DLQ records redriven in-process
+//	dlq_redriven_total{topic}                     counter: DLQ records redriven (by anyone)
 //	group_lag{group,topic,partition}              gauge: end − committed offset
 //	group_total_lag{group}                        gauge: Σ group_lag (DESIGN.md invariant 3)
 //	requests_total{api}                           counter
