@@ -182,7 +182,7 @@ func (c *TopicConfig) compileValidator() error {
 // DLQ, with their reasons, and where they go.
 type quarantine struct {
 	validated int32
-	redriven  int32 // accepted records that carry a redrive's source header
+	redriven  int32           // accepted records that carry a redrive's source header
 	records   []record.Record // offsets relative to the batch (producer's base offset + delta)
 	reasons   []string
 	base      record.Offset // the producer's base offset, to make offsets relative
