@@ -132,7 +132,7 @@ func TestReplicationSeedExercise(t *testing.T) {
 			Leader          int32   `json:"leader"`
 			Replicas        []int32 `json:"replicas"`
 			ISR             []int32 `json:"isr"`
-			UnderReplicated bool    `json:"underReplicated"`
+			UnderReplicated bool    `json:"under_replicated"`
 		} `json:"partitions"`
 	}
 	// Node f2's metadata follows the controller's by a moment.

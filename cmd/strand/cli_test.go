@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -591,6 +592,27 @@ func TestCLIConsumeJSONShape(t *testing.T) {
 	}
 	if _, has := j["key"]; !has {
 		t.Errorf("no key field (want null): %s", out)
+	}
+
+	// The console's API gives the same record the same fields, same values.
+	resp, err := http.Get("http://" + b.ConsoleAddr() + "/api/v1/topics/shape/partitions/0/records")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var api struct {
+		Records []map[string]any `json:"records"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&api); err != nil || len(api.Records) != 1 {
+		t.Fatalf("console records: %v, %+v", err, api)
+	}
+	for field, v := range j {
+		if field == "topic" {
+			continue // the route names it
+		}
+		if got, has := api.Records[0][field]; !has || fmt.Sprint(got) != fmt.Sprint(v) {
+			t.Errorf("field %q: CLI %v, console API %v (has %v)", field, v, got, has)
+		}
 	}
 }
 

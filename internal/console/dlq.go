@@ -39,8 +39,8 @@ type ScanRange struct {
 	Partition int32 `json:"partition"`
 	From      int64 `json:"from"`
 	To        int64 `json:"to"` // exclusive
-	LogStart  int64 `json:"logStartOffset"`
-	End       int64 `json:"highWatermark"`
+	LogStart  int64 `json:"log_start_offset"`
+	End       int64 `json:"high_watermark"`
 }
 
 // ReasonRow is one reason, how many records it holds, and the first
@@ -53,10 +53,10 @@ type ReasonRow struct {
 
 // RedriveView is a redrive's outcome, or its dry run's.
 type RedriveView struct {
-	DryRun       bool  `json:"dryRun"`
+	DryRun       bool  `json:"dry_run"`
 	Redriven     int64 `json:"redriven"` // a dry run: would be
-	StillInvalid int64 `json:"stillInvalid"`
-	AlreadyDone  int64 `json:"alreadyDone"`
+	StillInvalid int64 `json:"still_invalid"`
+	AlreadyDone  int64 `json:"already_done"`
 	// Bounded: the dry run stopped after maxDryRun records.
 	Bounded bool `json:"bounded,omitempty"`
 }

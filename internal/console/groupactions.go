@@ -42,8 +42,8 @@ type ResetRow struct {
 	Partition int32  `json:"partition"`
 	Current   int64  `json:"current"` // -1: none
 	Target    int64  `json:"target"`
-	End       int64  `json:"highWatermark"`
-	LagAfter  int64  `json:"lagAfter"`
+	End       int64  `json:"high_watermark"`
+	LagAfter  int64  `json:"lag_after"`
 }
 
 // Form is the plan's fields for the apply form.

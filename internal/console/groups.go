@@ -54,9 +54,9 @@ func assignment(protocolType string, b []byte) []TopicPartitions {
 // LagSample is one sample of a group's lag.
 type LagSample struct {
 	Time              Time    `json:"time"`
-	TimeMs            int64   `json:"timeMs"`
-	TotalLag          int64   `json:"totalLag"`
-	MaxTimeLagSeconds float64 `json:"maxTimeLagSeconds"`
+	TimeMs            int64   `json:"time_ms"`
+	TotalLag          int64   `json:"total_lag"`
+	MaxTimeLagSeconds float64 `json:"max_time_lag_seconds"`
 }
 
 // lagHistory is the console's in-memory lag samples, per group, the newest

@@ -18,18 +18,18 @@ import (
 
 // Overview is the front page.
 type Overview struct {
-	ClusterID string        `json:"clusterId"`
-	NodeID    int32         `json:"nodeId"`
-	DataDir   string        `json:"dataDir"`
+	ClusterID string        `json:"cluster_id"`
+	NodeID    int32         `json:"node_id"`
+	DataDir   string        `json:"data_dir"`
 	Topics    []TopicRow    `json:"topics"`
 	Groups    []GroupRow    `json:"groups"`
 	Generated Time          `json:"generated"`
 	Totals    OverviewTotal `json:"totals"`
 	// FailedPartitions refuse appends after a failed fsync until the broker
 	// restarts (/healthz reports them too).
-	FailedPartitions []string `json:"failedPartitions,omitempty"`
+	FailedPartitions []string `json:"failed_partitions,omitempty"`
 	// Offline says why each of them is offline.
-	Offline []broker.OfflinePartition `json:"offlinePartitions,omitempty"`
+	Offline []broker.OfflinePartition `json:"offline_partitions,omitempty"`
 }
 
 // OverviewTotal sums the topic rows.
@@ -48,12 +48,12 @@ type TopicRow struct {
 	// start would read, compacted gaps aside.
 	Records       int64  `json:"records"`
 	Bytes         int64  `json:"bytes"`
-	CleanupPolicy string `json:"cleanupPolicy"`
+	CleanupPolicy string `json:"cleanup_policy"`
 	Validation    string `json:"validation"`
 	// DLQ names the topic's dead-letter topic when it is validated or the
 	// topic exists; DLQExists says whether there is a page to link to.
 	DLQ       string `json:"dlq,omitempty"`
-	DLQExists bool   `json:"dlqExists"`
+	DLQExists bool   `json:"dlq_exists"`
 	Internal  bool   `json:"internal"`
 }
 
@@ -61,11 +61,11 @@ type TopicRow struct {
 type GroupRow struct {
 	ID           string `json:"id"`
 	State        string `json:"state"`
-	ProtocolType string `json:"protocolType"`
+	ProtocolType string `json:"protocol_type"`
 	Lag          int64  `json:"lag"`
 	// TimeLagSeconds is the group's largest time lag: how long the oldest
 	// record it has not read has waited.
-	TimeLagSeconds float64 `json:"timeLagSeconds"`
+	TimeLagSeconds float64 `json:"time_lag_seconds"`
 }
 
 // TopicDetail is a topic's page.
@@ -79,7 +79,7 @@ type TopicDetail struct {
 	// assigned partitions), among those this node coordinates.
 	Groups    []TopicGroup `json:"groups"`
 	DLQ       string       `json:"dlq,omitempty"`
-	DLQExists bool         `json:"dlqExists"`
+	DLQExists bool         `json:"dlq_exists"`
 	Internal  bool         `json:"internal"`
 }
 
@@ -95,17 +95,17 @@ type IngestRow struct {
 type PartitionRow struct {
 	Partition   int32   `json:"partition"`
 	Leader      int32   `json:"leader"`
-	LeaderEpoch int32   `json:"leaderEpoch"`
+	LeaderEpoch int32   `json:"leader_epoch"`
 	Replicas    []int32 `json:"replicas"`
 	ISR         []int32 `json:"isr"`
 	// UnderReplicated: fewer in-sync replicas than replicas.
-	UnderReplicated bool `json:"underReplicated"`
+	UnderReplicated bool `json:"under_replicated"`
 	// Local: this node holds a replica, so the offsets and size below are
 	// its own (a follower's lag its leader by a fetch); elsewhere they are
 	// -1 and 0.
 	Local         bool  `json:"local"`
-	LogStart      int64 `json:"logStartOffset"`
-	HighWatermark int64 `json:"highWatermark"`
+	LogStart      int64 `json:"log_start_offset"`
+	HighWatermark int64 `json:"high_watermark"`
 	Bytes         int64 `json:"bytes"`
 }
 
@@ -120,24 +120,24 @@ type ConfigRow struct {
 type GroupDetail struct {
 	ID           string      `json:"id"`
 	State        string      `json:"state"`
-	ProtocolType string      `json:"protocolType"`
+	ProtocolType string      `json:"protocol_type"`
 	Protocol     string      `json:"protocol"`
 	Members      []MemberRow `json:"members"`
 	Lag          []LagRow    `json:"lag"`
-	TotalLag     int64       `json:"totalLag"`
+	TotalLag     int64       `json:"total_lag"`
 	// MaxTimeLagSeconds is the largest partition time lag.
-	MaxTimeLagSeconds float64 `json:"maxTimeLagSeconds"`
+	MaxTimeLagSeconds float64 `json:"max_time_lag_seconds"`
 	// LagHistory is the console's recent samples of the group's lag,
 	// oldest first (see lagHistory).
-	LagHistory []LagSample `json:"lagHistory"`
+	LagHistory []LagSample `json:"lag_history"`
 }
 
 // MemberRow is one member of a group and the partitions assigned to it
 // (consumer groups while Stable; empty otherwise).
 type MemberRow struct {
 	ID         string            `json:"id"`
-	InstanceID string            `json:"instanceId,omitempty"`
-	ClientID   string            `json:"clientId"`
+	InstanceID string            `json:"instance_id,omitempty"`
+	ClientID   string            `json:"client_id"`
 	Host       string            `json:"host"`
 	Assignment []TopicPartitions `json:"assignment"`
 }
@@ -153,13 +153,13 @@ type LagRow struct {
 	Topic     string `json:"topic"`
 	Partition int32  `json:"partition"`
 	Committed int64  `json:"committed"` // -1: none
-	End       int64  `json:"highWatermark"`
+	End       int64  `json:"high_watermark"`
 	Lag       int64  `json:"lag"` // -1: unknown (assigned, never committed)
 	// TimeLagSeconds: how long the next record to read has waited.
-	TimeLagSeconds float64 `json:"timeLagSeconds"`
+	TimeLagSeconds float64 `json:"time_lag_seconds"`
 	// Member holds the partition in the group's current assignment ("":
 	// nobody).
-	Member string `json:"memberId,omitempty"`
+	Member string `json:"member_id,omitempty"`
 }
 
 // errNotFound marks an unknown topic, partition or group: HTTP 404.

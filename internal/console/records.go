@@ -54,8 +54,8 @@ type Records struct {
 	Prev     int64 `json:"prev"`
 	Last     int64 `json:"last"`
 	Limit    int   `json:"limit"`
-	LogStart int64 `json:"logStartOffset"`
-	End      int64 `json:"highWatermark"`
+	LogStart int64 `json:"log_start_offset"`
+	End      int64 `json:"high_watermark"`
 	// Seek is set when the page starts at a timestamp.
 	Seek *Seek `json:"seek,omitempty"`
 	// Filter is set when the page is filtered, with how far it looked.
@@ -74,7 +74,7 @@ type Records struct {
 // the high watermark when no record is that late.
 type Seek struct {
 	Timestamp   Time  `json:"timestamp"`
-	TimestampMs int64 `json:"timestampMs"`
+	TimestampMs int64 `json:"timestamp_ms"`
 	Offset      int64 `json:"offset"`
 	Found       bool  `json:"found"`
 }
@@ -90,9 +90,9 @@ type Filter struct {
 	// ScannedFrom and ScannedTo bound the offsets looked at (inclusive;
 	// ScannedTo < ScannedFrom: none); ScanLimit is the most a page looks
 	// at; Complete says the scan reached the high watermark.
-	ScannedFrom int64 `json:"scannedFrom"`
-	ScannedTo   int64 `json:"scannedTo"`
-	ScanLimit   int   `json:"scanLimit"`
+	ScannedFrom int64 `json:"scanned_from"`
+	ScannedTo   int64 `json:"scanned_to"`
+	ScanLimit   int   `json:"scan_limit"`
 	Complete    bool  `json:"complete"`
 }
 
@@ -127,10 +127,10 @@ type GapRow struct {
 
 // DLQRef is a quarantined offset and its record in the DLQ.
 type DLQRef struct {
-	SourceOffset int64  `json:"sourceOffset"`
-	Topic        string `json:"dlqTopic"`
-	Partition    int32  `json:"dlqPartition"`
-	Offset       int64  `json:"dlqOffset"`
+	SourceOffset int64  `json:"source_offset"`
+	Topic        string `json:"dlq_topic"`
+	Partition    int32  `json:"dlq_partition"`
+	Offset       int64  `json:"dlq_offset"`
 	Reason       string `json:"reason"`
 }
 
@@ -142,15 +142,15 @@ type RecordRow struct {
 	Partition      int32   `json:"partition"`
 	Offset         int64   `json:"offset"`
 	Timestamp      Time    `json:"timestamp"`
-	TimestampMs    int64   `json:"timestampMs"`
+	TimestampMs    int64   `json:"timestamp_ms"`
 	Key            *string `json:"key"` // nil: no key
-	KeyEncoding    string  `json:"keyEncoding,omitempty"`
+	KeyEncoding    string  `json:"key_encoding,omitempty"`
 	Value          *string `json:"value"` // nil: a tombstone
-	ValueEncoding  string  `json:"valueEncoding,omitempty"`
-	ValueBytes     int64   `json:"valueBytes"`
-	ValueTruncated bool    `json:"valueTruncated,omitempty"`
+	ValueEncoding  string  `json:"value_encoding,omitempty"`
+	ValueBytes     int64   `json:"value_bytes"`
+	ValueTruncated bool    `json:"value_truncated,omitempty"`
 	// ValueURL serves the whole value of a truncated one, as it is.
-	ValueURL string      `json:"valueUrl,omitempty"`
+	ValueURL string      `json:"value_url,omitempty"`
 	Headers  []HeaderRow `json:"headers"`
 	// Pretty is the value indented, when it is a whole JSON object or
 	// array (the page shows it; the API keeps the value as it is).

@@ -6,13 +6,13 @@ import (
 	"unicode/utf8"
 )
 
-// The JSON API's one shape (issue 18): camelCase names; a time as RFC 3339
-// with milliseconds in UTC, with its epoch milliseconds beside it where a
-// tool would compute with it (timestamp + timestampMs); headers as a list of
-// {key, value}; a null key or value as JSON null; bytes that are not valid
-// UTF-8 as base64, named by an encoding field ("base64"), never with
-// replacement characters. The CLI's `consume -o json` carries the same
-// facts (base64 for bytes that are not UTF-8).
+// The JSON API's one shape (issue 18), the CLI's `-o json` too:
+// snake_case names; a time as RFC 3339 with milliseconds in UTC, with its
+// epoch milliseconds beside it where a tool would compute with it
+// (timestamp + timestamp_ms); headers as a list of {key, value}; a null
+// key or value as JSON null; bytes that are not valid UTF-8 as base64,
+// named by an encoding field ("base64"), never with replacement
+// characters. `strand consume -o json` prints records in this shape.
 
 // rfc3339Millis is the one time format of the API.
 const rfc3339Millis = "2006-01-02T15:04:05.000Z07:00"

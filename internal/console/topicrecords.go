@@ -19,8 +19,8 @@ type TopicRecords struct {
 	Limit int    `json:"limit"`
 	// SeekTimestamp is set when the page started every partition at a
 	// timestamp.
-	SeekTimestamp   *Time             `json:"seekTimestamp,omitempty"`
-	SeekTimestampMs int64             `json:"seekTimestampMs,omitempty"`
+	SeekTimestamp   *Time             `json:"seek_timestamp,omitempty"`
+	SeekTimestampMs int64             `json:"seek_timestamp_ms,omitempty"`
 	Filter          *Filter           `json:"filter,omitempty"`
 	Parts           []PartitionCursor `json:"partitions"`
 	// Next is the from= of the following page: partition:offset pairs.
@@ -35,11 +35,11 @@ type TopicRecords struct {
 type PartitionCursor struct {
 	Partition int32 `json:"partition"`
 	Local     bool  `json:"local"`
-	LogStart  int64 `json:"logStartOffset"`
-	End       int64 `json:"highWatermark"`
+	LogStart  int64 `json:"log_start_offset"`
+	End       int64 `json:"high_watermark"`
 	From      int64 `json:"from"`
 	Next      int64 `json:"next"`
-	Scanned   int64 `json:"scannedTo"`
+	Scanned   int64 `json:"scanned_to"`
 }
 
 // topicRecords reads up to limit matching records of each partition from
