@@ -29,7 +29,9 @@ func TestConsoleListener(t *testing.T) {
 	defer resp.Body.Close()
 	var d struct {
 		Name       string
-		Partitions []struct{ HighWatermark int64 }
+		Partitions []struct {
+			HighWatermark int64 `json:"high_watermark"`
+		}
 	}
 	if err := json.NewDecoder(resp.Body).Decode(&d); err != nil {
 		t.Fatal(err)
