@@ -409,6 +409,11 @@ func TestUnknownSubcommands(t *testing.T) {
 			t.Errorf("strand %v: exit %d, %q", args, r.code, r.stdout)
 		}
 	}
+	var v struct{ Version string }
+	decodeJSON(t, ok(t, "127.0.0.1:1", "", "version", "-o", "json").stdout, &v)
+	if !strings.HasPrefix(v.Version, "strand ") {
+		t.Errorf("version -o json: %+v", v)
+	}
 }
 
 // TestCLIErrorsAreOneSentence: every command asked about a topic or group
@@ -435,6 +440,7 @@ func TestCLIErrorsAreOneSentence(t *testing.T) {
 		{[]string{"topic", "create", "bad", "--config", "retention.ms=abc"}, `error: cannot create topic "bad": config retention.ms="abc": not an integer` + "\n"},
 		{[]string{"topic", "alter", "three", "--config", "nosuch.config=1"}, `error: cannot alter topic "three": config nosuch.config: unknown topic config` + "\n"},
 		{[]string{"topic", "alter", "three", "--partitions", "2"}, `topic "three" has 3 partitions and partitions can only be added (removing some would move keys): ask for more than 3`},
+		{[]string{"cluster", "add-voter", "--node-id", "9", "--raft-addr", "127.0.0.1:1"}, "error: add voter 9: a single node has no metadata quorum to change\n"},
 	} {
 		r := runCLI(t, addr, "", tc.args...)
 		if r.code != exitError || !strings.Contains(r.stderr, tc.want) || strings.Count(r.stderr, "\n") != 1 || r.stdout != "" {

@@ -99,8 +99,8 @@ func newVoterCmd(o *clientOptions, remove bool) *cobra.Command {
 		if id < 0 {
 			return usageErr("--node-id is required")
 		}
-		return o.clientRun(cmd, func(ctx context.Context, cl *kgo.Client, _ bool) error {
-			return changeVoter(ctx, cmd, cl, id, addr, remove)
+		return o.clientRun(cmd, func(ctx context.Context, cl *kgo.Client, asJSON bool) error {
+			return changeVoter(ctx, cmd, cl, id, addr, remove, asJSON)
 		})
 	}
 	cmd.Flags().Int32Var(&id, "node-id", -1, "the voter's node id")
@@ -110,7 +110,7 @@ func newVoterCmd(o *clientOptions, remove bool) *cobra.Command {
 	return cmd
 }
 
-func changeVoter(ctx context.Context, cmd *cobra.Command, cl *kgo.Client, id int32, addr string, remove bool) error {
+func changeVoter(ctx context.Context, cmd *cobra.Command, cl *kgo.Client, id int32, addr string, remove, asJSON bool) error {
 	var code int16
 	var msg *string
 	if remove {
@@ -138,12 +138,15 @@ func changeVoter(ctx context.Context, cmd *cobra.Command, cl *kgo.Client, id int
 		}
 		code, msg = resp.ErrorCode, resp.ErrorMessage
 	}
+	action := map[bool]string{false: "add", true: "remove"}[remove]
 	if err := kerr.ErrorForCode(code); err != nil {
-		detail := ""
-		if msg != nil {
-			detail = ": " + *msg
-		}
-		return fmt.Errorf("%s voter %d: %v%s", map[bool]string{false: "add", true: "remove"}[remove], id, err, detail)
+		return kafkaError(fmt.Sprintf("%s voter %d", action, id), err, msg)
+	}
+	if asJSON {
+		return writeJSON(cmd.OutOrStdout(), struct {
+			NodeID int32  `json:"node_id"`
+			Result string `json:"result"`
+		}{id, map[bool]string{false: "added", true: "removed"}[remove]})
 	}
 	verb := "added node %d to the metadata quorum\n"
 	if remove {

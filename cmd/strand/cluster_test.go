@@ -291,8 +291,8 @@ func TestClusterAddAndRemoveVoter(t *testing.T) {
 	}
 
 	p4.stop(t)
-	if r := ok(t, c.addrs[1], "", "cluster", "remove-voter", "--node-id", "4"); !strings.Contains(r.stdout, "removed node 4") {
-		t.Fatalf("remove-voter: %s", r.stdout)
+	if r := ok(t, c.addrs[1], "", "cluster", "remove-voter", "--node-id", "4", "-o", "json"); !strings.Contains(r.stdout, `"result": "removed"`) {
+		t.Fatalf("remove-voter -o json: %s", r.stdout)
 	}
 	decodeJSON(t, ok(t, c.addrs[2], "", "cluster", "info", "-o", "json").stdout, &info)
 	for _, b := range info.Brokers {

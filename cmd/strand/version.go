@@ -42,14 +42,26 @@ func version() string {
 }
 
 func newVersionCmd() *cobra.Command {
-	return &cobra.Command{
+	var output string
+	cmd := &cobra.Command{
 		Use:   "version",
 		Short: "Print Strand's version, commit and Go release",
 		Args:  cobra.NoArgs,
-		Run: func(cmd *cobra.Command, _ []string) {
-			fmt.Fprintln(cmd.OutOrStdout(), version())
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			switch output {
+			case "json":
+				return writeJSON(cmd.OutOrStdout(), struct {
+					Version string `json:"version"`
+				}{version()})
+			case "", "table":
+				fmt.Fprintln(cmd.OutOrStdout(), version())
+				return nil
+			}
+			return usageErr("--output: want table or json, got %q", output)
 		},
 	}
+	cmd.Flags().StringVarP(&output, "output", "o", "", "json for JSON")
+	return cmd
 }
 
 // requireSubcommand is the Run of a command that only groups others
