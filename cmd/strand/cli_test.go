@@ -441,6 +441,10 @@ func TestCLIErrorsAreOneSentence(t *testing.T) {
 		{[]string{"topic", "alter", "three", "--config", "nosuch.config=1"}, `error: cannot alter topic "three": config nosuch.config: unknown topic config` + "\n"},
 		{[]string{"topic", "alter", "three", "--partitions", "2"}, `topic "three" has 3 partitions and partitions can only be added (removing some would move keys): ask for more than 3`},
 		{[]string{"cluster", "add-voter", "--node-id", "9", "--raft-addr", "127.0.0.1:1"}, "error: add voter 9: a single node has no metadata quorum to change\n"},
+		{[]string{"topic", "reassign", "nosuch", "--replica-assignment", "0:1"}, `no topic "nosuch"`},
+		{[]string{"topic", "reassign", "three", "--replica-assignment", "0:1"}, "error: cannot reassign partition 0 of \"three\": invalid replica assignment: a single node cannot move three-0\n"},
+		{[]string{"group", "seek", "g1", "--topic", "nosuch", "--to-earliest"}, `no topic "nosuch"`},
+		{[]string{"produce", "three", "-v", "x", "--partition", "7"}, `1 record not produced: topic "three" has no partition 7 (it has 3)`},
 	} {
 		r := runCLI(t, addr, "", tc.args...)
 		if r.code != exitError || !strings.Contains(r.stderr, tc.want) || strings.Count(r.stderr, "\n") != 1 || r.stdout != "" {

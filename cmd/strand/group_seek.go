@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 )
 
 // seekRow is one partition moved by "strand group seek".
@@ -112,6 +114,15 @@ Without --topic, every topic the group has committed offsets for is moved.`,
 					return fmt.Errorf("list offsets: %w", err)
 				}
 				if err := listed.Error(); err != nil {
+					var missing string
+					listed.Each(func(o kadm.ListedOffset) {
+						if errors.Is(o.Err, kerr.UnknownTopicOrPartition) {
+							missing = o.Topic
+						}
+					})
+					if missing != "" {
+						return errNoTopic(missing)
+					}
 					return fmt.Errorf("list offsets: %w", err)
 				}
 				var ends kadm.ListedOffsets

@@ -156,7 +156,7 @@ func (o *produceOptions) run(ctx context.Context, cmd *cobra.Command, topic stri
 		if err := writeJSON(cmd.OutOrStdout(), produceSummary{Topic: topic, Produced: n, Failed: failed, Seconds: elapsed.Seconds()}); err != nil {
 			return err
 		}
-	case !interactive:
+	case !interactive && (n > 0 || firstErr == nil): // nothing produced and an error: the error says it all
 		fmt.Fprintf(cmd.ErrOrStderr(), "produced %s in %.2f s (%.0f rec/s)\n",
 			plural(int(n), "record"), elapsed.Seconds(), float64(n)/max(elapsed.Seconds(), 1e-9))
 	}
@@ -324,6 +324,11 @@ func produceError(topic string, n int64, err error, limit int32) error {
 	switch {
 	case errors.Is(err, kerr.UnknownTopicOrPartition):
 		return fmt.Errorf("%s not produced: no topic %q (or no such partition) — create it with \"strand topic create %s\"", failed, topic, topic)
+	case strings.HasPrefix(err.Error(), "invalid record partitioning choice"): // franz-go's, untyped
+		var pick, have int
+		if _, serr := fmt.Sscanf(err.Error(), "invalid record partitioning choice of %d from %d available", &pick, &have); serr == nil {
+			return fmt.Errorf("%s not produced: topic %q has no partition %d (it has %d)", failed, topic, pick, have)
+		}
 	case errors.Is(err, kerr.MessageTooLarge), errors.Is(err, kerr.RecordListTooLarge):
 		return fmt.Errorf("%s not produced: a record is larger than %d bytes, topic %q's max.message.bytes (raise it with \"strand topic alter %s --config max.message.bytes=N\", or pass --max-message-bytes)", failed, limit, topic, topic)
 	}

@@ -136,12 +136,15 @@ func alterReassignments(ctx context.Context, cl *kgo.Client, topic string, repli
 	for _, t := range resp.Topics {
 		for _, p := range t.Partitions {
 			if err := kerr.ErrorForCode(p.ErrorCode); err != nil {
+				if errors.Is(err, kerr.UnknownTopicOrPartition) && p.Partition == 0 {
+					return 0, errNoTopic(topic)
+				}
 				errs = append(errs, kafkaError(fmt.Sprintf("cannot reassign partition %d of %q", p.Partition, topic), err, p.ErrorMessage))
 			}
 		}
 	}
 	if len(errs) > 0 {
-		return 0, fmt.Errorf("reassign %s: %w", topic, errors.Join(errs...))
+		return 0, errors.Join(errs...)
 	}
 	return len(rt.Partitions), nil
 }
