@@ -21,13 +21,14 @@ var layers = [][]string{
 	{"internal/broker"},
 	{"internal/cluster"},
 	{"internal/replica"},
-	{"internal/group"},
+	{"internal/group", "internal/txn"},
+	{"internal/group/consumer"},
 	{"internal/producer"},
 	{"internal/ingest"},
 	{"internal/compact"},
 	{"internal/partlog"},
 	{"internal/record"},
-	{"internal/assign", "internal/partitioner", "internal/vfs", "internal/vnet", "internal/testcert", "internal/testnet", "internal/sasl", "internal/wire"},
+	{"internal/assign", "internal/acl", "internal/partitioner", "internal/vfs", "internal/vnet", "internal/testcert", "internal/testnet", "internal/sasl", "internal/wire"},
 	{"internal/lint"},
 }
 
