@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"sort"
+	"sync"
 
 	"github.com/strandmq/strand/internal/record"
 )
@@ -91,6 +92,19 @@ func (l *Log) readFailed(err error) error {
 	return err
 }
 
+// findChunk is what find reads ahead per read: the batch an index entry
+// names lies at most an index interval (4 KiB by default) before the one
+// wanted, and find needs only headers. The scanner's default (scanChunk,
+// 256 KiB, for recovery's whole-batch reads) made every fetch — most of all
+// a follower's, which fetches at each batch boundary — allocate, zero and
+// read a quarter mebibyte it then threw away, and readBatches read the same
+// bytes again.
+const findChunk = 4 << 10
+
+// findBufs recycles find's read-ahead: a fetch calls find once per
+// partition, and the buffer never outlives the call.
+var findBufs = sync.Pool{New: func() any { b := make([]byte, findChunk); return &b }}
+
 // find returns the position and header of the first batch whose last offset is
 // >= from; ok is false when the segment has none. It starts at the offset
 // index's entry for from, and reports an entry that does not point at the
@@ -104,7 +118,9 @@ func (s *segment) find(from record.Offset) (int64, record.Header, bool, error) {
 	if !s.indexBad.Load() {
 		entryRel, pos = s.index.lookup(rel)
 	}
-	sc := scanner{f: s.log, name: s.logName(), limit: s.size.Load(), pos: int64(pos)}
+	buf := findBufs.Get().(*[]byte)
+	defer findBufs.Put(buf)
+	sc := scanner{f: s.log, name: s.logName(), limit: s.size.Load(), pos: int64(pos), chunk: findChunk, buf: (*buf)[:0]}
 	for first := pos > 0; ; first = false {
 		err := sc.next()
 		// io.EOF: an entry the writer added before publishing its batch.
