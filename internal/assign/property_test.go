@@ -226,22 +226,7 @@ func checkBalancedIdentical(t *rapid.T, a Assignor, sc scenario, got Assignment)
 		checkWithinOne(t, a.Name(), counts(got))
 	case Range:
 		// Within one per topic only: that is Kafka's range.
-		for topic := range sc.parts {
-			per := map[string]int{}
-			for _, m := range sc.members {
-				if slices.Contains(m.Topics, topic) {
-					per[m.ID] = 0
-				}
-			}
-			for id, list := range got {
-				for _, q := range list {
-					if q.Topic == topic {
-						per[id]++
-					}
-				}
-			}
-			checkWithinOne(t, "range topic "+topic, slices.Collect(maps.Values(per)))
-		}
+		perTopicWithinOne(t, subscribersOf(sc.members), sc.parts, got)
 	}
 }
 
