@@ -1,9 +1,11 @@
 package broker
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"net"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -209,7 +211,9 @@ func (f *fetcher) sleep(d time.Duration) {
 }
 
 // roundTrip sends req to the leader's internal listener, dialling it
-// when there is no connection.
+// when there is no connection. The response aliases a buffer the next
+// round trip reuses (wire.Conn.RoundTripBorrowed): the fetcher applies
+// each answer before it asks again.
 func (f *fetcher) roundTrip(req kmsg.Request, timeout time.Duration) (kmsg.Response, error) {
 	f.connMu.Lock()
 	c := f.conn
@@ -236,7 +240,7 @@ func (f *fetcher) roundTrip(req kmsg.Request, timeout time.Duration) (kmsg.Respo
 		default:
 		}
 	}
-	return c.RoundTrip(req, time.Now().Add(timeout))
+	return c.RoundTripBorrowed(req, time.Now().Add(timeout))
 }
 
 func (f *fetcher) closeConn() {
@@ -343,25 +347,27 @@ func (f *fetcher) fetch(parts []followPart) error {
 	req.ReplicaState.ID, req.ReplicaState.Epoch = int32(f.b.cfg.NodeID), f.b.member.epoch.Load()
 	req.MaxWaitMillis, req.MinBytes, req.MaxBytes = int32(replicaFetchWait/time.Millisecond), 1, replicaFetchMaxBytes
 	req.SessionEpoch = -1
-	index := map[TopicID]int{}
-	asked := map[TopicID]map[int32]followPart{}
+	// One map, sized once: this runs for every round trip.
+	type key struct {
+		topic     TopicID
+		partition int32
+	}
+	asked := make(map[key]followPart, len(parts))
+	slices.SortFunc(parts, func(a, b followPart) int { return bytes.Compare(a.p.topicID[:], b.p.topicID[:]) })
 	for _, fp := range parts {
-		i, ok := index[fp.p.topicID]
-		if !ok {
+		if n := len(req.Topics); n == 0 || req.Topics[n-1].TopicID != fp.p.topicID {
 			t := kmsg.NewFetchRequestTopic()
 			t.Topic, t.TopicID = fp.p.topic, fp.p.topicID
 			req.Topics = append(req.Topics, t)
-			i = len(req.Topics) - 1
-			index[fp.p.topicID] = i
-			asked[fp.p.topicID] = map[int32]followPart{}
 		}
 		rp := kmsg.NewFetchRequestTopicPartition()
 		rp.Partition, rp.CurrentLeaderEpoch = int32(fp.p.id), int32(fp.epoch)
 		rp.FetchOffset, rp.LogStartOffset = int64(fp.p.log.LogEndOffset()), int64(fp.p.log.LogStartOffset())
 		rp.LastFetchedEpoch = int32(fp.p.log.LatestEpoch())
 		rp.PartitionMaxBytes = replicaPartitionMax
-		req.Topics[i].Partitions = append(req.Topics[i].Partitions, rp)
-		asked[fp.p.topicID][int32(fp.p.id)] = fp
+		t := &req.Topics[len(req.Topics)-1]
+		t.Partitions = append(t.Partitions, rp)
+		asked[key{fp.p.topicID, int32(fp.p.id)}] = fp
 	}
 	kresp, err := f.roundTrip(req, replicaFetchWait+10*time.Second)
 	if err != nil {
@@ -373,7 +379,7 @@ func (f *fetcher) fetch(parts []followPart) error {
 	}
 	for _, t := range resp.Topics {
 		for _, rp := range t.Partitions {
-			if fp, ok := asked[TopicID(t.TopicID)][rp.Partition]; ok {
+			if fp, ok := asked[key{TopicID(t.TopicID), rp.Partition}]; ok {
 				f.apply(fp, &rp)
 			}
 		}

@@ -30,7 +30,13 @@ type Conn struct {
 	clientID string
 	corr     int32
 	buf      []byte
+	frame    []byte // RoundTripBorrowed's response buffer
 }
+
+// maxKeptFrame bounds the response buffer a Conn keeps between
+// RoundTripBorrowed calls: a replica fetch's (10 MiB at most, plus
+// headers) is kept; anything larger is allocated for the call alone.
+const maxKeptFrame = 16 << 20
 
 // Dialer opens Conns. The zero Dialer lets the operating system choose
 // the source address.
@@ -64,6 +70,21 @@ func (c *Conn) Close() error { return c.nc.Close() }
 // RoundTrip sends req and reads its response by deadline. Any error
 // leaves the connection unusable: close it and dial again.
 func (c *Conn) RoundTrip(req kmsg.Request, deadline time.Time) (kmsg.Response, error) {
+	return c.roundTrip(req, deadline, false)
+}
+
+// RoundTripBorrowed is RoundTrip reading the response into a buffer the
+// connection keeps and reuses: the response's byte fields (a Fetch
+// response's record sets) alias it, so the caller must be done with the
+// response before its next request on c. A replica fetcher, which applies
+// each answer before asking again, uses it: allocating (and zeroing) up
+// to a fetch's MaxBytes for every round trip was most of what the
+// follower side allocated.
+func (c *Conn) RoundTripBorrowed(req kmsg.Request, deadline time.Time) (kmsg.Response, error) {
+	return c.roundTrip(req, deadline, true)
+}
+
+func (c *Conn) roundTrip(req kmsg.Request, deadline time.Time, borrow bool) (kmsg.Response, error) {
 	_ = c.nc.SetDeadline(deadline)
 	c.corr++
 	c.buf = AppendRequest(c.buf[:0], req, c.corr, c.clientID)
@@ -78,7 +99,16 @@ func (c *Conn) RoundTrip(req kmsg.Request, deadline time.Time) (kmsg.Response, e
 	if n < 4 || n > MaxResponseBytes {
 		return nil, fmt.Errorf("wire: a %d-byte response to %s", n, kmsg.NameForKey(req.Key()))
 	}
-	frame := make([]byte, n)
+	var frame []byte
+	switch {
+	case borrow && int(n) <= cap(c.frame):
+		frame = c.frame[:n] // every byte is read over below
+	case borrow && n <= maxKeptFrame:
+		c.frame = make([]byte, n)
+		frame = c.frame
+	default:
+		frame = make([]byte, n)
+	}
 	if _, err := io.ReadFull(c.r, frame); err != nil {
 		return nil, err
 	}
