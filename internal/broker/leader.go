@@ -83,7 +83,11 @@ func (p *Partition) leading() (*leaderState, *replicaState) {
 // advanceHighWatermark recomputes the leader's high watermark from what
 // it knows of its followers (replica.HighWatermark) and publishes it;
 // parked acks=all produces it passes complete.
-func (p *Partition) advanceHighWatermark() {
+func (p *Partition) advanceHighWatermark() { p.advanceHighWatermarkAt(p.b.cfg.Now()) }
+
+// advanceHighWatermarkAt is advanceHighWatermark with the time already
+// read: a follower's fetch reads it once for both of its uses.
+func (p *Partition) advanceHighWatermarkAt(now time.Time) {
 	ls, s := p.leading()
 	if ls == nil {
 		return
@@ -91,9 +95,11 @@ func (p *Partition) advanceHighWatermark() {
 	in := replica.HighWatermarkInput{
 		Current: p.log.HighWatermark(), LeaderLEO: p.log.LogEndOffset(),
 		CommittedISR: len(s.isr), Replicas: len(s.replicas), MinISR: p.config.Load().MinInsyncReplicas(),
-		Now: p.b.cfg.Now(), Lag: p.b.cfg.ReplicaLagTime,
+		Now: now, Lag: p.b.cfg.ReplicaLagTime,
 	}
 	img := p.b.meta.Image()
+	var buf [8]replica.Follower // on the stack: this runs after every follower fetch
+	in.Followers = buf[:0]
 	ls.mu.Lock()
 	for _, f := range ls.followers {
 		// A follower fenced or replaced since its last fetch no longer
@@ -219,7 +225,12 @@ func (p *Partition) followerFetched(ls *leaderState, f FollowerFetch, leo record
 		isr = append(p.ISR(), f.Replica)
 	}
 	ls.mu.Unlock()
-	p.advanceHighWatermark()
+	// The high watermark never passes the log end: when it is there no
+	// fetch can move it, and most fetches of a follower waiting for
+	// records (each partition of each long poll, twice) find it so.
+	if p.log.HighWatermark() < p.log.LogEndOffset() {
+		p.advanceHighWatermarkAt(now)
+	}
 	if isr != nil {
 		p.b.logger.Info("broker: a follower caught up; asking to add it to the ISR", "topic", p.topic, "partition", p.id, "follower", f.Replica, "isr", isr)
 		p.b.goAlterISR(p, ls, isr)
