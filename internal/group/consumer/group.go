@@ -1,6 +1,7 @@
 package consumer
 
 import (
+	"fmt"
 	"maps"
 	"slices"
 	"time"
@@ -191,17 +192,26 @@ func (g *Group) StaticMember(instance string) (*Member, bool) {
 // its member. The engine keeps ownership exclusive; a partition found twice
 // is a broken invariant and panics.
 func (g *Group) Owners() map[assign.Partition]string {
+	owners, err := g.owners()
+	if err != nil {
+		panic(err)
+	}
+	return owners
+}
+
+// owners is Owners, reporting a partition owned twice as an error.
+func (g *Group) owners() (map[assign.Partition]string, error) {
 	owners := map[assign.Partition]string{}
 	for _, id := range slices.Sorted(maps.Keys(g.Members)) {
 		m := g.Members[id]
 		for _, list := range [][]assign.Partition{m.Assigned, m.Revoking} {
 			for _, p := range list {
 				if other, dup := owners[p]; dup {
-					panic("consumer: " + p.String() + " owned by " + other + " and " + id)
+					return nil, fmt.Errorf("consumer: group %s: %v owned by %s and %s", g.ID, p, other, id)
 				}
 				owners[p] = id
 			}
 		}
 	}
-	return owners
+	return owners, nil
 }

@@ -131,7 +131,11 @@ func checkReplay(t testing.TB, g *Group, recs []Record) {
 		}
 		decoded = append(decoded, d)
 	}
-	got := canon(Replay(g.ID, decoded))
+	replayed, err := Replay(g.ID, decoded)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := canon(replayed)
 	want := canon(g)
 	if got == nil {
 		got = canon(NewGroup(g.ID))

@@ -153,10 +153,13 @@ func Decode(key, value []byte) (Record, error) {
 	case TypeSubscriptionMetadata:
 		n := v.count(6)
 		r.Topics = make(map[string]int32, n)
+		names := make([]string, 0, n)
 		for range n {
 			name := v.str()
+			names = append(names, name)
 			r.Topics[name] = v.i32()
 		}
+		v.ascending(names)
 	case TypeMemberMetadata:
 		m := &r.Meta
 		m.InstanceID, m.Rack, m.ClientID, m.ClientHost = v.str(), v.str(), v.str(), v.str()
@@ -165,6 +168,7 @@ func Decode(key, value []byte) (Record, error) {
 		for range n {
 			m.Topics = append(m.Topics, v.str())
 		}
+		v.ascending(m.Topics)
 		m.Regex, m.Assignor = v.str(), v.str()
 		m.RebalanceTimeout = time.Duration(v.i32()) * time.Millisecond
 	case TypeTargetAssignment:
@@ -282,15 +286,35 @@ func (r *reader) count(min int) int {
 	return int(n)
 }
 
+// partitions reads a list written by writer.partitions, which is canonical:
+// topics ascending, none empty, partitions ascending within each. Anything
+// else is corrupt, so a decoded list is sorted and has no duplicates.
 func (r *reader) partitions() []assign.Partition {
 	out := []assign.Partition{}
 	for range r.count(6) {
 		t := r.str()
-		for range r.count(4) {
-			out = append(out, assign.Partition{Topic: t, Partition: r.i32()})
+		n := r.count(4)
+		if r.err == nil && (n == 0 || len(out) > 0 && out[len(out)-1].Topic >= t) {
+			r.err = fmt.Errorf("%w: topic %q out of order or empty in a partition list", ErrCorrupt, t)
+		}
+		for i := range n {
+			p := assign.Partition{Topic: t, Partition: r.i32()}
+			if r.err == nil && i > 0 && out[len(out)-1].Partition >= p.Partition {
+				r.err = fmt.Errorf("%w: partitions of %q out of order", ErrCorrupt, t)
+			}
+			out = append(out, p)
 		}
 	}
 	return out
+}
+
+// ascending checks that names are strictly ascending, as Encode writes them.
+func (r *reader) ascending(names []string) {
+	for i := 1; r.err == nil && i < len(names); i++ {
+		if names[i-1] >= names[i] {
+			r.err = fmt.Errorf("%w: names out of order", ErrCorrupt)
+		}
+	}
 }
 
 func (r *reader) done(what string) error {
@@ -305,8 +329,9 @@ func (r *reader) done(what string) error {
 // persisted: members come back with none, and the caller either restores
 // them (a fresh session from the load time) or fences them all; an
 // unrevoked member's rebalance deadline must be restored likewise. Replay
-// returns nil if no record created the group.
-func Replay(id string, recs []Record) *Group {
+// returns nil if no record created the group, and an error (wrapping
+// ErrCorrupt) rather than a group in which a partition has two owners.
+func Replay(id string, recs []Record) (*Group, error) {
 	var g *Group
 	for _, r := range recs {
 		if r.Group != id {
@@ -317,7 +342,12 @@ func Replay(id string, recs []Record) *Group {
 		}
 		apply(g, r)
 	}
-	return g
+	if g != nil {
+		if _, err := g.owners(); err != nil {
+			return nil, fmt.Errorf("%w: %v", ErrCorrupt, err)
+		}
+	}
+	return g, nil
 }
 
 func apply(g *Group, r Record) {
