@@ -521,3 +521,36 @@ func TestParseEnums(t *testing.T) {
 		t.Errorf("ParseSuperUsers: %v", got)
 	}
 }
+
+// TestConcurrentUse: checks run while ACLs change (run with -race); every
+// check sees either the old set or the new one.
+func TestConcurrentUse(t *testing.T) {
+	t.Parallel()
+	a := New(Config{})
+	grant := allow(alice, "*", OpRead, PatternPrefixed, ResourceTopic, "t")
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for range 200 {
+			if err := a.Create(grant); err != nil {
+				t.Error(err)
+				return
+			}
+			a.Delete(grant.Filter())
+		}
+	}()
+	for {
+		select {
+		case <-done:
+			if a.Set().Len() != 0 {
+				t.Fatalf("left %v", a.Set().Bindings())
+			}
+			return
+		default:
+			d := a.Authorize(Request{alice, "10.0.0.1", OpRead, Topic("tx")})
+			if d.Reason != ReasonAllowACL && d.Reason != ReasonNoACL {
+				t.Fatalf("torn state: %v", d.Reason)
+			}
+		}
+	}
+}

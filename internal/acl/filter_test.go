@@ -149,3 +149,50 @@ func TestSetMatch(t *testing.T) {
 		t.Errorf("denies: %v", got)
 	}
 }
+
+// FuzzACLFilter (D-T7): any filter, valid or not, is handled without a
+// panic; a valid one deletes exactly what it describes, and what remains
+// still decodes from its encoding.
+func FuzzACLFilter(f *testing.F) {
+	f.Add(int8(ResourceTopic), int8(PatternMatch), "orders", true, "User:alice", "*", int8(OpAny), int8(PermissionAny))
+	f.Add(int8(ResourceAny), int8(PatternAny), "", false, "", "", int8(OpAny), int8(PermissionAny))
+	f.Add(int8(0), int8(-3), "\xff", true, "User:*", "::ffff:10.0.0.1", int8(20), int8(9))
+	f.Fuzz(func(t *testing.T, rt, pt int8, name string, hasName bool, principal, host string, op, perm int8) {
+		flt := BindingFilter{
+			Pattern: PatternFilter{Type: ResourceType(rt), PatternType: PatternType(pt)},
+			Entry:   EntryFilter{Operation: Operation(op), Permission: Permission(perm)},
+		}
+		if hasName {
+			flt.Pattern.Name = &name
+		}
+		if principal != "" {
+			p := Principal(principal)
+			flt.Entry.Principal = &p
+		}
+		if host != "" {
+			flt.Entry.Host = &host
+		}
+		_ = flt.String()
+		_ = flt.IndefiniteField()
+		s := sampleSet(t)
+		matched := s.Match(flt)
+		next, removed, errs := s.Without(flt)
+		if flt.Validate() != nil {
+			if errs == nil || errs[0] == nil || next != s || len(removed[0]) != 0 {
+				t.Fatalf("invalid filter %v acted", flt)
+			}
+			return
+		}
+		if len(removed[0]) != len(matched) || next.Len() != s.Len()-len(matched) {
+			t.Fatalf("%v: matched %d, removed %d, left %d of %d", flt, len(matched), len(removed[0]), next.Len(), s.Len())
+		}
+		for _, b := range next.Bindings() {
+			if flt.Matches(b) {
+				t.Fatalf("%v: %v survived", flt, b)
+			}
+		}
+		if _, err := Decode(next.Encode(nil)); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
