@@ -165,10 +165,8 @@ func (e *Engine) Heartbeat(g *Group, req Request, now time.Time, topics map[stri
 	var resp Response
 	var recs []Record
 	switch req.MemberEpoch {
-	case LeaveEpoch:
+	case LeaveEpoch, StaticLeaveEpoch:
 		resp, recs = e.leave(g, &req)
-	case StaticLeaveEpoch:
-		resp, recs = e.staticLeave(g, &req)
 	default:
 		resp, recs = e.joinOrBeat(g, &req, now, topics)
 	}
@@ -179,28 +177,34 @@ func (e *Engine) Heartbeat(g *Group, req Request, now time.Time, topics map[stri
 	return resp, g, recs
 }
 
+// leave handles epochs -1 and -2 (Kafka's consumerGroupLeave): a static
+// member is found by its instance id and must be the member that holds it;
+// -1 removes the member, -2 keeps a static member's place and partitions
+// until it rejoins or its session ends, without an epoch bump.
 func (e *Engine) leave(g *Group, req *Request) (Response, []Record) {
-	m, ok := g.Members[req.MemberID]
-	if !ok {
-		return fail(UnknownMemberID, "Member %s is not a member of group %s.", req.MemberID, g.ID), nil
+	var m *Member
+	if req.InstanceID == nil {
+		if m = g.Members[req.MemberID]; m == nil {
+			return fail(UnknownMemberID, "Member %s is not a member of group %s.", req.MemberID, g.ID), nil
+		}
+	} else {
+		var ok bool
+		if m, ok = g.StaticMember(*req.InstanceID); !ok {
+			return fail(UnknownMemberID, "Instance id %s is unknown.", *req.InstanceID), nil
+		}
+		if m.ID != req.MemberID {
+			return fencedInstance(req, m), nil
+		}
 	}
-	if req.InstanceID != nil && m.InstanceID != *req.InstanceID {
-		return fail(FencedInstanceID, "Static member %s with instance id %s is not the owner of that instance id.", req.MemberID, *req.InstanceID), nil
+	if req.MemberEpoch == LeaveEpoch {
+		return Response{MemberID: m.ID, MemberEpoch: LeaveEpoch}, remove(g, m.ID)
 	}
-	return Response{MemberID: req.MemberID, MemberEpoch: LeaveEpoch}, remove(g, m.ID)
-}
-
-func (e *Engine) staticLeave(g *Group, req *Request) (Response, []Record) {
-	m, ok := g.StaticMember(*req.InstanceID)
-	if !ok {
-		return fail(UnknownMemberID, "Instance id %s is unknown.", *req.InstanceID), nil
-	}
-	if m.ID != req.MemberID {
-		return fail(FencedInstanceID, "Static member %s with instance id %s is fenced by member %s.", req.MemberID, *req.InstanceID, m.ID), nil
-	}
-	// Keep it, and its partitions, until it rejoins or its session ends.
 	m.PreviousEpoch, m.Epoch = m.Epoch, StaticLeaveEpoch
 	return Response{MemberID: m.ID, MemberEpoch: StaticLeaveEpoch}, []Record{currentRecord(g, m)}
+}
+
+func fencedInstance(req *Request, holder *Member) Response {
+	return fail(FencedInstanceID, "Static member %s with instance id %s was fenced by member %s.", req.MemberID, *req.InstanceID, holder.ID)
 }
 
 // member finds or creates the member a join or heartbeat is for, applying
@@ -213,7 +217,7 @@ func (e *Engine) member(g *Group, req *Request) (m *Member, created bool, recs [
 	m = g.Members[req.MemberID]
 	if req.MemberEpoch != JoinEpoch {
 		if static != nil && static.ID != req.MemberID {
-			return nil, false, nil, fail(FencedInstanceID, "Static member %s with instance id %s is fenced by member %s.", req.MemberID, *req.InstanceID, static.ID)
+			return nil, false, nil, fencedInstance(req, static)
 		}
 		if m == nil {
 			return nil, false, nil, fail(UnknownMemberID, "Member %s is not a member of group %s.", req.MemberID, g.ID)
@@ -225,7 +229,7 @@ func (e *Engine) member(g *Group, req *Request) (m *Member, created bool, recs [
 	}
 	if static != nil && static.ID != req.MemberID {
 		if static.Epoch != StaticLeaveEpoch {
-			return nil, false, nil, fail(UnreleasedInstanceID, "Static member %s with instance id %s cannot join the group because the instance id is owned by member %s.",
+			return nil, false, nil, fail(UnreleasedInstanceID, "Static member %s with instance id %s cannot join the group because the instance id is owned by %s member.",
 				req.MemberID, *req.InstanceID, static.ID)
 		}
 		// The newcomer takes the place, metadata and target of the member
@@ -244,9 +248,6 @@ func (e *Engine) member(g *Group, req *Request) (m *Member, created bool, recs [
 		return &repl, false, recs, Response{}
 	}
 	if m == nil {
-		if e.cfg.MaxSize > 0 && len(g.Members) >= e.cfg.MaxSize {
-			return nil, false, nil, fail(GroupMaxSizeReached, "The consumer group has reached its maximum capacity of %d members.", e.cfg.MaxSize)
-		}
 		m = &Member{ID: req.MemberID, Epoch: 0}
 		if req.InstanceID != nil {
 			m.InstanceID = *req.InstanceID
@@ -277,6 +278,11 @@ func checkEpoch(m *Member, req *Request) (Response, bool) {
 
 // joinOrBeat handles epochs 0 and > 0.
 func (e *Engine) joinOrBeat(g *Group, req *Request, now time.Time, topics map[string]int32) (Response, []Record) {
+	// Kafka checks the size first: a member id the group does not know is
+	// refused from a full group, whatever else is wrong.
+	if _, known := g.Members[req.MemberID]; !known && e.cfg.MaxSize > 0 && len(g.Members) >= e.cfg.MaxSize {
+		return fail(GroupMaxSizeReached, "The consumer group has reached its maximum capacity of %d members.", e.cfg.MaxSize), nil
+	}
 	m, created, recs, resp := e.member(g, req)
 	if m == nil {
 		return resp, nil

@@ -64,19 +64,21 @@ func TestHeartbeatErrors(t *testing.T) {
 			h.ok(beatReq("m1", 1, ps("a", 0, 1, 2)))
 		}, func() Request { return beatReq("m1", 1, nil) }, FencedMemberEpoch, "smaller member epoch (1)"},
 		{"group full", withA, func() Request { return joinReq("m2", "a") }, GroupMaxSizeReached, "The consumer group has reached its maximum capacity of 1 members."},
+		{"full group before unknown member", withA, func() Request { return beatReq("m9", 3, nil) }, GroupMaxSizeReached, "maximum capacity of 1 members."},
+		{"static leave for good, unknown instance", withStatic, func() Request { r := beatReq("m1", LeaveEpoch, nil); r.InstanceID = str("i9"); return r }, UnknownMemberID, "Instance id i9 is unknown."},
 		{"instance id held by a live member", withStatic, func() Request { r := joinReq("m2", "a"); r.InstanceID = str("i1"); return r }, UnreleasedInstanceID,
-			"Static member m2 with instance id i1 cannot join the group because the instance id is owned by member m1."},
+			"Static member m2 with instance id i1 cannot join the group because the instance id is owned by m1 member."},
 		{"instance id of another member on heartbeat", withStatic, func() Request { r := beatReq("m2", 1, nil); r.InstanceID = str("i1"); return r }, FencedInstanceID,
-			"Static member m2 with instance id i1 is fenced by member m1."},
+			"Static member m2 with instance id i1 was fenced by member m1."},
 		{"static leave of unknown instance", withStatic, func() Request { r := beatReq("m1", StaticLeaveEpoch, nil); r.InstanceID = str("i9"); return r }, UnknownMemberID, "Instance id i9 is unknown."},
 		{"static leave by another member", withStatic, func() Request { r := beatReq("m2", StaticLeaveEpoch, nil); r.InstanceID = str("i1"); return r }, FencedInstanceID,
-			"Static member m2 with instance id i1 is fenced by member m1."},
+			"Static member m2 with instance id i1 was fenced by member m1."},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			cfg := Config{}
-			if tc.code == GroupMaxSizeReached {
+			if tc.code == GroupMaxSizeReached || strings.HasPrefix(tc.name, "full group") {
 				cfg.MaxSize = 1
 			}
 			h := newHarness(t, cfg, sixOfA)
@@ -356,5 +358,42 @@ func TestRegexSubscription(t *testing.T) {
 	r := h.ok(j)
 	if want := append(ps("orders", 0, 1), ps("orders-dlq", 0)...); !slices.Equal(r.Assignment, want) {
 		t.Fatalf("%v", r.Assignment)
+	}
+}
+
+// TestThreeMembersStateTransitions walks a group through Empty, Stable,
+// Assigning-then-Reconciling and back to Stable as members join, and checks
+// that a member reporting it already dropped what it must give up skips the
+// revocation round.
+func TestThreeMembersStateTransitions(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, Config{}, map[string]int32{"a": 9})
+	if NewGroup("g").State() != Empty {
+		t.Fatal("new group not empty")
+	}
+	h.ok(joinReq("m1", "a"))
+	h.ok(joinReq("m2", "a"))
+	settle(t, h)
+	if h.g.State() != StableGroup {
+		t.Fatalf("state %v", h.g.State())
+	}
+	h.ok(joinReq("m3", "a"))
+	if h.g.State() != Reconciling || h.member("m3").State != UnreleasedPartitions {
+		t.Fatalf("state %v\n%s", h.g.State(), dump(h.g))
+	}
+	// m1 drops what it must give up before being asked (it reports only its
+	// target): it moves to the new epoch at once.
+	m1 := h.member("m1")
+	r := h.ok(beatReq("m1", m1.Epoch, h.g.Target["m1"]))
+	if r.MemberEpoch != h.g.AssignmentEpoch || h.member("m1").State != Stable {
+		t.Fatalf("m1 should skip the revocation round: %+v\n%s", r, dump(h.g))
+	}
+	if rounds := settle(t, h); rounds > 2 {
+		t.Fatalf("%d rounds", rounds)
+	}
+	for id, m := range h.g.Members {
+		if len(m.Assigned) != 3 || !slices.Equal(m.Assigned, h.g.Target[id]) {
+			t.Fatalf("\n%s", dump(h.g))
+		}
 	}
 }

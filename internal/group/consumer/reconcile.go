@@ -160,10 +160,13 @@ func (e *Engine) computeTarget(g *Group, topics map[string]int32) []Record {
 //   - Otherwise compare Assigned with the target: keep = Assigned ∩ target;
 //     revoke = Assigned − target; the rest of the target is given only if no
 //     other member owns it (assigned or revoking), else it is unreleased.
-//     Anything to revoke: Assigned = keep, Revoking = revoke, the epoch stays
-//     and the rebalance timer starts. Nothing to revoke: the member moves to
-//     the assignment epoch with keep + the free part of the target,
-//     UnreleasedPartitions if some of it is still held elsewhere.
+//     Anything to revoke that the member may still hold (it reported owning
+//     some of it, or did not report): Assigned = keep, Revoking = revoke, the
+//     epoch stays and the rebalance timer starts. Otherwise the member moves
+//     to the assignment epoch with keep + the free part of the target,
+//     UnreleasedPartitions if some of it is still held elsewhere. A member
+//     that reports it already dropped what it must revoke thus skips the
+//     revocation round, as in Kafka.
 func (e *Engine) reconcile(g *Group, m *Member, owned []assign.Partition, now time.Time) bool {
 	if m.Epoch == StaticLeaveEpoch {
 		return false
@@ -203,7 +206,7 @@ func (e *Engine) reconcile(g *Group, m *Member, owned []assign.Partition, now ti
 		add = append(add, p)
 	}
 	switch {
-	case len(revoke) > 0:
+	case len(revoke) > 0 && (owned == nil || !disjoint(owned, revoke)):
 		m.Assigned, m.Revoking = orEmpty(keep), revoke
 		m.State = UnrevokedPartitions
 		m.RebalanceDeadline = now.Add(m.RebalanceTimeout)
