@@ -43,8 +43,9 @@ import (
 // and partitions of an Empty value are ignored on read. A tombstone (nil
 // value) removes the id: it is what expiry writes.
 //
-// Kafka writes value version 1 when the finalized transaction.version is 2
-// (TransactionVersion.transactionLogValueVersion) and version 0 below.
+// Kafka writes value version 1 when the finalized transaction.version is 1
+// or more and version 0 at 0 (TransactionVersion.transactionLogValueVersion:
+// "Transactions V1 enables log version 0 (flexible fields)", i.e. v1).
 // Kafka 4.0 leaves the producer-id tags at their defaults on write; Strand
 // writes the state's Previous/NextProducerID so that a loaded PrepareX can
 // finish a TV2 overflow and a TV2 EndTxn retry after an overflow is
@@ -63,7 +64,7 @@ const (
 // ValueVersionFor is the value version Kafka writes at a finalized
 // transaction.version.
 func ValueVersionFor(v Version) int16 {
-	if v >= TV2 {
+	if v >= TV1 {
 		return ValueVersion1
 	}
 	return ValueVersion0

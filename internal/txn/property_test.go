@@ -198,7 +198,7 @@ func (m *machine) check(t *rapid.T) {
 func TestRandomHistories(t *testing.T) {
 	t.Parallel()
 	rapid.Check(t, func(rt *rapid.T) {
-		v := rapid.SampledFrom([]Version{TV1, TV2}).Draw(rt, "cluster")
+		v := rapid.SampledFrom([]Version{TV0, TV1, TV2}).Draw(rt, "cluster")
 		m := &machine{w: newWorld(t, v), now: 1, last: map[string]State{}}
 		m.w.t = nil // failures go through rt
 		// rapid's Repeat runs 30 steps by default; a commit needs about 8

@@ -154,7 +154,9 @@ func (c *Coordinator) prepareEnd(md *Metadata, to State, v Version, next produce
 // AddRequest is AddPartitionsToTxn (v0–3, one transaction), the implicit
 // add of a TV2 Produce (v12+) or TxnOffsetCommit v5, and AddOffsetsToTxn
 // after mapping the group to its partition. Client is the transaction
-// version of the request (TV2 for the implicit adds).
+// version of the request: Kafka takes TV2 for the implicit adds and for
+// AddPartitionsToTxn above v3, TV0 otherwise
+// (TransactionVersion.transactionVersionForAddPartitionsToTxn).
 type AddRequest struct {
 	TransactionalID string
 	ProducerID      producer.ID

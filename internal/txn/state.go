@@ -68,9 +68,10 @@ func (s State) prepared() bool { return s == PrepareCommit || s == PrepareAbort 
 // feature level, and the version a client used for a request).
 type Version int16
 
-// The transaction versions. TV0 and TV1 behave alike here (TV1 only changes
-// which record versions may be written elsewhere); TV2 is KIP-890 part 2:
-// an epoch bump per transaction and implicit partition adds.
+// The transaction versions. As a client's version TV0 and TV1 behave alike
+// (Kafka maps requests to TV0 or TV2); as the cluster's, TV1 makes the
+// coordinator write flexible values (value version 1). TV2 is KIP-890 part
+// 2: an epoch bump per transaction and implicit partition adds.
 const (
 	TV0 Version = 0
 	TV1 Version = 1
