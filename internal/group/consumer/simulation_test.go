@@ -1,6 +1,7 @@
 package consumer
 
 import (
+	"flag"
 	"fmt"
 	"maps"
 	"math/rand/v2"
@@ -33,6 +34,10 @@ type sim struct {
 }
 
 var simTopics = []string{"a", "b", "c"}
+
+// simSeeds is how many sequences TestSimulation runs; B-T2's figure is
+// -consumer.seeds=10000.
+var simSeeds = flag.Int("consumer.seeds", 200, "sequences TestSimulation runs")
 
 func (s *sim) randomTopics() []string {
 	var out []string
@@ -275,7 +280,7 @@ func sortedClientIDs(m map[string]*simClient) []string {
 // quiet and checks every member converges on its target.
 func TestSimulation(t *testing.T) {
 	t.Parallel()
-	seeds, steps := 200, 120
+	seeds, steps := *simSeeds, 120
 	if testing.Short() {
 		seeds = 20
 	}
@@ -298,6 +303,7 @@ func TestSimulation(t *testing.T) {
 		if r := s.quiesce(); r > worst {
 			worst = r
 		}
+		checkReplay(t, s.h.g, s.h.recs)
 	}
 	t.Logf("%d seeds × %d steps: converged within %d heartbeat rounds after the last join", seeds, steps, worst)
 	if worst > 3 {
