@@ -102,6 +102,7 @@ func TestPropertiesServerAssignors(t *testing.T) {
 					checkWithinOne(t, a.Name(), counts(got))
 				default:
 					checkLocallyBalanced(t, asMemberList(subs), parts, got)
+					checkSameSubscriptionsWithinOne(t, subs, parts, got)
 				}
 				// Stickiness: running again on its own output changes nothing.
 				if again := a.Target(withCurrent(subs, got), md); !reflect.DeepEqual(got, again) {
@@ -110,6 +111,50 @@ func TestPropertiesServerAssignors(t *testing.T) {
 			})
 		})
 	}
+}
+
+// checkSameSubscriptionsWithinOne: in any group, members subscribed to the
+// same (existing) topics hold counts within one of each other.
+func checkSameSubscriptionsWithinOne(t fataler, subs []Subscriber, parts map[string]int32, got Assignment) {
+	bySubs := map[string][]int{}
+	for _, s := range subs {
+		var key []string
+		for _, topic := range s.Topics {
+			if parts[topic] > 0 {
+				key = append(key, topic)
+			}
+		}
+		slices.Sort(key)
+		k := fmt.Sprint(slices.Compact(key))
+		bySubs[k] = append(bySubs[k], len(got[s.ID]))
+	}
+	for k, c := range bySubs {
+		checkWithinOne(t, "uniform, members subscribed to "+k, c)
+	}
+}
+
+// TestPropertiesServerLeave: a member leaves a settled group with identical
+// subscriptions; uniform moves only what balance forces (its partitions, and
+// nothing else).
+func TestPropertiesServerLeave(t *testing.T) {
+	t.Parallel()
+	rapid.Check(t, func(t *rapid.T) {
+		parts := drawParts(t)
+		n := rapid.IntRange(2, 8).Draw(t, "members")
+		topics := drawTopics(t, "topics")
+		var subs []Subscriber
+		for _, id := range memberPool[:n] {
+			subs = append(subs, Subscriber{ID: id, Topics: topics})
+		}
+		md := toMetadata(parts)
+		settled := Uniform{}.Target(subs, md)
+		gone := rapid.IntRange(0, n-1).Draw(t, "leaver")
+		rest := slices.Delete(withCurrent(subs, settled), gone, gone+1)
+		after := Uniform{}.Target(rest, md)
+		if moved, bound := Moves(settled, after), lowerBound(settled, memberIDs(asMemberList(rest)), Owners(after)); moved != bound {
+			t.Fatalf("uniform moved %d on a leave, minimum %d", moved, bound)
+		}
+	})
 }
 
 // TestPropertiesServerJoin: a member joins a settled group with identical
