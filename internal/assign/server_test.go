@@ -133,19 +133,27 @@ func checkSameSubscriptionsWithinOne(t fataler, subs []Subscriber, parts map[str
 	}
 }
 
+// drawIdentical draws partition counts and at least least members, all
+// subscribed to the same topics.
+func drawIdentical(t *rapid.T, least int) (map[string]int32, []string, []Subscriber) {
+	parts := drawParts(t)
+	n := rapid.IntRange(least, 8).Draw(t, "members")
+	topics := drawTopics(t, "topics")
+	var subs []Subscriber
+	for _, id := range memberPool[:n] {
+		subs = append(subs, Subscriber{ID: id, Topics: topics})
+	}
+	return parts, topics, subs
+}
+
 // TestPropertiesServerLeave: a member leaves a settled group with identical
 // subscriptions; uniform moves only what balance forces (its partitions, and
 // nothing else).
 func TestPropertiesServerLeave(t *testing.T) {
 	t.Parallel()
 	rapid.Check(t, func(t *rapid.T) {
-		parts := drawParts(t)
-		n := rapid.IntRange(2, 8).Draw(t, "members")
-		topics := drawTopics(t, "topics")
-		var subs []Subscriber
-		for _, id := range memberPool[:n] {
-			subs = append(subs, Subscriber{ID: id, Topics: topics})
-		}
+		parts, _, subs := drawIdentical(t, 2)
+		n := len(subs)
 		md := toMetadata(parts)
 		settled := Uniform{}.Target(subs, md)
 		gone := rapid.IntRange(0, n-1).Draw(t, "leaver")
@@ -164,13 +172,7 @@ func TestPropertiesServerLeave(t *testing.T) {
 func TestPropertiesServerJoin(t *testing.T) {
 	t.Parallel()
 	rapid.Check(t, func(t *rapid.T) {
-		parts := drawParts(t)
-		n := rapid.IntRange(1, 8).Draw(t, "members")
-		topics := drawTopics(t, "topics")
-		var subs []Subscriber
-		for _, id := range memberPool[:n] {
-			subs = append(subs, Subscriber{ID: id, Topics: topics})
-		}
+		parts, topics, subs := drawIdentical(t, 1)
 		joiner := Subscriber{ID: "zz-new", Topics: topics}
 		if rapid.Bool().Draw(t, "joiner first") {
 			joiner.ID = "a-new"
