@@ -264,8 +264,9 @@ func (r *reader) uvarint() uint64 {
 	if r.err != nil {
 		return 0
 	}
+	// Kafka's readUnsignedVarint reads at most 5 bytes into an int.
 	v, n := binary.Uvarint(r.b[r.off:])
-	if n <= 0 {
+	if n <= 0 || n > 5 || v > math.MaxInt32 {
 		r.fail("bad varint")
 		return 0
 	}

@@ -244,8 +244,34 @@ func FuzzDecodeValue(f *testing.F) {
 		if err != nil || again.String() != md.String() {
 			t.Fatalf("re-decode: %v, %v; first %v", again, err, md)
 		}
+		matchKmsg(t, b, md)
 		if _, err := DecodeKey(b); err != nil && !errors.Is(err, ErrCorrupt) {
 			t.Fatalf("DecodeKey error not ErrCorrupt: %v", err)
 		}
 	})
+}
+
+// matchKmsg checks that franz-go's generated decoder reads what DecodeValue
+// accepted the same way (it is laxer: it may accept what we refuse).
+func matchKmsg(t *testing.T, b []byte, md Metadata) {
+	t.Helper()
+	var v kmsg.TxnMetadataValue
+	if err := v.ReadFrom(b); err != nil {
+		t.Fatalf("kmsg refuses what DecodeValue accepted: %v", err)
+	}
+	got := Metadata{TransactionalID: md.TransactionalID, ProducerID: producer.ID(v.ProducerID), Epoch: producer.Epoch(v.ProducerEpoch),
+		LastEpoch: NoEpoch, TimeoutMs: v.TimeoutMillis, State: State(v.State), StartMs: v.StartTimestamp, LastUpdateMs: v.LastUpdateTimestamp,
+		PreviousProducerID: producer.ID(v.PreviousProducerID), NextProducerID: producer.ID(v.NextProducerID), Client: Version(v.ClientTransactionVersion)}
+	if got.State != Empty {
+		var parts []Partition
+		for _, tp := range v.Topics {
+			for _, p := range tp.Partitions {
+				parts = append(parts, Partition{Topic: tp.Topic, Partition: p})
+			}
+		}
+		got.Partitions = union(nil, parts)
+	}
+	if got.String() != md.String() {
+		t.Fatalf("kmsg reads %v, DecodeValue %v", got, md)
+	}
 }
