@@ -1,6 +1,7 @@
 package consumer
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -396,4 +397,71 @@ func TestThreeMembersStateTransitions(t *testing.T) {
 			t.Fatalf("\n%s", dump(h.g))
 		}
 	}
+}
+
+// TestIncrementalJoinFigures is B-T4 on the engine: 10 members settled on
+// 120 partitions, an 11th joins. A partition that ends with its old owner is
+// owned by it at every step (no consumption gap), at most 11 move (10 is
+// ideal), and the moved ones are unowned for at most one heartbeat round;
+// classic eager range revokes all 120 and moves 55.
+func TestIncrementalJoinFigures(t *testing.T) {
+	t.Parallel()
+	parts := map[string]int32{"t": 120}
+	for _, assignor := range []string{"uniform", "range"} {
+		h := newHarness(t, Config{}, parts)
+		join := func(id string) {
+			j := joinReq(id, "t")
+			j.ServerAssignor = str(assignor)
+			h.ok(j)
+		}
+		for i := range 10 {
+			join(fmt.Sprintf("m%02d", i))
+		}
+		settle(t, h)
+		before := h.g.Owners()
+		join("m10")
+		var history []map[assign.Partition]string // owners after every heartbeat
+		gapRounds, rounds := 0, 0
+		for h.g.State() != StableGroup {
+			if rounds++; rounds > 4 {
+				t.Fatalf("not stable:\n%s", dump(h.g))
+			}
+			for _, id := range sortedIDs(h.g) {
+				m := h.g.Members[id]
+				h.ok(beatReq(id, m.Epoch, orEmpty(m.Assigned)))
+				history = append(history, h.g.Owners())
+			}
+			if len(history[len(history)-1]) < 120 {
+				gapRounds++
+			}
+		}
+		after := h.g.Owners()
+		moved := 0
+		for p, owner := range after {
+			if before[p] != owner {
+				moved++
+				continue
+			}
+			for _, owners := range history {
+				if owners[p] != owner {
+					t.Fatalf("%s: %v stayed with %s but was owned by %q meanwhile", assignor, p, owner, owners[p])
+				}
+			}
+		}
+		if moved > 11 || len(after) != 120 {
+			t.Fatalf("%s: moved %d, %d owned", assignor, moved, len(after))
+		}
+		t.Logf("%s: 10→11 members on 120 partitions: %d moved, %d consumed throughout, stable in %d rounds, %d round(s) ending with a moved partition unowned",
+			assignor, moved, 120-moved, rounds, gapRounds)
+	}
+	var ten, eleven []assign.Member
+	for i := range 11 {
+		m := assign.Member{ID: fmt.Sprintf("m%02d", i), Topics: []string{"t"}}
+		if i < 10 {
+			ten = append(ten, m)
+		}
+		eleven = append(eleven, m)
+	}
+	classic := assign.Moves(assign.Range{}.Assign(ten, parts), assign.Range{}.Assign(eleven, parts))
+	t.Logf("classic eager range: all 120 revoked and paused, %d moved", classic)
 }
