@@ -104,10 +104,11 @@ type Reply struct {
 
 // Markers asks the caller to write one control batch per partition
 // (WriteTxnMarkers), all with the same pid, epoch and coordinator epoch.
-// When every partition has it, the caller appends Complete and reports it
-// with Appended. Writing markers again is harmless (the partition side
-// treats a marker for a closed transaction as a no-op), so a caller may
-// repeat them after a crash; Load asks for them again for every PrepareX.
+// When every partition has it (at once when there are none: a TV2 empty
+// abort), the caller appends Complete and reports it with Appended. Markers
+// may be written twice: Kafka resends them after a coordinator move, and a
+// partition with no open transaction for the producer only records the
+// marker; Load asks for them again for every PrepareX.
 type Markers struct {
 	TransactionalID  string
 	ProducerID       producer.ID
