@@ -12,6 +12,12 @@
 //	cooperative-sticky  sticky's target reached in two rounds (KIP-429): a partition
 //	                    that changes owner is first revoked, then assigned
 //
+// Two more are the server-side assignors of KIP-848 consumer groups, which the
+// broker runs over each member's subscription and current target (Subscriber,
+// TopicMetadata; see ServerAssignor in server.go): uniform (Sticky's algorithm,
+// Kafka's UniformAssignor) and a sticky, co-partitioning range (Kafka's
+// server-side RangeAssignor). They keep the invariants below.
+//
 // # Invariants
 //
 // Every assignor here is a pure function of its inputs:
