@@ -174,9 +174,19 @@ func (p *Partition) Size() int64 { return p.log.Size() }
 // not missed.
 func (p *Partition) Wait() <-chan struct{} { return p.log.Wait() }
 
-// WaitEnd returns a channel closed the next time the log end moves: what
-// a follower's long poll waits on.
-func (p *Partition) WaitEnd() <-chan struct{} { return p.log.WaitEnd() }
+// NotifyHighWatermark has the partition send on c (buffered, one), without
+// blocking, the next time the high watermark advances: what a consumer's
+// long poll waits on, one channel for all the partitions it reads.
+// Register before reading, so an append between the read and the wait is
+// not missed; StopNotify when the wait ends otherwise.
+func (p *Partition) NotifyHighWatermark(c chan<- struct{}) { p.log.NotifyHighWatermark(c) }
+
+// NotifyEnd is NotifyHighWatermark for the log end: what a follower's long
+// poll waits on.
+func (p *Partition) NotifyEnd(c chan<- struct{}) { p.log.NotifyEnd(c) }
+
+// StopNotify forgets c (NotifyHighWatermark, NotifyEnd).
+func (p *Partition) StopNotify(c chan<- struct{}) { p.log.StopNotify(c) }
 
 // AppendResult is the outcome of a successful append.
 type AppendResult struct {

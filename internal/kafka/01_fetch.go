@@ -2,7 +2,6 @@ package kafka
 
 import (
 	"context"
-	"reflect"
 	"sync"
 	"time"
 
@@ -55,41 +54,60 @@ func (s *Server) handleFetch(ctx context.Context, kreq kmsg.Request) (kmsg.Respo
 		resp.ErrorCode = kerr.FetchSessionIDNotFound.Code
 		return resp, nil
 	}
-	var deadline <-chan time.Time
-	if req.MaxWaitMillis > 0 {
-		t := time.NewTimer(time.Duration(req.MaxWaitMillis) * time.Millisecond)
-		defer t.Stop()
-		deadline = t.C
-	}
 	fol := s.follower(req)
+	if req.MaxWaitMillis <= 0 {
+		resp, _, _ := s.fetchOnce(req, fol, nil)
+		return resp, nil
+	}
+	until := time.Now().Add(time.Duration(req.MaxWaitMillis) * time.Millisecond)
+	// One channel for every partition read: each sends on it, without
+	// blocking, at its next change (broker.Partition.NotifyEnd and
+	// NotifyHighWatermark). The timer starts only when the fetch parks:
+	// most fetches of a busy partition are answered at once.
+	wake := make(chan struct{}, 1)
+	var deadline *time.Timer
 	for {
-		resp, waits, done := s.fetchOnce(req, fol)
-		if done || deadline == nil || len(waits) == 0 {
+		resp, waited, done := s.fetchOnce(req, fol, wake)
+		if done || len(waited) == 0 {
+			stopNotify(waited, wake)
 			return resp, nil
 		}
 		resp.recycle() // not sent: a fresh read follows the wait
-		cases := make([]reflect.SelectCase, 0, len(waits)+2)
-		cases = append(cases,
-			reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(deadline)},
-			reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(ctx.Done())})
-		for _, w := range waits {
-			cases = append(cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(w)})
+		if deadline == nil {
+			deadline = time.NewTimer(time.Until(until))
+			defer deadline.Stop()
 		}
-		if chosen, _, _ := reflect.Select(cases); chosen < 2 {
-			if chosen == 1 {
-				return nil, ctx.Err()
+		select {
+		case <-wake:
+			stopNotify(waited, wake) // the others may not have sent yet
+			select {                 // nor be heard twice if they have
+			case <-wake:
+			default:
 			}
-			resp, _, _ := s.fetchOnce(req, fol)
+		case <-deadline.C:
+			stopNotify(waited, wake)
+			resp, _, _ := s.fetchOnce(req, fol, nil)
 			return resp, nil
+		case <-ctx.Done():
+			stopNotify(waited, wake)
+			return nil, ctx.Err()
 		}
 	}
 }
 
-// fetchOnce builds a response from what is available now. It returns the
-// wait channels of the partitions read (taken before reading, so an append
-// racing the read still wakes the waiter) and whether the response should be
-// sent at once (MinBytes reached, or an error to report).
-func (s *Server) fetchOnce(req *kmsg.FetchRequest, fol *broker.FollowerFetch) (*fetchResponse, []<-chan struct{}, bool) {
+// stopNotify unregisters wake from the partitions a fetch waited on.
+func stopNotify(waited []*broker.Partition, wake chan<- struct{}) {
+	for _, p := range waited {
+		p.StopNotify(wake)
+	}
+}
+
+// fetchOnce builds a response from what is available now. Unless wake is
+// nil it registers wake with each partition read (before reading it, so an
+// append racing the read still wakes the waiter) and returns those
+// partitions; and it reports whether the response should be sent at once
+// (MinBytes reached, or an error to report).
+func (s *Server) fetchOnce(req *kmsg.FetchRequest, fol *broker.FollowerFetch, wake chan<- struct{}) (*fetchResponse, []*broker.Partition, bool) {
 	resp := &fetchResponse{FetchResponse: req.ResponseKind().(*kmsg.FetchResponse)}
 	budget := int(req.MaxBytes)
 	if req.Version < 3 || budget <= 0 {
@@ -103,7 +121,10 @@ func (s *Server) fetchOnce(req *kmsg.FetchRequest, fol *broker.FollowerFetch) (*
 	for _, rt := range req.Topics {
 		nparts += len(rt.Partitions)
 	}
-	waits := make([]<-chan struct{}, 0, nparts)
+	var waited []*broker.Partition
+	if wake != nil {
+		waited = make([]*broker.Partition, 0, nparts)
+	}
 	resp.bufs = make([][]byte, 0, nparts)
 	resp.Topics = make([]kmsg.FetchResponseTopic, 0, len(req.Topics))
 	for _, rt := range req.Topics {
@@ -121,12 +142,17 @@ func (s *Server) fetchOnce(req *kmsg.FetchRequest, fol *broker.FollowerFetch) (*
 				if err != nil {
 					sp.ErrorCode = errorCode(err)
 				} else if fol != nil {
-					waits = append(waits, p.WaitEnd())
+					if wake != nil {
+						p.NotifyEnd(wake)
+						waited = append(waited, p)
+					}
 					total += s.fetchForFollower(resp, p, *fol, rp, budget-total, total == 0, &sp)
 				} else {
-					waits = append(waits, p.Wait())
-					n := s.fetchPartition(resp, p, rp, budget-total, total == 0, &sp)
-					total += n
+					if wake != nil {
+						p.NotifyHighWatermark(wake)
+						waited = append(waited, p)
+					}
+					total += s.fetchPartition(resp, p, rp, budget-total, total == 0, &sp)
 				}
 			}
 			hasErr = hasErr || sp.ErrorCode != 0 || sp.DivergingEpoch.EndOffset >= 0 // a follower truncates at once
@@ -139,7 +165,7 @@ func (s *Server) fetchOnce(req *kmsg.FetchRequest, fol *broker.FollowerFetch) (*
 		}
 		resp.Topics = append(resp.Topics, st)
 	}
-	return resp, waits, hasErr || total >= int(req.MinBytes) || total > 0 && total >= budget
+	return resp, waited, hasErr || total >= int(req.MinBytes) || total > 0 && total >= budget
 }
 
 // follower returns the replica a fetch comes from, or nil for a

@@ -86,6 +86,7 @@ func (l *Log) checkpointHWM() error {
 type endWake struct {
 	mu     sync.Mutex
 	ch     chan struct{}
+	subs   notifiers // NotifyEnd's (notify.go)
 	closed bool
 }
 
@@ -112,5 +113,6 @@ func (w *endWake) wake(final bool) {
 		close(w.ch)
 		w.ch = nil
 	}
+	w.subs.fire()
 	w.closed = w.closed || final
 }

@@ -81,7 +81,8 @@ type Log struct {
 
 	waitMu sync.Mutex
 	waitCh chan struct{}
-	ends   endWake // wakes on appends (hwm.go)
+	hwSubs notifiers // NotifyHighWatermark's (notify.go), under waitMu
+	ends   endWake   // wakes on appends (hwm.go)
 	// hwmSaved is the high watermark last checkpointed (manual mode).
 	hwmSaved atomic.Int64
 
@@ -390,6 +391,7 @@ func (l *Log) wake() {
 	default:
 	}
 	close(l.waitCh)
+	l.hwSubs.fire()
 	if !l.closed.Load() {
 		l.waitCh = make(chan struct{})
 	}
