@@ -40,8 +40,9 @@
 // __transaction_state partitions, appends the records, sends markers,
 // runs the sweeps, finds the coordinator (PartitionFor) and maps kmsg
 // requests. TxnOffsetCommit is the group coordinator's; partition existence
-// checks are the caller's. DescribeTransactions is here (Describe);
-// ListTransactions filtering is the caller's over All.
+// checks are the caller's. DescribeTransactions and ListTransactions are
+// here (Describe, List) for the ids of one coordinator; merging the lists
+// of several __transaction_state partitions is the caller's.
 //
 // # Thread-safety
 //
