@@ -46,7 +46,8 @@
 //
 // Nothing calls this package yet. The wire handlers for ConsumerGroupHeartbeat
 // (68) and ConsumerGroupDescribe (69), the group actor's timers calling
-// Expire, persisting Records in __consumer_offsets and replaying them on load,
+// Expire (at Group.NextDeadline), persisting Records in __consumer_offsets and
+// replaying them on load (Replay, then Engine.Restore),
 // OffsetCommit member-epoch checks, topic ids on the wire, member ids for v0
 // joins, regex re-resolution on topic changes, and classic↔consumer
 // conversion all belong to internal/group and internal/kafka. The record

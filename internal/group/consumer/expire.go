@@ -46,3 +46,20 @@ func (g *Group) NextDeadline() time.Time {
 	}
 	return next
 }
+
+// Restore gives the members of a replayed group (which has no deadlines) a
+// fresh session from now, and an unrevoked member a fresh rebalance timeout:
+// the "restore members with remaining session time" choice on load, erring
+// towards keeping members. The alternative, fencing them all, is Expire at a
+// time past every deadline. g is not modified.
+func (e *Engine) Restore(g *Group, now time.Time) *Group {
+	g = g.Clone()
+	for _, m := range g.Members {
+		m.SessionDeadline = now.Add(e.cfg.SessionTimeout)
+		m.RebalanceDeadline = time.Time{}
+		if m.State == UnrevokedPartitions {
+			m.RebalanceDeadline = now.Add(m.RebalanceTimeout)
+		}
+	}
+	return g
+}

@@ -96,3 +96,29 @@ func FuzzDecode(f *testing.F) {
 		}
 	})
 }
+
+// TestReplayRestore: a group rebuilt from its records and restored carries on
+// as the original: the unrevoked member is fenced at its rebalance timeout,
+// the others expire a session after the load.
+func TestReplayRestore(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, Config{SessionTimeout: 45 * time.Second}, sixOfA)
+	h.ok(joinReq("m1", "a"))
+	h.ok(joinReq("m2", "a"))
+	h.ok(beatReq("m1", 1, ps("a", 0, 1, 2, 3, 4, 5))) // m1 now unrevoked
+	g, err := Replay("g", h.recs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	load := t0.Add(time.Hour)
+	g = h.e.Restore(g, load)
+	if _, _, gone := h.e.Expire(g, load.Add(29*time.Second)); gone != nil {
+		t.Fatalf("expired early: %v", gone)
+	}
+	if _, _, gone := h.e.Expire(g, load.Add(30*time.Second)); len(gone) != 1 || gone[0] != "m1" {
+		t.Fatalf("rebalance timeout: %v", gone)
+	}
+	if _, _, gone := h.e.Expire(g, load.Add(45*time.Second)); len(gone) != 2 {
+		t.Fatalf("sessions: %v", gone)
+	}
+}
