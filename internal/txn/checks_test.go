@@ -449,3 +449,25 @@ func TestLoadResumesPrepared(t *testing.T) {
 		t.Fatalf("%v", md)
 	}
 }
+
+func TestForVersion(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		api, version int16
+		in, want     Code
+	}{
+		{APIInitProducerID, 3, CodeProducerFenced, CodeInvalidProducerEpoch},
+		{APIInitProducerID, 4, CodeProducerFenced, CodeProducerFenced},
+		{APIEndTxn, 1, CodeProducerFenced, CodeInvalidProducerEpoch},
+		{APIEndTxn, 2, CodeProducerFenced, CodeProducerFenced},
+		{APIAddPartitionsToTxn, 1, CodeProducerFenced, CodeInvalidProducerEpoch},
+		{APIAddOffsetsToTxn, 1, CodeProducerFenced, CodeInvalidProducerEpoch},
+		{APIAddOffsetsToTxn, 2, CodeProducerFenced, CodeProducerFenced},
+		{APIEndTxn, 0, CodeConcurrentTransactions, CodeConcurrentTransactions},
+	}
+	for _, c := range cases {
+		if got := ForVersion(c.api, c.version, c.in); got != c.want {
+			t.Errorf("api %d v%d %s → %s, want %s", c.api, c.version, c.in, got, c.want)
+		}
+	}
+}

@@ -51,3 +51,27 @@ func (c Code) String() string {
 	}
 	return "CODE(" + strconv.Itoa(int(c)) + ")"
 }
+
+// The API keys whose answers ForVersion adapts.
+const (
+	APIInitProducerID     int16 = 22
+	APIAddPartitionsToTxn int16 = 24
+	APIAddOffsetsToTxn    int16 = 25
+	APIEndTxn             int16 = 26
+)
+
+// ForVersion adapts a coordinator code to a request version: clients older
+// than PRODUCER_FENCED (InitProducerId < v4, AddPartitionsToTxn,
+// AddOffsetsToTxn and EndTxn < v2) are answered INVALID_PRODUCER_EPOCH
+// instead, as KafkaApis does, so they keep their old handling.
+func ForVersion(api, version int16, c Code) Code {
+	if c != CodeProducerFenced {
+		return c
+	}
+	switch {
+	case api == APIInitProducerID && version < 4,
+		(api == APIAddPartitionsToTxn || api == APIAddOffsetsToTxn || api == APIEndTxn) && version < 2:
+		return CodeInvalidProducerEpoch
+	}
+	return c
+}
