@@ -133,6 +133,12 @@ type Group struct {
 	Members    map[string]*Member
 	// Target is the assignment the assignor computed at AssignmentEpoch.
 	Target map[string][]assign.Partition
+
+	// MetadataRefresh (volatile, not persisted) is when a heartbeat next
+	// re-resolves every subscription against the cluster's topics, to notice
+	// new topics that names or regexes match; zero means at the next one.
+	// Changes to topics already subscribed are noticed at every heartbeat.
+	MetadataRefresh time.Time
 }
 
 // NewGroup returns an empty group at epoch 0.

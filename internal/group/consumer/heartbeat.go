@@ -25,6 +25,10 @@ type Config struct {
 	// HeartbeatInterval (group.consumer.heartbeat.interval.ms, 5 s).
 	SessionTimeout    time.Duration
 	HeartbeatInterval time.Duration
+	// MetadataRefreshInterval bounds how long a topic created after the
+	// members subscribed to its name (or a matching regex) waits to be
+	// noticed without a trigger; default 10 s.
+	MetadataRefreshInterval time.Duration
 }
 
 // Engine runs KIP-848 group steps under one Config. It holds no group state
@@ -48,6 +52,9 @@ func New(cfg Config) *Engine {
 	}
 	if cfg.HeartbeatInterval <= 0 {
 		cfg.HeartbeatInterval = 5 * time.Second
+	}
+	if cfg.MetadataRefreshInterval <= 0 {
+		cfg.MetadataRefreshInterval = 10 * time.Second
 	}
 	return &Engine{cfg: cfg}
 }
@@ -293,10 +300,16 @@ func (e *Engine) joinOrBeat(g *Group, req *Request, now time.Time, topics map[st
 	if bump || !reflect.DeepEqual(metadataRecord(g, &before), metadataRecord(g, m)) {
 		recs = append(recs, metadataRecord(g, m))
 	}
-	if md := subscriptionMetadata(g, topics); !maps.Equal(md, g.Subscribed) {
-		g.Subscribed = md
-		recs = append(recs, Record{Type: TypeSubscriptionMetadata, Group: g.ID, Topics: md})
-		bump = true
+	// Re-resolving every subscription costs O(members × topics), so it is
+	// done only when an input changed, when a subscribed topic's partition
+	// count moved, or at the refresh deadline (Kafka's metadata refresh).
+	if bump || subscribedTopicsChanged(g, topics) || !now.Before(g.MetadataRefresh) {
+		g.MetadataRefresh = now.Add(e.cfg.MetadataRefreshInterval)
+		if md := subscriptionMetadata(g, topics); !maps.Equal(md, g.Subscribed) {
+			g.Subscribed = md
+			recs = append(recs, Record{Type: TypeSubscriptionMetadata, Group: g.ID, Topics: md})
+			bump = true
+		}
 	}
 	if bump {
 		g.Epoch++

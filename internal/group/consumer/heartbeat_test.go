@@ -360,6 +360,16 @@ func TestRegexSubscription(t *testing.T) {
 	if want := append(ps("orders", 0, 1), ps("orders-dlq", 0)...); !slices.Equal(r.Assignment, want) {
 		t.Fatalf("%v", r.Assignment)
 	}
+	// A new matching topic is noticed at the metadata refresh (10 s).
+	h.topics = map[string]int32{"orders": 2, "orders-dlq": 1, "xorders": 1, "orders-eu": 1}
+	h.now = h.now.Add(9 * time.Second)
+	if r = h.ok(beatReq("m1", 1, r.Assignment)); r.MemberEpoch != 1 {
+		t.Fatalf("noticed before the refresh: %+v", r)
+	}
+	h.now = h.now.Add(time.Second)
+	if r = h.ok(beatReq("m1", 1, h.member("m1").Assigned)); r.MemberEpoch != 2 || !slices.Contains(r.Assignment, ps("orders-eu", 0)[0]) {
+		t.Fatalf("not noticed at the refresh: %+v", r)
+	}
 }
 
 // TestThreeMembersStateTransitions walks a group through Empty, Stable,

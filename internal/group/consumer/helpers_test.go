@@ -129,6 +129,7 @@ func canon(g *Group) *Group {
 		return nil
 	}
 	c := g.Clone()
+	c.MetadataRefresh = time.Time{}
 	for _, m := range c.Members {
 		m.SessionDeadline, m.RebalanceDeadline = time.Time{}, time.Time{}
 		m.Assigned = orEmpty(m.Assigned)

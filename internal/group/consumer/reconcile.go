@@ -95,6 +95,17 @@ func subscriptionMetadata(g *Group, topics map[string]int32) map[string]int32 {
 	return md
 }
 
+// subscribedTopicsChanged reports whether a topic of g's subscription
+// metadata was deleted or changed its partition count: O(subscribed topics).
+func subscribedTopicsChanged(g *Group, topics map[string]int32) bool {
+	for t, n := range g.Subscribed {
+		if cur, ok := topics[t]; !ok || cur != n {
+			return true
+		}
+	}
+	return false
+}
+
 // chooseAssignor picks the server assignor: the one most members asked for,
 // ties to the one listed first in the configuration; the configured default
 // when nobody asked.
