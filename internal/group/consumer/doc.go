@@ -15,8 +15,9 @@
 //
 //	group epoch       bumped when an input of the assignment changes: a member
 //	                  joins, leaves or is fenced, a subscription or the chosen
-//	                  assignor changes, a subscribed topic appears, vanishes or
-//	                  grows (seen at the next heartbeat)
+//	                  assignor changes, a subscribed topic vanishes or grows
+//	                  (seen at the next heartbeat), or a topic appears that a
+//	                  name or regex matches (seen at the metadata refresh)
 //	assignment epoch  the group epoch the target was computed for, by a
 //	                  server-side assignor of internal/assign (uniform, range)
 //	member epoch      the assignment epoch the member has caught up to
