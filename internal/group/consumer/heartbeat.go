@@ -223,7 +223,10 @@ func (e *Engine) member(g *Group, req *Request) (m *Member, created bool, recs [
 	}
 	m = g.Members[req.MemberID]
 	if req.MemberEpoch != JoinEpoch {
-		if static != nil && static.ID != req.MemberID {
+		switch {
+		case req.InstanceID != nil && static == nil:
+			return nil, false, nil, fail(UnknownMemberID, "Instance id %s is unknown.", *req.InstanceID)
+		case static != nil && static.ID != req.MemberID:
 			return nil, false, nil, fencedInstance(req, static)
 		}
 		if m == nil {

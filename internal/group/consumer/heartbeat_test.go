@@ -66,6 +66,7 @@ func TestHeartbeatErrors(t *testing.T) {
 		}, func() Request { return beatReq("m1", 1, nil) }, FencedMemberEpoch, "smaller member epoch (1)"},
 		{"group full", withA, func() Request { return joinReq("m2", "a") }, GroupMaxSizeReached, "The consumer group has reached its maximum capacity of 1 members."},
 		{"full group before unknown member", withA, func() Request { return beatReq("m9", 3, nil) }, GroupMaxSizeReached, "maximum capacity of 1 members."},
+		{"heartbeat with an unknown instance", withStatic, func() Request { r := beatReq("m1", 1, nil); r.InstanceID = str("i9"); return r }, UnknownMemberID, "Instance id i9 is unknown."},
 		{"static leave for good, unknown instance", withStatic, func() Request { r := beatReq("m1", LeaveEpoch, nil); r.InstanceID = str("i9"); return r }, UnknownMemberID, "Instance id i9 is unknown."},
 		{"instance id held by a live member", withStatic, func() Request { r := joinReq("m2", "a"); r.InstanceID = str("i1"); return r }, UnreleasedInstanceID,
 			"Static member m2 with instance id i1 cannot join the group because the instance id is owned by m1 member."},
