@@ -399,10 +399,13 @@ func TestS5ControllerIsolated(t *testing.T) {
 	const electionTimeout = time.Second // ClusterConfig's default for three voters
 	c := newNetCluster(t, "--replica-lag-time-max", lag.String())
 	scenarioOn(t, c, rounds(t, "STRAND_S5_ROUNDS", 2), func(ctx context.Context, c *procCluster, i int) {
-		v, err := c.view(ctx, t, 1, "sc", 0)
-		if err != nil || v.controller < 1 {
-			t.Fatalf("round %d: no controller known: %v", i, err)
-		}
+		// Node 1 may still be applying the topic's creation (a loaded
+		// machine): ask until it knows the partition and a controller.
+		var v partitionView
+		c.await(ctx, t, 1, "sc", 0, 10*time.Second, "a controller known", func(pv partitionView) bool {
+			v = pv
+			return pv.controller >= 1
+		})
 		ctl := int(v.controller)
 		via := ctl%3 + 1 // a follower of the quorum takes the creates
 		creates := c.createLoop(ctx, t, via, fmt.Sprintf("s5-%d-", i), 250*time.Millisecond)

@@ -394,7 +394,10 @@ func (s *RaftStore) waitApplied(index uint64, timeout time.Duration) (*Image, er
 // epoch, once this node's image holds the registration.
 func (s *RaftStore) Register(r Registration, timeout time.Duration) (int64, error) {
 	if r.ID == s.self {
-		s.incarnation.Store(r.IncarnationID)
+		// The first registration through this store is this process's
+		// broker; any other incarnation of the id is not (a second
+		// broker in one process, as tests build, must still be refused).
+		s.incarnation.CompareAndSwap(nil, r.IncarnationID)
 	}
 	resp, err := s.callController(rpcRequest{Register: &r}, timeout)
 	if err != nil {
