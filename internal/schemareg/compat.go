@@ -310,6 +310,15 @@ func checkCompatible(level string, candidate *parsed, existing []*parsed) []stri
 	}
 	var msgs []string
 	for _, old := range existing {
+		if candidate.proto != nil {
+			// Protobuf's rules are symmetric: checked once, new against old.
+			if l.backward || l.forward {
+				if err := protoCompatible(candidate.proto, old.proto); err != nil {
+					msgs = append(msgs, err.Error())
+				}
+			}
+			continue
+		}
 		if l.backward {
 			if err := readable(candidate, old); err != nil {
 				msgs = append(msgs, "backward: "+err.Error())
