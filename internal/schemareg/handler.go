@@ -68,6 +68,8 @@ func NewHandler(store Store) *Handler {
 		"GET /schemas/ids/{id}":                                     h.getSchemaByID,
 		"GET /schemas/ids/{id}/schema":                              h.getRawSchemaByID,
 		"GET /schemas/ids/{id}/versions":                            h.getIDVersions,
+		"GET /schemas/ids/{id}/subjects":                            h.getIDSubjects,
+		"GET /subjects/{subject}/versions/{version}/referencedby":   h.referencedBy,
 		"GET /schemas/types":                                        func(*http.Request) (any, error) { return []string{"JSON", "PROTOBUF", "AVRO"}, nil },
 		"GET /subjects":                                             h.listSubjects,
 		"GET /subjects/{subject}/versions":                          h.listVersions,

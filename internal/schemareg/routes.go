@@ -3,8 +3,14 @@ package schemareg
 import (
 	"encoding/json"
 	"net/http"
+	"sort"
 	"strconv"
 )
+
+type subjectVersion struct {
+	Subject string `json:"subject"`
+	Version int    `json:"version"`
+}
 
 // schemaJSON is an entry as the version and lookup routes return it.
 type schemaJSON struct {
@@ -71,28 +77,23 @@ func (h *Handler) getIDVersions(r *http.Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	type sv struct {
-		Subject string `json:"subject"`
-		Version int    `json:"version"`
-	}
-	out := []sv{}
+	out := []subjectVersion{}
 	deleted := boolQuery(r, "deleted")
 	h.store.View(func(st *State) {
 		for _, vs := range st.subjects {
 			for _, x := range vs {
 				if x.ID == e.ID && (deleted || !x.Deleted) {
-					out = append(out, sv{x.Subject, x.Version})
+					out = append(out, subjectVersion{x.Subject, x.Version})
 				}
 			}
 		}
 	})
-	sortSV := func(i, j int) bool {
+	sort.Slice(out, func(i, j int) bool {
 		if out[i].Subject != out[j].Subject {
 			return out[i].Subject < out[j].Subject
 		}
 		return out[i].Version < out[j].Version
-	}
-	sortSlice(out, sortSV)
+	})
 	return out, nil
 }
 
@@ -106,7 +107,7 @@ func (h *Handler) listSubjects(r *http.Request) (any, error) {
 			}
 		}
 	})
-	sortSlice(out, func(i, j int) bool { return out[i] < out[j] })
+	sort.Strings(out)
 	return out, nil
 }
 
@@ -218,12 +219,40 @@ func sameSchema(e *Entry, req registerRequest, typ SchemaType) bool {
 	return true
 }
 
-func sortSlice[T any](s []T, less func(i, j int) bool) {
-	for i := 1; i < len(s); i++ {
-		for j := i; j > 0 && less(j, j-1); j-- {
-			s[j], s[j-1] = s[j-1], s[j]
+func itoa(i int) string { return strconv.Itoa(i) }
+
+func (h *Handler) getIDSubjects(r *http.Request) (any, error) {
+	v, err := h.getIDVersions(r)
+	if err != nil {
+		return nil, err
+	}
+	out := []string{}
+	for _, sv := range v.([]subjectVersion) {
+		if len(out) == 0 || out[len(out)-1] != sv.Subject {
+			out = append(out, sv.Subject)
 		}
 	}
+	return out, nil
 }
 
-func itoa(i int) string { return strconv.Itoa(i) }
+// referencedBy lists the ids of live schemas whose references name the version.
+func (h *Handler) referencedBy(r *http.Request) (any, error) {
+	e, err := h.versionEntry(r)
+	if err != nil {
+		return nil, err
+	}
+	ids := []int{}
+	h.store.View(func(st *State) {
+		for _, vs := range st.subjects {
+			for _, x := range vs {
+				for _, ref := range x.References {
+					if !x.Deleted && ref.Subject == e.Subject && ref.Version == e.Version {
+						ids = append(ids, x.ID)
+					}
+				}
+			}
+		}
+	})
+	sort.Ints(ids)
+	return ids, nil
+}
