@@ -62,10 +62,13 @@ func (h *Handler) deleteConfig(r *http.Request) (any, error) {
 	var prev string
 	var ok bool
 	h.store.View(func(st *State) { prev, ok = st.config[subject] })
+	if !ok && subject == "" {
+		return map[string]string{"compatibilityLevel": defaultLevel}, nil
+	}
 	if !ok {
 		return nil, errf(http.StatusNotFound, CodeSubjectConfigNotFound, "Subject '%s' does not have subject-level compatibility configured", subject)
 	}
-	if err := h.store.Write(r.Context(), Record{Key: Key{KeyType: KeyConfig, Subject: &subject}}); err != nil {
+	if err := h.store.Write(r.Context(), Record{Key: Key{KeyType: KeyConfig, Subject: subjectKey(r)}}); err != nil {
 		return nil, err
 	}
 	return map[string]string{"compatibilityLevel": prev}, nil

@@ -83,6 +83,7 @@ func NewHandler(store Store) *Handler {
 		"PUT /config":                                               h.putConfig,
 		"GET /config/{subject}":                                     h.getConfig,
 		"PUT /config/{subject}":                                     h.putConfig,
+		"DELETE /config":                                            h.deleteConfig,
 		"DELETE /config/{subject}":                                  h.deleteConfig,
 		"GET /mode":                                                 h.getMode,
 		"PUT /mode":                                                 h.putMode,
