@@ -14,7 +14,8 @@ type Store interface {
 	// Write durably records r and applies it to the state View shows
 	// before returning.
 	Write(ctx context.Context, r Record) error
-	// View calls fn with the current state; fn must not keep or change it.
+	// View calls fn with the current state; fn must not change it, and
+	// may keep an *Entry (entries are replaced, never changed in place).
 	View(fn func(*State))
 }
 
@@ -74,9 +75,14 @@ func (s *State) Apply(r Record) {
 		}
 	case KeyDeleteSubject:
 		if r.DeleteSubject != nil {
-			for v, e := range s.subjects[subj] {
-				if v <= r.DeleteSubject.Version {
-					e.Deleted = true
+			// Entries are replaced, never changed in place: a reader may
+			// still hold the old one outside View.
+			vs := s.subjects[subj]
+			for v, e := range vs {
+				if v <= r.DeleteSubject.Version && !e.Deleted {
+					c := *e
+					c.Deleted = true
+					vs[v] = &c
 				}
 			}
 		}
