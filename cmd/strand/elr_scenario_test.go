@@ -127,24 +127,10 @@ func elrScenario(t *testing.T, f1Clean bool) {
 }
 
 // partitionState is partition 0 of topic as the first live node that
-// answers describes it.
+// knows it describes it.
 func (c *procCluster) partitionState(ctx context.Context, t *testing.T, live []int, topic string) kadm.PartitionDetail {
 	t.Helper()
-	for _, n := range live {
-		cl, err := kgo.NewClient(kgo.SeedBrokers(c.addrs[n]))
-		if err != nil {
-			t.Fatal(err)
-		}
-		meta, err := kadm.NewClient(cl).Metadata(ctx, topic)
-		cl.Close()
-		if err != nil {
-			continue
-		}
-		if pd, ok := meta.Topics[topic].Partitions[0]; ok {
-			return pd
-		}
-	}
-	return kadm.PartitionDetail{Leader: -1}
+	return c.partitionDetail(ctx, t, live, topic, 0)
 }
 
 // awaitISR waits until partition 0's ISR is isr (sorted).

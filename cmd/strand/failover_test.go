@@ -279,6 +279,13 @@ func checkReplicasConverged(t *testing.T, dirs []string, topic string, partition
 // leaderOf returns partition p's leader as a live node says (-1: none).
 func (c *procCluster) leaderOf(ctx context.Context, t *testing.T, live []int, topic string, p int32) int32 {
 	t.Helper()
+	return c.partitionDetail(ctx, t, live, topic, p).Leader
+}
+
+// partitionDetail is partition p of topic as the first live node that
+// knows it describes it (leader -1 when none does).
+func (c *procCluster) partitionDetail(ctx context.Context, t *testing.T, live []int, topic string, p int32) kadm.PartitionDetail {
+	t.Helper()
 	for _, n := range live {
 		cl, err := kgo.NewClient(kgo.SeedBrokers(c.addrs[n]))
 		if err != nil {
@@ -291,11 +298,11 @@ func (c *procCluster) leaderOf(ctx context.Context, t *testing.T, live []int, to
 		}
 		if td, ok := meta.Topics[topic]; ok && td.Err == nil {
 			if pd, ok := td.Partitions[p]; ok {
-				return pd.Leader
+				return pd
 			}
 		}
 	}
-	return -1
+	return kadm.PartitionDetail{Leader: -1}
 }
 
 // waitInSync waits until every partition of topic has all three replicas
