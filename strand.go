@@ -30,6 +30,7 @@ import (
 	"github.com/strandmq/strand/internal/kafka"
 	"github.com/strandmq/strand/internal/metrics"
 	"github.com/strandmq/strand/internal/sasl"
+	"github.com/strandmq/strand/internal/schemareg"
 )
 
 // Config configures an embedded broker. Only Dir is required.
@@ -114,6 +115,12 @@ type Config struct {
 	// to ("*": any). Other Host headers are refused: a guard against DNS
 	// rebinding.
 	ConsoleAllowedHosts []string
+	// SchemaRegistryAddr, if set, is the TCP address of an HTTP listener
+	// serving the Confluent-compatible schema registry API over the
+	// _schemas topic (see Broker.SchemaRegistryAddr). Empty: no registry
+	// listener (topics with strand.validation=schema still validate
+	// against what _schemas holds).
+	SchemaRegistryAddr string
 	// TLS, if set, makes the Kafka listener speak TLS (Kafka's SSL
 	// listener) with this configuration; set ClientAuth and ClientCAs for
 	// mutual TLS. The metrics and console listeners stay plain HTTP.
@@ -141,6 +148,8 @@ type Broker struct {
 	metricsSrv *http.Server
 	consoleLn  net.Listener // nil without Config.ConsoleAddr
 	consoleSrv *http.Server
+	schemaLn   net.Listener // nil without Config.SchemaRegistryAddr
+	schemaSrv  *http.Server
 }
 
 // Start opens the data directory and starts serving. ctx bounds only the
@@ -270,8 +279,24 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 			return nil, errors.Join(err, sb.closeHTTP(), ln.Close(), srv.Close(), b.Close())
 		}
 	}
+	if cfg.SchemaRegistryAddr != "" {
+		if sb.schemaLn, err = lc.Listen(ctx, "tcp", cfg.SchemaRegistryAddr); err != nil {
+			return nil, errors.Join(fmt.Errorf("strand: schema registry listener on %s: %w", cfg.SchemaRegistryAddr, err), sb.closeHTTP(), ln.Close(), srv.Close(), b.Close())
+		}
+		sb.schemaSrv = &http.Server{Handler: schemareg.NewHandler(b.Schemas()), ReadHeaderTimeout: 10 * time.Second}
+		go func() { _ = sb.schemaSrv.Serve(sb.schemaLn) }() // ends with ErrServerClosed on Close
+	}
 	go func() { sb.served <- srv.Serve(ln) }()
 	return sb, nil
+}
+
+// SchemaRegistryAddr returns the address of the schema registry's HTTP
+// listener (host:port), or "" without Config.SchemaRegistryAddr.
+func (b *Broker) SchemaRegistryAddr() string {
+	if b.schemaLn == nil {
+		return ""
+	}
+	return b.schemaLn.Addr().String()
 }
 
 func (b *Broker) startConsole(ctx context.Context, lc net.ListenConfig, cfg Config) error {
@@ -297,10 +322,10 @@ func (b *Broker) ConsoleAddr() string {
 	return b.consoleLn.Addr().String()
 }
 
-// closeHTTP stops the metrics and console listeners.
+// closeHTTP stops the metrics, console and schema registry listeners.
 func (b *Broker) closeHTTP() error {
 	var errs []error
-	for _, s := range []*http.Server{b.metricsSrv, b.consoleSrv} {
+	for _, s := range []*http.Server{b.metricsSrv, b.consoleSrv, b.schemaSrv} {
 		if s == nil {
 			continue
 		}

@@ -47,7 +47,7 @@ func startServeNofile(t *testing.T, nofile int, args ...string) *serveProc {
 // waits for it to serve or exit.
 func launchServe(t *testing.T, nofile int, args ...string) *serveProc {
 	t.Helper()
-	full := append([]string{"serve", "--listen", "127.0.0.1:0", "--metrics-listen", "", "--console-listen", ""}, args...)
+	full := append([]string{"serve", "--listen", "127.0.0.1:0", "--metrics-listen", "", "--console-listen", "", "--schema-registry-listen", ""}, args...)
 	cmd := exec.Command(strandBin(t), full...)
 	if nofile > 0 {
 		// sh's ulimit, then exec: the broker itself runs under the limit.

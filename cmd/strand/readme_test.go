@@ -154,7 +154,7 @@ func TestReadmeCluster(t *testing.T) {
 	dir := t.TempDir()
 	var pairs []string
 	for _, node := range []string{"91", "92", "93"} {
-		for _, suffix := range []string{"92", "93", "94", "95"} {
+		for _, suffix := range []string{"92", "93", "94", "95", "96"} {
 			pairs = append(pairs, "127.0.0.1:"+node+suffix, freeAddr(t))
 		}
 	}

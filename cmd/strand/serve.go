@@ -42,6 +42,7 @@ type serveOptions struct {
 	logFormat         string
 	metricsListen     string
 	consoleListen     string
+	schemaListen      string
 	tlsCert, tlsKey   string
 	tlsClientCA       string
 	saslUsers         string
@@ -81,7 +82,7 @@ producer state flushed).
 --config names a file of "key = value" lines ('#' starts a comment). Keys are
 the long flag names (listen, advertised-addr, data-dir, node-id,
 auto-create-topics, default-partitions, max-request-bytes, log-level,
-log-format, metrics-listen, console-listen, tls-cert, tls-key, tls-client-ca, sasl-users, retention-check-interval, log-cleaner-backoff,
+log-format, metrics-listen, console-listen, schema-registry-listen, tls-cert, tls-key, tls-client-ca, sasl-users, retention-check-interval, log-cleaner-backoff,
 log-cleaner-dedupe-buffer-size, offsets-retention, group-initial-rebalance-delay,
 connections-max-idle, max-connections, max-connections-per-ip,
 queued-max-request-bytes, failed-authentication-delay, scrub-interval,
@@ -141,6 +142,7 @@ func newServeCmd() *cobra.Command {
 	f.StringVar(&o.tlsClientCA, "tls-client-ca", "", "PEM CA bundle: with it, clients must present a certificate it signed (mutual TLS)")
 	f.StringVar(&o.saslUsers, "sasl-users", "", `file of "user:password" lines: clients must authenticate as one of them with SASL PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512`)
 	f.StringVar(&o.consoleListen, "console-listen", "127.0.0.1:9645", `address serving the read-only web console and its JSON API over HTTP ("" disables)`)
+	f.StringVar(&o.schemaListen, "schema-registry-listen", "127.0.0.1:8081", `address serving the Confluent-compatible schema registry API over HTTP ("" disables)`)
 	f.DurationVar(&o.retentionCheck, "retention-check-interval", 30*time.Second, "how often retention.ms and retention.bytes are applied (log.retention.check.interval.ms)")
 	f.DurationVar(&o.groupDelay, "group-initial-rebalance-delay", 3*time.Second, "how long a consumer group's first rebalance waits for more members (group.initial.rebalance.delay.ms; 0: none)")
 	f.DurationVar(&o.cleanerBackoff, "log-cleaner-backoff", 15*time.Second, "how often the compaction cleaner looks for dirty compacted partitions (log.cleaner.backoff.ms)")
@@ -335,6 +337,7 @@ func (o *serveOptions) run(ctx context.Context, logOut io.Writer) error {
 		MetricsAddr:             o.metricsListen,
 		ConsoleAddr:             o.consoleListen,
 		ConsoleAllowedHosts:     o.consoleHosts,
+		SchemaRegistryAddr:      o.schemaListen,
 		TLS:                     tlsCfg,
 		SASLUsers:               users,
 		RetentionCheckInterval:  o.retentionCheck,
@@ -368,6 +371,9 @@ func (o *serveOptions) run(ctx context.Context, logOut io.Writer) error {
 	}
 	if addr := b.ConsoleAddr(); addr != "" {
 		logger.Info("strand: console on http://"+addr+"/", "console", addr)
+	}
+	if addr := b.SchemaRegistryAddr(); addr != "" {
+		logger.Info("strand: schema registry on http://"+addr+"/", "schema_registry", addr)
 	}
 	<-ctx.Done()
 	logger.Info("strand: shutting down")

@@ -41,7 +41,7 @@ func TestCLIMutualTLS(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	serve := exec.CommandContext(ctx, strandBin(t), "serve", "--listen", addr, "--data-dir", path("data"),
-		"--metrics-listen", "", "--console-listen", "",
+		"--metrics-listen", "", "--console-listen", "", "--schema-registry-listen", "",
 		"--tls-cert", path("server.pem"), "--tls-key", path("server.key"), "--tls-client-ca", path("ca.pem"))
 	var logs syncBuffer
 	serve.Stderr = &logs

@@ -196,9 +196,10 @@ type Broker struct {
 	isrExpands  atomic.Int64
 	parked      atomic.Int64 // acks=all produces waiting for the high watermark
 	started     time.Time
-	syncedIndex int64       // newest image syncLocked applied (b.admin)
-	ingest      ingestStats // validation counters (ingest.go)
-	stats       stats       // traffic counters (stats.go)
+	syncedIndex int64        // newest image syncLocked applied (b.admin)
+	ingest      ingestStats  // validation counters (ingest.go)
+	schemas     *SchemaStore // the schema registry's storage (schemas.go)
+	stats       stats        // traffic counters (stats.go)
 
 	lock      io.Closer // the data directory's .lock, held until Close
 	ownedMeta io.Closer // Config.OpenMetadata's store, closed by Close
@@ -257,6 +258,7 @@ func Open(cfg Config) (_ *Broker, err error) {
 	b := &Broker{cfg: cfg, fs: cfg.FS, logger: cfg.Logger, defaults: defaults, stop: make(chan struct{}), started: cfg.Now()}
 	b.mu.topics = make(map[string]*Topic)
 	b.mu.byID = make(map[TopicID]*Topic)
+	b.schemas = newSchemaStore(b)
 	if err := b.fs.MkdirAll(cfg.Dir, 0o755); err != nil {
 		return nil, fmt.Errorf("broker: create %s: %w", cfg.Dir, err)
 	}
@@ -324,6 +326,10 @@ func Open(cfg Config) (_ *Broker, err error) {
 		b.closePartitions()
 		return nil, err
 	}
+	if err := b.openSchemas(); err != nil {
+		b.closePartitions()
+		return nil, err
+	}
 	b.startLoops()
 	return b, nil
 }
@@ -331,7 +337,8 @@ func Open(cfg Config) (_ *Broker, err error) {
 // startLoops starts the reconciler and the background maintenance.
 func (b *Broker) startLoops() {
 	b.startReconciler()
-	b.wg.Add(2)
+	b.wg.Add(3)
+	go b.tailSchemas()
 	go b.every(b.cfg.RetentionCheckInterval, b.ApplyRetention)
 	go b.every(b.cfg.CleanerBackoff, b.CleanLogs) // log.cleaner.backoff.ms
 	if b.cfg.ScrubInterval > 0 {

@@ -321,7 +321,8 @@ func (q *quarantine) writeLocked(src *Partition, base record.Offset) error {
 	// leader's): the records go to the DLQ's leader instead.
 	if err := q.dlq.notLeader(); err != nil {
 		if s := q.dlq.state(); src.b.clustered() && !src.b.fenced() && s.role != RoleLeader && s.leader >= 0 {
-			return src.b.produceRemote(s.leader, q.dlq, batch)
+			_, err := src.b.produceRemote(s.leader, q.dlq, batch)
+			return err
 		}
 		return fmt.Errorf("broker: quarantine from %s-%d: %w", src.topic, src.id, err)
 	}

@@ -7,8 +7,8 @@ import (
 	"strconv"
 )
 
-// Internal topics (today __consumer_offsets; next __transaction_state and
-// _schemas) hold the broker's own records. A client may tune what does not
+// Internal topics (today __consumer_offsets and _schemas; next
+// __transaction_state) hold the broker's own records. A client may tune what does not
 // matter to them (segment size, flushing, cleaner ratios) but not what
 // would drop, divert or refuse their records: the pinned configs of their
 // spec, their partition count, or a segment smaller than the largest batch
@@ -17,8 +17,11 @@ import (
 
 // internalTopicSpec returns an internal topic's spec.
 func internalTopicSpec(name string) (TopicSpec, bool) {
-	if name == ConsumerOffsetsTopic {
+	switch name {
+	case ConsumerOffsetsTopic:
 		return offsetsTopicSpec(1), true // the partition count is not a config
+	case SchemasTopic:
+		return schemasTopicSpec(), true
 	}
 	return TopicSpec{}, false
 }

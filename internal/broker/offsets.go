@@ -36,8 +36,9 @@ const ConsumerOffsetsTopic = "__consumer_offsets"
 const offsetsTopicMaxBatch = 64 << 20
 
 // IsInternalTopic reports whether a topic is one of the broker's own
-// (listed with IsInternal in Metadata; it cannot be deleted).
-func IsInternalTopic(name string) bool { return name == ConsumerOffsetsTopic }
+// (listed with IsInternal in Metadata; it cannot be deleted, and clients
+// cannot produce to it).
+func IsInternalTopic(name string) bool { return name == ConsumerOffsetsTopic || name == SchemasTopic }
 
 // offsetsTopicSpec is __consumer_offsets with n partitions.
 func offsetsTopicSpec(n int32) TopicSpec {

@@ -8,6 +8,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strandmq/strand/internal/record"
 )
 
 // remoteProduceTimeout bounds a write to a partition led by another node.
@@ -18,18 +20,18 @@ const remoteProduceTimeout = 10 * time.Second
 // quarantine makes to a DLQ partition led by another node. An error
 // carries the leader's Kafka error, so the producer whose batch needed it
 // gets a retriable answer it knows (NOT_LEADER_OR_FOLLOWER, NOT_ENOUGH_
-// REPLICAS, …) and tries again; records the leader took before a lost
+// REPLICAS, …) and tries again; it returns the batch's base offset; records the leader took before a lost
 // answer come twice into the DLQ then, never zero times.
-func (b *Broker) produceRemote(leader NodeID, p *Partition, batch []byte) error {
+func (b *Broker) produceRemote(leader NodeID, p *Partition, batch []byte) (record.Offset, error) {
 	addr, err := b.internalAddr(leader)
 	if err != nil {
-		return fmt.Errorf("%w: %s-%d: %w", ErrNotLeader, p.topic, p.id, err)
+		return record.NoOffset, fmt.Errorf("%w: %s-%d: %w", ErrNotLeader, p.topic, p.id, err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), remoteProduceTimeout)
 	defer cancel()
 	c, err := b.cfg.Dialer.Dial(ctx, addr, "strand-"+strconv.Itoa(int(b.cfg.NodeID)))
 	if err != nil {
-		return fmt.Errorf("%w: %s-%d: leader %d: %w", ErrNotLeader, p.topic, p.id, leader, err)
+		return record.NoOffset, fmt.Errorf("%w: %s-%d: leader %d: %w", ErrNotLeader, p.topic, p.id, leader, err)
 	}
 	defer c.Close()
 	req := kmsg.NewPtrProduceRequest()
@@ -43,14 +45,14 @@ func (b *Broker) produceRemote(leader NodeID, p *Partition, batch []byte) error 
 	req.Topics = append(req.Topics, rt)
 	resp, err := c.RoundTrip(req, time.Now().Add(remoteProduceTimeout+time.Second))
 	if err != nil {
-		return fmt.Errorf("%w: %s-%d: leader %d: %w", ErrNotLeader, p.topic, p.id, leader, err)
+		return record.NoOffset, fmt.Errorf("%w: %s-%d: leader %d: %w", ErrNotLeader, p.topic, p.id, leader, err)
 	}
 	pr := resp.(*kmsg.ProduceResponse)
 	if len(pr.Topics) != 1 || len(pr.Topics[0].Partitions) != 1 {
-		return fmt.Errorf("broker: %s-%d: leader %d answered a produce for %d topics", p.topic, p.id, leader, len(pr.Topics))
+		return record.NoOffset, fmt.Errorf("broker: %s-%d: leader %d answered a produce for %d topics", p.topic, p.id, leader, len(pr.Topics))
 	}
 	if code := pr.Topics[0].Partitions[0].ErrorCode; code != 0 {
-		return fmt.Errorf("broker: %s-%d: leader %d: %w", p.topic, p.id, leader, kerr.ErrorForCode(code))
+		return record.NoOffset, fmt.Errorf("broker: %s-%d: leader %d: %w", p.topic, p.id, leader, kerr.ErrorForCode(code))
 	}
-	return nil
+	return record.Offset(pr.Topics[0].Partitions[0].BaseOffset), nil
 }

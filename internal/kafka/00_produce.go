@@ -224,7 +224,9 @@ func (s *Server) produceTopic(version int16, rt kmsg.ProduceRequestTopic) (*brok
 	} else {
 		t, err = s.b.TopicOrCreate(rt.Topic)
 	}
-	if err == nil && broker.IsInternalTopic(t.Name) {
+	// Another node's schema registry writes _schemas through the internal
+	// listener (broker/schemas.go); clients never do.
+	if err == nil && broker.IsInternalTopic(t.Name) && !(s.cfg.Internal && t.Name == broker.SchemasTopic) {
 		return nil, fmt.Errorf("%w: cannot append to internal topic %s", broker.ErrInvalidTopic, t.Name)
 	}
 	return t, err

@@ -56,6 +56,8 @@ type parsed struct {
 	avro  avro.Schema
 	proto linker.Files
 	json  map[string]any
+	// jsonSchema is json compiled, to validate documents against.
+	jsonSchema *jsonschema.Schema
 }
 
 // parse compiles a schema with its references, or returns why it is invalid.
@@ -93,6 +95,9 @@ func parse(r resolved) (*parsed, error) {
 		return &parsed{proto: fs}, nil
 	case JSON:
 		c := jsonschema.NewCompiler()
+		// A registered schema must not make the broker read its disk or
+		// call out: references are registered subjects, nothing else.
+		c.UseLoader(noLoader{})
 		var doc any
 		for _, ref := range r.refs {
 			d, err := jsonschema.UnmarshalJSON(strings.NewReader(ref.text))
@@ -110,12 +115,13 @@ func parse(r resolved) (*parsed, error) {
 		if err := c.AddResource("schema.json", d); err != nil {
 			return nil, err
 		}
-		if _, err := c.Compile("schema.json"); err != nil {
+		js, err := c.Compile("schema.json")
+		if err != nil {
 			return nil, err
 		}
 		doc = d
 		m, _ := doc.(map[string]any)
-		return &parsed{json: m}, nil
+		return &parsed{json: m, jsonSchema: js}, nil
 	}
 	return nil, fmt.Errorf("unknown schema type %q", r.typ)
 }
@@ -331,4 +337,11 @@ func checkCompatible(level string, candidate *parsed, existing []*parsed) []stri
 		}
 	}
 	return msgs
+}
+
+// noLoader refuses every $ref that is not a registered reference.
+type noLoader struct{}
+
+func (noLoader) Load(url string) (any, error) {
+	return nil, fmt.Errorf("%s: only registered references may be used", url)
 }

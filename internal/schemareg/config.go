@@ -38,9 +38,8 @@ func (h *Handler) putConfig(r *http.Request) (any, error) {
 		return nil, errf(http.StatusUnprocessableEntity, CodeInvalidCompatibility,
 			"Invalid compatibility level. Valid values are none, backward, forward, full, backward_transitive, forward_transitive, and full_transitive")
 	}
-	h.write.Lock()
-	defer h.write.Unlock()
-	err := h.store.Write(r.Context(), Record{Key: Key{KeyType: KeyConfig, Subject: subjectKey(r)}, Config: &ConfigValue{CompatibilityLevel: level}})
+	defer h.lockWrites()()
+	err := h.writeLocked(r.Context(), Record{Key: Key{KeyType: KeyConfig, Subject: subjectKey(r)}, Config: &ConfigValue{CompatibilityLevel: level}})
 	if err != nil {
 		return nil, err
 	}
@@ -57,18 +56,17 @@ func subjectKey(r *http.Request) *string {
 
 func (h *Handler) deleteConfig(r *http.Request) (any, error) {
 	subject := r.PathValue("subject")
-	h.write.Lock()
-	defer h.write.Unlock()
+	defer h.lockWrites()()
 	var prev string
 	var ok bool
-	h.store.View(func(st *State) { prev, ok = st.config[subject] })
+	h.viewLocked(func(st *State) { prev, ok = st.config[subject] })
 	if !ok && subject == "" {
 		return map[string]string{"compatibilityLevel": defaultLevel}, nil
 	}
 	if !ok {
 		return nil, errf(http.StatusNotFound, CodeSubjectConfigNotFound, "Subject '%s' does not have subject-level compatibility configured", subject)
 	}
-	if err := h.store.Write(r.Context(), Record{Key: Key{KeyType: KeyConfig, Subject: subjectKey(r)}}); err != nil {
+	if err := h.writeLocked(r.Context(), Record{Key: Key{KeyType: KeyConfig, Subject: subjectKey(r)}}); err != nil {
 		return nil, err
 	}
 	return map[string]string{"compatibilityLevel": prev}, nil
@@ -107,11 +105,10 @@ func (h *Handler) putMode(r *http.Request) (any, error) {
 		return nil, errf(http.StatusUnprocessableEntity, CodeInvalidMode, "Invalid mode. Valid values are READWRITE, READONLY, IMPORT")
 	}
 	subject := r.PathValue("subject")
-	h.write.Lock()
-	defer h.write.Unlock()
+	defer h.lockWrites()()
 	var err error
 	if mode == modeImport && !boolQuery(r, "force") {
-		h.store.View(func(st *State) {
+		h.viewLocked(func(st *State) {
 			for s := range st.subjects {
 				if (subject == "" || s == subject) && len(st.versions(s, false)) > 0 {
 					err = notPermitted("Cannot import since found existing subjects")
@@ -122,7 +119,7 @@ func (h *Handler) putMode(r *http.Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := h.store.Write(r.Context(), Record{Key: Key{KeyType: KeyMode, Subject: subjectKey(r)}, Mode: &ModeValue{Mode: mode}}); err != nil {
+	if err := h.writeLocked(r.Context(), Record{Key: Key{KeyType: KeyMode, Subject: subjectKey(r)}, Mode: &ModeValue{Mode: mode}}); err != nil {
 		return nil, err
 	}
 	return map[string]string{"mode": mode}, nil
@@ -130,15 +127,14 @@ func (h *Handler) putMode(r *http.Request) (any, error) {
 
 func (h *Handler) deleteMode(r *http.Request) (any, error) {
 	subject := r.PathValue("subject")
-	h.write.Lock()
-	defer h.write.Unlock()
+	defer h.lockWrites()()
 	var prev string
 	var ok bool
-	h.store.View(func(st *State) { prev, ok = st.mode[subject] })
+	h.viewLocked(func(st *State) { prev, ok = st.mode[subject] })
 	if !ok {
 		return nil, errf(http.StatusNotFound, CodeSubjectModeNotFound, "Subject '%s' does not have subject-level mode configured", subject)
 	}
-	if err := h.store.Write(r.Context(), Record{Key: Key{KeyType: KeyMode, Subject: &subject}}); err != nil {
+	if err := h.writeLocked(r.Context(), Record{Key: Key{KeyType: KeyMode, Subject: &subject}}); err != nil {
 		return nil, err
 	}
 	return map[string]string{"mode": prev}, nil

@@ -1,9 +1,12 @@
 package schemareg
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"strconv"
 	"sync"
@@ -59,7 +62,44 @@ type Handler struct {
 	store Store
 	mux   *http.ServeMux
 	write sync.Mutex
+	plan  struct { // guarded by write
+		at int64 // where the next write must land
+		ok bool  // at was read since write was locked
+	}
 }
+
+// lockWrites serializes this node's writes; call the returned func to
+// unlock. Other nodes' writes are ordered by _schemas offsets (Key.Seq).
+func (h *Handler) lockWrites() func() {
+	h.write.Lock()
+	h.plan.ok = false
+	return h.write.Unlock
+}
+
+// viewLocked is View for a write being decided: the state's position is
+// where its records must land.
+func (h *Handler) viewLocked(fn func(*State)) {
+	h.store.View(func(st *State) {
+		h.plan.at, h.plan.ok = st.Position(), true
+		fn(st)
+	})
+}
+
+// writeLocked writes rec planned for the position of the last
+// viewLocked (or the current one), and moves the plan past it.
+func (h *Handler) writeLocked(ctx context.Context, rec Record) error {
+	if !h.plan.ok {
+		h.viewLocked(func(*State) {})
+	}
+	seq := h.plan.at
+	rec.Key.Seq = &seq
+	h.plan.at++
+	return h.store.Write(ctx, rec)
+}
+
+// maxConflicts bounds how often a request is decided again after losing
+// races with other nodes' writes.
+const maxConflicts = 8
 
 // NewHandler returns the registry API over store.
 func NewHandler(store Store) *Handler {
@@ -105,12 +145,29 @@ func NewHandler(store Store) *Handler {
 // ServeHTTP implements http.Handler.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) { h.mux.ServeHTTP(w, r) }
 
+// serve answers one route. A request whose write lost a race with another
+// node's (ErrConflict) is decided again on the newer state, its body read
+// once and replayed.
 func serve(fn func(*http.Request) (any, error)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		v, err := fn(r)
+		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
+		if err != nil {
+			reply(w, errf(http.StatusUnprocessableEntity, 422, "Unrecognized request body: %v", err), nil)
+			return
+		}
+		var v any
+		for range maxConflicts {
+			r.Body = io.NopCloser(bytes.NewReader(body))
+			if v, err = fn(r); !errors.Is(err, ErrConflict) {
+				break
+			}
+		}
 		reply(w, err, v)
 	}
 }
+
+// maxBody bounds a request body (a schema with its metadata).
+const maxBody = 16 << 20
 
 func reply(w http.ResponseWriter, err error, v any) {
 	w.Header().Set("Content-Type", ContentType)
@@ -131,7 +188,7 @@ func reply(w http.ResponseWriter, err error, v any) {
 }
 
 func decodeBody(r *http.Request, v any) error {
-	if err := json.NewDecoder(http.MaxBytesReader(nil, r.Body, 16<<20)).Decode(v); err != nil {
+	if err := json.NewDecoder(r.Body).Decode(v); err != nil {
 		return errf(http.StatusUnprocessableEntity, 422, "Unrecognized request body: %v", err)
 	}
 	return nil

@@ -43,6 +43,13 @@ type Key struct {
 	Subject *string `json:"subject,omitempty"`
 	Version int     `json:"version,omitempty"`
 	Magic   int     `json:"magic"`
+	// Seq is the _schemas offset the writer planned this record for (the
+	// position of the state it was decided on); a record that lands
+	// elsewhere lost a race with another node's write and is ignored by
+	// every reader (see State.ApplyAt). Nil (records written by other
+	// registries) always applies. Being part of the key, it also keeps
+	// compaction from dropping an applied record for an ignored one.
+	Seq *int64 `json:"seq,omitempty"`
 }
 
 // SchemaValue is the value of a SCHEMA record.

@@ -2,6 +2,7 @@ package schemareg
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"sync"
@@ -12,12 +13,18 @@ import (
 // every node serves the same state; MemStore keeps them in memory.
 type Store interface {
 	// Write durably records r and applies it to the state View shows
-	// before returning.
+	// before returning. It returns an error wrapping ErrConflict if r
+	// landed at another offset than its Key.Seq (and so was not applied).
 	Write(ctx context.Context, r Record) error
 	// View calls fn with the current state; fn must not change it, and
 	// may keep an *Entry (entries are replaced, never changed in place).
 	View(fn func(*State))
 }
+
+// ErrConflict reports a write that lost a race with another node's: it was
+// decided on a state that has since changed, so it was not applied. The
+// Handler decides it again.
+var ErrConflict = errors.New("schemareg: concurrent write to _schemas")
 
 // Entry is one version of one subject.
 type Entry struct {
@@ -30,11 +37,37 @@ type State struct {
 	config   map[string]string         // "" is the global level
 	mode     map[string]string         // "" is the global mode
 	maxID    int
+	pos      int64 // the _schemas offset after the last record read
 }
+
+// NewState returns an empty state, as a Store starts with.
+func NewState() *State { return newState() }
 
 func newState() *State {
 	return &State{subjects: map[string]map[int]*Entry{}, config: map[string]string{}, mode: map[string]string{}}
 }
+
+// Position returns the _schemas offset after the last record the state
+// has read: where a write decided on it must land.
+func (s *State) Position() int64 { return s.pos }
+
+// ApplyAt folds the record read at offset into the state, unless the
+// record was planned for another offset (Key.Seq): then a concurrent write
+// from another node got there first, the record is ignored, and ApplyAt
+// reports false. Records are applied in offset order by every node, so
+// every node ignores the same ones.
+func (s *State) ApplyAt(r Record, offset int64) bool {
+	s.pos = max(s.pos, offset+1)
+	if r.Key.Seq != nil && *r.Key.Seq != offset {
+		return false
+	}
+	s.Apply(r)
+	return true
+}
+
+// Advance moves the position past offsets that held no registry record
+// (compacted away, control batches).
+func (s *State) Advance(next int64) { s.pos = max(s.pos, next) }
 
 // Apply folds one record into the state.
 func (s *State) Apply(r Record) {
@@ -135,7 +168,7 @@ func NewMemStore() *MemStore {
 func Replay(records []Record) *MemStore {
 	m := NewMemStore()
 	for _, r := range records {
-		m.mu.state.Apply(r)
+		m.mu.state.ApplyAt(r, int64(len(m.mu.log)))
 		m.mu.log = append(m.mu.log, r)
 	}
 	return m
@@ -158,8 +191,11 @@ func ReplayEncoded(pairs [][2][]byte) (*MemStore, error) {
 func (m *MemStore) Write(_ context.Context, r Record) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.mu.state.Apply(r)
+	off := int64(len(m.mu.log))
 	m.mu.log = append(m.mu.log, r)
+	if !m.mu.state.ApplyAt(r, off) {
+		return fmt.Errorf("%w: planned for offset %d, landed at %d", ErrConflict, *r.Key.Seq, off)
+	}
 	return nil
 }
 

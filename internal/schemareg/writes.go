@@ -20,17 +20,16 @@ func (h *Handler) register(r *http.Request) (any, error) {
 	if err := decodeBody(r, &req); err != nil {
 		return nil, err
 	}
-	h.write.Lock()
-	defer h.write.Unlock()
+	defer h.lockWrites()()
 	var rec *SchemaValue
 	var id int
 	var err error
-	h.store.View(func(st *State) { rec, id, err = planRegister(st, subject, req) })
+	h.viewLocked(func(st *State) { rec, id, err = planRegister(st, subject, req) })
 	if err != nil {
 		return nil, err
 	}
 	if rec != nil {
-		err := h.store.Write(r.Context(), Record{Key: Key{KeyType: KeySchema, Subject: strp(subject), Version: rec.Version, Magic: 1}, Schema: rec})
+		err := h.writeLocked(r.Context(), Record{Key: Key{KeyType: KeySchema, Subject: strp(subject), Version: rec.Version, Magic: 1}, Schema: rec})
 		if err != nil {
 			return nil, err
 		}
@@ -157,12 +156,11 @@ func referenced(st *State, subject string, version int) bool {
 func (h *Handler) deleteSubject(r *http.Request) (any, error) {
 	subject := r.PathValue("subject")
 	permanent := boolQuery(r, "permanent")
-	h.write.Lock()
-	defer h.write.Unlock()
+	defer h.lockWrites()()
 	var recs []Record
 	deleted := []int{}
 	var err error
-	h.store.View(func(st *State) {
+	h.viewLocked(func(st *State) {
 		if err = h.writable(st, subject); err != nil {
 			return
 		}
@@ -203,7 +201,7 @@ func (h *Handler) deleteSubject(r *http.Request) (any, error) {
 
 func (h *Handler) writeAll(r *http.Request, recs []Record) error {
 	for _, rec := range recs {
-		if err := h.store.Write(r.Context(), rec); err != nil {
+		if err := h.writeLocked(r.Context(), rec); err != nil {
 			return err
 		}
 	}
@@ -217,11 +215,10 @@ func (h *Handler) deleteVersion(r *http.Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	h.write.Lock()
-	defer h.write.Unlock()
+	defer h.lockWrites()()
 	var rec Record
 	var version int
-	h.store.View(func(st *State) {
+	h.viewLocked(func(st *State) {
 		if err = h.writable(st, subject); err != nil {
 			return
 		}
@@ -250,5 +247,5 @@ func (h *Handler) deleteVersion(r *http.Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return version, h.store.Write(r.Context(), rec)
+	return version, h.writeLocked(r.Context(), rec)
 }

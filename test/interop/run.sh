@@ -103,10 +103,11 @@ print(s.getsockname()[1])')
 start_broker() { # extra arguments go to strand serve
   echo "== starting: strand serve --listen 127.0.0.1:$port --data-dir $tmp/data $*"
   echo "---- strand serve start $(date -u +%FT%TZ) $*" >>"$log"
-  # Metrics and console on free ports: a broker already running on this
-  # machine (or another run) must not make this one fail to start.
+  # Metrics, console and schema registry on free ports: a broker already
+  # running on this machine (or another run) must not make this one fail
+  # to start.
   "$bin" serve --listen "127.0.0.1:$port" --data-dir "$tmp/data" \
-    --metrics-listen 127.0.0.1:0 --console-listen 127.0.0.1:0 "$@" >>"$log" 2>&1 &
+    --metrics-listen 127.0.0.1:0 --console-listen 127.0.0.1:0 --schema-registry-listen 127.0.0.1:0 "$@" >>"$log" 2>&1 &
   pid=$!
   local deadline=$((SECONDS + STARTUP_TIMEOUT))
   while ((SECONDS < deadline)); do
@@ -258,7 +259,7 @@ launch_node() {
   local n=$1
   echo "---- strand serve --node-id $n start $(date -u +%FT%TZ)" >>"$log"
   "$bin" serve --node-id "$n" --listen "127.0.0.1:${cports[$((n - 1))]}" --data-dir "$tmp/cluster/n$n" \
-    --metrics-listen "" --console-listen "" --controller-quorum "$quorum" \
+    --metrics-listen "" --console-listen "" --schema-registry-listen "" --controller-quorum "$quorum" \
     --broker-session-timeout 3s --broker-heartbeat-interval 300ms >>"$log" 2>&1 &
   cluster_pids[$((n - 1))]=$!
 }

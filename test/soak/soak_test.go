@@ -170,7 +170,7 @@ type serve struct {
 func startServe(t *testing.T, bin, addr, data string) *serve {
 	t.Helper()
 	cmd := exec.Command(bin, "serve", "--listen", addr, "--data-dir", data,
-		"--metrics-listen", "", "--console-listen", "", "--log-level", "warn")
+		"--metrics-listen", "", "--console-listen", "", "--schema-registry-listen", "", "--log-level", "warn")
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

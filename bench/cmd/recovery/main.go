@@ -87,7 +87,7 @@ type cluster struct {
 func (c *cluster) start(n int) error {
 	cmd := exec.Command(c.o.bin, "serve", "--node-id", strconv.Itoa(n), "--listen", c.addrs[n],
 		"--data-dir", filepath.Join(c.o.dir, fmt.Sprint("n", n)), "--controller-quorum", c.quorum,
-		"--metrics-listen", "", "--console-listen", "", "--log-level", "info",
+		"--metrics-listen", "", "--console-listen", "", "--schema-registry-listen", "", "--log-level", "info",
 		"--broker-heartbeat-interval", "500ms", "--broker-session-timeout", "3s")
 	log, err := os.Create(filepath.Join(c.o.dir, fmt.Sprintf("n%d.log", n)))
 	if err != nil {
