@@ -73,6 +73,13 @@ type Config struct {
 	// long the first rebalance of an empty consumer group waits for more
 	// members. Zero: Kafka's default (3s); negative: no delay.
 	GroupInitialRebalanceDelay time.Duration
+	// GroupConsumerSessionTimeout and GroupConsumerHeartbeatInterval are
+	// group.consumer.session.timeout.ms and
+	// group.consumer.heartbeat.interval.ms: how long a KIP-848 consumer
+	// group member lives without a heartbeat, and how often members are
+	// told to heartbeat. Zero: Kafka's defaults (45 s, 5 s).
+	GroupConsumerSessionTimeout    time.Duration
+	GroupConsumerHeartbeatInterval time.Duration
 	// RetentionCheckInterval is log.retention.check.interval.ms: how often
 	// time and size retention run on every partition; default 30 s.
 	RetentionCheckInterval time.Duration
@@ -197,7 +204,9 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 		ScrubBytesPerSecond:     cfg.ScrubBytesPerSecond,
 		Now:                     cfg.Now,
 
-		GroupInitialRebalanceDelay: cfg.GroupInitialRebalanceDelay,
+		GroupInitialRebalanceDelay:     cfg.GroupInitialRebalanceDelay,
+		GroupConsumerSessionTimeout:    cfg.GroupConsumerSessionTimeout,
+		GroupConsumerHeartbeatInterval: cfg.GroupConsumerHeartbeatInterval,
 	}
 	var iln net.Listener // a cluster node's internal listener
 	closeIln := func() error {

@@ -90,6 +90,12 @@ type Config struct {
 	// Kafka's defaults (6s, 30m).
 	GroupMinSessionTimeout time.Duration
 	GroupMaxSessionTimeout time.Duration
+	// GroupConsumerSessionTimeout and GroupConsumerHeartbeatInterval are
+	// group.consumer.session.timeout.ms and
+	// group.consumer.heartbeat.interval.ms for KIP-848 consumer groups.
+	// Zero: Kafka's defaults (45 s, 5 s).
+	GroupConsumerSessionTimeout    time.Duration
+	GroupConsumerHeartbeatInterval time.Duration
 	// RecoverTopics re-registers topics whose partition directories hold
 	// data that meta.json does not list (a lost or older meta.json), with
 	// default configs, instead of refusing to start.

@@ -184,6 +184,7 @@ func (g *ConsumerGroup) commit(ctx context.Context, op, topic string, p Partitio
 		return err
 	}
 	codes := coord.CommitOffsets(ctx, group.OffsetCommitRequest{
+		Version:    9, // the newest semantics: a consumer group's members must be absent
 		GroupID:    g.id,
 		Generation: group.NoGeneration,
 		Offsets:    map[group.TopicPartition]group.OffsetAndMetadata{tp: {Offset: int64(next), LeaderEpoch: -1}},

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/strandmq/strand/internal/group"
+	"github.com/strandmq/strand/internal/group/consumer"
 	"github.com/strandmq/strand/internal/record"
 )
 
@@ -106,6 +107,20 @@ func (b *Broker) newCoordinator(p *Partition) (*group.Coordinator, error) {
 		GroupMaxSessionTimeout: b.cfg.GroupMaxSessionTimeout,
 		InitialRebalanceDelay:  b.cfg.GroupInitialRebalanceDelay,
 		OffsetsRetention:       b.cfg.OffsetsRetention,
+		Consumer: consumer.Config{
+			SessionTimeout:    b.cfg.GroupConsumerSessionTimeout,
+			HeartbeatInterval: b.cfg.GroupConsumerHeartbeatInterval,
+		},
+		// KIP-848 groups resolve subscriptions (names and regexes) against
+		// every topic, internal ones included, as Kafka does.
+		Topics: func() map[string]int32 {
+			ts := b.Topics()
+			out := make(map[string]int32, len(ts))
+			for _, t := range ts {
+				out[t.Name] = t.Partitions()
+			}
+			return out
+		},
 		PartitionExists: func(tp group.TopicPartition) bool {
 			t, err := b.Topic(tp.Topic)
 			return err == nil && tp.Partition >= 0 && tp.Partition < t.Partitions()
@@ -352,7 +367,7 @@ func codeError(op, groupID string, code group.Code) error {
 		return nil
 	case group.CodeUnknownTopicOrPartition:
 		return fmt.Errorf("%w: %s for group %q", ErrUnknownTopicOrPartition, op, groupID)
-	case group.CodeIllegalGeneration, group.CodeRebalanceInProgress, group.CodeNonEmptyGroup:
+	case group.CodeIllegalGeneration, group.CodeRebalanceInProgress, group.CodeNonEmptyGroup, group.CodeUnknownMemberID:
 		return fmt.Errorf("%w: %s for group %q (%s): stop its consumers first", ErrGroupNotEmpty, op, groupID, code)
 	}
 	return fmt.Errorf("broker: %s for group %q: %s", op, groupID, code)

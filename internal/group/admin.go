@@ -7,6 +7,11 @@ package group
 // protocol and each member's metadata and assignment are reported only
 // while the group is Stable.
 func (g *group) describe() GroupDescription {
+	if g.cg != nil {
+		// Kafka 4: DescribeGroups describes classic groups only.
+		return GroupDescription{GroupID: g.id, State: StateDead, Code: CodeGroupIDNotFound,
+			Message: "Group " + g.id + " is not a classic group."}
+	}
 	d := GroupDescription{GroupID: g.id, State: g.state, ProtocolType: g.protocolType}
 	stable := g.state == StateStable
 	if stable {
@@ -25,6 +30,9 @@ func (g *group) describe() GroupDescription {
 // delete deletes an Empty group: tombstones for its offsets and metadata,
 // then Dead (the actor exits after this).
 func (g *group) delete() Code {
+	if g.cg != nil {
+		return g.deleteConsumer()
+	}
 	switch g.state {
 	case StateDead:
 		return CodeGroupIDNotFound
@@ -48,5 +56,28 @@ func (g *group) delete() Code {
 	g.offsets = map[TopicPartition]OffsetAndMetadata{}
 	g.setState(StateDead)
 	g.log.Info("group deleted")
+	return CodeNone
+}
+
+// deleteConsumer deletes an empty consumer-protocol group: its offsets and
+// its group records (members have none left), then Dead.
+func (g *group) deleteConsumer() Code {
+	if len(g.cg.Members) > 0 {
+		return CodeNonEmptyGroup
+	}
+	recs := make([]StoreRecord, 0, len(g.offsets)+3)
+	for _, tp := range sortedPartitions(g.offsets) {
+		recs = append(recs, StoreRecord{Key: offsetKey(g.id, tp)})
+	}
+	recs = append(recs, consumerTombstones(g.id)...)
+	if err := g.c.cfg.Store.Append(g.c.ctx, recs); err != nil {
+		g.log.Warn("deleting group failed", "err", err)
+		return CodeCoordinatorNotAvailable
+	}
+	g.cg, g.assignedAt, g.history = nil, nil, nil
+	g.scheduleConsumer()
+	g.offsets = map[TopicPartition]OffsetAndMetadata{}
+	g.setState(StateDead)
+	g.log.Info("consumer group deleted")
 	return CodeNone
 }

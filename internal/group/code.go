@@ -27,6 +27,8 @@ const (
 	CodeMemberIDRequired          Code = 79
 	CodeFencedInstanceID          Code = 82
 	CodeGroupSubscribedToTopic    Code = 86
+	CodeUnsupportedVersion        Code = 35
+	CodeStaleMemberEpoch          Code = 113
 )
 
 var codeNames = map[Code]string{
@@ -47,6 +49,8 @@ var codeNames = map[Code]string{
 	CodeMemberIDRequired:          "MEMBER_ID_REQUIRED",
 	CodeFencedInstanceID:          "FENCED_INSTANCE_ID",
 	CodeGroupSubscribedToTopic:    "GROUP_SUBSCRIBED_TO_TOPIC",
+	CodeUnsupportedVersion:        "UNSUPPORTED_VERSION",
+	CodeStaleMemberEpoch:          "STALE_MEMBER_EPOCH",
 }
 
 // String returns Kafka's name for the code, e.g. "UNKNOWN_MEMBER_ID".

@@ -27,6 +27,8 @@ func TestCodesAreKafkas(t *testing.T) {
 		CodeMemberIDRequired:          kerr.MemberIDRequired,
 		CodeFencedInstanceID:          kerr.FencedInstanceID,
 		CodeGroupSubscribedToTopic:    kerr.GroupSubscribedToTopic,
+		CodeUnsupportedVersion:        kerr.UnsupportedVersion,
+		CodeStaleMemberEpoch:          kerr.StaleMemberEpoch,
 	}
 	if len(want)+1 != len(codeNames) {
 		t.Errorf("%d codes named, %d checked", len(codeNames), len(want)+1)

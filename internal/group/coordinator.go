@@ -7,7 +7,10 @@ import (
 	"log/slog"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
+
+	"github.com/strandmq/strand/internal/group/consumer"
 )
 
 // Kafka's defaults for the coordinator's broker settings.
@@ -45,6 +48,13 @@ type Config struct {
 	// offsets outlive their group's consumers (see ExpireOffsets). Zero
 	// means the default (7 days); negative, never.
 	OffsetsRetention time.Duration
+	// Topics, if set, reports every topic of the cluster with its
+	// partition count: KIP-848 consumer groups resolve their members'
+	// subscriptions against it. Nil means no topics (empty assignments).
+	Topics func() map[string]int32
+	// Consumer holds the group.consumer.* settings of KIP-848 consumer
+	// groups; zero values take Kafka's defaults.
+	Consumer consumer.Config
 }
 
 // Coordinator is the group coordinator for the classic protocol. Each group
@@ -53,10 +63,13 @@ type Config struct {
 // All methods are safe for concurrent use.
 type Coordinator struct {
 	cfg     Config
-	ctx     context.Context // cancelled by Close; bounds Store appends
+	engine  *consumer.Engine // KIP-848 steps (kip848.go)
+	ctx     context.Context  // cancelled by Close; bounds Store appends
 	cancel  context.CancelFunc
 	closing chan struct{}
 	wg      sync.WaitGroup
+	// rebalances counts consumer-group target changes (Rebalances).
+	rebalances atomic.Int64
 
 	mu struct {
 		sync.Mutex
@@ -99,7 +112,10 @@ func New(cfg Config) (*Coordinator, error) {
 	if cfg.OffsetsRetention == 0 {
 		cfg.OffsetsRetention = DefaultOffsetsRetention
 	}
-	c := &Coordinator{cfg: cfg, closing: make(chan struct{})}
+	if cfg.Topics == nil {
+		cfg.Topics = func() map[string]int32 { return nil }
+	}
+	c := &Coordinator{cfg: cfg, closing: make(chan struct{}), engine: consumer.New(cfg.Consumer)}
 	c.ctx, c.cancel = context.WithCancel(context.Background())
 	c.mu.groups = map[string]*group{}
 	if err := c.replay(); err != nil {
@@ -116,7 +132,18 @@ func New(cfg Config) (*Coordinator, error) {
 // starts, so it touches group state directly.
 func (c *Coordinator) replay() error {
 	skipped := 0
+	consumers := consumerReplayer{}
 	err := c.cfg.Store.Replay(func(r StoreRecord) error {
+		if isConsumerKey(r.Key) {
+			cr, err := consumer.Decode(r.Key, r.Value)
+			if err != nil {
+				skipped++
+				c.cfg.Logger.Error("group: skipping an unreadable __consumer_offsets record", "err", err, "key", fmt.Sprintf("%x", r.Key))
+				return nil
+			}
+			consumers.add(cr)
+			return nil
+		}
 		d, err := decodeRecord(r)
 		if err != nil {
 			// One unreadable record (a newer schema, a bug) must not keep
@@ -148,6 +175,7 @@ func (c *Coordinator) replay() error {
 	if skipped > 0 {
 		c.cfg.Logger.Error("group: replay skipped unreadable records", "skipped", skipped)
 	}
+	c.restoreConsumers(consumers)
 	for id, g := range c.mu.groups {
 		if g.disposable() {
 			delete(c.mu.groups, id)
@@ -381,14 +409,19 @@ func (c *Coordinator) groupIDs() []string {
 }
 
 // List handles ListGroups: every group whose state is in states (all groups
-// when states is empty), sorted by id.
+// when states is empty), sorted by id. A consumer-protocol group is matched
+// by its State mapped onto the classic states (see GroupListing).
 func (c *Coordinator) List(ctx context.Context, states []State) []GroupListing {
 	ids := c.groupIDs()
 	var out []GroupListing
 	for _, id := range ids {
 		var l GroupListing
 		if _, err := c.do(ctx, id, false, func(g *group) {
-			l = GroupListing{GroupID: g.id, ProtocolType: g.protocolType, State: g.state}
+			if g.cg != nil {
+				l = g.consumerListing()
+				return
+			}
+			l = GroupListing{GroupID: g.id, ProtocolType: g.protocolType, State: g.state, Type: TypeClassic, StateName: g.state.String()}
 		}); err != nil {
 			continue // deleted meanwhile, or closing
 		}
@@ -448,6 +481,8 @@ func (c *Coordinator) CommitOffsets(ctx context.Context, req OffsetCommitRequest
 	var out map[TopicPartition]Code
 	_, err := c.do(ctx, req.GroupID, simple, func(g *group) { out = g.commitOffsets(req) })
 	switch {
+	case errors.Is(err, errNoGroup) && req.Version >= 9:
+		return all(CodeGroupIDNotFound) // Kafka: v9+ names the missing group
 	case errors.Is(err, errNoGroup):
 		return all(CodeIllegalGeneration)
 	case err != nil:
@@ -461,11 +496,25 @@ func (c *Coordinator) CommitOffsets(ctx context.Context, req OffsetCommitRequest
 // no committed offset is absent from the map; the wire handler answers -1
 // for it. An unknown group has no offsets and CodeNone.
 func (c *Coordinator) FetchOffsets(ctx context.Context, groupID string, partitions []TopicPartition) (map[TopicPartition]OffsetAndMetadata, Code) {
+	return c.FetchMemberOffsets(ctx, groupID, nil, -1, partitions)
+}
+
+// FetchMemberOffsets is FetchOffsets for OffsetFetch v9+, which names the
+// member asking and its epoch (nil and -1 for an admin fetch): in a
+// consumer-protocol group the member must exist (UNKNOWN_MEMBER_ID) at that
+// epoch (STALE_MEMBER_EPOCH). Classic groups ignore both, as Kafka does.
+func (c *Coordinator) FetchMemberOffsets(ctx context.Context, groupID string, memberID *string, epoch int32, partitions []TopicPartition) (map[TopicPartition]OffsetAndMetadata, Code) {
 	if groupID == "" {
 		return nil, CodeInvalidGroupID
 	}
 	out := map[TopicPartition]OffsetAndMetadata{}
+	code := CodeNone
 	_, err := c.do(ctx, groupID, false, func(g *group) {
+		if g.cg != nil {
+			if code = g.consumerFetchCheck(memberID, epoch); code != CodeNone {
+				return
+			}
+		}
 		if partitions == nil {
 			for tp, o := range g.offsets {
 				out[tp] = o
@@ -483,9 +532,15 @@ func (c *Coordinator) FetchOffsets(ctx context.Context, groupID string, partitio
 		return out, CodeNone
 	case err != nil:
 		return nil, CodeCoordinatorNotAvailable
+	case code != CodeNone:
+		return nil, code
 	}
 	return out, CodeNone
 }
+
+// Rebalances is how many times a consumer group's target assignment has
+// changed on this coordinator (strand_group_rebalances_total).
+func (c *Coordinator) Rebalances() int64 { return c.rebalances.Load() }
 
 // DeleteOffsets handles OffsetDelete. The top-level code is
 // GROUP_ID_NOT_FOUND for an unknown group and NON_EMPTY_GROUP for a group

@@ -42,6 +42,8 @@ func (c *Coordinator) ExpireOffsets(ctx context.Context) int {
 func (g *group) expireOffsets(now time.Time, retention time.Duration) int {
 	var subscribed map[string]bool
 	switch {
+	case g.cg != nil && len(g.cg.Members) > 0:
+		subscribed = g.consumerSubscribed()
 	case g.state == StateEmpty:
 	case g.state == StateStable && g.protocolType == "consumer":
 		topics, ok := g.subscribedTopics()
@@ -87,7 +89,8 @@ func (g *group) dropOffsets(tps []TopicPartition) (int, error) {
 	for _, tp := range tps {
 		recs = append(recs, StoreRecord{Key: offsetKey(g.id, tp)})
 	}
-	dies := g.state == StateEmpty && len(tps) == len(g.offsets) && len(g.pending) == 0
+	// A consumer group keeps its records (and so its id) until deleted.
+	dies := g.state == StateEmpty && len(tps) == len(g.offsets) && len(g.pending) == 0 && g.cg == nil
 	if dies {
 		recs = append(recs, StoreRecord{Key: groupKey(g.id)})
 	}

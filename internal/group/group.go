@@ -9,6 +9,9 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strandmq/strand/internal/assign"
+	"github.com/strandmq/strand/internal/group/consumer"
 )
 
 // group is one consumer group's actor. Everything after the first block of
@@ -45,6 +48,17 @@ type group struct {
 	initialDelay     bool
 	newMemberAdded   bool
 	initialRemaining time.Duration
+
+	// The KIP-848 side (kip848.go): cg is set while this is a
+	// consumer-protocol group. cgTimer fires at its next session or
+	// rebalance deadline; cgSeq invalidates a timer re-armed since.
+	// assignedAt is the member epoch at which each held partition was
+	// given to its owner; history the last target changes.
+	cg         *consumer.Group
+	cgTimer    Timer
+	cgSeq      uint64
+	assignedAt map[assign.Partition]int32
+	history    []Rebalance
 }
 
 // member is one member of the group.
@@ -88,6 +102,7 @@ func (g *group) run() {
 	for _, m := range g.members {
 		g.resetSession(m)
 	}
+	g.scheduleConsumer()
 	for {
 		select {
 		case f := <-g.inbox:
@@ -107,7 +122,7 @@ func (g *group) run() {
 // join that failed validation) is dropped rather than listed forever.
 func (g *group) disposable() bool {
 	return g.state == StateEmpty && g.generation == 0 && len(g.members) == 0 &&
-		len(g.pending) == 0 && len(g.offsets) == 0
+		len(g.pending) == 0 && len(g.offsets) == 0 && g.cg == nil
 }
 
 // post hands fn to the actor from a timer; it gives up if the actor exited.
@@ -124,6 +139,9 @@ func (g *group) after(d time.Duration, fn func()) Timer {
 }
 
 func (g *group) stopTimers() {
+	if g.cgTimer != nil {
+		g.cgTimer.Stop()
+	}
 	if g.phaseTimer != nil {
 		g.phaseTimer.Stop()
 	}

@@ -15,6 +15,21 @@ func (g *group) join(req JoinRequest, reply chan<- JoinResponse) {
 		fail(CodeCoordinatorNotAvailable)
 		return
 	}
+	if g.cg != nil {
+		// A consumer-protocol group: an empty one becomes classic; one
+		// with members cannot take a classic member (no online
+		// migration), as Kafka answers a member whose protocol the
+		// group cannot use.
+		if len(g.cg.Members) > 0 {
+			fail(CodeInconsistentGroupProtocol)
+			return
+		}
+		if err := g.dropConsumer(); err != nil {
+			fail(CodeCoordinatorNotAvailable)
+			return
+		}
+		g.log.Info("empty consumer group converted to a classic group")
+	}
 	if !g.supportsProtocols(req.MemberID, req.ProtocolType, req.Protocols) {
 		fail(CodeInconsistentGroupProtocol)
 		return

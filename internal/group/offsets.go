@@ -12,7 +12,16 @@ import (
 // Kafka's doCommitOffsets.
 func (g *group) commitOffsets(req OffsetCommitRequest) map[TopicPartition]Code {
 	out := make(map[TopicPartition]Code, len(req.Offsets))
-	if code := g.validateCommit(req); code != CodeNone {
+	var (
+		code  Code
+		check func(TopicPartition) Code // per partition; nil: all pass
+	)
+	if g.cg != nil {
+		code, check = g.consumerCommitCheck(req)
+	} else {
+		code = g.validateCommit(req)
+	}
+	if code != CodeNone {
 		for tp := range req.Offsets {
 			out[tp] = code
 		}
@@ -26,6 +35,8 @@ func (g *group) commitOffsets(req OffsetCommitRequest) map[TopicPartition]Code {
 	for _, tp := range sortedPartitions(req.Offsets) {
 		o := req.Offsets[tp]
 		switch {
+		case check != nil && check(tp) != CodeNone:
+			out[tp] = check(tp)
 		case len(o.Metadata) > g.c.cfg.MaxMetadataSize:
 			out[tp] = CodeOffsetMetadataTooLarge
 		case g.c.cfg.PartitionExists != nil && !g.c.cfg.PartitionExists(tp):
@@ -39,7 +50,7 @@ func (g *group) commitOffsets(req OffsetCommitRequest) map[TopicPartition]Code {
 	if len(recs) == 0 {
 		return out
 	}
-	code := CodeNone
+	code = CodeNone
 	if err := g.c.cfg.Store.Append(g.c.ctx, recs); err != nil {
 		g.log.Warn("storing offsets failed", "err", err)
 		code = CodeCoordinatorNotAvailable
@@ -86,10 +97,14 @@ func (g *group) validateCommit(req OffsetCommitRequest) Code {
 // deleteOffsets handles an OffsetDelete on the actor.
 func (g *group) deleteOffsets(partitions []TopicPartition) (Code, map[TopicPartition]Code) {
 	var subscribed map[string]bool
-	switch g.state {
-	case StateDead:
+	switch {
+	case g.state == StateDead:
 		return CodeGroupIDNotFound, nil
-	case StateEmpty:
+	case g.cg != nil:
+		if len(g.cg.Members) > 0 {
+			subscribed = g.consumerSubscribed()
+		}
+	case g.state == StateEmpty:
 	default:
 		topics, ok := g.subscribedTopics()
 		if !ok && g.protocolType != "consumer" {

@@ -173,8 +173,11 @@ type MemberDescription struct {
 // GroupDescription mirrors one group of DescribeGroups' response. An unknown
 // group is described as Dead with CodeNone, as Kafka does.
 type GroupDescription struct {
-	GroupID      string
-	Code         Code
+	GroupID string
+	Code    Code
+	// Message explains Code (DescribeGroups v6's ErrorMessage), e.g. for a
+	// consumer-protocol group, which DescribeGroups does not describe.
+	Message      string
 	State        State
 	ProtocolType string
 	Protocol     string // only while Stable
@@ -185,8 +188,23 @@ type GroupDescription struct {
 type GroupListing struct {
 	GroupID      string
 	ProtocolType string
-	State        State
+	// State is the classic state; a consumer-protocol group maps onto it
+	// (Empty, Stable, or PreparingRebalance while assigning or
+	// reconciling) for callers that only know classic states.
+	State State
+	// Type is the group's protocol, TypeClassic or TypeConsumer, and
+	// StateName its state as ListGroups reports it: a classic State's
+	// name, or a consumer group's (Empty, Assigning, Reconciling, Stable).
+	Type      string
+	StateName string
 }
+
+// The group types of ListGroups v5 (KIP-848): every group id is one or the
+// other, never both.
+const (
+	TypeClassic  = "classic"
+	TypeConsumer = "consumer"
+)
 
 // TopicPartition names one partition.
 type TopicPartition struct {
@@ -207,6 +225,9 @@ type OffsetAndMetadata struct {
 // commit, from a client that manages its own partitions, has Generation
 // NoGeneration and an empty MemberID.
 type OffsetCommitRequest struct {
+	// Version is the OffsetCommit version: members of a consumer-protocol
+	// group must use v9+, whose GenerationID carries the member epoch.
+	Version    int16
 	GroupID    string
 	Generation Generation
 	MemberID   string

@@ -23,6 +23,14 @@ import (
 //     above offset.metadata.max.bytes (4096): OFFSET_METADATA_TOO_LARGE.
 //   - v6+ LeaderEpoch is stored and returned by OffsetFetch; before v6 it
 //     is -1.
+//   - Consumer-protocol (KIP-848) groups: GenerationID is the member
+//     epoch. A commit with a negative epoch is an admin commit, accepted
+//     only while the group has no members; otherwise v9+ is required
+//     (UNSUPPORTED_VERSION), the member must exist (UNKNOWN_MEMBER_ID),
+//     and an epoch above the member's is STALE_MEMBER_EPOCH. An older
+//     epoch is accepted for a partition the member holds since that epoch
+//     or before (KIP-1251), else STALE_MEMBER_EPOCH. A v9+ commit with an
+//     epoch to a group that does not exist: GROUP_ID_NOT_FOUND.
 //
 // Deviations:
 //   - RetentionTimeMillis (v2-v4) and the v1 commit Timestamp are ignored:
@@ -34,6 +42,7 @@ func (s *Server) handleOffsetCommit(ctx context.Context, kreq kmsg.Request) (kms
 	req := kreq.(*kmsg.OffsetCommitRequest)
 	resp := req.ResponseKind().(*kmsg.OffsetCommitResponse)
 	greq := group.OffsetCommitRequest{
+		Version:    req.Version,
 		GroupID:    req.Group,
 		Generation: group.Generation(req.Generation),
 		MemberID:   req.MemberID,

@@ -24,10 +24,13 @@ import (
 //     groups at once, each with its own error code.
 //   - RequireStable (v7+) needs nothing: there are no transactions, so no
 //     offsets are ever pending.
+//   - v9: MemberID/MemberEpoch name the member asking. In a
+//     consumer-protocol (KIP-848) group the member must exist
+//     (UNKNOWN_MEMBER_ID) at exactly that epoch (STALE_MEMBER_EPOCH); no
+//     member id and a negative epoch is an admin fetch. Classic groups
+//     ignore both, as Kafka does.
 //
 // Deviations:
-//   - v9's MemberID/MemberEpoch (the KIP-848 consumer protocol) are
-//     ignored: only classic groups exist.
 //   - v10 (topic ids) is not served.
 
 func (s *Server) handleOffsetFetch(ctx context.Context, kreq kmsg.Request) (kmsg.Response, error) {
@@ -44,7 +47,11 @@ func (s *Server) handleOffsetFetch(ctx context.Context, kreq kmsg.Request) (kmsg
 			}
 			sg := kmsg.NewOffsetFetchResponseGroup()
 			sg.Group = rg.Group
-			res, code := s.fetchOffsets(ctx, rg.Group, topics)
+			memberID, epoch := (*string)(nil), int32(-1)
+			if req.Version >= 9 {
+				memberID, epoch = rg.MemberID, rg.MemberEpoch
+			}
+			res, code := s.fetchOffsets(ctx, rg.Group, memberID, epoch, topics)
 			sg.ErrorCode = int16(code)
 			for _, rt := range res {
 				st := kmsg.NewOffsetFetchResponseGroupTopic()
@@ -67,7 +74,7 @@ func (s *Server) handleOffsetFetch(ctx context.Context, kreq kmsg.Request) (kmsg
 			topics = append(topics, offsetFetchTopic{rt.Topic, rt.Partitions})
 		}
 	}
-	res, code := s.fetchOffsets(ctx, req.Group, topics)
+	res, code := s.fetchOffsets(ctx, req.Group, nil, -1, topics)
 	if code != group.CodeNone && req.Version < 2 {
 		for i := range res {
 			for j := range res[i].Partitions {
@@ -87,7 +94,7 @@ type offsetFetchTopic struct {
 
 // fetchOffsets answers one group: the requested partitions (every committed
 // one when topics is nil).
-func (s *Server) fetchOffsets(ctx context.Context, groupID string, topics []offsetFetchTopic) ([]kmsg.OffsetFetchResponseTopic, group.Code) {
+func (s *Server) fetchOffsets(ctx context.Context, groupID string, memberID *string, epoch int32, topics []offsetFetchTopic) ([]kmsg.OffsetFetchResponseTopic, group.Code) {
 	var want []group.TopicPartition
 	if topics != nil {
 		want = []group.TopicPartition{}
@@ -97,7 +104,7 @@ func (s *Server) fetchOffsets(ctx context.Context, groupID string, topics []offs
 			}
 		}
 	}
-	offsets, code := s.groupsFor(groupID).FetchOffsets(ctx, groupID, want)
+	offsets, code := s.groupsFor(groupID).FetchMemberOffsets(ctx, groupID, memberID, epoch, want)
 	if topics == nil {
 		for tp := range offsets {
 			want = append(want, tp)

@@ -8,7 +8,7 @@ import (
 	"github.com/strandmq/strand/internal/group"
 )
 
-// DescribeGroups: v0-v5.
+// DescribeGroups: v0-v5 (v6 handled, not advertised).
 //
 // Behavior:
 //   - Each group's state (Kafka's names: Empty, PreparingRebalance,
@@ -20,6 +20,18 @@ import (
 //   - v4+: members' group.instance.id.
 //   - v3+: authorized operations are not computed: reported as Kafka's
 //     "not requested" sentinel (-2147483648) even when requested.
+//   - A consumer-protocol (KIP-848) group is not described here, as in
+//     Kafka 4: v6 answers GROUP_ID_NOT_FOUND "Group X is not a classic
+//     group." (ConsumerGroupDescribe describes it); before v6, Dead with no
+//     error, as for an unknown group.
+//   - v6 (KIP-1043): an unknown group is GROUP_ID_NOT_FOUND with a
+//     message, and every error carries its message.
+//
+// Deviations:
+//   - v6 is not advertised (Kafka 4 does): kadm v1.20's Lag, which the CLI
+//     uses, reads a group through DescribeGroups and gives up on a v6
+//     GROUP_ID_NOT_FOUND, while v5's Dead answer lets it go on to the
+//     group's committed offsets, for consumer-protocol groups too.
 
 func (s *Server) handleDescribeGroups(ctx context.Context, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.DescribeGroupsRequest)
@@ -29,7 +41,17 @@ func (s *Server) handleDescribeGroups(ctx context.Context, kreq kmsg.Request) (k
 		descs = append(descs, s.groupsFor(id).Describe(ctx, []string{id})...)
 	}
 	for _, d := range descs {
+		switch {
+		case req.Version < 6 && d.Code == group.CodeGroupIDNotFound:
+			d = group.GroupDescription{GroupID: d.GroupID, State: group.StateDead}
+		case req.Version >= 6 && d.Code == group.CodeNone && d.State == group.StateDead && d.ProtocolType == "" && len(d.Members) == 0:
+			d.Code, d.Message = group.CodeGroupIDNotFound, "Group "+d.GroupID+" not found."
+		}
 		g := kmsg.NewDescribeGroupsResponseGroup()
+		if req.Version >= 6 && d.Message != "" {
+			msg := d.Message
+			g.ErrorMessage = &msg
+		}
 		g.Group, g.ErrorCode, g.State = d.GroupID, int16(d.Code), d.State.String()
 		g.ProtocolType, g.Protocol = d.ProtocolType, d.Protocol
 		g.AuthorizedOperations = -2147483648

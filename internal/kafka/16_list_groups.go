@@ -2,11 +2,10 @@ package kafka
 
 import (
 	"context"
+	"slices"
 	"strings"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
-
-	"github.com/strandmq/strand/internal/group"
 )
 
 // ListGroups: v0-v5.
@@ -18,37 +17,34 @@ import (
 //   - v4+ (KIP-518): a states filter, matched case-insensitively; a state
 //     name Kafka does not have matches nothing. v4+ also reports each
 //     group's state.
-//   - v5+ (KIP-848): a types filter and each group's type. Every group here
-//     is "classic"; the filter matches case-insensitively, so "classic"
-//     lists them all and "consumer" (the new protocol) none.
+//   - v5+ (KIP-848): a types filter ("classic", "consumer", matched
+//     case-insensitively) and each group's type. A consumer-protocol
+//     group's state is its own (Empty, Assigning, Reconciling, Stable); the
+//     states filter matches either kind's state names, so "Stable" lists
+//     both kinds of stable group.
+//   - Before v5 consumer-protocol groups are listed too, with protocol
+//     type "consumer".
 
 func (s *Server) handleListGroups(ctx context.Context, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.ListGroupsRequest)
 	resp := req.ResponseKind().(*kmsg.ListGroupsResponse)
-	if req.Version >= 5 && len(req.TypesFilter) > 0 {
-		classic := false
-		for _, t := range req.TypesFilter {
-			classic = classic || strings.EqualFold(t, "classic")
-		}
-		if !classic {
-			return resp, nil
-		}
+	var types, states []string
+	if req.Version >= 5 {
+		types = req.TypesFilter
 	}
-	var states []group.State
-	if req.Version >= 4 && len(req.StatesFilter) > 0 {
-		for _, name := range req.StatesFilter {
-			if st, ok := group.ParseState(name); ok {
-				states = append(states, st)
-			}
-		}
-		if len(states) == 0 {
-			return resp, nil // only unknown states: nothing matches
-		}
+	if req.Version >= 4 {
+		states = req.StatesFilter
+	}
+	matches := func(filter []string, v string) bool {
+		return len(filter) == 0 || slices.ContainsFunc(filter, func(f string) bool { return strings.EqualFold(f, v) })
 	}
 	for _, coord := range s.b.Coordinators() { // this node's groups: admin clients ask every broker
-		for _, l := range coord.List(ctx, states) {
+		for _, l := range coord.List(ctx, nil) {
+			if !matches(types, l.Type) || !matches(states, l.StateName) {
+				continue
+			}
 			g := kmsg.NewListGroupsResponseGroup()
-			g.Group, g.ProtocolType, g.GroupState, g.GroupType = l.GroupID, l.ProtocolType, l.State.String(), "classic"
+			g.Group, g.ProtocolType, g.GroupState, g.GroupType = l.GroupID, l.ProtocolType, l.StateName, l.Type
 			resp.Groups = append(resp.Groups, g)
 		}
 	}

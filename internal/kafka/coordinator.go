@@ -6,6 +6,7 @@ import (
 
 	"github.com/strandmq/strand/internal/broker"
 	"github.com/strandmq/strand/internal/group"
+	"github.com/strandmq/strand/internal/group/consumer"
 )
 
 // groupAPI is what the group handlers ask of a coordinator.
@@ -19,6 +20,9 @@ type groupAPI interface {
 	CommitOffsets(ctx context.Context, req group.OffsetCommitRequest) map[group.TopicPartition]group.Code
 	FetchOffsets(ctx context.Context, groupID string, partitions []group.TopicPartition) (map[group.TopicPartition]group.OffsetAndMetadata, group.Code)
 	DeleteOffsets(ctx context.Context, groupID string, partitions []group.TopicPartition) (group.Code, map[group.TopicPartition]group.Code)
+	FetchMemberOffsets(ctx context.Context, groupID string, memberID *string, epoch int32, partitions []group.TopicPartition) (map[group.TopicPartition]group.OffsetAndMetadata, group.Code)
+	ConsumerHeartbeat(ctx context.Context, req consumer.Request) consumer.Response
+	ConsumerDescribe(ctx context.Context, groupIDs []string) []group.ConsumerGroupDescription
 }
 
 // groupsFor returns the coordinator of group id if this node runs it, or
@@ -84,4 +88,20 @@ func (e elsewhere) FetchOffsets(context.Context, string, []group.TopicPartition)
 
 func (e elsewhere) DeleteOffsets(context.Context, string, []group.TopicPartition) (group.Code, map[group.TopicPartition]group.Code) {
 	return e.notHere, nil
+}
+
+func (e elsewhere) FetchMemberOffsets(context.Context, string, *string, int32, []group.TopicPartition) (map[group.TopicPartition]group.OffsetAndMetadata, group.Code) {
+	return nil, e.notHere
+}
+
+func (e elsewhere) ConsumerHeartbeat(context.Context, consumer.Request) consumer.Response {
+	return consumer.Response{Code: consumer.Code(e.notHere)}
+}
+
+func (e elsewhere) ConsumerDescribe(_ context.Context, ids []string) []group.ConsumerGroupDescription {
+	out := make([]group.ConsumerGroupDescription, len(ids))
+	for i, id := range ids {
+		out[i] = group.ConsumerGroupDescription{GroupID: id, Code: e.notHere}
+	}
+	return out
 }

@@ -81,6 +81,8 @@ func init() {
 		58: {0, 0, (*Server).handleEnvelope},
 		60: {0, 2, (*Server).handleDescribeCluster},
 		61: {0, 0, (*Server).handleDescribeProducers},
+		68: {0, 1, (*Server).handleConsumerGroupHeartbeat},
+		69: {0, 1, (*Server).handleConsumerGroupDescribe},
 		75: {0, 0, (*Server).handleDescribeTopicPartitions},
 		80: {0, 1, (*Server).handleAddRaftVoter},
 		81: {0, 0, (*Server).handleRemoveRaftVoter},

@@ -179,6 +179,13 @@ func startMember(t *testing.T, ctx context.Context, addr, group, topic, name str
 	if err != nil {
 		t.Fatal(err)
 	}
+	return runMember(t, ctx, name, cl, tr, assigned)
+}
+
+// runMember polls cl until ctx ends or the client closes: each poll's
+// records go to tr and are committed before the member lets a rebalance
+// happen.
+func runMember(t *testing.T, ctx context.Context, name string, cl *kgo.Client, tr *tracker, assigned chan struct{}) *member {
 	ctx, cancel := context.WithCancel(ctx)
 	m := &member{name: name, cl: cl, cancel: cancel, done: make(chan struct{}), assigned: assigned}
 	go func() {

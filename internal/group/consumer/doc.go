@@ -43,15 +43,16 @@
 //   - Replaying the records the steps returned, in order, rebuilds the group
 //     (without deadlines, which are not persisted).
 //
-// # Not yet wired (build order step B2 onwards)
+// # Wiring
 //
-// Nothing calls this package yet. The wire handlers for ConsumerGroupHeartbeat
-// (68) and ConsumerGroupDescribe (69), the group actor's timers calling
-// Expire (at Group.NextDeadline), persisting Records in __consumer_offsets and
-// replaying them on load (Replay, then Engine.Restore),
-// OffsetCommit member-epoch checks, topic ids on the wire, member ids for v0
-// joins, regex re-resolution on topic changes, and classic↔consumer
-// conversion all belong to internal/group and internal/kafka. The record
+// internal/group hosts the engine in its group actor (kip848.go): it calls
+// Heartbeat and Expire (at Group.NextDeadline), persists the Records in
+// __consumer_offsets before a step's state is visible, replays them on load
+// (Replay, then Engine.Restore), and checks OffsetCommit/OffsetFetch member
+// epochs. internal/kafka translates ConsumerGroupHeartbeat (68) and
+// ConsumerGroupDescribe (69), topic ids included. Not yet done: regex
+// re-resolution triggered by topic changes (only the metadata refresh
+// interval notices them) and online classic↔consumer migration. The record
 // schemas are Strand's own (Kafka's key types 3–8, topics by name), not
 // Kafka's byte layout.
 package consumer

@@ -292,3 +292,8 @@ func drop(g *Group, id string) []Record {
 		{Type: TypeMemberMetadata, Group: g.ID, Member: id, Tombstone: true},
 	}
 }
+
+// AssignorName is the server assignor g's target is computed with: the one
+// its members vote for, else the configured default (ConsumerGroupDescribe's
+// AssignorName).
+func (e *Engine) AssignorName(g *Group) string { return e.chooseAssignor(g).Name() }

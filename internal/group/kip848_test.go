@@ -1,0 +1,252 @@
+package group
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/strandmq/strand/internal/assign"
+	"github.com/strandmq/strand/internal/group/consumer"
+)
+
+// The KIP-848 side of the actor: persistence and replay, timers, offset
+// commit and fetch checks, and the namespace shared with classic groups.
+// The engine's own rules are tested in internal/group/consumer.
+
+func new848(t *testing.T) *harness {
+	return newHarness(t, Config{Topics: func() map[string]int32 { return map[string]int32{"t": 6} }})
+}
+
+func (h *harness) beat(member string, epoch int32, owned []assign.Partition) consumer.Response {
+	h.t.Helper()
+	req := consumer.Request{Version: 1, GroupID: testGroup, MemberID: member, MemberEpoch: epoch, RebalanceTimeoutMs: -1, Owned: owned}
+	if epoch == consumer.JoinEpoch {
+		req.RebalanceTimeoutMs, req.Topics, req.Owned = 30_000, []string{"t"}, []assign.Partition{}
+	}
+	return h.c.ConsumerHeartbeat(context.Background(), req)
+}
+
+func (h *harness) cdescribe() ConsumerGroupDescription {
+	return h.c.ConsumerDescribe(context.Background(), []string{testGroup})[0]
+}
+
+func parts(ns ...int32) []assign.Partition {
+	out := []assign.Partition{}
+	for _, n := range ns {
+		out = append(out, assign.Partition{Topic: "t", Partition: n})
+	}
+	return out
+}
+
+func (h *harness) commit(member string, epoch int32, version int16, ps ...int32) map[TopicPartition]Code {
+	req := OffsetCommitRequest{Version: version, GroupID: testGroup, Generation: Generation(epoch), MemberID: member,
+		Offsets: map[TopicPartition]OffsetAndMetadata{}}
+	for _, p := range ps {
+		req.Offsets[TopicPartition{Topic: "t", Partition: p}] = OffsetAndMetadata{Offset: 7, LeaderEpoch: -1}
+	}
+	return h.c.CommitOffsets(context.Background(), req)
+}
+
+func wantAll(t *testing.T, what string, codes map[TopicPartition]Code, want Code) {
+	t.Helper()
+	for tp, c := range codes {
+		if c != want {
+			t.Errorf("%s: %v: %v, want %v", what, tp, c, want)
+		}
+	}
+}
+
+// twoMembers forms a group of a and b converged on 3 partitions each and
+// returns their epoch.
+func (h *harness) twoMembers() int32 {
+	t := h.t
+	t.Helper()
+	r := h.beat("a", 0, nil)
+	if r.Code != consumer.None || len(r.Assignment) != 6 || r.MemberEpoch != 1 {
+		t.Fatalf("a joins: %+v", r)
+	}
+	r = h.beat("b", 0, nil)
+	if r.Code != consumer.None || len(r.Assignment) != 0 || r.MemberEpoch != 2 {
+		t.Fatalf("b joins while a holds everything: %+v", r)
+	}
+	// a must give up three partitions first, at its old epoch.
+	r = h.beat("a", 1, parts(0, 1, 2, 3, 4, 5))
+	if r.MemberEpoch != 1 || len(r.Assignment) != 3 {
+		t.Fatalf("a is told to revoke: %+v", r)
+	}
+	kept := r.Assignment
+	r = h.beat("a", 1, kept)
+	if r.MemberEpoch != 2 {
+		t.Fatalf("a after revoking: %+v", r)
+	}
+	r = h.beat("b", 2, []assign.Partition{})
+	if len(r.Assignment) != 3 || r.MemberEpoch != 2 {
+		t.Fatalf("b gets the released partitions: %+v", r)
+	}
+	d := h.cdescribe()
+	if d.Code != CodeNone || d.Group.State() != consumer.StableGroup || d.Assignor != "uniform" {
+		t.Fatalf("describe: %+v", d)
+	}
+	d.Group.Owners() // panics on a partition owned twice
+	return 2
+}
+
+func TestConsumerGroupPersistsAndReplays(t *testing.T) {
+	t.Parallel()
+	h := new848(t)
+	epoch := h.twoMembers()
+	wantAll(t, "commit", h.commit("a", epoch, 9, 0, 1, 2), CodeNone)
+	before := h.cdescribe()
+
+	h.restart()
+	after := h.cdescribe()
+	if after.Code != CodeNone || after.Group.Epoch != before.Group.Epoch || after.Group.AssignmentEpoch != before.Group.AssignmentEpoch ||
+		len(after.Group.Members) != 2 {
+		t.Fatalf("after restart: %+v, before %+v", after, before)
+	}
+	for id, m := range before.Group.Members {
+		if got := after.Group.Members[id]; got == nil || got.Epoch != m.Epoch || len(got.Assigned) != len(m.Assigned) {
+			t.Errorf("member %s after restart: %+v, before %+v", id, got, m)
+		}
+	}
+	offsets, code := h.c.FetchMemberOffsets(context.Background(), testGroup, new("a"), epoch, nil)
+	if code != CodeNone || len(offsets) != 3 {
+		t.Fatalf("offsets after restart: %v %v", offsets, code)
+	}
+	// The members heartbeat on where they were.
+	if r := h.beat("a", epoch, nil); r.Code != consumer.None || r.MemberEpoch != epoch {
+		t.Fatalf("a after restart: %+v", r)
+	}
+}
+
+func TestConsumerGroupSessionTimeout(t *testing.T) {
+	t.Parallel()
+	h := new848(t)
+	h.twoMembers()
+	// a keeps heartbeating; b goes silent and is removed after 45 s.
+	for range 10 {
+		h.clock.Advance(5 * time.Second)
+		if r := h.beat("a", h.cdescribe().Group.Members["a"].Epoch, nil); r.Code != consumer.None {
+			t.Fatalf("a: %+v", r)
+		}
+	}
+	d := h.cdescribe()
+	if len(d.Group.Members) != 1 || d.Group.Members["b"] != nil {
+		t.Fatalf("b not expired: %+v", d.Group.Members)
+	}
+	if r := h.beat("b", 2, nil); r.Code != consumer.UnknownMemberID {
+		t.Fatalf("b after expiry: %+v", r)
+	}
+	// a got all six partitions at its next heartbeat.
+	if m := d.Group.Members["a"]; len(m.Assigned) != 6 || m.Epoch != 3 {
+		t.Fatalf("a after b expired: %+v", m)
+	}
+	if n := len(h.cdescribe().History); n < 3 {
+		t.Fatalf("history has %d rebalances", n)
+	}
+	h.clock.Advance(time.Minute)
+	if d := h.cdescribe(); len(d.Group.Members) != 0 || d.Group.State() != consumer.Empty {
+		t.Fatalf("a not expired: %+v", d.Group.Members)
+	}
+	// An expiry is persisted: a restart does not bring the members back.
+	h.restart()
+	if d := h.cdescribe(); d.Code != CodeNone || len(d.Group.Members) != 0 {
+		t.Fatalf("after restart: %+v", d)
+	}
+}
+
+func TestConsumerGroupOffsetChecks(t *testing.T) {
+	t.Parallel()
+	h := new848(t)
+	epoch := h.twoMembers()
+	ctx := context.Background()
+	wantAll(t, "current epoch", h.commit("b", epoch, 9, 3, 4, 5), CodeNone)
+	wantAll(t, "future epoch", h.commit("b", epoch+1, 9, 3), CodeStaleMemberEpoch)
+	wantAll(t, "v8", h.commit("b", epoch, 8, 3), CodeUnsupportedVersion)
+	wantAll(t, "unknown member", h.commit("zz", epoch, 9, 3), CodeUnknownMemberID)
+	wantAll(t, "admin commit to a live group", h.commit("", -1, 9, 3), CodeUnknownMemberID)
+	// KIP-1251: a holds 0-2 since epoch 1 (its join), so a commit at epoch
+	// 1 of those is fine; b got 3-5 at epoch 2, so epoch 1 is stale.
+	d := h.cdescribe()
+	a := d.Group.Members["a"]
+	codes := h.commit("a", 1, 9, a.Assigned[0].Partition)
+	wantAll(t, "older epoch, held since", codes, CodeNone)
+	wantAll(t, "older epoch, not held", h.commit("a", 1, 9, d.Group.Members["b"].Assigned[0].Partition), CodeStaleMemberEpoch)
+	wantAll(t, "b at an epoch before it got its partitions", h.commit("b", 1, 9, 3), CodeStaleMemberEpoch)
+
+	if _, code := h.c.FetchMemberOffsets(ctx, testGroup, new("b"), epoch-1, nil); code != CodeStaleMemberEpoch {
+		t.Fatalf("fetch at a stale epoch: %v", code)
+	}
+	if _, code := h.c.FetchMemberOffsets(ctx, testGroup, new("zz"), epoch, nil); code != CodeUnknownMemberID {
+		t.Fatalf("fetch by an unknown member: %v", code)
+	}
+	if o, code := h.c.FetchMemberOffsets(ctx, testGroup, nil, -1, nil); code != CodeNone || len(o) != 4 {
+		t.Fatalf("admin fetch: %v %v", o, code)
+	}
+	// Both leave: an admin commit is accepted again.
+	h.beat("a", consumer.LeaveEpoch, nil)
+	h.beat("b", consumer.LeaveEpoch, nil)
+	wantAll(t, "admin commit to an empty group", h.commit("", -1, 9, 0), CodeNone)
+}
+
+func TestGroupIDNamespace(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	h := new848(t)
+	h.twoMembers()
+
+	// A classic member cannot join a live consumer group.
+	if r := recv(t, h.joinAsync(joinReq(""))); r.Code != CodeInconsistentGroupProtocol {
+		t.Fatalf("classic join to a consumer group: %+v", r)
+	}
+	if d := h.describe(); d.Code != CodeGroupIDNotFound || d.Message == "" {
+		t.Fatalf("DescribeGroups of a consumer group: %+v", d)
+	}
+	ls := h.c.List(ctx, nil)
+	if len(ls) != 1 || ls[0].Type != TypeConsumer || ls[0].StateName != "Stable" || ls[0].ProtocolType != "consumer" {
+		t.Fatalf("list: %+v", ls)
+	}
+	if codes := h.c.Delete(ctx, []string{testGroup}); codes[testGroup] != CodeNonEmptyGroup {
+		t.Fatalf("delete a live consumer group: %v", codes)
+	}
+
+	// Once empty it converts to classic on a classic join...
+	h.beat("a", consumer.LeaveEpoch, nil)
+	h.beat("b", consumer.LeaveEpoch, nil)
+	j := recv(t, h.joinAsync(joinReq("")))
+	if j.Code == CodeMemberIDRequired {
+		j = recv(t, h.joinAsync(joinReq(j.MemberID)))
+	}
+	if j.Code != CodeNone {
+		t.Fatalf("classic join to an empty consumer group: %+v", j)
+	}
+	if d := h.cdescribe(); d.Code != CodeGroupIDNotFound {
+		t.Fatalf("ConsumerGroupDescribe of a classic group: %+v", d)
+	}
+	// ...and a live classic group refuses consumer-protocol members.
+	if r := h.beat("c", 0, nil); r.Code != consumer.GroupIDNotFound || r.Message == "" {
+		t.Fatalf("consumer join to a live classic group: %+v", r)
+	}
+	// The conversion survives a restart: the group is classic.
+	h.restart()
+	if d := h.cdescribe(); d.Code != CodeGroupIDNotFound {
+		t.Fatalf("after restart: %+v", d)
+	}
+}
+
+func TestConsumerGroupDelete(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	h := new848(t)
+	epoch := h.twoMembers()
+	wantAll(t, "commit", h.commit("a", epoch, 9, 0), CodeNone)
+	h.beat("a", consumer.LeaveEpoch, nil)
+	h.beat("b", consumer.LeaveEpoch, nil)
+	if codes := h.c.Delete(ctx, []string{testGroup}); codes[testGroup] != CodeNone {
+		t.Fatalf("delete: %v", codes)
+	}
+	h.restart()
+	if d := h.cdescribe(); d.Code != CodeGroupIDNotFound || len(h.c.List(ctx, nil)) != 0 {
+		t.Fatalf("deleted group after restart: %+v %+v", d, h.c.List(ctx, nil))
+	}
+}

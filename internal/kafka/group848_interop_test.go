@@ -1,0 +1,350 @@
+package kafka_test
+
+// KIP-848 interop: franz-go consumers on the next-generation protocol
+// (kgo.ServerSideBalancer) against a real broker on loopback, with the range
+// and uniform server assignors: exactly-once consumption of a 12-partition
+// topic through a member leaving and a broker restart, no partition owned by
+// two members at any time, and the member-epoch checks of OffsetCommit.
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strandmq/strand"
+)
+
+// start848 runs a broker whose consumer groups heartbeat every 250 ms and
+// expire members after 6 s (Kafka's 5 s and 45 s would only slow the test).
+func start848(t *testing.T, dir, addr string) *strand.Broker {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	b, err := strand.Start(ctx, strand.Config{Dir: dir, Addr: addr, Logger: testLogger(),
+		GroupConsumerHeartbeatInterval: 250 * time.Millisecond, GroupConsumerSessionTimeout: 6 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// ownership records which member holds each partition, from the clients'
+// own assign/revoke/lost callbacks, and reports a partition assigned to a
+// member while another still holds it.
+type ownership struct {
+	t  *testing.T
+	mu sync.Mutex
+	by map[int32]string
+}
+
+func (o *ownership) assigned(member string, ps map[string][]int32) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for _, list := range ps {
+		for _, p := range list {
+			if cur, ok := o.by[p]; ok && cur != member {
+				o.t.Errorf("partition %d assigned to %s while %s holds it", p, member, cur)
+			}
+			o.by[p] = member
+		}
+	}
+}
+
+func (o *ownership) released(member string, ps map[string][]int32) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for _, list := range ps {
+		for _, p := range list {
+			if o.by[p] == member {
+				delete(o.by, p)
+			}
+		}
+	}
+}
+
+// start848Member is startMember (group_interop_test.go) on the KIP-848
+// protocol: the balancer names the server assignor (range → "range",
+// sticky → "uniform").
+func start848Member(t *testing.T, ctx context.Context, addr, group, topic, name string, balancer kgo.GroupBalancer, tr *tracker, own *ownership) *member {
+	t.Helper()
+	assigned := make(chan struct{})
+	var once sync.Once
+	cl, err := kgo.NewClient(
+		kgo.SeedBrokers(addr),
+		kgo.ClientID(name),
+		kgo.OnPartitionsAssigned(func(_ context.Context, _ *kgo.Client, ps map[string][]int32) {
+			own.assigned(name, ps)
+			if len(ps) > 0 {
+				once.Do(func() { close(assigned) })
+			}
+		}),
+		kgo.OnPartitionsRevoked(func(_ context.Context, _ *kgo.Client, ps map[string][]int32) { own.released(name, ps) }),
+		kgo.OnPartitionsLost(func(_ context.Context, _ *kgo.Client, ps map[string][]int32) { own.released(name, ps) }),
+		kgo.ConsumerGroup(group),
+		kgo.ConsumeTopics(topic),
+		kgo.Balancers(balancer),
+		kgo.ServerSideBalancer(),
+		kgo.DisableAutoCommit(),
+		kgo.BlockRebalanceOnPoll(),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.FetchMaxWait(200*time.Millisecond),
+		kgo.RetryTimeout(time.Minute),
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return runMember(t, ctx, name, cl, tr, assigned)
+}
+
+// describe848 returns the group as ConsumerGroupDescribe reports it.
+func describe848(ctx context.Context, adm *kadm.Client, group string) (kadm.DescribedConsumerGroup, error) {
+	ds, err := adm.DescribeConsumerGroups(ctx, group)
+	if err != nil {
+		return kadm.DescribedConsumerGroup{}, err
+	}
+	d := ds[group]
+	return d, d.Err
+}
+
+// settled reports whether the group is Stable with n members, each holding
+// exactly its target, and every partition of the topic held once.
+func settled(d kadm.DescribedConsumerGroup, n int, topic string) bool {
+	if d.State != "Stable" || len(d.Members) != n {
+		return false
+	}
+	held := 0
+	for _, m := range d.Members {
+		if !maps.EqualFunc(m.Assignment, m.TargetAssignment, func(a, b map[int32]struct{}) bool { return maps.Equal(a, b) }) {
+			return false
+		}
+		held += len(m.Assignment[topic])
+	}
+	return held == groupPartitions
+}
+
+// holdings maps member id → its partitions.
+func holdings(d kadm.DescribedConsumerGroup, topic string) map[string][]int32 {
+	out := map[string][]int32{}
+	for _, m := range d.Members {
+		out[m.MemberID] = slices.Sorted(maps.Keys(m.Assignment[topic]))
+	}
+	return out
+}
+
+func TestFranzGo848Groups(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		assignor string
+		balancer kgo.GroupBalancer
+	}{
+		{"range", kgo.RangeBalancer()},
+		{"uniform", kgo.StickyBalancer()},
+	} {
+		t.Run(tc.assignor, func(t *testing.T) { testFranzGo848(t, tc.assignor, tc.balancer) })
+	}
+}
+
+func testFranzGo848(t *testing.T, assignor string, balancer kgo.GroupBalancer) {
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	defer cancel()
+	dir := t.TempDir()
+	b := start848(t, dir, "")
+	addr := b.Addr()
+	defer func() { b.Close() }()
+	topic, group := "orders-848-"+assignor, "billing-848-"+assignor
+	adm := adminClient(t, addr)
+	if r, err := adm.CreateTopic(ctx, groupPartitions, 1, nil, topic); err != nil || r.Err != nil {
+		t.Fatalf("create topic: %v %v", err, r.Err)
+	}
+	pcl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.RequiredAcks(kgo.AllISRAcks()), kgo.RetryTimeout(time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pcl.Close()
+	produce := func(from, to int) {
+		t.Helper()
+		var rs []*kgo.Record
+		for i := from; i < to; i++ {
+			rs = append(rs, groupRecord(topic, i))
+		}
+		if err := pcl.ProduceSync(ctx, rs...).FirstErr(); err != nil {
+			t.Fatalf("produce: %v", err)
+		}
+	}
+
+	tr := newTracker(t)
+	own := &ownership{t: t, by: map[int32]string{}}
+	var members []*member
+	defer func() {
+		for _, m := range members {
+			m.stop()
+		}
+	}()
+	for i := range 3 {
+		members = append(members, start848Member(t, ctx, addr, group, topic, fmt.Sprintf("m%d", i), balancer, tr, own))
+	}
+	var d kadm.DescribedConsumerGroup
+	await(t, ctx, "a stable group of 3", func() bool {
+		d, err = describe848(ctx, adm, group)
+		return err == nil && settled(d, 3, topic)
+	})
+	if d.AssignorName != assignor {
+		t.Fatalf("assignor %q, want %q", d.AssignorName, assignor)
+	}
+	for id, ps := range holdings(d, topic) {
+		if len(ps) != groupPartitions/3 {
+			t.Fatalf("member %s holds %v of a 3-member group", id, ps)
+		}
+	}
+	listed, err := adm.ListGroupsByType(ctx, []string{"consumer"})
+	if l, ok := listed[group]; err != nil || !ok || l.GroupType != "consumer" || l.State != "Stable" {
+		t.Fatalf("list consumer groups: %v %+v", err, listed)
+	}
+	if classic, err := adm.ListGroupsByType(ctx, []string{"classic"}); err != nil || len(classic) != 0 {
+		t.Fatalf("list classic groups: %v %+v", err, classic)
+	}
+
+	produce(0, 6000)
+	if err := tr.waitFor(ctx, 6000); err != nil {
+		t.Fatal(err)
+	}
+
+	// A stale epoch is refused; so is a member the group does not know.
+	memberID, epoch := members[1].cl.GroupMetadata()
+	commit := func(member string, epoch int32) int16 {
+		req := kmsg.NewPtrOffsetCommitRequest()
+		req.Group, req.MemberID, req.Generation = group, member, epoch
+		rt := kmsg.NewOffsetCommitRequestTopic()
+		rt.Topic = topic
+		rp := kmsg.NewOffsetCommitRequestTopicPartition()
+		rp.Partition, rp.Offset = 0, 0
+		rt.Partitions = append(rt.Partitions, rp)
+		req.Topics = append(req.Topics, rt)
+		resp, err := req.RequestWith(ctx, pcl)
+		if err != nil {
+			t.Fatalf("offset commit: %v", err)
+		}
+		return resp.Topics[0].Partitions[0].ErrorCode
+	}
+	if code := commit(memberID, epoch+5); code != kerr.StaleMemberEpoch.Code {
+		t.Fatalf("commit at a future epoch: %v", kerr.ErrorForCode(code))
+	}
+	if code := commit("not-a-member", epoch); code != kerr.UnknownMemberID.Code {
+		t.Fatalf("commit by a stranger: %v", kerr.ErrorForCode(code))
+	}
+
+	// m0 leaves: only its partitions move (uniform is sticky; range
+	// recomputes ranges over the members sorted by id, so a survivor may
+	// trade partitions too — counted, not asserted).
+	before := holdings(d, topic)
+	leaver, _ := members[0].cl.GroupMetadata()
+	members[0].stop()
+	members = members[1:]
+	await(t, ctx, "a stable group of 2", func() bool {
+		d, err = describe848(ctx, adm, group)
+		return err == nil && settled(d, 2, topic)
+	})
+	after := holdings(d, topic)
+	lost := 0
+	for id, ps := range after {
+		for _, p := range before[id] {
+			if !slices.Contains(ps, p) {
+				lost++
+			}
+		}
+	}
+	t.Logf("%s: member %s left; survivors gave up %d partitions (moved in all: %d)", assignor, leaver, lost, len(before[leaver])+lost)
+	if assignor == "uniform" && lost != 0 {
+		t.Fatalf("uniform: survivors lost %d partitions when a member left: before %v, after %v", lost, before, after)
+	}
+
+	produce(6000, 12_000)
+	if err := tr.waitFor(ctx, 12_000); err != nil {
+		t.Fatal(err)
+	}
+
+	// A broker restart on the same address: the members carry on at their
+	// epochs, the group is restored from __consumer_offsets.
+	epochBefore := d.Epoch
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	b = start848(t, dir, addr)
+	adm = adminClient(t, addr)
+	await(t, ctx, "the group back, stable, after a restart", func() bool {
+		d, err = describe848(ctx, adm, group)
+		return err == nil && settled(d, 2, topic)
+	})
+	if d.Epoch < epochBefore {
+		t.Fatalf("group epoch %d after restart, %d before", d.Epoch, epochBefore)
+	}
+	t.Logf("%s: group epoch %d before the restart, %d after", assignor, epochBefore, d.Epoch)
+	produce(12_000, 13_200)
+	if err := tr.waitFor(ctx, 13_200); err != nil {
+		t.Fatal(err)
+	}
+
+	dups := 0
+	for _, n := range tr.seen[:13_200] {
+		dups += max(n-1, 0)
+	}
+	t.Logf("%s: 13,200 records, %d delivered more than once", assignor, dups)
+	if dups != 0 {
+		t.Fatalf("%d records delivered more than once", dups)
+	}
+
+	// Everything is committed: the committed offsets are the end offsets,
+	// and they survive the members leaving and another restart.
+	await(t, ctx, "every record committed", func() bool {
+		tr.mu.Lock()
+		defer tr.mu.Unlock()
+		var n int64
+		for _, c := range tr.committed {
+			n += c
+		}
+		return n == 13_200
+	})
+	for _, m := range members {
+		m.stop()
+	}
+	members = nil
+	await(t, ctx, "an empty group", func() bool {
+		d, err = describe848(ctx, adm, group)
+		return err == nil && d.State == "Empty"
+	})
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	b = start848(t, dir, addr)
+	adm = adminClient(t, addr)
+	committed, err := adm.FetchOffsets(ctx, group)
+	if err != nil || committed.Error() != nil {
+		t.Fatalf("fetch offsets: %v %v", err, committed.Error())
+	}
+	ends, err := adm.ListEndOffsets(ctx, topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var total int64
+	ends.Each(func(o kadm.ListedOffset) {
+		total += o.Offset
+		if c, ok := committed.Lookup(topic, o.Partition); !ok || c.At != o.Offset {
+			t.Errorf("partition %d: committed %+v, end %d", o.Partition, c, o.Offset)
+		}
+	})
+	if total != 13_200 {
+		t.Fatalf("end offsets sum to %d", total)
+	}
+	if d, err := describe848(ctx, adm, group); err != nil || d.State != "Empty" || d.Epoch < epochBefore {
+		t.Fatalf("group after the last restart: %v %+v", err, d)
+	}
+}
