@@ -46,6 +46,9 @@ type IngestStats struct {
 	// appended to the topic, Quarantined those sent to its DLQ (Validated =
 	// Accepted + Quarantined).
 	Validated, Accepted, Quarantined int64
+	// Rejected counts invalid records whose batches were refused
+	// (strand.validation.action=reject); they are not in Validated.
+	Rejected int64
 	// Redriven counts DLQ records produced back into the topic by Redrive
 	// (in-process); a redrive through the wire (strand dlq redrive) is
 	// counted as ordinary produce traffic.
@@ -54,6 +57,7 @@ type IngestStats struct {
 
 type ingestCounters struct {
 	validated, accepted, quarantined, redriven atomic.Int64
+	rejected                                   atomic.Int64 // records of batches refused (action=reject)
 
 	// A quarantine burst is logged as one line: the first quarantine after a
 	// quiet quarantineLogEvery, then the count since, at most that often.
@@ -83,7 +87,7 @@ func (b *Broker) IngestStats() []IngestStats {
 		out = append(out, IngestStats{
 			Topic:     k.(string),
 			Validated: c.validated.Load(), Accepted: c.accepted.Load(),
-			Quarantined: c.quarantined.Load(), Redriven: c.redriven.Load(),
+			Quarantined: c.quarantined.Load(), Redriven: c.redriven.Load(), Rejected: c.rejected.Load(),
 		})
 		return true
 	})
@@ -95,7 +99,7 @@ func (b *Broker) IngestStats() []IngestStats {
 func (b *Broker) TopicIngestStats(topic string) IngestStats {
 	c := b.ingest.counters(topic)
 	return IngestStats{Topic: topic, Validated: c.validated.Load(), Accepted: c.accepted.Load(),
-		Quarantined: c.quarantined.Load(), Redriven: c.redriven.Load()}
+		Quarantined: c.quarantined.Load(), Redriven: c.redriven.Load(), Rejected: c.rejected.Load()}
 }
 
 // Validation topic config names.
@@ -104,13 +108,22 @@ const (
 	ConfigValidationSchema      = "strand.validation.schema"
 	ConfigValidationKeyRequired = "strand.validation.key.required"
 	ConfigDLQTopic              = "strand.dlq.topic"
+	ConfigValidationKey         = "strand.validation.key"
+	ConfigValidationStrategy    = "strand.validation.subject.strategy"
+	ConfigValidationAction      = "strand.validation.action"
 )
 
 // ingestConfigDefs are appended to configDefs.
 var ingestConfigDefs = []*ConfigDef{
 	{Name: ConfigValidation, Default: string(ingest.ModeNone), Type: TypeString,
-		check: checkEnum(string(ingest.ModeNone), string(ingest.ModeJSON), string(ingest.ModeJSONSchema)),
-		Doc:   "Strand: validate records at ingress: none, json (the value must be a JSON document) or jsonschema (it must satisfy strand.validation.schema). Invalid records go to strand.dlq.topic; the producer is not failed."},
+		check: checkEnum(string(ingest.ModeNone), string(ingest.ModeJSON), string(ingest.ModeJSONSchema), string(ingest.ModeSchema)),
+		Doc:   "Strand: validate records at ingress: none, json (the value must be a JSON document), jsonschema (it must satisfy strand.validation.schema) or schema (Confluent wire format: a schema id of the built-in registry, of the topic's subject, and a payload that decodes against it). Invalid records go to strand.dlq.topic (or, with strand.validation.action=reject, fail the batch)."},
+	{Name: ConfigValidationKey, Default: "none", Type: TypeString, check: checkEnum("none", "schema"),
+		Doc: "Strand: with strand.validation=schema, schema also checks each non-null key against the registry (subject <topic>-key under TopicNameStrategy)."},
+	{Name: ConfigValidationStrategy, Default: string(ingest.TopicName), Type: TypeString, check: checkStrategy,
+		Doc: "Strand: the subject a schema id must belong to with strand.validation=schema: TopicNameStrategy (<topic>-value), RecordNameStrategy (the record's full name) or TopicRecordNameStrategy (<topic>-<record name>)."},
+	{Name: ConfigValidationAction, Default: string(ingest.ActionDLQ), Type: TypeString, check: checkEnum(string(ingest.ActionDLQ), string(ingest.ActionReject)),
+		Doc: "Strand: what happens to an invalid record: dlq (to strand.dlq.topic with its reason; the producer is not failed, its offset is a gap) or reject (the whole batch fails with INVALID_RECORD and one error per invalid record)."},
 	{Name: ConfigValidationSchema, Default: "", Type: TypeString, check: checkSchema,
 		Doc: "Strand: the JSON Schema (text) of strand.validation=jsonschema; references must stay inside it."},
 	{Name: ConfigValidationKeyRequired, Default: "false", Type: TypeBoolean, check: checkEnum("true", "false"),
@@ -127,6 +140,14 @@ func checkSchema(v string) (string, error) {
 		return "", errInvalidValue(err.Error())
 	}
 	return v, nil
+}
+
+func checkStrategy(v string) (string, error) {
+	s, err := ingest.ParseStrategy(v)
+	if err != nil {
+		return "", errInvalidValue(err.Error())
+	}
+	return string(s), nil
 }
 
 func checkDLQTopic(v string) (string, error) {
@@ -148,8 +169,47 @@ func (c TopicConfig) ValidationSpec() ingest.Spec {
 	mode, _ := c.Get(ConfigValidation)
 	schema, _ := c.Get(ConfigValidationSchema)
 	key, _ := c.Get(ConfigValidationKeyRequired)
-	return ingest.Spec{Mode: ingest.Mode(mode), Schema: schema, KeyRequired: key == "true"}
+	spec := ingest.Spec{Mode: ingest.Mode(mode), Schema: schema, KeyRequired: key == "true"}
+	if action, _ := c.Get(ConfigValidationAction); action != "" {
+		spec.Action = ingest.Action(action)
+	}
+	if spec.Mode == ingest.ModeSchema {
+		spec.Schema = "" // strand.validation.schema is jsonschema's
+		keys, _ := c.Get(ConfigValidationKey)
+		strategy, _ := c.Get(ConfigValidationStrategy)
+		spec.KeySchema, spec.Strategy = keys == "schema", ingest.Strategy(strategy)
+	}
+	return spec
 }
+
+// TopicValidator returns t's validator bound to this broker's schema
+// registry (nil: no validation).
+func (b *Broker) TopicValidator(t *Topic) *ingest.Validator {
+	return t.Config.Validator().Bind(b.schemas, t.Name)
+}
+
+// RecordError is one record a rejected batch was refused for.
+type RecordError struct {
+	Index  int32 // the record's place in its batch (its offset delta)
+	Reason string
+}
+
+// RecordErrors is the error of a batch refused by strand.validation.action=
+// reject: it wraps ErrInvalidRecord and lists every invalid record.
+type RecordErrors struct {
+	Topic     string
+	Partition PartitionID
+	Records   []RecordError
+}
+
+func (e *RecordErrors) Error() string {
+	first := e.Records[0]
+	return fmt.Sprintf("%v: %s-%d: %d invalid record(s) in the batch; record %d: %s",
+		ErrInvalidRecord, e.Topic, e.Partition, len(e.Records), first.Index, first.Reason)
+}
+
+// Unwrap makes errors.Is(err, ErrInvalidRecord) hold.
+func (e *RecordErrors) Unwrap() error { return ErrInvalidRecord }
 
 // DLQTopic returns the name of the topic's DLQ.
 func (c TopicConfig) DLQTopic(topic string) string {
@@ -197,6 +257,7 @@ type quarantine struct {
 // base sequence and codec (an empty batch, still spanning the range, when no
 // record is valid), and the invalid records to quarantine.
 func (p *Partition) screen(batch []byte, h record.Header, v *ingest.Validator, cfg *TopicConfig) ([]byte, record.Header, *quarantine, error) {
+	v = v.Bind(p.b.schemas, p.topic)
 	if ok, redriven := allValid(batch, h, v); ok {
 		return batch, h, &quarantine{validated: h.NumRecords, redriven: redriven}, nil
 	}
@@ -226,6 +287,14 @@ func (p *Partition) screen(batch []byte, h record.Header, v *ingest.Validator, c
 	}
 	if len(q.records) == 0 {
 		return batch, h, q, nil
+	}
+	if v.Spec().Action == ingest.ActionReject {
+		re := &RecordErrors{Topic: p.topic, Partition: p.id}
+		for i, r := range q.records {
+			re.Records = append(re.Records, RecordError{Index: int32(r.Offset - h.BaseOffset), Reason: q.reasons[i]})
+		}
+		p.b.ingest.counters(p.topic).rejected.Add(int64(len(q.records)))
+		return nil, h, nil, re
 	}
 	if q.dlq, err = p.b.resolveDLQ(p, cfg); err != nil {
 		return nil, h, nil, err

@@ -110,7 +110,7 @@ func (b *Broker) redriveStep(ctx context.Context, src *Topic, dlqName string, dp
 	if err != nil {
 		return pos, err
 	}
-	v := cur.Config.Validator()
+	v := b.TopicValidator(cur)
 	out := map[PartitionID][]record.Record{}
 	next := pos
 	var redriven int64

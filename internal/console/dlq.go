@@ -159,7 +159,7 @@ func redriveDryRun(ctx context.Context, b *broker.Broker, topic, dlqName string)
 	if err != nil {
 		return nil, err
 	}
-	val := src.Config.Validator()
+	val := b.TopicValidator(src)
 	g := b.Group(ingest.RedriveGroup(topic))
 	res := &RedriveView{DryRun: true}
 	judged := 0

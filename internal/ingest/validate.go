@@ -24,15 +24,18 @@ const (
 	// ModeJSONSchema requires every non-null value to be a JSON document
 	// satisfying the topic's JSON Schema.
 	ModeJSONSchema Mode = "jsonschema"
+	// ModeSchema requires every non-null value to carry a schema id of
+	// the registry and decode against that schema (see schema.go).
+	ModeSchema Mode = "schema"
 )
 
 // ParseMode normalises a strand.validation value.
 func ParseMode(s string) (Mode, error) {
 	switch m := Mode(strings.ToLower(strings.TrimSpace(s))); m {
-	case ModeNone, ModeJSON, ModeJSONSchema:
+	case ModeNone, ModeJSON, ModeJSONSchema, ModeSchema:
 		return m, nil
 	}
-	return "", fmt.Errorf("ingest: validation %q: must be one of none, json, jsonschema", s)
+	return "", fmt.Errorf("ingest: validation %q: must be one of none, json, jsonschema, schema", s)
 }
 
 // Spec is a topic's validation settings. It is comparable: equal Specs
@@ -43,6 +46,12 @@ type Spec struct {
 	Schema string
 	// KeyRequired rejects records with a null or empty key.
 	KeyRequired bool
+	// KeySchema (ModeSchema) checks non-null keys against the registry too.
+	KeySchema bool
+	// Strategy (ModeSchema) names the subject a schema must belong to.
+	Strategy Strategy
+	// Action is what happens to an invalid record (the broker acts on it).
+	Action Action
 }
 
 // Active reports whether the Spec checks anything: a topic whose Spec is
@@ -54,6 +63,9 @@ func (s Spec) Active() bool { return s.Mode != ModeNone && s.Mode != "" || s.Key
 type Validator struct {
 	spec   Spec
 	schema *jsonschema.Schema
+	// ModeSchema, set by Bind: the registry and the topic.
+	schemas SchemaSource
+	topic   string
 }
 
 // Spec returns the settings the validator was compiled from.
@@ -74,10 +86,17 @@ func (v *Validator) Validate(key, value []byte) string {
 		}
 		return "key: required, got an empty key"
 	}
+	if v.spec.Mode == ModeSchema && v.spec.KeySchema && key != nil {
+		if reason := v.schemaReason(key, true); reason != "" {
+			return reason
+		}
+	}
 	if value == nil {
 		return ""
 	}
 	switch v.spec.Mode {
+	case ModeSchema:
+		return v.schemaReason(value, false)
 	case ModeJSON:
 		if validJSON(value) {
 			return ""

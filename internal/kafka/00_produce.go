@@ -38,7 +38,9 @@ import (
 //     a Strand extension): invalid records go to the topic's DLQ with the
 //     reason attached and the produce still succeeds with the batch's
 //     usual base offset; their offsets are gaps in the topic, as after
-//     compaction (see broker/ingest.go).
+//     compaction (see broker/ingest.go). With strand.validation.action=
+//     reject the batch fails INVALID_RECORD instead, v8+ with one
+//     ErrorRecords entry (batch index, reason) per invalid record.
 //   - Idempotent producers: a retry of one of the producer's last five
 //     batches is answered with the original base offset and not written
 //     again; OUT_OF_ORDER_SEQUENCE_NUMBER and INVALID_PRODUCER_EPOCH as
@@ -136,6 +138,14 @@ func (s *Server) handleProduce(ctx context.Context, kreq kmsg.Request) (kmsg.Res
 		sp.BaseOffset = -1 // as Kafka answers a failed partition
 		if req.Version >= 8 {
 			sp.ErrorMessage = errMessage(err)
+			var re *broker.RecordErrors // strand.validation.action=reject
+			if errors.As(err, &re) {
+				for _, r := range re.Records {
+					er := kmsg.NewProduceResponseTopicPartitionErrorRecord()
+					er.RelativeOffset, er.ErrorMessage = r.Index, &r.Reason
+					sp.ErrorRecords = append(sp.ErrorRecords, er)
+				}
+			}
 		}
 		s.logUnknown("produce", err)
 		failed = true

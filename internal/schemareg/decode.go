@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"slices"
 
 	"github.com/bufbuild/protocompile/linker"
@@ -189,9 +190,18 @@ func (c *Compiled) Decode(rest []byte) (json.RawMessage, error) {
 func (c *Compiled) decode(rest []byte) (any, error) {
 	switch c.Type {
 	case Avro:
-		var v any
-		if err := avro.Unmarshal(c.p.avro, rest, &v); err != nil {
-			return nil, fmt.Errorf("avro: %w", err)
+		// Not avro.Unmarshal: it takes running out of bytes for success,
+		// so a truncated payload would pass.
+		r := avro.NewReader(nil, 0).Reset(rest)
+		v := r.ReadNext(c.p.avro)
+		switch {
+		case errors.Is(r.Error, io.EOF):
+			return nil, fmt.Errorf("avro: payload ends early (%d bytes)", len(rest))
+		case r.Error != nil:
+			return nil, fmt.Errorf("avro: %w", r.Error)
+		}
+		if r.Peek(); r.Error == nil {
+			return nil, errors.New("avro: bytes left after the value")
 		}
 		return v, nil
 	case Protobuf:
