@@ -53,6 +53,8 @@ type serveOptions struct {
 	recoverTopics     bool
 	topicDefaults     map[string]string
 	groupDelay        time.Duration
+	consumerSession   time.Duration
+	consumerHeartbeat time.Duration
 	maxIdle           time.Duration
 	maxConns          int
 	maxConnsPerIP     int
@@ -84,6 +86,7 @@ the long flag names (listen, advertised-addr, data-dir, node-id,
 auto-create-topics, default-partitions, max-request-bytes, log-level,
 log-format, metrics-listen, console-listen, schema-registry-listen, tls-cert, tls-key, tls-client-ca, sasl-users, retention-check-interval, log-cleaner-backoff,
 log-cleaner-dedupe-buffer-size, offsets-retention, group-initial-rebalance-delay,
+group-consumer-session-timeout, group-consumer-heartbeat-interval,
 connections-max-idle, max-connections, max-connections-per-ip,
 queued-max-request-bytes, failed-authentication-delay, scrub-interval,
 scrub-rate, console-allowed-hosts, controller-quorum, internal-listen, source-ip, join, broker-heartbeat-interval,
@@ -145,6 +148,8 @@ func newServeCmd() *cobra.Command {
 	f.StringVar(&o.schemaListen, "schema-registry-listen", "127.0.0.1:8081", `address serving the Confluent-compatible schema registry API over HTTP ("" disables)`)
 	f.DurationVar(&o.retentionCheck, "retention-check-interval", 30*time.Second, "how often retention.ms and retention.bytes are applied (log.retention.check.interval.ms)")
 	f.DurationVar(&o.groupDelay, "group-initial-rebalance-delay", 3*time.Second, "how long a consumer group's first rebalance waits for more members (group.initial.rebalance.delay.ms; 0: none)")
+	f.DurationVar(&o.consumerSession, "group-consumer-session-timeout", 45*time.Second, "how long a KIP-848 consumer group member lives without a heartbeat (group.consumer.session.timeout.ms)")
+	f.DurationVar(&o.consumerHeartbeat, "group-consumer-heartbeat-interval", 5*time.Second, "how often KIP-848 consumer group members are told to heartbeat (group.consumer.heartbeat.interval.ms)")
 	f.DurationVar(&o.cleanerBackoff, "log-cleaner-backoff", 15*time.Second, "how often the compaction cleaner looks for dirty compacted partitions (log.cleaner.backoff.ms)")
 	f.DurationVar(&o.offsetsRetention, "offsets-retention", 7*24*time.Hour, "how long committed offsets outlive their group's consumers; 0 or less keeps them forever (offsets.retention.minutes)")
 	f.BoolVar(&o.recoverTopics, "recover-topics", false, "re-register topics whose partition directories hold data that meta.json does not list (a lost meta.json), with default configs, instead of refusing to start")
@@ -353,7 +358,9 @@ func (o *serveOptions) run(ctx context.Context, logOut io.Writer) error {
 		ScrubInterval:           orNone(o.scrubInterval),
 		ScrubBytesPerSecond:     o.scrubRate,
 		// strand.Config: zero is Kafka's default, negative is none.
-		GroupInitialRebalanceDelay: cmp.Or(o.groupDelay, -1),
+		GroupInitialRebalanceDelay:     cmp.Or(o.groupDelay, -1),
+		GroupConsumerSessionTimeout:    o.consumerSession,
+		GroupConsumerHeartbeatInterval: o.consumerHeartbeat,
 	})
 	if err != nil {
 		return err

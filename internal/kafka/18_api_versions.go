@@ -22,10 +22,23 @@ import (
 //   - v5 (KIP-1242): ClusterID and NodeID must be set together (else
 //     INVALID_REQUEST); if set and either differs from this node's,
 //     REBOOTSTRAP_REQUIRED.
-//
-// Deviations:
-//   - No supported or finalized features are reported (there are none to
-//     negotiate on a single Strand node).
+//   - v3+: the features table below, each as a supported feature (0 up to
+//     its level) and a finalized one (at its level), with finalized epoch
+//     1: the levels are fixed by the code, not changed by UpdateFeatures.
+//     Clients take the paths a feature gates only when it is finalized,
+//     so a feature is listed only once what it gates works.
+
+// feature is one finalized feature at the level Strand implements.
+type feature struct {
+	name  string
+	level int16
+}
+
+// features are the finalized features ApiVersions v3+ reports, one line
+// each, sorted by name.
+var features = []feature{
+	{"group.version", 1}, // KIP-848 consumer groups: ConsumerGroupHeartbeat (68), ConsumerGroupDescribe (69)
+}
 
 var softwareNameRE = regexp.MustCompile(`^[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?$`)
 
@@ -33,6 +46,19 @@ func (s *Server) handleApiVersions(_ context.Context, kreq kmsg.Request) (kmsg.R
 	req := kreq.(*kmsg.ApiVersionsRequest)
 	resp := req.ResponseKind().(*kmsg.ApiVersionsResponse)
 	resp.ApiKeys = s.advertisedKeys()
+	if req.Version >= 3 {
+		for _, f := range features {
+			sf := kmsg.NewApiVersionsResponseSupportedFeature()
+			sf.Name, sf.MinVersion, sf.MaxVersion = f.name, 0, f.level
+			resp.SupportedFeatures = append(resp.SupportedFeatures, sf)
+			ff := kmsg.NewApiVersionsResponseFinalizedFeature()
+			ff.Name, ff.MinVersionLevel, ff.MaxVersionLevel = f.name, f.level, f.level
+			resp.FinalizedFeatures = append(resp.FinalizedFeatures, ff)
+		}
+		if len(features) > 0 {
+			resp.FinalizedFeaturesEpoch = 1
+		}
+	}
 	if req.Version >= 3 && (!softwareNameRE.MatchString(req.ClientSoftwareName) || !softwareNameRE.MatchString(req.ClientSoftwareVersion)) {
 		resp.ErrorCode = kerr.InvalidRequest.Code
 		return resp, nil

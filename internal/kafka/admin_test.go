@@ -44,6 +44,22 @@ func TestApiVersions(t *testing.T) {
 				t.Fatalf("key %d: v%d-v%d advertised, table says v%d-v%d", k.ApiKey, k.MinVersion, k.MaxVersion, a.min, a.max)
 			}
 		}
+		// v3+: group.version 1 is finalized (KIP-848 is served), and only
+		// then are its APIs, which clients also check, advertised.
+		finalized := map[string]int16{}
+		for _, f := range resp.FinalizedFeatures {
+			if f.MinVersionLevel != f.MaxVersionLevel {
+				t.Fatalf("v%d: %s finalized at %d-%d", v, f.Name, f.MinVersionLevel, f.MaxVersionLevel)
+			}
+			finalized[f.Name] = f.MaxVersionLevel
+		}
+		if want := v >= 3; (finalized["group.version"] == 1) != want || (resp.FinalizedFeaturesEpoch == 1) != want ||
+			(len(resp.SupportedFeatures) == len(features)) != want {
+			t.Fatalf("v%d: finalized %v epoch %d, supported %+v", v, finalized, resp.FinalizedFeaturesEpoch, resp.SupportedFeatures)
+		}
+		if a := apis[68]; a.max != 1 {
+			t.Fatalf("ConsumerGroupHeartbeat advertised up to v%d: clients use KIP-848 only from v1", a.max)
+		}
 	}
 	req := kmsg.NewPtrApiVersionsRequest()
 	req.ClientSoftwareName, req.ClientSoftwareVersion = "bad name!", "1"
