@@ -83,6 +83,8 @@ func startBroker(t *testing.T) *strand.Broker {
 		MetricsAddr: "127.0.0.1:0",
 		ConsoleAddr: "127.0.0.1:0",
 		Logger:      slog.New(slog.NewTextHandler(io.Discard, nil)),
+
+		SchemaRegistryAddr: "127.0.0.1:0",
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -34,6 +34,7 @@ func TestReadmeTour(t *testing.T) {
 		"127.0.0.1:9092", b.Addr(),
 		"127.0.0.1:9644", b.MetricsAddr(),
 		"127.0.0.1:9645", b.ConsoleAddr(),
+		"127.0.0.1:8081", b.SchemaRegistryAddr(),
 		"go run ./cmd/strand ", bin+" ",
 		"./strand ", bin+" ",
 	)

@@ -1,0 +1,74 @@
+package main
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/strandmq/strand/internal/testnet"
+)
+
+// TestSchemaCLI registers, checks, lists and gets schemas with the strand
+// schema commands against a broker's built-in registry.
+func TestSchemaCLI(t *testing.T) {
+	t.Parallel()
+	b := startBroker(t)
+	reg := "--registry=http://" + b.SchemaRegistryAddr()
+	v1 := `{"type":"record","name":"Order","fields":[{"name":"id","type":"long"}]}`
+	v2 := `{"type":"record","name":"Order","fields":[{"name":"id","type":"long"},{"name":"note","type":"string","default":""}]}`
+	bad := `{"type":"record","name":"Order","fields":[{"name":"id","type":"long"},{"name":"zip","type":"int"}]}`
+
+	if out := ok(t, b.Addr(), v1, "schema", "register", "orders-value", "-f", "-", reg).stdout; out != "registered orders-value version 1, id 1 (AVRO)\n" {
+		t.Fatalf("register: %q", out)
+	}
+	if out := ok(t, b.Addr(), v2, "schema", "check", "orders-value", "-f", "-", reg).stdout; out != "compatible with orders-value\n" {
+		t.Fatalf("check v2: %q", out)
+	}
+	r := runCLI(t, b.Addr(), bad, "schema", "check", "orders-value", "-f", "-", reg)
+	if r.code != 1 || !strings.HasPrefix(r.stdout, "NOT compatible with orders-value:\n  ") {
+		t.Fatalf("check incompatible: %d %q %q", r.code, r.stdout, r.stderr)
+	}
+	r = runCLI(t, b.Addr(), bad, "schema", "register", "orders-value", "-f", "-", reg)
+	if r.code != 1 || !strings.Contains(r.stderr, "incompatible") {
+		t.Fatalf("register incompatible: %d %q", r.code, r.stderr)
+	}
+	var reg2 struct {
+		Subject     string
+		Version, ID int
+		Type        string
+	}
+	if err := json.Unmarshal([]byte(ok(t, b.Addr(), v2, "schema", "register", "orders-value", "-f", "-", reg, "-o", "json").stdout), &reg2); err != nil ||
+		reg2.Version != 2 || reg2.ID != 2 || reg2.Type != "AVRO" {
+		t.Fatalf("register -o json: %+v %v", reg2, err)
+	}
+	ok(t, b.Addr(), `syntax = "proto3"; message P { string s = 1; }`, "schema", "register", "p-value", "-f", "-", "-t", "protobuf", reg)
+
+	out := ok(t, b.Addr(), "", "schema", "list", reg).stdout
+	want := "SUBJECT       VERSION  ID  TYPE\norders-value  2        2   AVRO\np-value       1        3   PROTOBUF\n"
+	if out != want {
+		t.Fatalf("list:\n%s\nwant:\n%s", out, want)
+	}
+	var rows []schemaRow
+	if err := json.Unmarshal([]byte(ok(t, b.Addr(), "", "schema", "list", "orders-value", reg, "-o", "json").stdout), &rows); err != nil ||
+		len(rows) != 2 || rows[0] != (schemaRow{"orders-value", 1, 1, "AVRO"}) || rows[1] != (schemaRow{"orders-value", 2, 2, "AVRO"}) {
+		t.Fatalf("list orders-value: %+v %v", rows, err)
+	}
+	if out := ok(t, b.Addr(), "", "schema", "get", "orders-value", "1", reg).stdout; out != v1+"\n" {
+		t.Fatalf("get version 1: %q", out)
+	}
+	var got struct {
+		ID     int
+		Schema string
+	}
+	if err := json.Unmarshal([]byte(ok(t, b.Addr(), "", "schema", "get", "--id", "2", reg, "-o", "json").stdout), &got); err != nil || got.Schema != v2 {
+		t.Fatalf("get --id 2: %+v %v", got, err)
+	}
+	r = runCLI(t, b.Addr(), "", "schema", "get", "nope-value", reg)
+	if r.code != 1 || !strings.Contains(r.stderr, "not found") {
+		t.Fatalf("get unknown subject: %d %q", r.code, r.stderr)
+	}
+	r = runCLI(t, b.Addr(), "", "schema", "list", "--registry", "http://"+testnet.FreeAddr(t))
+	if r.code != 3 || !strings.Contains(r.stderr, "no schema registry at") {
+		t.Fatalf("no registry: %d %q", r.code, r.stderr)
+	}
+}
