@@ -51,6 +51,7 @@ var codecs = map[string]func([]byte) (Record, error){
 	"partition":                  decodeAs[Partition],
 	"partition_change":           decodeAs[PartitionChange],
 	"producer_id_block":          decodeAs[ProducerIDBlock],
+	"put_acls":                   decodeAs[PutACLs],
 }
 
 // typeNames is codecs' key for each record type.

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/strandmq/strand/internal/acl"
 	"github.com/strandmq/strand/internal/vfs"
 )
 
@@ -28,6 +29,10 @@ type metaFile struct {
 	// Deleted lists the ids (hex) of deleted topics whose partition
 	// directories may remain: start-up removes those, and only those.
 	Deleted []string `json:"deletedTopicIds,omitempty"`
+	// ACLs is the ACL set (acl.Set's encoding, base64) and ACLVersion
+	// its change count; absent before the first CreateAcls.
+	ACLs       []byte `json:"acls,omitempty"`
+	ACLVersion int64  `json:"aclVersion,omitempty"`
 }
 
 type metaTopic struct {
@@ -71,7 +76,7 @@ func (s *FileStore) Image() *Image { return s.img.Load() }
 func (s *FileStore) Apply(recs ...Record) (*Image, error) {
 	for _, r := range recs {
 		switch r.(type) {
-		case ClusterInit, PutTopic, RemoveTopic, ForgetDeleted:
+		case ClusterInit, PutTopic, RemoveTopic, ForgetDeleted, PutACLs:
 		default:
 			// meta.json has no place for it: it would be lost at restart.
 			return nil, fmt.Errorf("cluster: a single node's metadata does not keep %T records", r)
@@ -133,6 +138,12 @@ func readMetaFile(fs vfs.FS, dir string) (*Image, bool, error) {
 		return nil, false, fmt.Errorf("cluster: %s: unsupported version %d", MetaFileName, m.Version)
 	}
 	img := NewImage(m.ClusterID)
+	if m.ACLs != nil {
+		if _, err := acl.Decode(m.ACLs); err != nil {
+			return nil, false, fmt.Errorf("cluster: %s: %w", MetaFileName, err)
+		}
+		img.acls, img.aclVersion = m.ACLs, m.ACLVersion
+	}
 	for _, d := range m.Deleted {
 		id, err := ParseTopicID(d)
 		if err != nil {
@@ -156,6 +167,7 @@ func readMetaFile(fs vfs.FS, dir string) (*Image, bool, error) {
 
 func writeMetaFile(fs vfs.FS, dir string, img *Image) error {
 	m := metaFile{Version: metaVersion, ClusterID: img.ClusterID()}
+	m.ACLs, m.ACLVersion = img.ACLs()
 	for _, t := range img.Topics() {
 		m.Topics = append(m.Topics, metaTopic{Name: t.Name, ID: t.ID.Hex(), Partitions: t.Partitions, Configs: t.Configs})
 	}

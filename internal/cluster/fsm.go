@@ -92,11 +92,15 @@ type snapshotForm struct {
 	Partitions map[TopicID]map[int32]PartitionReg `json:"partitions"`
 	// NextProducerID: absent in snapshots from before producer id blocks.
 	NextProducerID int64 `json:"nextProducerId,omitempty"`
+	// ACLs, ACLVersion: absent in snapshots from before ACLs.
+	ACLs       []byte `json:"acls,omitempty"`
+	ACLVersion int64  `json:"aclVersion,omitempty"`
 }
 
 func encodeImage(im *Image) ([]byte, error) {
 	return json.Marshal(snapshotForm{ClusterID: im.ClusterID(), Topics: im.Topics(), Deleted: im.Deleted(),
-		Brokers: im.Brokers(), Partitions: im.partitions, NextProducerID: im.nextProducerID})
+		Brokers: im.Brokers(), Partitions: im.partitions, NextProducerID: im.nextProducerID,
+		ACLs: im.acls, ACLVersion: im.aclVersion})
 }
 
 func decodeImage(b []byte) (*Image, error) {
@@ -119,6 +123,7 @@ func decodeImage(b []byte) (*Image, error) {
 		im.partitions[id] = ps
 	}
 	im.nextProducerID = s.NextProducerID
+	im.acls, im.aclVersion = s.ACLs, s.ACLVersion
 	return im, nil
 }
 

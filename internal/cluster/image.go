@@ -71,6 +71,10 @@ type Image struct {
 	partitions map[TopicID]map[int32]PartitionReg // inner maps copied on write
 	// nextProducerID is the first producer id not yet in a block.
 	nextProducerID int64
+	// acls is the ACL set in acl.Set's encoding (nil: none), and
+	// aclVersion counts its changes (PutACLs' compare-and-set).
+	acls       []byte
+	aclVersion int64
 	// index is the raft index of the entry that made this image (0: not
 	// from a raft log, or restored from a snapshot).
 	index int64
@@ -130,7 +134,8 @@ func (im *Image) With(recs ...Record) (*Image, error) { return im.WithAt(0, recs
 // incarnation takes it as its epoch).
 func (im *Image) WithAt(index int64, recs ...Record) (*Image, error) {
 	next := &Image{clusterID: im.clusterID, topics: maps.Clone(im.topics), names: maps.Clone(im.names), deleted: maps.Clone(im.deleted),
-		brokers: maps.Clone(im.brokers), partitions: maps.Clone(im.partitions), nextProducerID: im.nextProducerID, index: index}
+		brokers: maps.Clone(im.brokers), partitions: maps.Clone(im.partitions), nextProducerID: im.nextProducerID, index: index,
+		acls: im.acls, aclVersion: im.aclVersion}
 	for _, r := range recs {
 		if err := r.apply(next, index); err != nil {
 			return im, err

@@ -4,6 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
+
+	"github.com/strandmq/strand/internal/acl"
 )
 
 // ErrConflict: a record does not fit the image (a topic name taken by
@@ -101,3 +104,29 @@ func (r ProducerIDBlock) apply(im *Image, _ int64) error {
 
 // NextProducerID is the first producer id no block has reserved.
 func (im *Image) NextProducerID() int64 { return im.nextProducerID }
+
+// PutACLs replaces the cluster's ACL set with ACLs (acl.Set's encoding,
+// which it must decode: a set no node could load never commits). Prev is
+// the ACL version the change was computed from (a compare-and-set: two
+// CreateAcls on different nodes cannot lose one another's ACLs; the loser
+// recomputes and retries).
+type PutACLs struct {
+	ACLs []byte
+	Prev int64
+}
+
+func (r PutACLs) apply(im *Image, _ int64) error {
+	if r.Prev != im.aclVersion {
+		return fmt.Errorf("%w: the ACLs changed since this change was computed (version %d, now %d); retry it", ErrConflict, r.Prev, im.aclVersion)
+	}
+	if _, err := acl.Decode(r.ACLs); err != nil {
+		return fmt.Errorf("%w: %w", ErrConflict, err)
+	}
+	im.acls = slices.Clone(r.ACLs)
+	im.aclVersion++
+	return nil
+}
+
+// ACLs returns the ACL set in acl.Set's encoding (nil: none was ever set)
+// and its version (the number of PutACLs applied).
+func (im *Image) ACLs() ([]byte, int64) { return im.acls, im.aclVersion }

@@ -1,0 +1,83 @@
+package cluster
+
+import (
+	"bytes"
+	"errors"
+	"testing"
+
+	"github.com/strandmq/strand/internal/acl"
+	"github.com/strandmq/strand/internal/vfs"
+)
+
+func aclBytes(t *testing.T, bs ...acl.Binding) []byte {
+	t.Helper()
+	s, err := acl.NewSet(bs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s.Encode(nil)
+}
+
+// TestPutACLs: the ACL set is a compare-and-set on its version (a change
+// computed from an old version conflicts), bytes that do not decode as an
+// ACL set never commit, and the set survives meta.json (reopen and power
+// cut), a raft snapshot and the record codec.
+func TestPutACLs(t *testing.T) {
+	read := acl.Binding{Pattern: acl.Pattern{Type: acl.ResourceTopic, Name: "orders.", PatternType: acl.PatternPrefixed},
+		Entry: acl.Entry{Principal: "User:alice", Host: "*", Operation: acl.OpRead, Permission: acl.Allow}}
+	write := read
+	write.Entry.Operation = acl.OpWrite
+	one, two := aclBytes(t, read), aclBytes(t, read, write)
+
+	fs := vfs.NewMem()
+	if err := fs.MkdirAll("/d", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	s, _, err := OpenFileStore(fs, "/d")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Apply(ClusterInit{ClusterID: "c1"}, PutACLs{ACLs: one, Prev: 0}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Apply(PutACLs{ACLs: two, Prev: 0}); !errors.Is(err, ErrConflict) {
+		t.Fatalf("a change from version 0 after version 1: %v, want a conflict", err)
+	}
+	if _, err := s.Apply(PutACLs{ACLs: []byte("SACL\x01\x05garbage"), Prev: 1}); !errors.Is(err, ErrConflict) {
+		t.Fatalf("undecodable ACLs: %v, want a conflict", err)
+	}
+	if _, err := s.Apply(PutACLs{ACLs: two, Prev: 1}); err != nil {
+		t.Fatal(err)
+	}
+	for name, disk := range map[string]vfs.FS{"reopen": fs, "power cut": fs.CrashClone(vfs.CrashOptions{})} {
+		r, _, err := OpenFileStore(disk, "/d")
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if data, v := r.Image().ACLs(); !bytes.Equal(data, two) || v != 2 {
+			t.Fatalf("%s: ACLs %q version %d", name, data, v)
+		}
+	}
+	snap, err := encodeImage(s.Image())
+	if err != nil {
+		t.Fatal(err)
+	}
+	im, err := decodeImage(snap)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if data, v := im.ACLs(); !bytes.Equal(data, two) || v != 2 {
+		t.Fatalf("snapshot: ACLs %q version %d", data, v)
+	}
+	enc, err := EncodeRecords([]Record{PutACLs{ACLs: two, Prev: 7}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs, err := DecodeRecords(enc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r, ok := recs[0].(PutACLs); !ok || !bytes.Equal(r.ACLs, two) || r.Prev != 7 {
+		t.Fatalf("record round trip: %+v", recs[0])
+	}
+}
