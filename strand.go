@@ -25,6 +25,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/strandmq/strand/internal/acl"
 	"github.com/strandmq/strand/internal/broker"
 	"github.com/strandmq/strand/internal/console"
 	"github.com/strandmq/strand/internal/kafka"
@@ -138,6 +139,20 @@ type Config struct {
 	// TLS that is Kafka's SASL_SSL; without, SASL_PLAINTEXT (PLAIN then
 	// sends the password in the clear: prefer SCRAM, or TLS).
 	SASLUsers map[string]string
+	// Authorizer turns on authorization (authorizer.class.name = Kafka's
+	// StandardAuthorizer): every request is checked against the ACLs,
+	// which are managed with CreateAcls/DeleteAcls and kept in the cluster
+	// metadata. Without it every client may do everything.
+	Authorizer bool
+	// SuperUsers may do everything (super.users), e.g. "User:admin".
+	SuperUsers []string
+	// AllowEveryoneIfNoACL allows a request on a resource no ACL is about
+	// (allow.everyone.if.no.acl.found; false by default).
+	AllowEveryoneIfNoACL bool
+	// PrincipalMappingRules maps a verified TLS client certificate's
+	// subject DN to its principal (ssl.principal.mapping.rules, e.g.
+	// "RULE:^CN=(.*?),.*$/$1/,DEFAULT"); empty: the whole DN.
+	PrincipalMappingRules string
 	// Cluster, if set, makes this process one node of a cluster (see
 	// ClusterConfig); nil: a single node, its own cluster.
 	Cluster *ClusterConfig
@@ -250,6 +265,16 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 		if kcfg.SASL, err = sasl.New(cfg.SASLUsers); err != nil {
 			return nil, errors.Join(fmt.Errorf("strand: %w", err), closeLn(), b.Close())
 		}
+	}
+	if cfg.Authorizer {
+		supers := make([]acl.Principal, len(cfg.SuperUsers))
+		for i, p := range cfg.SuperUsers {
+			supers[i] = acl.Principal(p)
+		}
+		kcfg.Authorizer = acl.New(acl.Config{SuperUsers: supers, AllowIfNoACL: cfg.AllowEveryoneIfNoACL})
+	}
+	if kcfg.PrincipalRules, err = acl.ParsePrincipalRules(cfg.PrincipalMappingRules); err != nil {
+		return nil, errors.Join(fmt.Errorf("strand: %w", err), closeLn(), b.Close())
 	}
 	var m *metrics.Metrics
 	if cfg.MetricsAddr != "" {

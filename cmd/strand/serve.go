@@ -23,6 +23,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/strandmq/strand"
+	"github.com/strandmq/strand/internal/acl"
 	"github.com/strandmq/strand/internal/broker"
 	"github.com/strandmq/strand/internal/kafka"
 	"github.com/strandmq/strand/internal/sasl"
@@ -46,6 +47,10 @@ type serveOptions struct {
 	tlsCert, tlsKey   string
 	tlsClientCA       string
 	saslUsers         string
+	authorizer        bool
+	superUsers        string
+	allowIfNoACL      bool
+	principalRules    string
 	retentionCheck    time.Duration
 	cleanerBackoff    time.Duration
 	cleanerMapBytes   int64
@@ -84,7 +89,8 @@ producer state flushed).
 --config names a file of "key = value" lines ('#' starts a comment). Keys are
 the long flag names (listen, advertised-addr, data-dir, node-id,
 auto-create-topics, default-partitions, max-request-bytes, log-level,
-log-format, metrics-listen, console-listen, schema-registry-listen, tls-cert, tls-key, tls-client-ca, sasl-users, retention-check-interval, log-cleaner-backoff,
+log-format, metrics-listen, console-listen, schema-registry-listen, tls-cert, tls-key, tls-client-ca, sasl-users,
+authorizer, super-users, allow-everyone-if-no-acl-found, ssl-principal-mapping-rules, retention-check-interval, log-cleaner-backoff,
 log-cleaner-dedupe-buffer-size, offsets-retention, group-initial-rebalance-delay,
 group-consumer-session-timeout, group-consumer-heartbeat-interval,
 connections-max-idle, max-connections, max-connections-per-ip,
@@ -158,6 +164,10 @@ func newServeCmd() *cobra.Command {
 	f.IntVar(&o.maxConns, "max-connections", 0, "close new client connections beyond this many (max.connections; 0: no limit)")
 	f.IntVar(&o.maxConnsPerIP, "max-connections-per-ip", 0, "close new client connections beyond this many from one IP (max.connections.per.ip; 0: no limit)")
 	f.Int64Var(&o.queuedMaxBytes, "queued-max-request-bytes", kafka.DefaultQueuedMaxRequestBytes, "most bytes of large requests being read or waiting, over all connections; readers past it wait (queued.max.request.bytes; 0: no limit)")
+	f.BoolVar(&o.authorizer, "authorizer", false, "check every request against ACLs (Kafka's StandardAuthorizer semantics); manage them with strand acl")
+	f.StringVar(&o.superUsers, "super-users", "", `principals allowed everything, separated by ';' (super.users), e.g. "User:admin"`)
+	f.BoolVar(&o.allowIfNoACL, "allow-everyone-if-no-acl-found", false, "with --authorizer, allow requests on resources no ACL is about (allow.everyone.if.no.acl.found)")
+	f.StringVar(&o.principalRules, "ssl-principal-mapping-rules", "DEFAULT", "map a mutual-TLS client certificate's subject DN to a principal: RULE:pattern/replacement/[LU],...,DEFAULT (ssl.principal.mapping.rules)")
 	f.DurationVar(&o.failedAuthDelay, "failed-authentication-delay", kafka.DefaultFailedAuthDelay, "hold a connection whose SASL authentication failed this long before answering and closing it (connection.failed.authentication.delay.ms; 0: none)")
 	f.DurationVar(&o.scrubInterval, "scrub-interval", broker.DefaultScrubInterval, "how often every sealed segment's CRCs are verified in the background; a partition whose data fails goes offline (0: never)")
 	f.Int64Var(&o.scrubRate, "scrub-rate", broker.DefaultScrubBytesPerSecond, "most bytes per second the background scrub reads")
@@ -306,6 +316,9 @@ func (o *serveOptions) run(ctx context.Context, logOut io.Writer) error {
 			return fmt.Errorf("--sasl-users %s: no users", o.saslUsers)
 		}
 	}
+	if !o.authorizer && (o.superUsers != "" || o.allowIfNoACL) {
+		return usageErr("--super-users and --allow-everyone-if-no-acl-found need --authorizer")
+	}
 	if o.cleanerMapBytes < minCleanerMapBytes {
 		return fmt.Errorf("--log-cleaner-dedupe-buffer-size: %d bytes is below the minimum of %d", o.cleanerMapBytes, minCleanerMapBytes)
 	}
@@ -345,6 +358,10 @@ func (o *serveOptions) run(ctx context.Context, logOut io.Writer) error {
 		SchemaRegistryAddr:      o.schemaListen,
 		TLS:                     tlsCfg,
 		SASLUsers:               users,
+		Authorizer:              o.authorizer,
+		SuperUsers:              superUsers(o.superUsers),
+		AllowEveryoneIfNoACL:    o.allowIfNoACL,
+		PrincipalMappingRules:   o.principalRules,
 		RetentionCheckInterval:  o.retentionCheck,
 		CleanerBackoff:          o.cleanerBackoff,
 		CleanerDedupeBufferSize: o.cleanerMapBytes,
@@ -390,4 +407,13 @@ func (o *serveOptions) run(ctx context.Context, logOut io.Writer) error {
 	}
 	logger.Info("strand: stopped", "took", time.Since(stopping).Round(time.Millisecond))
 	return nil
+}
+
+// superUsers splits a super.users value ("User:a;User:b").
+func superUsers(s string) []string {
+	var out []string
+	for _, p := range acl.ParseSuperUsers(s) {
+		out = append(out, string(p))
+	}
+	return out
 }

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strandmq/strand/internal/acl"
 )
 
 // inQueue is how many parsed requests may wait for the handler while the
@@ -48,8 +50,12 @@ type conn struct {
 	// auth is the connection's SASL state (sasl.go); only the serving
 	// goroutine touches it, and requests are served one at a time.
 	auth authState
-	// ip is the remote address's IP, counted for max.connections.per.ip.
+	// ip is the remote address's IP, counted for max.connections.per.ip
+	// and the host ACLs are matched against.
 	ip string
+	// tlsPrincipal is the mapped subject of a verified client
+	// certificate, once principal has looked.
+	tlsPrincipal acl.Principal
 }
 
 // inbound is a decoded request and the pooled frame its fields point into.
@@ -254,9 +260,24 @@ func (c *conn) handle(req *request) (out outbound, err error) {
 	}
 	var resp kmsg.Response
 	if req.unsupportedApiVersions {
-		resp = c.s.apiVersionsUnsupported()
-	} else if resp, err = apis[req.key].handle(c.s, c.handlerContext(req), req.kreq); err != nil || resp == nil {
-		return outbound{}, err
+		return encodeResponse(req.correlationID, c.s.apiVersionsUnsupported()), nil
+	}
+	var post func(kmsg.Response)
+	if c.s.cfg.Authorizer != nil && !c.s.cfg.Internal {
+		if resp, post, err = c.authorize(req); err != nil {
+			return outbound{}, err
+		}
+		if _, none := resp.(noResponse); none {
+			return outbound{}, nil
+		}
+	}
+	if resp == nil {
+		if resp, err = apis[req.key].handle(c.s, c.handlerContext(req), req.kreq); err != nil || resp == nil {
+			return outbound{}, err
+		}
+		if post != nil {
+			post(resp)
+		}
 	}
 	return encodeResponse(req.correlationID, resp), nil
 }

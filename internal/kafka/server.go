@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/strandmq/strand/internal/acl"
 	"github.com/strandmq/strand/internal/broker"
 	"github.com/strandmq/strand/internal/sasl"
 )
@@ -48,6 +49,15 @@ type Config struct {
 	MaxConnections int
 	// MaxConnectionsPerIP is max.connections.per.ip. Zero: no limit.
 	MaxConnectionsPerIP int
+	// Authorizer, if set, decides every request (authz.go) with Kafka's
+	// per-API rules, and serves DescribeAcls, CreateAcls and DeleteAcls;
+	// nil: every client may do everything, and the ACL APIs answer
+	// SECURITY_DISABLED.
+	Authorizer *acl.Authorizer
+	// PrincipalRules maps a verified TLS client certificate's subject to
+	// its principal (ssl.principal.mapping.rules); nil: the whole DN.
+	PrincipalRules *acl.PrincipalRules
+
 	// Internal makes this the internal listener of a cluster node: it also
 	// serves Envelope (admin requests other nodes forward to the
 	// controller). Never set on a listener clients use.
@@ -74,6 +84,12 @@ type Server struct {
 	budget     *byteBudget // queued.max.request.bytes; nil: unbounded
 	accept     acceptState
 	errLines   keyedRateLimit // logUnknown's lines
+	denials    keyedRateLimit // logDenied's lines
+
+	aclMu      sync.Mutex // serializes loadACLs
+	aclLoaded  bool
+	aclVersion int64  // the metadata's ACL version the authorizer holds
+	aclCancel  func() // stops watchACLs; nil without an authorizer
 
 	mu struct {
 		sync.Mutex
@@ -120,6 +136,12 @@ func NewServer(cfg Config) (*Server, error) {
 	s.mu.listeners = make(map[net.Listener]struct{})
 	s.mu.conns = make(map[*conn]struct{})
 	s.mu.perIP = make(map[string]int)
+	if cfg.Authorizer != nil && !cfg.Internal {
+		if err := s.watchACLs(); err != nil {
+			s.aclCancel()
+			return nil, fmt.Errorf("kafka: load ACLs: %w", err)
+		}
+	}
 	if cfg.AdvertisedAddr != "" {
 		ep, err := parseEndpoint(cfg.AdvertisedAddr)
 		if err != nil {
@@ -236,6 +258,9 @@ func (s *Server) Close() error {
 	s.mu.Unlock()
 	s.cancel()
 	s.wg.Wait()
+	if s.aclCancel != nil {
+		s.aclCancel()
+	}
 	return errors.Join(errs...)
 }
 

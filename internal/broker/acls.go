@@ -1,0 +1,39 @@
+package broker
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/strandmq/strand/internal/cluster"
+)
+
+// ErrACLConflict: the ACLs changed between reading them and putting the
+// change (another CreateAcls or DeleteAcls won); recompute and retry.
+var ErrACLConflict = errors.New("broker: the ACLs changed concurrently")
+
+// ACLs returns the cluster's ACL set, in acl.Set's encoding (nil: never
+// set), and its version, from the metadata: meta.json on a single node,
+// the raft-replicated image in a cluster.
+func (b *Broker) ACLs() (data []byte, version int64) { return b.meta.Image().ACLs() }
+
+// PutACLs makes data the ACL set if it is still at version prev, durably
+// (meta.json written and synced, or committed by the quorum) before it
+// returns.
+func (b *Broker) PutACLs(data []byte, prev int64) error {
+	if _, err := b.meta.Apply(cluster.PutACLs{ACLs: data, Prev: prev}); err != nil {
+		if errors.Is(err, cluster.ErrConflict) {
+			if _, now := b.ACLs(); now != prev {
+				return fmt.Errorf("%w: %w", ErrACLConflict, err)
+			}
+		}
+		return fmt.Errorf("broker: put ACLs: %w", err)
+	}
+	return nil
+}
+
+// WatchACLs calls fn with the ACL set and version of every metadata image
+// applied from now on (a change made on any node of a cluster; most images
+// change something else, so fn skips versions it has), until cancel.
+func (b *Broker) WatchACLs(fn func(data []byte, version int64)) (cancel func()) {
+	return b.meta.Subscribe(func(img *cluster.Image) { fn(img.ACLs()) })
+}
