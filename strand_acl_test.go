@@ -31,7 +31,7 @@ func TestACLMutualTLSPersisted(t *testing.T) {
 	dir := t.TempDir()
 	start := func() *Broker {
 		b, err := Start(context.Background(), Config{Dir: dir, Logger: slog.New(slog.DiscardHandler),
-			TLS: &tls.Config{Certificates: []tls.Certificate{certs.Server.TLS}, ClientCAs: certs.CA.Pool(), ClientAuth: tls.RequireAndVerifyClientCert},
+			TLS:        &tls.Config{Certificates: []tls.Certificate{certs.Server.TLS}, ClientCAs: certs.CA.Pool(), ClientAuth: tls.RequireAndVerifyClientCert},
 			Authorizer: true, SuperUsers: []string{"User:admin"}, PrincipalMappingRules: `RULE:^CN=(.*?)$/$1/,DEFAULT`,
 			DisableAutoCreateTopics: true})
 		if err != nil {

@@ -509,6 +509,11 @@ func mirrorSlices(dst, src reflect.Value, code int16) {
 		f := dst.Type().Field(i)
 		dv := dst.Field(i)
 		sv := src.FieldByName(f.Name)
+		for _, alias := range sliceAliases[f.Name] {
+			if !sv.IsValid() {
+				sv = src.FieldByName(alias)
+			}
+		}
 		if f.Type.Kind() != reflect.Slice || f.Type.Elem().Kind() != reflect.Struct || !sv.IsValid() || sv.Kind() != reflect.Slice {
 			continue
 		}
@@ -528,6 +533,11 @@ func mirrorSlices(dst, src reflect.Value, code int16) {
 		dv.Set(out)
 	}
 }
+
+// sliceAliases name the request list a response list answers entry by
+// entry when their names differ (CreateAcls' Creations and DeleteAcls'
+// Filters are answered by Results).
+var sliceAliases = map[string][]string{"Results": {"Creations", "Filters"}}
 
 // newElem is a new value of the kmsg struct type typ with its defaults.
 func newElem(typ reflect.Type) reflect.Value {
