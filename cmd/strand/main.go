@@ -36,6 +36,7 @@ func newRootCmd() *cobra.Command {
 	root.AddCommand(newTopicCmd(), newProduceCmd(), newConsumeCmd(), newGroupCmd())
 	root.AddCommand(newDLQCmd(), newSchemaCmd())
 	root.AddCommand(newClusterCmd())
+	root.AddCommand(newACLCmd())
 	root.AddCommand(newVersionCmd())
 	requireSubcommands(root)
 	markUsageErrors(root)
