@@ -34,10 +34,13 @@ type matrixRow struct {
 }
 
 const (
-	mxTopic   = "mx.t"
-	mxDelete  = "mx.d" // DeleteTopics names a topic that is not there, so the matrix never loses mxTopic
-	mxGroup   = "mx.g"
-	mxCreated = "mx.new"
+	mxTopic  = "mx.t"
+	mxDelete = "mx.d" // DeleteTopics names a topic that is not there, so the matrix never loses mxTopic
+	mxGroup  = "mx.g"
+	// mxConsumerGroup is the KIP-848 rows' group, apart from the classic
+	// rows' one.
+	mxConsumerGroup = "mx.c"
+	mxCreated       = "mx.new"
 )
 
 func topicNeed(name string, op acl.Operation) matrixNeed { return matrixNeed{acl.Topic(name), op} }
@@ -282,6 +285,17 @@ func matrixRows(b *broker.Broker) []matrixRow {
 				return t.Topic != nil && *t.Topic == mxTopic
 			})
 		}},
+		{"ConsumerGroupHeartbeat", 68, func() kmsg.Request {
+			r := kmsg.NewPtrConsumerGroupHeartbeatRequest()
+			r.Group, r.MemberID, r.RebalanceTimeoutMillis = mxConsumerGroup, "mx-member", 10000
+			r.SubscribedTopicNames, r.Topics = []string{mxTopic}, []kmsg.ConsumerGroupHeartbeatRequestTopic{}
+			return r
+		}, []matrixNeed{{acl.Group(mxConsumerGroup), acl.OpRead}, topicNeed(mxTopic, acl.OpDescribe)}, -1, nil},
+		{"ConsumerGroupDescribe", 69, func() kmsg.Request {
+			r := kmsg.NewPtrConsumerGroupDescribeRequest()
+			r.Groups = []string{mxConsumerGroup}
+			return r
+		}, []matrixNeed{{acl.Group(mxConsumerGroup), acl.OpDescribe}}, codeGroup, nil},
 		{"AddRaftVoter", 80, func() kmsg.Request {
 			r := kmsg.NewPtrAddRaftVoterRequest()
 			r.VoterID, r.TimeoutMillis = 9, 1000
