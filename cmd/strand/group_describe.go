@@ -2,96 +2,226 @@ package main
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
+	"maps"
+	"net/http"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 )
 
-// groupDescription is "strand group describe" as JSON.
+// groupDescription is "strand group describe" as JSON. Type is "classic"
+// or "consumer" (KIP-848); a consumer group also has its epochs, its
+// server assignor and, with --history, its last rebalances.
 type groupDescription struct {
-	Group        string              `json:"group"`
-	State        string              `json:"state"`
-	ProtocolType string              `json:"protocol_type"`
-	Protocol     string              `json:"protocol"`
-	Coordinator  int32               `json:"coordinator"`
-	Members      []memberDescription `json:"members"`
+	Group           string              `json:"group"`
+	Type            string              `json:"type"`
+	State           string              `json:"state"`
+	ProtocolType    string              `json:"protocol_type"`
+	Protocol        string              `json:"protocol"`
+	Coordinator     int32               `json:"coordinator"`
+	Epoch           int32               `json:"epoch,omitempty"`
+	AssignmentEpoch int32               `json:"assignment_epoch,omitempty"`
+	Assignor        string              `json:"assignor,omitempty"`
+	Members         []memberDescription `json:"members"`
+	History         []rebalance         `json:"history,omitempty"`
 }
 
 type memberDescription struct {
-	MemberID   string             `json:"member_id"`
-	InstanceID string             `json:"instance_id,omitempty"`
-	ClientID   string             `json:"client_id"`
-	ClientHost string             `json:"client_host"`
-	Assigned   map[string][]int32 `json:"assigned"`
+	MemberID    string             `json:"member_id"`
+	InstanceID  string             `json:"instance_id,omitempty"`
+	ClientID    string             `json:"client_id"`
+	ClientHost  string             `json:"client_host"`
+	Assigned    map[string][]int32 `json:"assigned"`
+	MemberEpoch int32              `json:"member_epoch,omitempty"`
+	Target      map[string][]int32 `json:"target,omitempty"`
+}
+
+// rebalance is one change of a consumer group's target assignment, as the
+// console's /api/v1/groups/{group} reports it.
+type rebalance struct {
+	Time    time.Time      `json:"time"`
+	Reason  string         `json:"reason"`
+	Epoch   int32          `json:"epoch"`
+	Members int            `json:"members"`
+	Moved   int            `json:"moved"`
+	MovedTo map[string]int `json:"moved_to"`
 }
 
 func newGroupDescribeCmd(o *clientOptions) *cobra.Command {
-	return &cobra.Command{
+	var (
+		history bool
+		console string
+	)
+	cmd := &cobra.Command{
 		Use:   "describe GROUP...",
-		Short: "Describe consumer groups: state, protocol and members with their partitions",
-		Args:  cobra.MinimumNArgs(1),
+		Short: "Describe consumer groups: type, state, protocol or assignor, members with their partitions",
+		Long: `Describe consumer groups of either protocol: classic groups (state, protocol,
+members with the partitions their leader assigned) and KIP-848 consumer groups
+(state, group and assignment epochs, the server assignor, members with their
+epoch, current and target partitions).
+
+--history adds a consumer group's last rebalances — when, why, at which epoch,
+how many partitions moved and to whom — which the broker keeps in memory and
+serves on its console's JSON API (--console, the broker's --console-listen).`,
+		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, groups []string) error {
 			return o.adminRun(cmd, func(ctx context.Context, adm *kadm.Client, asJSON bool) error {
-				described, err := adm.DescribeGroups(ctx, groups...)
+				out, err := describeGroups(ctx, adm, groups)
 				if err != nil {
-					return fmt.Errorf("describe groups: %w", err)
+					return err
 				}
-				var out []groupDescription
-				for _, id := range groups {
-					d, ok := described[id]
-					if !ok {
-						return fmt.Errorf("describe group %q: no answer", id)
+				if history {
+					for i := range out {
+						if out[i].Type != "consumer" {
+							continue
+						}
+						if out[i].History, err = groupHistory(ctx, console, out[i].Group); err != nil {
+							return err
+						}
 					}
-					if d.Err != nil {
-						return fmt.Errorf("describe group %q: %w", id, d.Err)
-					}
-					if d.State == "Dead" {
-						return errNoGroup(id)
-					}
-					out = append(out, describeGroup(d))
 				}
-				w := cmd.OutOrStdout()
 				if asJSON {
-					return writeJSON(w, out)
+					return writeJSON(cmd.OutOrStdout(), out)
 				}
-				for i, d := range out {
-					if i > 0 {
-						fmt.Fprintln(w)
-					}
-					tw := newTable(w)
-					fmt.Fprintf(tw, "GROUP\t%s\n", d.Group)
-					fmt.Fprintf(tw, "STATE\t%s\n", d.State)
-					fmt.Fprintf(tw, "PROTOCOL\t%s/%s\n", orDash(d.ProtocolType), orDash(d.Protocol))
-					fmt.Fprintf(tw, "COORDINATOR\t%d\n", d.Coordinator)
-					fmt.Fprintf(tw, "MEMBERS\t%d\n", len(d.Members))
-					if err := tw.Flush(); err != nil {
-						return err
-					}
-					if len(d.Members) == 0 {
-						continue
-					}
-					fmt.Fprintln(w)
-					tw = newTable(w)
-					fmt.Fprintln(tw, "MEMBER\tCLIENT ID\tHOST\tASSIGNED")
-					for _, m := range d.Members {
-						fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", m.MemberID, m.ClientID, m.ClientHost, formatAssigned(m.Assigned))
-					}
-					if err := tw.Flush(); err != nil {
-						return err
-					}
-				}
-				return nil
+				return printGroups(cmd.OutOrStdout(), out, history)
 			})
 		},
 	}
+	cmd.Flags().BoolVar(&history, "history", false, "show each consumer group's last rebalances (read from the broker's console)")
+	cmd.Flags().StringVar(&console, "console", "127.0.0.1:9645", "the broker's console address (its --console-listen), for --history")
+	return cmd
+}
+
+// describeGroups describes each group: classic groups by DescribeGroups,
+// and, for an id DescribeGroups reports Dead (as Kafka does for a group of
+// the other protocol), by ConsumerGroupDescribe.
+func describeGroups(ctx context.Context, adm *kadm.Client, groups []string) ([]groupDescription, error) {
+	described, err := adm.DescribeGroups(ctx, groups...)
+	if err != nil {
+		return nil, fmt.Errorf("describe groups: %w", err)
+	}
+	var out []groupDescription
+	for _, id := range groups {
+		d, ok := described[id]
+		if !ok {
+			return nil, fmt.Errorf("describe group %q: no answer", id)
+		}
+		if d.Err != nil {
+			return nil, fmt.Errorf("describe group %q: %w", id, d.Err)
+		}
+		if d.State != "Dead" {
+			out = append(out, describeGroup(d))
+			continue
+		}
+		cds, err := adm.DescribeConsumerGroups(ctx, id)
+		if err != nil {
+			return nil, fmt.Errorf("describe consumer group %q: %w", id, err)
+		}
+		cd, ok := cds[id]
+		if !ok || errors.Is(cd.Err, kerr.GroupIDNotFound) {
+			return nil, errNoGroup(id)
+		}
+		if cd.Err != nil {
+			return nil, fmt.Errorf("describe consumer group %q: %w", id, cd.Err)
+		}
+		out = append(out, describeConsumerGroup(cd))
+	}
+	return out, nil
+}
+
+func printGroups(w io.Writer, out []groupDescription, history bool) error {
+	for i, d := range out {
+		if i > 0 {
+			fmt.Fprintln(w)
+		}
+		tw := newTable(w)
+		fmt.Fprintf(tw, "GROUP\t%s\n", d.Group)
+		fmt.Fprintf(tw, "TYPE\t%s\n", d.Type)
+		fmt.Fprintf(tw, "STATE\t%s\n", d.State)
+		if d.Type == "consumer" {
+			fmt.Fprintf(tw, "EPOCH\tgroup %d, assignment %d\n", d.Epoch, d.AssignmentEpoch)
+			fmt.Fprintf(tw, "ASSIGNOR\t%s\n", d.Assignor)
+		} else {
+			fmt.Fprintf(tw, "PROTOCOL\t%s/%s\n", orDash(d.ProtocolType), orDash(d.Protocol))
+		}
+		fmt.Fprintf(tw, "COORDINATOR\t%d\n", d.Coordinator)
+		fmt.Fprintf(tw, "MEMBERS\t%d\n", len(d.Members))
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+		if len(d.Members) > 0 {
+			fmt.Fprintln(w)
+			tw = newTable(w)
+			if d.Type == "consumer" {
+				fmt.Fprintln(tw, "MEMBER\tCLIENT ID\tHOST\tEPOCH\tASSIGNED\tTARGET")
+				for _, m := range d.Members {
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\n", m.MemberID, m.ClientID, m.ClientHost, m.MemberEpoch, formatAssigned(m.Assigned), formatAssigned(m.Target))
+				}
+			} else {
+				fmt.Fprintln(tw, "MEMBER\tCLIENT ID\tHOST\tASSIGNED")
+				for _, m := range d.Members {
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", m.MemberID, m.ClientID, m.ClientHost, formatAssigned(m.Assigned))
+				}
+			}
+			if err := tw.Flush(); err != nil {
+				return err
+			}
+		}
+		if history && d.Type == "consumer" {
+			fmt.Fprintln(w)
+			tw = newTable(w)
+			fmt.Fprintln(tw, "REBALANCE AT\tEPOCH\tMEMBERS\tMOVED\tMOVED TO\tWHY")
+			for _, r := range d.History {
+				fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%s\t%s\n", r.Time.UTC().Format("2006-01-02T15:04:05.000Z"), r.Epoch, r.Members, r.Moved, formatMovedTo(r.MovedTo), r.Reason)
+			}
+			if err := tw.Flush(); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// groupHistory reads a consumer group's rebalances from the console's JSON
+// API: the history is the broker's own (no Kafka API carries it).
+func groupHistory(ctx context.Context, console, group string) ([]rebalance, error) {
+	u := "http://" + console + "/api/v1/groups/" + url.PathEscape(group)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("rebalance history of %q: %w (is --console the broker's --console-listen?)", group, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("rebalance history of %q: %s from %s", group, resp.Status, u)
+	}
+	var body struct {
+		Rebalances []rebalance `json:"rebalances"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
+		return nil, fmt.Errorf("rebalance history of %q: %w", group, err)
+	}
+	if body.Rebalances == nil {
+		body.Rebalances = []rebalance{}
+	}
+	return body.Rebalances, nil
 }
 
 func describeGroup(d kadm.DescribedGroup) groupDescription {
-	g := groupDescription{Group: d.Group, State: d.State, ProtocolType: d.ProtocolType, Protocol: d.Protocol,
+	g := groupDescription{Group: d.Group, Type: "classic", State: d.State, ProtocolType: d.ProtocolType, Protocol: d.Protocol,
 		Coordinator: d.Coordinator.NodeID, Members: []memberDescription{}}
 	for _, m := range d.Members {
 		md := memberDescription{MemberID: m.MemberID, ClientID: m.ClientID, ClientHost: m.ClientHost, Assigned: map[string][]int32{}}
@@ -107,6 +237,38 @@ func describeGroup(d kadm.DescribedGroup) groupDescription {
 		g.Members = append(g.Members, md)
 	}
 	return g
+}
+
+func describeConsumerGroup(d kadm.DescribedConsumerGroup) groupDescription {
+	g := groupDescription{Group: d.Group, Type: "consumer", State: d.State, ProtocolType: "consumer",
+		Coordinator: d.Coordinator.NodeID, Epoch: d.Epoch, AssignmentEpoch: d.AssignmentEpoch, Assignor: d.AssignorName,
+		Members: []memberDescription{}}
+	sets := func(s kadm.TopicsSet) map[string][]int32 {
+		out := map[string][]int32{}
+		s.EachPartitions(func(t string, ps []int32) { out[t] = slices.Sorted(slices.Values(ps)) })
+		return out
+	}
+	for _, m := range d.Members {
+		md := memberDescription{MemberID: m.MemberID, ClientID: m.ClientID, ClientHost: m.ClientHost, MemberEpoch: m.MemberEpoch,
+			Assigned: sets(m.Assignment), Target: sets(m.TargetAssignment)}
+		if m.InstanceID != nil {
+			md.InstanceID = *m.InstanceID
+		}
+		g.Members = append(g.Members, md)
+	}
+	return g
+}
+
+// formatMovedTo renders {"m1": 2, "m2": 1} as "m1:2 m2:1".
+func formatMovedTo(m map[string]int) string {
+	if len(m) == 0 {
+		return "-"
+	}
+	var parts []string
+	for _, id := range slices.Sorted(maps.Keys(m)) {
+		parts = append(parts, id+":"+strconv.Itoa(m[id]))
+	}
+	return strings.Join(parts, " ")
 }
 
 // formatAssigned renders {"t": [0 1]} as "t[0,1]".

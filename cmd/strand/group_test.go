@@ -164,3 +164,76 @@ func TestGroupCommands(t *testing.T) {
 		t.Fatalf("seek after the member left: %v\n%s", err, out)
 	}
 }
+
+// TestGroupDescribeConsumerGroup: strand group describe shows a KIP-848
+// group (type, epochs, assignor, members with current and target
+// partitions) and, with --history, its rebalances from the console.
+func TestGroupDescribeConsumerGroup(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	b, err := strand.Start(ctx, strand.Config{Dir: t.TempDir(), Logger: slog.New(slog.DiscardHandler),
+		ConsoleAddr: "127.0.0.1:0", GroupConsumerHeartbeatInterval: 200 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	addr := b.Addr()
+	adm, err := kgo.NewClient(kgo.SeedBrokers(addr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer adm.Close()
+	if _, err := kadm.NewClient(adm).CreateTopic(ctx, 6, 1, nil, "orders"); err != nil {
+		t.Fatal(err)
+	}
+	var members []*kgo.Client
+	for range 2 {
+		cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ConsumerGroup("g848"), kgo.ConsumeTopics("orders"),
+			kgo.Balancers(kgo.StickyBalancer()), kgo.ServerSideBalancer())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer cl.Close()
+		go func() {
+			for ctx.Err() == nil && !cl.PollFetches(ctx).IsClientClosed() {
+			}
+		}()
+		members = append(members, cl)
+	}
+	describe := func() []groupDescription {
+		out, err := runGroupCLI(t, ctx, addr, "group", "describe", "g848", "-o", "json", "--history", "--console", b.ConsoleAddr())
+		var d []groupDescription
+		if err != nil || json.Unmarshal([]byte(out), &d) != nil || len(d) != 1 {
+			t.Fatalf("describe: %v\n%s", err, out)
+		}
+		return d
+	}
+	var d []groupDescription
+	for d = describe(); d[0].State != "Stable" || len(d[0].Members) != 2; d = describe() {
+		if ctx.Err() != nil {
+			t.Fatalf("never stable: %+v", d)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	g := d[0]
+	if g.Type != "consumer" || g.Assignor != "uniform" || g.Epoch < 2 || len(g.History) < 2 {
+		t.Fatalf("described: %+v", g)
+	}
+	for _, m := range g.Members {
+		if len(m.Assigned["orders"]) != 3 || m.MemberEpoch != g.AssignmentEpoch || m.ClientID != "kgo" || m.ClientHost != "/127.0.0.1" {
+			t.Fatalf("member: %+v", m)
+		}
+	}
+	last := g.History[len(g.History)-1]
+	if last.Moved != 3 || !strings.Contains(last.Reason, "joined") {
+		t.Fatalf("second join moved %d partitions (%q), want 3", last.Moved, last.Reason)
+	}
+	out, err := runGroupCLI(t, ctx, addr, "group", "describe", "g848", "--history", "--console", b.ConsoleAddr())
+	if err != nil || !strings.Contains(out, "uniform") || !strings.Contains(out, "REBALANCE AT") {
+		t.Fatalf("table: %v\n%s", err, out)
+	}
+	t.Logf("strand group describe g848 --history:\n%s", out)
+	if _, err := runGroupCLI(t, ctx, addr, "group", "describe", "nope"); err == nil || !strings.Contains(err.Error(), "no group") {
+		t.Fatalf("describe of an unknown group: %v", err)
+	}
+}

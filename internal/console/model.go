@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"slices"
 	"strconv"
 	"time"
 
+	"github.com/strandmq/strand/internal/assign"
 	"github.com/strandmq/strand/internal/broker"
 	"github.com/strandmq/strand/internal/group"
 )
@@ -130,6 +132,24 @@ type GroupDetail struct {
 	// LagHistory is the console's recent samples of the group's lag,
 	// oldest first (see lagHistory).
 	LagHistory []LagSample `json:"lag_history"`
+	// Type is "classic" or "consumer" (KIP-848). A consumer group also has
+	// its group and assignment epochs, the server assignor in use, and the
+	// history of its last rebalances, oldest first.
+	Type            string         `json:"type"`
+	Epoch           int32          `json:"epoch,omitempty"`
+	AssignmentEpoch int32          `json:"assignment_epoch,omitempty"`
+	Assignor        string         `json:"assignor,omitempty"`
+	Rebalances      []RebalanceRow `json:"rebalances,omitempty"`
+}
+
+// RebalanceRow is one change of a consumer group's target assignment.
+type RebalanceRow struct {
+	Time    time.Time      `json:"time"`
+	Reason  string         `json:"reason"`
+	Epoch   int32          `json:"epoch"`
+	Members int            `json:"members"`
+	Moved   int            `json:"moved"`
+	MovedTo map[string]int `json:"moved_to"`
 }
 
 // MemberRow is one member of a group and the partitions assigned to it
@@ -140,6 +160,10 @@ type MemberRow struct {
 	ClientID   string            `json:"client_id"`
 	Host       string            `json:"host"`
 	Assignment []TopicPartitions `json:"assignment"`
+	// Consumer-protocol members only: the member epoch and the target the
+	// broker is moving the member to.
+	Epoch  int32             `json:"member_epoch,omitempty"`
+	Target []TopicPartitions `json:"target_assignment,omitempty"`
 }
 
 // TopicPartitions is one topic's partitions in an assignment.
@@ -275,19 +299,30 @@ func groupDetail(ctx context.Context, b *broker.Broker, h *lagHistory, id string
 	if err != nil {
 		return GroupDetail{}, err
 	}
-	if desc.State == group.StateDead && len(lag.Partitions) == 0 {
-		return GroupDetail{}, fmt.Errorf("%w: group %q", errNotFound, id)
-	}
+	var members []MemberRow
 	d := GroupDetail{ID: id, State: desc.State.String(), ProtocolType: desc.ProtocolType, Protocol: desc.Protocol,
 		TotalLag: lag.Total, MaxTimeLagSeconds: lag.MaxTimeLag.Seconds(), Members: []MemberRow{}, Lag: []LagRow{},
-		LagHistory: h.get(id)}
+		LagHistory: h.get(id), Type: group.TypeClassic}
+	switch {
+	case desc.Code == group.CodeGroupIDNotFound: // not a classic group
+		cd := g.ConsumerDescribe(ctx, []string{id})
+		if len(cd) != 1 || cd[0].Group == nil {
+			return GroupDetail{}, fmt.Errorf("%w: group %q", errNotFound, id)
+		}
+		members = consumerDetail(&d, cd[0])
+	case desc.State == group.StateDead && len(lag.Partitions) == 0:
+		return GroupDetail{}, fmt.Errorf("%w: group %q", errNotFound, id)
+	default:
+		for _, m := range desc.Members {
+			members = append(members, MemberRow{ID: m.MemberID, InstanceID: m.InstanceID, ClientID: m.ClientID, Host: m.ClientHost,
+				Assignment: assignment(desc.ProtocolType, m.Assignment)})
+		}
+	}
 	owner := map[string]string{} // "topic-partition" → member
-	for _, m := range desc.Members {
-		row := MemberRow{ID: m.MemberID, InstanceID: m.InstanceID, ClientID: m.ClientID, Host: m.ClientHost,
-			Assignment: assignment(desc.ProtocolType, m.Assignment)}
+	for _, row := range members {
 		for _, tp := range row.Assignment {
 			for _, p := range tp.Partitions {
-				owner[fmt.Sprintf("%s-%d", tp.Topic, p)] = m.MemberID
+				owner[fmt.Sprintf("%s-%d", tp.Topic, p)] = row.ID
 			}
 		}
 		d.Members = append(d.Members, row)
@@ -402,4 +437,35 @@ func brokers(b *broker.Broker) Brokers {
 		v.Brokers = append(v.Brokers, row)
 	}
 	return v
+}
+
+// consumerDetail fills d from a KIP-848 group's description and returns its
+// members, sorted by id.
+func consumerDetail(d *GroupDetail, cd group.ConsumerGroupDescription) []MemberRow {
+	cg := cd.Group
+	d.Type, d.ProtocolType, d.State = group.TypeConsumer, "consumer", cg.State().String()
+	d.Epoch, d.AssignmentEpoch, d.Assignor = cg.Epoch, cg.AssignmentEpoch, cd.Assignor
+	for _, r := range cd.History {
+		d.Rebalances = append(d.Rebalances, RebalanceRow{Time: r.Time, Reason: r.Reason, Epoch: r.Epoch, Members: r.Members,
+			Moved: r.Moved, MovedTo: r.MovedTo})
+	}
+	var out []MemberRow
+	for _, id := range slices.Sorted(maps.Keys(cg.Members)) {
+		m := cg.Members[id]
+		out = append(out, MemberRow{ID: m.ID, InstanceID: m.InstanceID, ClientID: m.ClientID, Host: m.ClientHost,
+			Epoch: m.Epoch, Assignment: byTopic(m.Assigned), Target: byTopic(cg.Target[m.ID])})
+	}
+	return out
+}
+
+// byTopic groups sorted partitions by topic.
+func byTopic(ps []assign.Partition) []TopicPartitions {
+	out := []TopicPartitions{}
+	for _, p := range ps {
+		if len(out) == 0 || out[len(out)-1].Topic != p.Topic {
+			out = append(out, TopicPartitions{Topic: p.Topic})
+		}
+		out[len(out)-1].Partitions = append(out[len(out)-1].Partitions, p.Partition)
+	}
+	return out
 }

@@ -74,8 +74,7 @@ func (g *group) deleteConsumer() Code {
 		g.log.Warn("deleting group failed", "err", err)
 		return CodeCoordinatorNotAvailable
 	}
-	g.cg, g.assignedAt, g.history = nil, nil, nil
-	g.scheduleConsumer()
+	g.forgetConsumer()
 	g.offsets = map[TopicPartition]OffsetAndMetadata{}
 	g.setState(StateDead)
 	g.log.Info("consumer group deleted")

@@ -59,6 +59,15 @@ type group struct {
 	cgSeq      uint64
 	assignedAt map[assign.Partition]int32
 	history    []Rebalance
+	// lastTarget is the target the last history entry ended with;
+	// pendingReason why the next target will be computed, when an input
+	// changed without computing it (a leave, an expiry).
+	lastTarget    assign.Assignment
+	pendingReason string
+	// rebalances and moved count every target change and the partitions
+	// it moved since this coordinator loaded the group (the history keeps
+	// only the last ones).
+	rebalances, moved int64
 }
 
 // member is one member of the group.

@@ -185,7 +185,15 @@ func (g *group) setConsumer(next *consumer.Group, reason string) {
 	g.cg = next
 	g.noteAssigned(prev)
 	if prev == nil || prev.AssignmentEpoch != next.AssignmentEpoch {
-		g.noteRebalance(prev, reason)
+		if g.pendingReason != "" {
+			reason, g.pendingReason = g.pendingReason, ""
+		}
+		g.noteRebalance(reason)
+	}
+	if next.Epoch > next.AssignmentEpoch && g.pendingReason == "" {
+		// An input changed (a leave, an expiry): the target follows at the
+		// next heartbeat, and this is why.
+		g.pendingReason = reason
 	}
 	if len(next.Members) == 0 && (prev == nil || len(prev.Members) > 0) {
 		g.stateSince = g.c.cfg.Clock.Now() // Empty since: offsets expire from here
@@ -216,14 +224,14 @@ func (g *group) noteAssigned(prev *consumer.Group) {
 	}
 }
 
-// noteRebalance appends the change of target from prev to g.cg to the
-// history.
-func (g *group) noteRebalance(prev *consumer.Group, reason string) {
-	before := assign.Assignment{}
-	if prev != nil {
-		before = assign.Assignment(prev.Target)
-	}
-	after := assign.Assignment(g.cg.Target)
+// noteRebalance appends the change of target since the last one noted to
+// the history. It compares with lastTarget, not the previous step's
+// target: a leaving member's target is dropped with it before the new
+// target is computed, and its partitions moving must still count.
+func (g *group) noteRebalance(reason string) {
+	before := g.lastTarget
+	after := assign.Assignment(maps.Clone(g.cg.Target))
+	g.lastTarget = after
 	r := Rebalance{Time: g.c.cfg.Clock.Now(), Reason: reason, Epoch: g.cg.AssignmentEpoch, Members: len(g.cg.Members),
 		Moved: assign.Moves(before, after), MovedTo: map[string]int{}}
 	was := assign.Owners(before)
@@ -237,6 +245,8 @@ func (g *group) noteRebalance(prev *consumer.Group, reason string) {
 		g.history = slices.Delete(g.history, 0, len(g.history)-historyLen)
 	}
 	g.c.rebalances.Add(1)
+	g.rebalances++
+	g.moved += int64(r.Moved)
 	g.log.Info("consumer group target assignment changed", "epoch", r.Epoch, "reason", reason, "members", r.Members, "moved", r.Moved)
 }
 
@@ -385,15 +395,22 @@ func (g *group) dropConsumer() error {
 		g.log.Warn("deleting consumer group records failed", "err", err)
 		return err
 	}
-	g.cg, g.assignedAt, g.history = nil, nil, nil
-	g.scheduleConsumer()
+	g.forgetConsumer()
 	return nil
+}
+
+// forgetConsumer drops the consumer side of g (deleted, or converted).
+func (g *group) forgetConsumer() {
+	g.cg, g.assignedAt, g.history, g.lastTarget, g.pendingReason = nil, nil, nil, nil, ""
+	g.rebalances, g.moved = 0, 0
+	g.scheduleConsumer()
 }
 
 // consumerListing is a consumer group's ListGroups entry.
 func (g *group) consumerListing() GroupListing {
 	st := g.cg.State()
-	l := GroupListing{GroupID: g.id, ProtocolType: "consumer", Type: TypeConsumer, StateName: st.String(), State: StatePreparingRebalance}
+	l := GroupListing{GroupID: g.id, ProtocolType: "consumer", Type: TypeConsumer, StateName: st.String(), State: StatePreparingRebalance,
+		Rebalances: g.rebalances, PartitionsMoved: g.moved}
 	switch st {
 	case consumer.Empty:
 		l.State = StateEmpty
@@ -457,6 +474,7 @@ func (c *Coordinator) restoreConsumers(cr consumerReplayer) {
 		}
 		g.resetMetadata() // a consumer group has no classic side
 		g.cg = c.engine.Restore(cg, now)
+		g.lastTarget = assign.Assignment(maps.Clone(g.cg.Target))
 		g.assignedAt = map[assign.Partition]int32{}
 		for p, owner := range g.cg.Owners() {
 			g.assignedAt[p] = g.cg.Members[owner].Epoch

@@ -2,6 +2,7 @@ package group
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -141,8 +142,18 @@ func TestConsumerGroupSessionTimeout(t *testing.T) {
 	if m := d.Group.Members["a"]; len(m.Assigned) != 6 || m.Epoch != 3 {
 		t.Fatalf("a after b expired: %+v", m)
 	}
-	if n := len(h.cdescribe().History); n < 3 {
-		t.Fatalf("history has %d rebalances", n)
+	// The history: a joins (nothing moves), b joins (3 move to b), b
+	// expires (its 3 move back to a), with the reasons.
+	hist := h.cdescribe().History
+	if len(hist) != 3 {
+		t.Fatalf("history: %+v", hist)
+	}
+	last := hist[2]
+	if !strings.Contains(last.Reason, "timeout") || last.Moved != 3 || last.MovedTo["a"] != 3 || hist[1].Moved != 3 || hist[0].Moved != 0 {
+		t.Fatalf("history: %+v", hist)
+	}
+	if l := h.c.List(context.Background(), nil); l[0].Rebalances != 3 || l[0].PartitionsMoved != 6 {
+		t.Fatalf("listing counters: %+v", l)
 	}
 	h.clock.Advance(time.Minute)
 	if d := h.cdescribe(); len(d.Group.Members) != 0 || d.Group.State() != consumer.Empty {

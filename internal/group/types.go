@@ -197,6 +197,10 @@ type GroupListing struct {
 	// name, or a consumer group's (Empty, Assigning, Reconciling, Stable).
 	Type      string
 	StateName string
+	// Rebalances and PartitionsMoved count a consumer group's target
+	// assignment changes, and the partitions they moved between members
+	// (assign.Moves), since this coordinator loaded the group.
+	Rebalances, PartitionsMoved int64
 }
 
 // The group types of ListGroups v5 (KIP-848): every group id is one or the

@@ -41,6 +41,8 @@ import (
 //   - No online migration of a live classic group
 //     (group.consumer.migration.policy); see docs/GROUPS.md.
 
+const apiKeyConsumerGroupHeartbeat = 68
+
 func (s *Server) handleConsumerGroupHeartbeat(ctx context.Context, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.ConsumerGroupHeartbeatRequest)
 	resp := req.ResponseKind().(*kmsg.ConsumerGroupHeartbeatResponse)

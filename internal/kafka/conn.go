@@ -329,7 +329,8 @@ func (c *conn) logEnd(err error, clientID string) {
 }
 
 // clientKey carries a request's client id and host to the handlers that
-// record them (JoinGroup: DescribeGroups reports them per member).
+// record them (JoinGroup and ConsumerGroupHeartbeat: DescribeGroups and
+// ConsumerGroupDescribe report them per member).
 type clientKey struct{}
 
 type clientInfo struct{ id, host string }
@@ -341,7 +342,7 @@ func (c *conn) handlerContext(req *request) context.Context {
 	case apiKeySaslHandshake, apiKeySaslAuthenticate:
 		ctx := context.WithValue(c.ctx, remoteKey{}, c.nc.RemoteAddr().String())
 		return context.WithValue(ctx, authKey{}, &c.auth)
-	case apiKeyJoinGroup:
+	case apiKeyJoinGroup, apiKeyConsumerGroupHeartbeat:
 	default:
 		return c.ctx
 	}

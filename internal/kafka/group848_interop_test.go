@@ -9,8 +9,12 @@ package kafka_test
 import (
 	"context"
 	"fmt"
+	"io"
 	"maps"
+	"net/http"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -29,7 +33,7 @@ func start848(t *testing.T, dir, addr string) *strand.Broker {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	b, err := strand.Start(ctx, strand.Config{Dir: dir, Addr: addr, Logger: testLogger(),
+	b, err := strand.Start(ctx, strand.Config{Dir: dir, Addr: addr, Logger: testLogger(), MetricsAddr: "127.0.0.1:0",
 		GroupConsumerHeartbeatInterval: 250 * time.Millisecond, GroupConsumerSessionTimeout: 6 * time.Second})
 	if err != nil {
 		t.Fatal(err)
@@ -242,6 +246,11 @@ func testFranzGo848(t *testing.T, assignor string, balancer kgo.GroupBalancer) {
 		t.Fatalf("commit by a stranger: %v", kerr.ErrorForCode(code))
 	}
 
+	// Everything m0 consumed is committed before it leaves (a member stopped
+	// mid-commit would see its records delivered again: not what this
+	// test is about).
+	waitCommitted(t, ctx, tr, 6000)
+
 	// m0 leaves: only its partitions move (uniform is sticky; range
 	// recomputes ranges over the members sorted by id, so a survivor may
 	// trade partitions too — counted, not asserted).
@@ -266,6 +275,14 @@ func testFranzGo848(t *testing.T, assignor string, balancer kgo.GroupBalancer) {
 	if assignor == "uniform" && lost != 0 {
 		t.Fatalf("uniform: survivors lost %d partitions when a member left: before %v, after %v", lost, before, after)
 	}
+
+	// The group's rebalances are counted: 3 joins and a leave at least.
+	body := scrape(t, ctx, "http://"+b.MetricsAddr()+"/metrics")
+	if n := metricValue(body, `strand_group_rebalances_total{group="`+group+`"}`); n < 4 {
+		t.Fatalf("strand_group_rebalances_total %v after 3 joins and a leave", n)
+	}
+	t.Logf("%s: partitions moved over the group's life so far: %v", assignor,
+		metricValue(body, `strand_group_partitions_moved_total{group="`+group+`"}`))
 
 	produce(6000, 12_000)
 	if err := tr.waitFor(ctx, 12_000); err != nil {
@@ -304,15 +321,7 @@ func testFranzGo848(t *testing.T, assignor string, balancer kgo.GroupBalancer) {
 
 	// Everything is committed: the committed offsets are the end offsets,
 	// and they survive the members leaving and another restart.
-	await(t, ctx, "every record committed", func() bool {
-		tr.mu.Lock()
-		defer tr.mu.Unlock()
-		var n int64
-		for _, c := range tr.committed {
-			n += c
-		}
-		return n == 13_200
-	})
+	waitCommitted(t, ctx, tr, 13_200)
 	for _, m := range members {
 		m.stop()
 	}
@@ -347,4 +356,50 @@ func testFranzGo848(t *testing.T, assignor string, balancer kgo.GroupBalancer) {
 	if d, err := describe848(ctx, adm, group); err != nil || d.State != "Empty" || d.Epoch < epochBefore {
 		t.Fatalf("group after the last restart: %v %+v", err, d)
 	}
+}
+
+func scrape(t *testing.T, ctx context.Context, url string) string {
+	t.Helper()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// metricValue is the value of the sample named exactly series (name and
+// labels), or -1.
+func metricValue(body, series string) float64 {
+	for line := range strings.Lines(body) {
+		if rest, ok := strings.CutPrefix(line, series+" "); ok {
+			v, err := strconv.ParseFloat(strings.TrimSpace(rest), 64)
+			if err == nil {
+				return v
+			}
+		}
+	}
+	return -1
+}
+
+// waitCommitted waits until the members committed n records in all.
+func waitCommitted(t *testing.T, ctx context.Context, tr *tracker, n int64) {
+	t.Helper()
+	await(t, ctx, fmt.Sprintf("%d records committed", n), func() bool {
+		tr.mu.Lock()
+		defer tr.mu.Unlock()
+		var sum int64
+		for _, c := range tr.committed {
+			sum += c
+		}
+		return sum == n
+	})
 }

@@ -50,6 +50,12 @@ var (
 		[]string{"group", "topic", "partition"}, nil)
 	descGroupLagSecondsMax = prometheus.NewDesc("strand_group_lag_seconds_max",
 		"A consumer group's largest time lag over its partitions.", []string{"group"}, nil)
+	descGroupRebalances = prometheus.NewDesc("strand_group_rebalances_total",
+		"Target assignment changes of a KIP-848 consumer group (a member joined, left or expired, a subscription or topic changed), since its coordinator loaded it.",
+		[]string{"group"}, nil)
+	descGroupMoved = prometheus.NewDesc("strand_group_partitions_moved_total",
+		"Partitions a KIP-848 consumer group's rebalances moved from one member to another (assign.Moves), since its coordinator loaded it.",
+		[]string{"group"}, nil)
 
 	// A cluster member's (absent on a single node).
 	descRaftState = prometheus.NewDesc("strand_raft_state",
@@ -92,7 +98,7 @@ func (c *brokerCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descLogStart, descLogEnd, descHighWatermark, descSize,
 		descPartitions, descRecordsIn, descBytesIn, descRecordsOut, descBytesOut,
 		descValidated, descQuarantined, descRedriven, descFailed, descDamaged, descGroupLag, descGroupLagTotal,
-		descGroupLagSeconds, descGroupLagSecondsMax,
+		descGroupLagSeconds, descGroupLagSecondsMax, descGroupRebalances, descGroupMoved,
 		descRaftState, descRaftTerm, descRaftCommit, descRaftApplied, descFenced, descBrokersFenced, descPartitionsLed,
 		descUnderReplicated, descUnderMinISR, descISRShrinks, descISRExpands, descPurgatory, descFollowerLag, descFollowerLagSeconds} {
 		ch <- d
@@ -141,7 +147,7 @@ func (c *brokerCollector) Collect(ch chan<- prometheus.Metric) {
 	gauge(descFailed, float64(len(off)))
 	gauge(descDamaged, float64(damaged))
 	c.collectCluster(gauge, counter)
-	c.collectLag(gauge)
+	c.collectLag(gauge, counter)
 }
 
 // collectCluster exports a member's raft and fencing state.
@@ -196,7 +202,7 @@ func b2f(b bool) float64 {
 // collectLag exports every group's lag (broker.GroupLag). Each group is
 // asked of its coordinator goroutine, so a scrape is bounded by
 // scrapeTimeout; a group that does not answer in time is left out.
-func (c *brokerCollector) collectLag(gauge func(*prometheus.Desc, float64, ...string)) {
+func (c *brokerCollector) collectLag(gauge func(*prometheus.Desc, float64, ...string), counter func(*prometheus.Desc, int64, ...string)) {
 	ctx, cancel := scrapeContext(c.scrapeTimeout)
 	defer cancel()
 	var groups []group.GroupListing
@@ -204,6 +210,10 @@ func (c *brokerCollector) collectLag(gauge func(*prometheus.Desc, float64, ...st
 		groups = append(groups, coord.List(ctx, nil)...)
 	}
 	for _, g := range groups {
+		if g.Type == group.TypeConsumer {
+			counter(descGroupRebalances, g.Rebalances, g.GroupID)
+			counter(descGroupMoved, g.PartitionsMoved, g.GroupID)
+		}
 		lag, err := c.b.GroupLag(ctx, g.GroupID)
 		if err != nil {
 			continue
