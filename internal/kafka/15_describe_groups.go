@@ -8,7 +8,7 @@ import (
 	"github.com/strandmq/strand/internal/group"
 )
 
-// DescribeGroups: v0-v5 (v6 handled, not advertised).
+// DescribeGroups: v0-v5.
 //
 // Behavior:
 //   - Each group's state (Kafka's names: Empty, PreparingRebalance,
@@ -24,11 +24,12 @@ import (
 //     Kafka 4: v6 answers GROUP_ID_NOT_FOUND "Group X is not a classic
 //     group." (ConsumerGroupDescribe describes it); before v6, Dead with no
 //     error, as for an unknown group.
-//   - v6 (KIP-1043): an unknown group is GROUP_ID_NOT_FOUND with a
-//     message, and every error carries its message.
+//   - v6 (KIP-1043), ready for when it is served: an unknown group is
+//     GROUP_ID_NOT_FOUND with a message, and every error carries its
+//     message.
 //
 // Deviations:
-//   - v6 is not advertised (Kafka 4 does): kadm v1.20's Lag, which the CLI
+//   - v6 is not served (Kafka 4 serves it): kadm v1.20's Lag, which the CLI
 //     uses, reads a group through DescribeGroups and gives up on a v6
 //     GROUP_ID_NOT_FOUND, while v5's Dead answer lets it go on to the
 //     group's committed offsets, for consumer-protocol groups too.
