@@ -111,6 +111,7 @@ func (c *testCluster) open(id int32) (*Broker, error) {
 		GroupInitialRebalanceDelay: -1,
 		MetricsAddr:                "127.0.0.1:0",
 		ConsoleAddr:                "127.0.0.1:0",
+		SchemaRegistryAddr:         "127.0.0.1:0",
 	})
 }
 

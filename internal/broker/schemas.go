@@ -9,6 +9,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
+
 	"github.com/strandmq/strand/internal/record"
 	"github.com/strandmq/strand/internal/schemareg"
 )
@@ -79,6 +81,13 @@ type SchemaStore struct {
 	// compiled caches schemas by id; cleared whenever a record applies
 	// (writes are rare; lookups are per produced record).
 	compiled sync.Map // int → *schemareg.Compiled
+	// committed is an offset below which _schemas is known committed
+	// although this replica's high watermark may not say so yet: a write
+	// this node produced to the leader was acknowledged with acks=all. A
+	// follower learns the high watermark one replica fetch later (up to
+	// replicaFetchWait); its log already holds the records, fetched from
+	// the leader, so the tail may read them up to here.
+	committed atomic.Int64
 	// generation counts applied reads, so a schema compiled on an older
 	// state is not cached after a newer one cleared the cache.
 	generation atomic.Int64
@@ -134,32 +143,100 @@ func (s *SchemaStore) Write(ctx context.Context, r schemareg.Record) error {
 	if err != nil {
 		return fmt.Errorf("broker: encode %s record: %w", SchemasTopic, err)
 	}
-	p, err := s.b.schemasPartition(true)
+	at, err := s.append(ctx, key, value)
 	if err != nil {
 		return err
-	}
-	batch, err := record.Encode(0, []record.Record{{Key: key, Value: value, Timestamp: s.b.cfg.Now().UnixMilli()}}, record.DefaultBatchOptions())
-	if err != nil {
-		return fmt.Errorf("broker: encode %s batch: %w", SchemasTopic, err)
-	}
-	var at record.Offset
-	leader := p.state().leader
-	if lerr := p.notLeader(); lerr == nil || !s.b.clustered() || leader < 0 {
-		res, err := p.Append(ctx, batch, AcksAll)
-		if err != nil {
-			return fmt.Errorf("broker: write %s: %w", SchemasTopic, err)
-		}
-		at = res.BaseOffset
-	} else if at, err = s.b.produceRemote(leader, p, batch); err != nil {
-		return fmt.Errorf("broker: write %s: %w", SchemasTopic, err)
 	}
 	if err := s.waitRead(ctx, at); err != nil {
 		return err
 	}
 	if r.Key.Seq != nil && *r.Key.Seq != int64(at) {
+		// Lost to another node's write: decide again on a state that
+		// has read what is committed by now, not only up to our record,
+		// or a busy writer elsewhere keeps winning.
+		if p, err := s.b.schemasPartition(false); err == nil {
+			_ = s.waitRead(ctx, max(at, p.log.HighWatermark()-1))
+		}
 		return fmt.Errorf("%w: planned for offset %d, written at %d", schemareg.ErrConflict, *r.Key.Seq, at)
 	}
 	return nil
+}
+
+// schemasRetry is how long a write waits before trying again while
+// _schemas has no leader or no replica here yet (just created, or in a
+// leader election).
+const schemasRetry = 50 * time.Millisecond
+
+// append produces one record to _schemas with acks=all and returns its
+// offset, retrying until ctx ends while the partition is not ready. A
+// retry after a lost answer may write the record twice: the second copy
+// lands at another offset than its Seq and is ignored.
+func (s *SchemaStore) append(ctx context.Context, key, value []byte) (record.Offset, error) {
+	for {
+		at, err := s.appendOnce(ctx, key, value)
+		if err == nil || !retriableSchemaWrite(err) {
+			return at, err
+		}
+		select {
+		case <-ctx.Done():
+			return at, fmt.Errorf("%w (%w)", err, ctx.Err())
+		case <-s.b.stop:
+			return at, err
+		case <-time.After(schemasRetry):
+		}
+	}
+}
+
+// retriableSchemaWrite: the partition is not ready here or at its leader.
+func retriableSchemaWrite(err error) bool {
+	var ke *kerr.Error
+	return errors.Is(err, ErrNotLeader) || errors.Is(err, ErrUnknownTopicOrPartition) ||
+		errors.Is(err, ErrNotEnoughReplicas) || errors.As(err, &ke) && ke.Retriable
+}
+
+func (s *SchemaStore) appendOnce(ctx context.Context, key, value []byte) (record.Offset, error) {
+	p, err := s.b.schemasPartition(true)
+	if err != nil {
+		return 0, err
+	}
+	batch, err := record.Encode(0, []record.Record{{Key: key, Value: value, Timestamp: s.b.cfg.Now().UnixMilli()}}, record.DefaultBatchOptions())
+	if err != nil {
+		return 0, fmt.Errorf("broker: encode %s batch: %w", SchemasTopic, err)
+	}
+	leader := p.state().leader
+	if lerr := p.notLeader(); lerr == nil || !s.b.clustered() || leader < 0 {
+		res, err := p.Append(ctx, batch, AcksAll)
+		if err != nil {
+			return 0, fmt.Errorf("broker: write %s: %w", SchemasTopic, err)
+		}
+		return res.BaseOffset, nil
+	}
+	at, err := s.b.produceRemote(leader, p, batch)
+	if err != nil {
+		return 0, fmt.Errorf("broker: write %s: %w", SchemasTopic, err)
+	}
+	for c := s.committed.Load(); c < int64(at)+1 && !s.committed.CompareAndSwap(c, int64(at)+1); c = s.committed.Load() {
+	}
+	return at, nil
+}
+
+// schemasSyncWait bounds how long Sync waits for the high watermark.
+const schemasSyncWait = time.Second
+
+// Sync implements schemareg.Syncer: it waits (a little) until the state
+// has read everything this replica holds, so a write is decided on it.
+func (s *SchemaStore) Sync(ctx context.Context) {
+	p, err := s.b.schemasPartition(false)
+	if err != nil {
+		return
+	}
+	end := p.log.LogEndOffset()
+	if end == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, schemasSyncWait)
+	defer cancel()
+	_ = s.waitRead(ctx, end-1)
 }
 
 // waitRead waits until the tail has read offset at.
@@ -232,14 +309,16 @@ func (b *Broker) tailSchemas() {
 	defer tick.Stop()
 	for {
 		p, err := b.schemasPartition(false)
-		if err == nil && p != watched {
-			if watched != nil {
-				watched.StopNotify(wake)
-			}
-			watched = p
-			p.NotifyHighWatermark(wake)
+		if watched != nil {
+			watched.StopNotify(wake)
+			watched = nil
 		}
 		if err == nil {
+			// One notification per registration: register before
+			// reading, so an advance during the read is not missed.
+			watched = p
+			p.NotifyHighWatermark(wake)
+			p.NotifyEnd(wake) // a remote write's record arrives before its high watermark
 			if _, err := b.schemas.readFrom(p); err != nil && !b.isClosed() {
 				b.logger.Warn("broker: reading the schema registry", "topic", SchemasTopic, "err", err)
 			}
@@ -266,6 +345,9 @@ func (s *SchemaStore) readFrom(p *Partition) (int, error) {
 		from := record.Offset(s.mu.state.Position())
 		s.mu.RUnlock()
 		hw := p.log.HighWatermark()
+		if c := record.Offset(s.committed.Load()); c > hw {
+			hw = min(c, p.log.LogEndOffset())
+		}
 		if from >= hw {
 			return n, nil
 		}

@@ -7,9 +7,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net/http"
 	"strconv"
 	"sync"
+	"time"
 )
 
 // ContentType is the registry's media type, as Confluent's.
@@ -97,9 +99,16 @@ func (h *Handler) writeLocked(ctx context.Context, rec Record) error {
 	return h.store.Write(ctx, rec)
 }
 
+// Syncer is a Store whose state may lag writes other nodes made: Sync
+// catches it up (as far as it can soon) so a write is decided on the
+// newest state, and loses fewer races (ErrConflict).
+type Syncer interface {
+	Sync(ctx context.Context)
+}
+
 // maxConflicts bounds how often a request is decided again after losing
 // races with other nodes' writes.
-const maxConflicts = 8
+const maxConflicts = 32
 
 // NewHandler returns the registry API over store.
 func NewHandler(store Store) *Handler {
@@ -134,7 +143,7 @@ func NewHandler(store Store) *Handler {
 		"POST /compatibility/subjects/{subject}/versions":           h.compatibility,
 	}
 	for pattern, fn := range routes {
-		h.mux.HandleFunc(pattern, serve(fn))
+		h.mux.HandleFunc(pattern, h.serve(fn))
 	}
 	h.mux.HandleFunc("/", func(w http.ResponseWriter, _ *http.Request) {
 		reply(w, errf(http.StatusNotFound, http.StatusNotFound, "HTTP 404 Not Found"), nil)
@@ -148,7 +157,8 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) { h.mux.Serv
 // serve answers one route. A request whose write lost a race with another
 // node's (ErrConflict) is decided again on the newer state, its body read
 // once and replayed.
-func serve(fn func(*http.Request) (any, error)) http.HandlerFunc {
+func (h *Handler) serve(fn func(*http.Request) (any, error)) http.HandlerFunc {
+	syncer, _ := h.store.(Syncer)
 	return func(w http.ResponseWriter, r *http.Request) {
 		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
 		if err != nil {
@@ -156,10 +166,19 @@ func serve(fn func(*http.Request) (any, error)) http.HandlerFunc {
 			return
 		}
 		var v any
-		for range maxConflicts {
+		for i := range maxConflicts {
+			if syncer != nil && r.Method != http.MethodGet {
+				syncer.Sync(r.Context())
+			}
 			r.Body = io.NopCloser(bytes.NewReader(body))
 			if v, err = fn(r); !errors.Is(err, ErrConflict) {
 				break
+			}
+			// Writers on several nodes that lost together would race
+			// again in step: a short random pause spreads them out.
+			select {
+			case <-time.After(time.Duration(rand.Int64N(int64(i+1) * int64(5*time.Millisecond)))):
+			case <-r.Context().Done():
 			}
 		}
 		reply(w, err, v)
