@@ -33,6 +33,9 @@ type consumeOptions struct {
 	bounds     map[int32]int64 // with --to: each partition's end, exclusive
 	progress   string
 	printed    atomic.Int64 // records printed so far, for the progress line
+	decode     bool
+	registry   registryOptions
+	decoder    *schemaDecoder // with --decode
 }
 
 const consumeLong = `Print a topic's records, one per --format line, from --from on.
@@ -95,6 +98,8 @@ func newConsumeCmd() *cobra.Command {
 	f.BoolVar(&o.follow, "follow", false, "keep waiting for new records instead of stopping at the end")
 	f.Int32SliceVarP(&o.partitions, "partition", "p", nil, "consume only these partitions (not with --group)")
 	f.DurationVar(&o.idle, "idle-timeout", 10*time.Second, "without --follow, stop if no record arrives for this long before the end is reached")
+	f.BoolVar(&o.decode, "decode", false, "print Confluent wire-format keys and values (Avro, Protobuf, JSON Schema) decoded to JSON, with their schemas from --registry")
+	f.StringVar(&o.registry.url, "registry", registryDefault(), "schema registry URL for --decode (env STRAND_SCHEMA_REGISTRY)")
 	f.StringVar(&o.progress, "progress", "auto", "a progress line and a closing summary on stderr: auto (when stderr is a terminal), always or never")
 	return cmd
 }
@@ -171,6 +176,12 @@ func (o *consumeOptions) run(ctx context.Context, stdout, stderr io.Writer, topi
 			return err
 		}
 		format.enc = enc
+	}
+	if o.decode {
+		o.registry.timeout = o.client.timeout
+		if o.decoder, err = newSchemaDecoder(&o.registry); err != nil {
+			return err
+		}
 	}
 	if o.group != "" && len(o.partitions) > 0 {
 		return usageErr("--partition and --group exclude each other: the group assigns partitions")
@@ -288,6 +299,11 @@ func (o *consumeOptions) loop(ctx context.Context, cl *kgo.Client, w *bufio.Writ
 		for _, r := range recs {
 			if end, ok := o.bounds[r.Partition]; ok && r.Offset >= end {
 				continue // past --to
+			}
+			if o.decoder != nil {
+				if err := o.decodeRecord(ctx, r); err != nil {
+					return "", err
+				}
 			}
 			buf = buf[:0]
 			if format == nil {

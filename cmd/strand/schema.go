@@ -26,12 +26,8 @@ func newSchemaCmd() *cobra.Command {
 		Short: "Register, list, show and check schemas in a schema registry",
 		Args:  cobra.NoArgs,
 	}
-	def := os.Getenv("STRAND_SCHEMA_REGISTRY")
-	if def == "" {
-		def = defaultRegistry
-	}
 	fs := cmd.PersistentFlags()
-	fs.StringVar(&o.url, "registry", def, "schema registry URL (env STRAND_SCHEMA_REGISTRY)")
+	fs.StringVar(&o.url, "registry", registryDefault(), "schema registry URL (env STRAND_SCHEMA_REGISTRY)")
 	fs.DurationVar(&o.timeout, "timeout", 15*time.Second, "give up on a request after this long")
 	fs.StringVarP(&o.output, "output", "o", "table", "table or json")
 	cmd.AddCommand(newSchemaRegisterCmd(o), newSchemaCheckCmd(o), newSchemaListCmd(o), newSchemaGetCmd(o))
@@ -41,6 +37,15 @@ func newSchemaCmd() *cobra.Command {
 // defaultRegistry is --registry's default: strand serve's
 // --schema-registry-listen default.
 const defaultRegistry = "http://127.0.0.1:8081"
+
+// registryDefault is --registry's default: $STRAND_SCHEMA_REGISTRY, else
+// defaultRegistry.
+func registryDefault() string {
+	if def := os.Getenv("STRAND_SCHEMA_REGISTRY"); def != "" {
+		return def
+	}
+	return defaultRegistry
+}
 
 // registryOptions are the flags every schema command shares.
 type registryOptions struct {

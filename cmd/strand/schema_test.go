@@ -1,9 +1,16 @@
 package main
 
 import (
+	"context"
+	"encoding/binary"
 	"encoding/json"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/hamba/avro/v2"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/sr"
 
 	"github.com/strandmq/strand/internal/testnet"
 )
@@ -70,5 +77,59 @@ func TestSchemaCLI(t *testing.T) {
 	r = runCLI(t, b.Addr(), "", "schema", "list", "--registry", "http://"+testnet.FreeAddr(t))
 	if r.code != 3 || !strings.Contains(r.stderr, "no schema registry at") {
 		t.Fatalf("no registry: %d %q", r.code, r.stderr)
+	}
+}
+
+// TestConsumeDecode: consume --decode prints Avro and Protobuf values in
+// Confluent's wire format as JSON, with schemas from the registry; values
+// without the wire format are printed as they are.
+func TestConsumeDecode(t *testing.T) {
+	t.Parallel()
+	b := startBroker(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cl, err := sr.NewClient(sr.URLs("http://" + b.SchemaRegistryAddr()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	avroSchema := `{"type":"record","name":"Order","fields":[{"name":"id","type":"long"},{"name":"item","type":"string"}]}`
+	as, err := cl.CreateSchema(ctx, "decoded-value", sr.Schema{Schema: avroSchema})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ps, err := cl.CreateSchema(ctx, "decoded-proto-value", sr.Schema{Schema: `syntax = "proto3"; message A { int64 n = 1; } message P { string s = 1; }`, Type: sr.TypeProtobuf})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var serde sr.Serde
+	sch := avro.MustParse(avroSchema)
+	serde.Register(as.ID, map[string]any{}, sr.EncodeFn(func(v any) ([]byte, error) { return avro.Marshal(sch, v) }))
+	avroValue, err := serde.Encode(map[string]any{"id": int64(7), "item": "book"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	protoValue := append(binary.BigEndian.AppendUint32([]byte{0}, uint32(ps.ID)), 0x02, 0x02, 0x0a, 0x02, 'h', 'i') // message P (index 1), s = "hi"
+	if err := b.CreateTopic("decoded", 1, nil); err != nil {
+		t.Fatal(err)
+	}
+	kc, err := kgo.NewClient(kgo.SeedBrokers(b.Addr()), kgo.DefaultProduceTopic("decoded"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer kc.Close()
+	if err := kc.ProduceSync(ctx, &kgo.Record{Value: avroValue}, &kgo.Record{Value: protoValue}, &kgo.Record{Value: []byte("plain")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	out := ok(t, b.Addr(), "", "consume", "decoded", "--decode", "--registry", "http://"+b.SchemaRegistryAddr(), "-f", "%o %s\n").stdout
+	if want := "0 {\"id\":7,\"item\":\"book\"}\n1 {\"s\":\"hi\"}\n2 plain\n"; out != want {
+		t.Fatalf("consume --decode:\n%s\nwant:\n%s", out, want)
+	}
+	bad := append(binary.BigEndian.AppendUint32([]byte{0}, uint32(as.ID)), 0x02)
+	if err := kc.ProduceSync(ctx, &kgo.Record{Value: bad}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	r := runCLI(t, b.Addr(), "", "consume", "decoded", "--decode", "--registry", "http://"+b.SchemaRegistryAddr(), "--from", "3")
+	if r.code != 1 || !strings.Contains(r.stderr, "decoded[0] offset 3: value: schema id 1 (AVRO): avro: payload ends early") {
+		t.Fatalf("undecodable value: %d %q", r.code, r.stderr)
 	}
 }
