@@ -27,6 +27,28 @@ func TestReadmeTour(t *testing.T) {
 	if len(steps) < 10 {
 		t.Fatalf("the tour has only %d commands: is the section still there?", len(steps))
 	}
+	runSectionSteps(t, steps)
+}
+
+// TestReadmeSchemas runs every command of the README's "Schemas" section:
+// register with curl, produce with kcat, a record to the DLQ with its
+// reason, a compatible evolution, a redrive.
+func TestReadmeSchemas(t *testing.T) {
+	raw, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	steps := sectionSteps(t, string(raw), "Schemas")
+	if len(steps) < 8 {
+		t.Fatalf("the Schemas section has only %d commands: is it still there?", len(steps))
+	}
+	runSectionSteps(t, steps)
+}
+
+// runSectionSteps runs README commands against a broker of the test's, in
+// order, and checks each prints what the README says after it.
+func runSectionSteps(t *testing.T, steps []tourStep) {
+	t.Helper()
 	b := startBroker(t)
 	bin := strandBin(t)
 	dir := t.TempDir()
@@ -55,16 +77,16 @@ func TestReadmeTour(t *testing.T) {
 		line := replacer.Replace(s.cmd)
 		cmd := exec.Command("bash", "-o", "pipefail", "-c", line)
 		cmd.Dir = dir
-		cmd.Env = append(os.Environ(), "STRAND_BROKERS="+b.Addr())
+		cmd.Env = append(os.Environ(), "STRAND_BROKERS="+b.Addr(), "STRAND_SCHEMA_REGISTRY=http://"+b.SchemaRegistryAddr())
 		out, err := cmd.CombinedOutput()
 		t.Logf("$ %s\n%s", s.cmd, out)
 		if err != nil {
-			t.Fatalf("tour command failed (%v): %s\n%s", err, s.cmd, out)
+			t.Fatalf("README command failed (%v): %s\n%s", err, s.cmd, out)
 		}
 		have := normalize(string(out))
 		for _, want := range s.want {
 			if !strings.Contains(have, normalize(want)) {
-				t.Errorf("tour command %s\nprinted:\n%s\nwithout the README's %q", s.cmd, out, want)
+				t.Errorf("README command %s\nprinted:\n%s\nwithout the README's %q", s.cmd, out, want)
 			}
 		}
 	}
