@@ -12,6 +12,7 @@ import (
 // groupSummary is one row of "strand group list".
 type groupSummary struct {
 	Group        string `json:"group"`
+	Type         string `json:"type"` // "classic" or "consumer" (KIP-848)
 	State        string `json:"state"`
 	ProtocolType string `json:"protocol_type"`
 }
@@ -31,7 +32,7 @@ func newGroupListCmd(o *clientOptions) *cobra.Command {
 				}
 				rows := []groupSummary{}
 				for _, g := range listed {
-					rows = append(rows, groupSummary{Group: g.Group, State: g.State, ProtocolType: g.ProtocolType})
+					rows = append(rows, groupSummary{Group: g.Group, Type: g.GroupType, State: g.State, ProtocolType: g.ProtocolType})
 				}
 				sort.Slice(rows, func(i, j int) bool { return rows[i].Group < rows[j].Group })
 				w := cmd.OutOrStdout()
@@ -39,14 +40,14 @@ func newGroupListCmd(o *clientOptions) *cobra.Command {
 					return writeJSON(w, rows)
 				}
 				tw := newTable(w)
-				fmt.Fprintln(tw, "GROUP\tSTATE\tPROTOCOL TYPE")
+				fmt.Fprintln(tw, "GROUP\tTYPE\tSTATE\tPROTOCOL TYPE")
 				for _, r := range rows {
-					fmt.Fprintf(tw, "%s\t%s\t%s\n", r.Group, r.State, r.ProtocolType)
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", r.Group, orDash(r.Type), r.State, r.ProtocolType)
 				}
 				return tw.Flush()
 			})
 		},
 	}
-	cmd.Flags().StringSliceVar(&states, "state", nil, "only groups in these states (Empty, Stable, PreparingRebalance, CompletingRebalance)")
+	cmd.Flags().StringSliceVar(&states, "state", nil, "only groups in these states (classic: Empty, Stable, PreparingRebalance, CompletingRebalance; consumer: Empty, Assigning, Reconciling, Stable)")
 	return cmd
 }

@@ -233,6 +233,11 @@ func TestGroupDescribeConsumerGroup(t *testing.T) {
 		t.Fatalf("table: %v\n%s", err, out)
 	}
 	t.Logf("strand group describe g848 --history:\n%s", out)
+	out, err = runGroupCLI(t, ctx, addr, "group", "list", "-o", "json")
+	var listed []groupSummary
+	if err != nil || json.Unmarshal([]byte(out), &listed) != nil || len(listed) != 1 || listed[0].Type != "consumer" || listed[0].State != "Stable" {
+		t.Fatalf("list: %v %+v\n%s", err, listed, out)
+	}
 	if _, err := runGroupCLI(t, ctx, addr, "group", "describe", "nope"); err == nil || !strings.Contains(err.Error(), "no group") {
 		t.Fatalf("describe of an unknown group: %v", err)
 	}
