@@ -122,17 +122,7 @@ func describe848(ctx context.Context, adm *kadm.Client, group string) (kadm.Desc
 // settled reports whether the group is Stable with n members, each holding
 // exactly its target, and every partition of the topic held once.
 func settled(d kadm.DescribedConsumerGroup, n int, topic string) bool {
-	if d.State != "Stable" || len(d.Members) != n {
-		return false
-	}
-	held := 0
-	for _, m := range d.Members {
-		if !maps.EqualFunc(m.Assignment, m.TargetAssignment, func(a, b map[int32]struct{}) bool { return maps.Equal(a, b) }) {
-			return false
-		}
-		held += len(m.Assignment[topic])
-	}
-	return held == groupPartitions
+	return settledN(d, n, topic, groupPartitions)
 }
 
 // holdings maps member id → its partitions.
@@ -402,4 +392,165 @@ func waitCommitted(t *testing.T, ctx context.Context, tr *tracker, n int64) {
 		}
 		return sum == n
 	})
+}
+
+// TestFranzGo848IncrementalRebalance is B-T4's movement figure: 10 members
+// on 120 partitions, then an 11th joins. With KIP-848's uniform assignor
+// only the partitions the newcomer takes are revoked (ideal: 10 or 11) and
+// no other member gives one up; classic eager range, in the same run,
+// revokes all 120 from everyone. Both figures are printed.
+func TestFranzGo848IncrementalRebalance(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	defer cancel()
+	b := start848(t, t.TempDir(), "")
+	defer b.Close()
+	adm := adminClient(t, b.Addr())
+	const parts = 120
+	type run struct {
+		name    string
+		opts    []kgo.Opt
+		revoked map[string]int // member → partitions revoked since the count was reset
+		mu      sync.Mutex
+	}
+	runs := []*run{
+		{name: "848-uniform", opts: []kgo.Opt{kgo.Balancers(kgo.StickyBalancer()), kgo.ServerSideBalancer()}},
+		{name: "classic-eager-range", opts: []kgo.Opt{kgo.Balancers(kgo.RangeBalancer()), kgo.SessionTimeout(6 * time.Second),
+			kgo.HeartbeatInterval(200 * time.Millisecond)}},
+	}
+	for _, r := range runs {
+		if res, err := adm.CreateTopic(ctx, parts, 1, nil, "t-"+r.name); err != nil || res.Err != nil {
+			t.Fatalf("create topic: %v %v", err, res.Err)
+		}
+		r.revoked = map[string]int{}
+	}
+	var clients []*kgo.Client
+	defer func() {
+		for _, cl := range clients {
+			cl.Close()
+		}
+	}()
+	join := func(r *run, name string) {
+		opts := append([]kgo.Opt{kgo.SeedBrokers(b.Addr()), kgo.ClientID(name), kgo.ConsumerGroup("g-" + r.name),
+			kgo.ConsumeTopics("t-" + r.name),
+			kgo.OnPartitionsRevoked(func(_ context.Context, _ *kgo.Client, ps map[string][]int32) {
+				r.mu.Lock()
+				defer r.mu.Unlock()
+				for _, l := range ps {
+					r.revoked[name] += len(l)
+				}
+			})}, r.opts...)
+		cl, err := kgo.NewClient(opts...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		clients = append(clients, cl)
+		go func() {
+			for ctx.Err() == nil && !cl.PollFetches(ctx).IsClientClosed() {
+			}
+		}()
+	}
+	// owners returns partition → member (client id) once the group is
+	// settled with n members, each holding parts/n or parts/n+1.
+	owners := func(r *run, n int) map[int32]string {
+		var out map[int32]string
+		await(t, ctx, fmt.Sprintf("%s settled with %d members", r.name, n), func() bool {
+			out = map[int32]string{}
+			if strings.HasPrefix(r.name, "848") {
+				d, err := describe848(ctx, adm, "g-"+r.name)
+				if err != nil || !settledN(d, n, "t-"+r.name, parts) {
+					return false
+				}
+				for _, m := range d.Members {
+					for p := range m.Assignment["t-"+r.name] {
+						out[p] = m.ClientID
+					}
+				}
+			} else {
+				ds, err := adm.DescribeGroups(ctx, "g-"+r.name)
+				d := ds["g-"+r.name]
+				if err != nil || d.Err != nil || d.State != "Stable" || len(d.Members) != n {
+					return false
+				}
+				for _, m := range d.Members {
+					a, ok := m.Assigned.AsConsumer()
+					if !ok {
+						return false
+					}
+					for _, tp := range a.Topics {
+						for _, p := range tp.Partitions {
+							out[p] = m.ClientID
+						}
+					}
+				}
+			}
+			return len(out) == parts
+		})
+		return out
+	}
+	for _, r := range runs {
+		for i := range 10 {
+			join(r, fmt.Sprintf("m%02d", i))
+		}
+	}
+	before := map[string]map[int32]string{}
+	for _, r := range runs {
+		before[r.name] = owners(r, 10)
+		r.mu.Lock()
+		clear(r.revoked)
+		r.mu.Unlock()
+	}
+	for _, r := range runs {
+		join(r, "m10")
+	}
+	for _, r := range runs {
+		after := owners(r, 11)
+		moved, toNewcomer := 0, 0
+		for p, was := range before[r.name] {
+			if after[p] != was {
+				moved++
+				if after[p] == "m10" {
+					toNewcomer++
+				}
+			}
+		}
+		// The members' callbacks run as they reconcile: wait for the
+		// revocations that moved partitions imply.
+		await(t, ctx, r.name+" revocations reported", func() bool {
+			r.mu.Lock()
+			defer r.mu.Unlock()
+			n := 0
+			for _, c := range r.revoked {
+				n += c
+			}
+			return n >= moved
+		})
+		r.mu.Lock()
+		revoked := 0
+		for _, c := range r.revoked {
+			revoked += c
+		}
+		r.mu.Unlock()
+		t.Logf("%s: 10 → 11 members on %d partitions: %d partitions moved (%d to the newcomer), %d revoked from members",
+			r.name, parts, moved, toNewcomer, revoked)
+		if strings.HasPrefix(r.name, "848") && (moved > 11 || moved != toNewcomer || revoked != moved) {
+			t.Fatalf("%s: moved %d (to the newcomer %d), revoked %d: want ≤ 11, all to the newcomer, none revoked needlessly", r.name, moved, toNewcomer, revoked)
+		}
+	}
+}
+
+// settledN is settled for a topic of parts partitions: n members, each
+// holding its target.
+func settledN(d kadm.DescribedConsumerGroup, n int, topic string, parts int) bool {
+	if d.State != "Stable" || len(d.Members) != n {
+		return false
+	}
+	held := 0
+	for _, m := range d.Members {
+		if !maps.EqualFunc(m.Assignment, m.TargetAssignment, func(a, b map[int32]struct{}) bool { return maps.Equal(a, b) }) {
+			return false
+		}
+		held += len(m.Assignment[topic])
+	}
+	return held == parts
 }
