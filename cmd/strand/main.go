@@ -34,7 +34,7 @@ func newRootCmd() *cobra.Command {
 	root.AddCommand(newServeCmd())
 	root.AddCommand(newBenchCmd())
 	root.AddCommand(newTopicCmd(), newProduceCmd(), newConsumeCmd(), newGroupCmd())
-	root.AddCommand(newDLQCmd(), newSchemaCmd())
+	root.AddCommand(newDLQCmd(), newSchemaCmd(), newTxnCmd())
 	root.AddCommand(newClusterCmd())
 	root.AddCommand(newACLCmd())
 	root.AddCommand(newVersionCmd())

@@ -66,6 +66,12 @@ type Config struct {
 	// ProducerIDExpiration forgets an idle producer's sequence state
 	// (producer.id.expiration.ms); default 24h.
 	ProducerIDExpiration time.Duration
+	// TransactionMaxTimeout is transaction.max.timeout.ms: the longest
+	// transaction timeout a producer may ask for; default 15 minutes.
+	TransactionMaxTimeout time.Duration
+	// TransactionSweepInterval is how often timed-out transactions are
+	// aborted (at most 10 s, Kafka's cleanup interval); tests shorten it.
+	TransactionSweepInterval time.Duration
 	// RetentionCheckInterval is how often time and size retention run
 	// (log.retention.check.interval.ms); default 30 s (Kafka's is 5 minutes;
 	// a small broker's users expect to see retention act).
@@ -147,6 +153,12 @@ func (c Config) withDefaults() Config {
 	if c.ProducerIDExpiration <= 0 {
 		c.ProducerIDExpiration = 24 * time.Hour
 	}
+	if c.TransactionMaxTimeout <= 0 {
+		c.TransactionMaxTimeout = 15 * time.Minute
+	}
+	if c.TransactionSweepInterval <= 0 {
+		c.TransactionSweepInterval = 10 * time.Second
+	}
 	if c.RetentionCheckInterval <= 0 {
 		c.RetentionCheckInterval = 30 * time.Second
 	}
@@ -196,6 +208,9 @@ type Broker struct {
 	ids         *producer.Allocator
 	coords      coordShards // group coordinators, by __consumer_offsets partition
 	coordSync   sync.Mutex  // serialises syncCoordinators
+	txns        txnShards   // transaction coordinators, by __transaction_state partition
+	txnSync     sync.Mutex  // serialises syncTxnCoordinators
+	txnCount    txnCounters
 	member      *membership // nil on a single node
 	replicas    fetchers    // a follower's fetchers, by leader (follower.go)
 	isrShrinks  atomic.Int64
@@ -333,6 +348,10 @@ func Open(cfg Config) (_ *Broker, err error) {
 		return nil, err
 	}
 	if err := b.openSchemas(); err != nil {
+		b.closePartitions()
+		return nil, err
+	}
+	if err := b.openTxnState(); err != nil {
 		b.closePartitions()
 		return nil, err
 	}
@@ -506,7 +525,9 @@ func (b *Broker) Close() error {
 	}
 	b.mu.closed = true
 	b.mu.Unlock()
-	// The coordinators first: they write to __consumer_offsets.
+	// The coordinators first: they write to __transaction_state and
+	// __consumer_offsets (transaction markers reach the group coordinators).
+	b.stopTxnCoordinators()
 	b.coordSync.Lock()
 	for k, sh := range b.coords.all() {
 		b.coords.set(k, nil)

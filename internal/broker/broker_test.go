@@ -229,9 +229,9 @@ func TestAppendChecksAndLiveConfig(t *testing.T) {
 		t.Fatalf("acks=1 ignores min.insync.replicas: %v", err)
 	}
 	txn := record.DefaultBatchOptions()
-	txn.ProducerID, txn.ProducerEpoch, txn.BaseSequence, txn.Transactional = 1, 0, 0, true
-	if _, err := p.Append(ctx, encode(t, 1, txn), AcksLeader); !errors.Is(err, ErrTransactionsUnsupported) {
-		t.Fatalf("transactional batch: %v", err)
+	txn.ProducerID, txn.ProducerEpoch, txn.BaseSequence, txn.Transactional = 1, 0, -1, true
+	if _, err := p.Append(ctx, encode(t, 1, txn), AcksLeader); !errors.Is(err, ErrInvalidRecord) {
+		t.Fatalf("transactional batch without a sequence: %v", err)
 	}
 }
 

@@ -103,7 +103,11 @@ func (b *Broker) CleanLogs() {
 			if !cfg.Compacted() {
 				continue
 			}
-			if _, err := cl.Clean(p.log, cfg.compactPolicy()); err != nil && !p.isClosed() {
+			pol := cfg.compactPolicy()
+			if pol.Stable, pol.Aborted = p.cleanerTxnBounds(); pol.Stable == 0 {
+				continue // an undecided transaction at the log start: nothing is stable
+			}
+			if _, err := cl.Clean(p.log, pol); err != nil && !p.isClosed() {
 				b.logger.Warn("broker: compaction failed", "topic", t.Name, "partition", p.id, "err", err)
 			}
 		}

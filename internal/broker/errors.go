@@ -41,9 +41,6 @@ var (
 	// ErrNotEnoughReplicas: acks=all and the ISR is smaller than
 	// min.insync.replicas.
 	ErrNotEnoughReplicas = errors.New("broker: not enough in-sync replicas")
-	// ErrTransactionsUnsupported: a transactional batch or transactional id;
-	// Strand does not implement transactions yet.
-	ErrTransactionsUnsupported = errors.New("broker: transactions are not supported")
 	// ErrOffsetOutOfRange: an offset outside [log start, log end].
 	ErrOffsetOutOfRange = errors.New("broker: offset out of range")
 	// ErrPolicyViolation: the request is well formed but Strand refuses it

@@ -521,7 +521,7 @@ func (p *Partition) appendFromLeader(epoch record.Epoch, batches []byte, leaderH
 		if herr != nil || h.BaseOffset >= p.log.LogEndOffset() {
 			break
 		}
-		p.mu.producers.Observe(h)
+		p.observeLocked(p.mu.producers, h, rest[:h.Size()])
 		rest = rest[h.Size():]
 	}
 	if rolled := p.log.ActiveBase(); rolled != p.mu.rolledAt {

@@ -399,7 +399,7 @@ func (q *quarantine) writeLocked(src *Partition, base record.Offset) error {
 	if err != nil {
 		return fmt.Errorf("broker: quarantine from %s-%d: %w", src.topic, src.id, err)
 	}
-	_, pending, err := q.dlq.appendLocked(batch, h, q.dlq.config.Load(), nil)
+	_, pending, err := q.dlq.appendLocked(batch, h, q.dlq.config.Load(), nil, false)
 	if err == nil {
 		err = pending.Wait()
 	}

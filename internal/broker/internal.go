@@ -22,6 +22,8 @@ func internalTopicSpec(name string) (TopicSpec, bool) {
 		return offsetsTopicSpec(1), true // the partition count is not a config
 	case SchemasTopic:
 		return schemasTopicSpec(), true
+	case TransactionStateTopic:
+		return txnStateTopicSpec(1), true
 	}
 	return TopicSpec{}, false
 }

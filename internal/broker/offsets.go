@@ -39,7 +39,9 @@ const offsetsTopicMaxBatch = 64 << 20
 // IsInternalTopic reports whether a topic is one of the broker's own
 // (listed with IsInternal in Metadata; it cannot be deleted, and clients
 // cannot produce to it).
-func IsInternalTopic(name string) bool { return name == ConsumerOffsetsTopic || name == SchemasTopic }
+func IsInternalTopic(name string) bool {
+	return name == ConsumerOffsetsTopic || name == TransactionStateTopic || name == SchemasTopic
+}
 
 // offsetsTopicSpec is __consumer_offsets with n partitions.
 func offsetsTopicSpec(n int32) TopicSpec {
@@ -237,6 +239,7 @@ func (c *coordShards) loaded() []*group.Coordinator {
 // coordinator replays its partition in the background; its groups answer
 // COORDINATOR_LOAD_IN_PROGRESS meanwhile.
 func (b *Broker) syncCoordinators() {
+	defer b.syncTxnCoordinators()
 	b.coordSync.Lock()
 	defer b.coordSync.Unlock()
 	if b.isClosed() { // Close has unloaded every coordinator: load none
@@ -295,6 +298,20 @@ type offsetStore struct{ p *Partition }
 // Append writes recs as one uncompressed v2 batch with acks=all and returns
 // once it is appended. A nil Value is written as a null value (a tombstone).
 func (s *offsetStore) Append(ctx context.Context, recs []group.StoreRecord) error {
+	return s.append(ctx, recs, record.DefaultBatchOptions())
+}
+
+// AppendTxn is Append as records of producer (pid, epoch)'s transaction
+// (TxnOffsetCommit): a transactional batch without a sequence, as a
+// coordinator writes it; the marker that ends the transaction decides
+// whether it counts.
+func (s *offsetStore) AppendTxn(ctx context.Context, pid int64, epoch int16, recs []group.StoreRecord) error {
+	opts := record.DefaultBatchOptions()
+	opts.ProducerID, opts.ProducerEpoch, opts.Transactional = pid, epoch, true
+	return s.append(ctx, recs, opts)
+}
+
+func (s *offsetStore) append(ctx context.Context, recs []group.StoreRecord, opts record.BatchOptions) error {
 	if len(recs) == 0 {
 		return nil
 	}
@@ -303,12 +320,12 @@ func (s *offsetStore) Append(ctx context.Context, recs []group.StoreRecord) erro
 	for i, r := range recs {
 		rs[i] = record.Record{Offset: record.Offset(i), Timestamp: now, Key: r.Key, Value: r.Value}
 	}
-	batch, err := record.Encode(0, rs, record.DefaultBatchOptions())
+	batch, err := record.Encode(0, rs, opts)
 	if err != nil {
-		return fmt.Errorf("broker: encode %s batch: %w", ConsumerOffsetsTopic, err)
+		return fmt.Errorf("broker: encode %s batch: %w", s.p.topic, err)
 	}
 	if _, err := s.p.Append(ctx, batch, AcksAll); err != nil {
-		return fmt.Errorf("broker: append to %s: %w", ConsumerOffsetsTopic, err)
+		return fmt.Errorf("broker: append to %s: %w", s.p.topic, err)
 	}
 	return nil
 }
@@ -317,7 +334,8 @@ func (s *offsetStore) Append(ctx context.Context, recs []group.StoreRecord) erro
 const replayChunk = 4 << 20
 
 // Replay calls fn for every record from the log start to the high
-// watermark, in offset order.
+// watermark, in offset order. Records of transactions carry their
+// producer, and each marker is passed as a record of its own.
 func (s *offsetStore) Replay(fn func(group.StoreRecord) error) error {
 	for off := s.p.LogStartOffset(); off < s.p.HighWatermark(); {
 		res, err := s.p.Read(off, replayChunk)
@@ -332,25 +350,35 @@ func (s *offsetStore) Replay(fn func(group.StoreRecord) error) error {
 			h := sc.Header()
 			next := h.NextOffset()
 			if h.IsControl() {
+				if m, err := record.DecodeMarker(sc.Batch()); err == nil && h.BaseOffset >= off {
+					tag := &group.TxnTag{ProducerID: h.ProducerID, Epoch: h.ProducerEpoch, Marker: true, Commit: m.Commit}
+					if err := fn(group.StoreRecord{Txn: tag}); err != nil {
+						return err
+					}
+				}
 				off = max(off, next)
 				continue
 			}
 			batch, err := record.Decode(sc.Batch())
 			if err != nil {
-				return fmt.Errorf("broker: %s at %d: %w", ConsumerOffsetsTopic, h.BaseOffset, err)
+				return fmt.Errorf("broker: %s at %d: %w", s.p.topic, h.BaseOffset, err)
+			}
+			var tag *group.TxnTag
+			if h.IsTransactional() {
+				tag = &group.TxnTag{ProducerID: h.ProducerID, Epoch: h.ProducerEpoch}
 			}
 			for _, r := range batch.Records {
 				if r.Offset < off {
 					continue
 				}
-				if err := fn(group.StoreRecord{Key: r.Key, Value: r.Value}); err != nil {
+				if err := fn(group.StoreRecord{Key: r.Key, Value: r.Value, Txn: tag}); err != nil {
 					return err
 				}
 			}
 			off = max(off, next)
 		}
 		if err := sc.Err(); err != nil {
-			return fmt.Errorf("broker: %s: %w", ConsumerOffsetsTopic, err)
+			return fmt.Errorf("broker: %s: %w", s.p.topic, err)
 		}
 	}
 	return nil

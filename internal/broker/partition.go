@@ -55,6 +55,9 @@ type Partition struct {
 
 	// config is the topic's current config (AlterConfigs replaces it).
 	config atomic.Pointer[TopicConfig]
+	// txnActive is set while a transaction may bound the last stable
+	// offset, so that reads without one need not take the lock.
+	txnActive atomic.Bool
 
 	mu struct {
 		sync.Mutex
@@ -101,6 +104,7 @@ func (b *Broker) openPartition(topic string, tid TopicID, id PartitionID, tc Top
 		return nil, fmt.Errorf("broker: recover producer state of %s: %w", name, err)
 	}
 	p.mu.rolledAt = l.ActiveBase()
+	p.txnActive.Store(p.mu.producers.Unstable())
 	return p, nil
 }
 
@@ -156,8 +160,8 @@ func (p *Partition) Topic() string { return p.topic }
 // ID returns the partition's index.
 func (p *Partition) ID() PartitionID { return p.id }
 
-// HighWatermark returns the high watermark (the last stable offset too:
-// Strand has no transactions).
+// HighWatermark returns the high watermark (LastStableOffset is the
+// read_committed limit).
 func (p *Partition) HighWatermark() record.Offset { return p.log.HighWatermark() }
 
 // LogStartOffset returns the first offset still in the log.
@@ -226,6 +230,19 @@ func (p *Partition) Append(ctx context.Context, batch []byte, acks Acks) (Append
 // acks asks before it may be acknowledged. A produce request's timeout
 // bounds only the wait; the batch is in the log either way.
 func (p *Partition) AppendAsync(batch []byte, acks Acks) (AppendResult, Commit, error) {
+	return p.appendAsync(batch, acks, false)
+}
+
+// AppendVerifiedAsync is AppendAsync for a transactional batch whose
+// partition the transaction coordinator has just confirmed (or added) in
+// the producer's ongoing transaction: it may open the transaction here.
+// Without that confirmation, a transactional batch is appended only into
+// a transaction already open here at its epoch.
+func (p *Partition) AppendVerifiedAsync(batch []byte, acks Acks) (AppendResult, Commit, error) {
+	return p.appendAsync(batch, acks, true)
+}
+
+func (p *Partition) appendAsync(batch []byte, acks Acks, verified bool) (AppendResult, Commit, error) {
 	if err := p.notLeader(); err != nil {
 		return AppendResult{}, Commit{}, err
 	}
@@ -250,7 +267,7 @@ func (p *Partition) AppendAsync(batch []byte, acks Acks) (AppendResult, Commit, 
 		}
 	}
 	state := p.state()
-	res, pending, err := p.appendLocked(batch, h, cfg, q)
+	res, pending, err := p.appendLocked(batch, h, cfg, q, verified)
 	if err != nil {
 		return res, Commit{}, err
 	}
@@ -411,8 +428,6 @@ func checkBatch(batch []byte, cfg *TopicConfig) (record.Header, error) {
 		return h, fmt.Errorf("%w: %d records with last offset delta %d", ErrInvalidRecord, h.NumRecords, h.LastOffsetDelta)
 	case h.IsControl():
 		return h, fmt.Errorf("%w: producers may not write control batches", ErrInvalidRecord)
-	case h.IsTransactional():
-		return h, ErrTransactionsUnsupported
 	}
 	return h, nil
 }
@@ -439,7 +454,7 @@ func requireKeys(batch []byte) error {
 // validated topic, holds the batch's invalid records: they are written to
 // the DLQ after the idempotence check and before the batch (see ingest.go).
 // The batch may not be durable yet when it returns: pending.Wait says when.
-func (p *Partition) appendLocked(batch []byte, h record.Header, cfg *TopicConfig, q *quarantine) (AppendResult, partlog.Pending, error) {
+func (p *Partition) appendLocked(batch []byte, h record.Header, cfg *TopicConfig, q *quarantine, verified bool) (AppendResult, partlog.Pending, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.mu.closed {
@@ -456,6 +471,9 @@ func (p *Partition) appendLocked(batch []byte, h record.Header, cfg *TopicConfig
 			return AppendResult{BaseOffset: cached.BaseOffset, LogAppendTime: -1, LogStartOffset: p.log.LogStartOffset(),
 				Duplicate: true, last: cached.LastOffset}, partlog.Pending{}, nil
 		}
+	}
+	if err := p.checkTxnLocked(h, verified); err != nil {
+		return AppendResult{}, partlog.Pending{}, err
 	}
 	if q != nil {
 		if err := q.writeLocked(p, p.log.LogEndOffset()); err != nil {
@@ -488,6 +506,10 @@ func (p *Partition) appendLocked(batch []byte, h record.Header, cfg *TopicConfig
 			BaseOffset: base, LastOffset: base + record.Offset(h.LastOffsetDelta), Timestamp: maxTS,
 		})
 	}
+	if h.IsTransactional() {
+		p.mu.producers.BeginTxn(pid, base)
+		p.txnActive.Store(true)
+	}
 	if rolled := p.log.ActiveBase(); rolled != p.mu.rolledAt {
 		p.mu.rolledAt = rolled
 		p.snapshotAtRollLocked()
@@ -505,6 +527,8 @@ type ReadResult struct {
 	Batches        []byte
 	HighWatermark  record.Offset
 	LogStartOffset record.Offset
+	// LastStable is the last stable offset (read_committed reads only).
+	LastStable record.Offset
 }
 
 // Read returns whole batches starting with the one containing from, at most
@@ -523,19 +547,23 @@ func (p *Partition) ReadInto(buf []byte, from record.Offset, maxBytes int) (Read
 	}
 	b, err := p.log.ReadInto(buf, from, maxBytes, p.log.HighWatermark())
 	res := ReadResult{Batches: b, HighWatermark: p.log.HighWatermark(), LogStartOffset: p.log.LogStartOffset()}
-	if errors.Is(err, partlog.ErrDamaged) {
-		return res, fmt.Errorf("%w: %s-%d is offline: %w", ErrStorage, p.topic, p.id, err)
-	}
-	if errors.Is(err, partlog.ErrOffsetOutOfRange) {
-		return res, fmt.Errorf("%w: %s-%d: %w", ErrOffsetOutOfRange, p.topic, p.id, err)
-	}
 	if err != nil {
-		if p.isClosed() {
-			return res, fmt.Errorf("%w: %s-%d was deleted", ErrUnknownTopicOrPartition, p.topic, p.id)
-		}
-		return res, fmt.Errorf("broker: read %s-%d at %d: %w", p.topic, p.id, from, err)
+		return res, p.readError(from, err)
 	}
 	return res, nil
+}
+
+// readError wraps a log read's failure.
+func (p *Partition) readError(from record.Offset, err error) error {
+	switch {
+	case errors.Is(err, partlog.ErrDamaged):
+		return fmt.Errorf("%w: %s-%d is offline: %w", ErrStorage, p.topic, p.id, err)
+	case errors.Is(err, partlog.ErrOffsetOutOfRange):
+		return fmt.Errorf("%w: %s-%d: %w", ErrOffsetOutOfRange, p.topic, p.id, err)
+	case p.isClosed():
+		return fmt.Errorf("%w: %s-%d was deleted", ErrUnknownTopicOrPartition, p.topic, p.id)
+	}
+	return fmt.Errorf("broker: read %s-%d at %d: %w", p.topic, p.id, from, err)
 }
 
 // ListOffset answers ListOffsets for one timestamp or sentinel
@@ -695,5 +723,6 @@ func (p *Partition) rebuildProducersLocked() error {
 	}
 	p.mu.producers = s
 	p.mu.rolledAt = p.log.ActiveBase()
+	p.txnActive.Store(s.Unstable())
 	return nil
 }

@@ -104,6 +104,7 @@ func rollSnapshots(fs vfs.FS, dir string, topic TopicID, p PartitionID) []rollSn
 func (p *Partition) snapshotAtRollLocked() {
 	fs, dir := p.b.fs, filepath.Join(p.b.cfg.Dir, producerStateDir)
 	at := p.log.LogEndOffset()
+	p.mu.producers.DropAbortedBefore(p.log.LogStartOffset())
 	if err := producer.SaveSnapshot(fs, dir, rollSnapshotName(p.topicID, p.id, at), at, p.mu.producers); err != nil {
 		p.b.logger.Warn("broker: producer snapshot at segment roll", "topic", p.topic, "partition", p.id, "err", err)
 		return
@@ -172,8 +173,8 @@ func (p *Partition) rebuildProducers(end record.Offset) (*producer.State, error)
 		s = producer.NewState()
 	}
 	read := 0
-	err = p.log.ScanHeaders(from, func(h record.Header) error {
-		s.Observe(h)
+	err = p.log.ScanHeadersControl(from, func(h record.Header, control []byte) error {
+		p.observeLocked(s, h, control)
 		read++
 		return nil
 	})

@@ -40,6 +40,20 @@ type Policy struct {
 	// segments are merged while their total fits (segment.bytes); zero:
 	// partlog's default.
 	SegmentBytes int64
+	// Stable, when positive, is the log's last stable offset: a segment
+	// reaching past it is not cleaned, since a transaction in it may still
+	// abort (Kafka cleans only below the LSO). Zero: no bound.
+	Stable record.Offset
+	// Aborted lists the log's aborted transactions: their records never
+	// supersede another and are removed.
+	Aborted []AbortedTxn
+}
+
+// AbortedTxn is an aborted transaction of the log: producer ProducerID's
+// batches from First to the abort marker at Last.
+type AbortedTxn struct {
+	ProducerID  int64
+	First, Last record.Offset
 }
 
 // DefaultPolicy returns Kafka's defaults.
@@ -79,7 +93,7 @@ type Stats struct {
 	// BytesRead and BytesWritten count segment bytes.
 	BytesRead, BytesWritten int64
 	// Records read, kept, and dropped for each reason.
-	RecordsRead, RecordsKept, Superseded, TombstonesDropped, KeylessDropped int64
+	RecordsRead, RecordsKept, Superseded, TombstonesDropped, KeylessDropped, AbortedDropped int64
 	// Dirty is the checkpoint left: the first offset not yet cleaned.
 	Dirty record.Offset
 	// MapFull is set when the offset map could not hold the whole dirty
@@ -115,6 +129,7 @@ func (c *Cleaner) Clean(l Log, p Policy) (Stats, error) {
 		horizon: nowMs + p.DeleteRetention.Milliseconds(),
 		keys:    make(map[string]int),
 		last:    make(map[int64]record.Offset),
+		aborted: p.Aborted,
 		stats:   &st,
 	}
 	mapBytes := c.MapBytes
@@ -170,8 +185,8 @@ func makePlan(sealed []partlog.SegmentInfo, ck checkpoint, p Policy, now int64) 
 			n = i + 1
 			continue
 		}
-		if s.MaxTimestamp > lagCut {
-			break // too young, and so is everything after it
+		if s.MaxTimestamp > lagCut || p.Stable > 0 && s.Next > p.Stable {
+			break // too young (or undecided), and so is everything after it
 		}
 		if firstDirty < 0 {
 			firstDirty = i

@@ -62,8 +62,10 @@
 // whole key (exact, where Kafka's fixed array of 16-byte key hashes can
 // collide), with its memory estimated per key against the bound, and it may
 // pass the bound by the keys of the first dirty segment (Kafka refuses to
-// clean a segment whose keys alone do not fit); transactions' aborted records and markers
-// are not removed (Strand has no transactions yet); max.compaction.lag.ms is
+// clean a segment whose keys alone do not fit); records of aborted
+// transactions are removed and never supersede a key (as Kafka), and the
+// range ends at the last stable offset, but markers are kept for good
+// (Kafka drops them after delete.retention.ms); max.compaction.lag.ms is
 // measured from a dirty segment's newest record, not its oldest (a clean may
 // come up to one segment.ms later than Kafka's).
 //

@@ -22,6 +22,8 @@ type rewriter struct {
 
 	mapBytes int64 // estimated memory of keys and latest
 
+	aborted []AbortedTxn // the log's aborted transactions
+
 	pending int64 // earliest delete horizon of a kept tombstone; 0: none
 	buf     []byte
 	stats   *Stats
@@ -49,7 +51,7 @@ func (w *rewriter) buildMap(l Log, pl plan, mapBytes int64) (plan, error) {
 				u.producer(w, h.ProducerID)
 				w.last[h.ProducerID] = h.BaseOffset
 			}
-			if !dirty || h.IsControl() {
+			if !dirty || h.IsControl() || w.isAborted(h) {
 				return nil
 			}
 			batch, err := record.Decode(b)
@@ -181,10 +183,14 @@ func (w *rewriter) filter(b []byte) (out []byte, keep bool, err error) {
 	horizon := h.DeleteHorizon()
 	kept := batch.Records[:0]
 	tombstones := false
+	aborted := w.isAborted(h)
 	for i := range batch.Records {
 		r := batch.Records[i]
 		w.stats.RecordsRead++
 		switch {
+		case aborted:
+			w.stats.AbortedDropped++
+			continue
 		case r.Key == nil:
 			w.stats.KeylessDropped++
 			continue
@@ -229,4 +235,17 @@ func (w *rewriter) filter(b []byte) (out []byte, keep bool, err error) {
 func (w *rewriter) superseded(r *record.Record) bool {
 	k, ok := w.keys[string(r.Key)]
 	return ok && w.latest[k] > r.Offset
+}
+
+// isAborted reports whether h is a batch of an aborted transaction.
+func (w *rewriter) isAborted(h record.Header) bool {
+	if !h.IsTransactional() || h.IsControl() {
+		return false
+	}
+	for _, a := range w.aborted {
+		if a.ProducerID == h.ProducerID && a.First <= h.BaseOffset && h.BaseOffset <= a.Last {
+			return true
+		}
+	}
+	return false
 }

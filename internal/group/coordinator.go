@@ -134,6 +134,10 @@ func (c *Coordinator) replay() error {
 	skipped := 0
 	consumers := consumerReplayer{}
 	err := c.cfg.Store.Replay(func(r StoreRecord) error {
+		if r.Txn != nil && r.Txn.Marker {
+			c.replayTxn(r, decodedRecord{})
+			return nil
+		}
 		if isConsumerKey(r.Key) {
 			cr, err := consumer.Decode(r.Key, r.Value)
 			if err != nil {
@@ -150,6 +154,9 @@ func (c *Coordinator) replay() error {
 			// every other group from loading: skip it, loudly.
 			skipped++
 			c.cfg.Logger.Error("group: skipping an unreadable __consumer_offsets record", "err", err, "key", fmt.Sprintf("%x", r.Key))
+			return nil
+		}
+		if c.replayTxn(r, d) {
 			return nil
 		}
 		g := c.mu.groups[d.group]
@@ -504,6 +511,12 @@ func (c *Coordinator) FetchOffsets(ctx context.Context, groupID string, partitio
 // consumer-protocol group the member must exist (UNKNOWN_MEMBER_ID) at that
 // epoch (STALE_MEMBER_EPOCH). Classic groups ignore both, as Kafka does.
 func (c *Coordinator) FetchMemberOffsets(ctx context.Context, groupID string, memberID *string, epoch int32, partitions []TopicPartition) (map[TopicPartition]OffsetAndMetadata, Code) {
+	return c.fetchOffsets(ctx, groupID, memberID, epoch, partitions, nil)
+}
+
+// fetchOffsets is FetchMemberOffsets, running also (if set) on the
+// group's actor in the same step.
+func (c *Coordinator) fetchOffsets(ctx context.Context, groupID string, memberID *string, epoch int32, partitions []TopicPartition, also func(*group)) (map[TopicPartition]OffsetAndMetadata, Code) {
 	if groupID == "" {
 		return nil, CodeInvalidGroupID
 	}
@@ -514,6 +527,9 @@ func (c *Coordinator) FetchMemberOffsets(ctx context.Context, groupID string, me
 			if code = g.consumerFetchCheck(memberID, epoch); code != CodeNone {
 				return
 			}
+		}
+		if also != nil {
+			also(g)
 		}
 		if partitions == nil {
 			for tp, o := range g.offsets {

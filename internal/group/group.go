@@ -34,7 +34,10 @@ type group struct {
 	pending      map[string]Timer  // KIP-394 member ids handed out, not yet joined
 	static       map[string]string // group.instance.id → member id
 	offsets      map[TopicPartition]OffsetAndMetadata
-	nextSeq      uint64
+	// txnOffsets are offsets committed in open transactions, by
+	// producer id (txnoffsets.go).
+	txnOffsets map[int64]map[TopicPartition]OffsetAndMetadata
+	nextSeq    uint64
 
 	// The join phase (PreparingRebalance) and the sync phase
 	// (CompletingRebalance) each have one deadline timer. phaseSeq grows
@@ -131,7 +134,7 @@ func (g *group) run() {
 // join that failed validation) is dropped rather than listed forever.
 func (g *group) disposable() bool {
 	return g.state == StateEmpty && g.generation == 0 && len(g.members) == 0 &&
-		len(g.pending) == 0 && len(g.offsets) == 0 && g.cg == nil
+		len(g.pending) == 0 && len(g.offsets) == 0 && len(g.txnOffsets) == 0 && g.cg == nil
 }
 
 // post hands fn to the actor from a timer; it gives up if the actor exited.

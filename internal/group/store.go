@@ -41,7 +41,12 @@ type Store interface {
 }
 
 // StoreRecord is one __consumer_offsets record. A nil Value is a tombstone.
-type StoreRecord struct{ Key, Value []byte }
+// Txn is set on a replayed record of a transaction, or a marker (then Key
+// and Value are unset).
+type StoreRecord struct {
+	Key, Value []byte
+	Txn        *TxnTag
+}
 
 // ErrCorruptRecord is returned (wrapped) by New when a replayed record cannot
 // be decoded.

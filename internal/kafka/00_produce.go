@@ -60,9 +60,19 @@ import (
 //     INVALID_TOPIC_EXCEPTION, as Kafka; only the group coordinator writes
 //     there.
 //
+//   - Transactional batches (KIP-98): a batch for a partition its
+//     transaction has not yet touched is checked with the coordinator first
+//     (KIP-890 part 1); v12+ adds the partition to the transaction
+//     implicitly (TV2). A partition outside the transaction answers
+//     INVALID_TXN_STATE; a fenced epoch INVALID_PRODUCER_EPOCH; a
+//     non-transactional batch from a producer inside a transaction
+//     INVALID_TXN_STATE.
+//
 // Deviations:
-//   - Transactions are not implemented: a request with a transactional id,
-//     or a transactional batch, gets TRANSACTIONAL_ID_AUTHORIZATION_FAILED.
+//   - In a cluster, a transactional batch whose coordinator runs on another
+//     node is not verified with it (Kafka sends AddPartitionsToTxn v4
+//     VerifyOnly between brokers): the partition trusts the producer's
+//     explicit add.
 
 func (s *Server) handleProduce(ctx context.Context, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.ProduceRequest)
@@ -72,8 +82,6 @@ func (s *Server) handleProduce(ctx context.Context, kreq kmsg.Request) (kmsg.Res
 	switch {
 	case acks != broker.AcksNone && acks != broker.AcksLeader && acks != broker.AcksAll:
 		reqErr = fmt.Errorf("%w: acks must be -1, 0 or 1, got %d", kerr.InvalidRequiredAcks, acks)
-	case req.TransactionID != nil:
-		reqErr = fmt.Errorf("%w: %w", kerr.TransactionalIDAuthorizationFailed, broker.ErrTransactionsUnsupported)
 	}
 	// First resolve every partition, then append: in parallel when the
 	// request names each partition once (appends to different partitions
@@ -123,6 +131,14 @@ func (s *Server) handleProduce(ctx context.Context, kreq kmsg.Request) (kmsg.Res
 	if acks == broker.AcksAll && req.TimeoutMillis > 0 {
 		timeout = time.Duration(req.TimeoutMillis) * time.Millisecond
 	}
+	if req.TransactionID != nil {
+		jobs = s.checkTxnProduce(ctx, req.Version, *req.TransactionID, jobs, func(sp *kmsg.ProduceResponseTopicPartition, err error) {
+			if errs == nil {
+				errs = make(map[*kmsg.ProduceResponseTopicPartition]error)
+			}
+			errs[sp] = err
+		})
+	}
 	runProduceJobs(ctx, jobs, acks, timeout)
 	failed := false
 	for _, j := range jobs {
@@ -165,10 +181,17 @@ type produceJob struct {
 	records []byte
 	resp    *kmsg.ProduceResponseTopicPartition
 	err     error
+	// verified: the transaction coordinator confirmed this transactional
+	// batch's partition is in its producer's transaction.
+	verified bool
 }
 
 func (j *produceJob) run(ctx context.Context, acks broker.Acks, timeout time.Duration) {
-	res, commit, err := j.p.AppendAsync(j.records, acks)
+	appendAsync := j.p.AppendAsync
+	if j.verified {
+		appendAsync = j.p.AppendVerifiedAsync
+	}
+	res, commit, err := appendAsync(j.records, acks)
 	if err == nil {
 		// A timer only for a wait that blocks: most commits are done by
 		// the time the append returns.

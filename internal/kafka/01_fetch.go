@@ -9,6 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strandmq/strand/internal/broker"
+	"github.com/strandmq/strand/internal/producer"
 	"github.com/strandmq/strand/internal/record"
 )
 
@@ -25,7 +26,9 @@ import (
 //     available, the request waits until enough arrives (woken by the
 //     partitions' high watermark advancing), MaxWaitMillis pass, or the
 //     connection closes. Errors answer at once.
-//   - HighWatermark, LastStableOffset (= high watermark: no transactions)
+//   - HighWatermark, LastStableOffset (first offset of the oldest undecided
+//     transaction, else the high watermark); read_committed (isolation 1)
+//     reads stop at it and carry the aborted transactions they overlap
 //     and LogStartOffset are reported for every partition.
 //   - OFFSET_OUT_OF_RANGE for an offset below the log start or above the
 //     log end; UNKNOWN_TOPIC_OR_PARTITION (v13+: UNKNOWN_TOPIC_ID) for
@@ -152,7 +155,7 @@ func (s *Server) fetchOnce(req *kmsg.FetchRequest, fol *broker.FollowerFetch, wa
 						p.NotifyHighWatermark(wake)
 						waited = append(waited, p)
 					}
-					total += s.fetchPartition(resp, p, rp, budget-total, total == 0, &sp)
+					total += s.fetchPartition(resp, p, rp, req.IsolationLevel == 1, budget-total, total == 0, &sp)
 				}
 			}
 			hasErr = hasErr || sp.ErrorCode != 0 || sp.DivergingEpoch.EndOffset >= 0 // a follower truncates at once
@@ -227,7 +230,7 @@ func (s *Server) fetchTopic(version int16, rt kmsg.FetchRequestTopic) (*broker.T
 // fetchPartition fills sp for one partition and returns the bytes added.
 // remaining is what is left of the response budget; first says no data has
 // been added yet, so one batch may exceed the limits.
-func (s *Server) fetchPartition(resp *fetchResponse, p *broker.Partition, rp kmsg.FetchRequestTopicPartition, remaining int, first bool, sp *kmsg.FetchResponseTopicPartition) int {
+func (s *Server) fetchPartition(resp *fetchResponse, p *broker.Partition, rp kmsg.FetchRequestTopicPartition, committed bool, remaining int, first bool, sp *kmsg.FetchResponseTopicPartition) int {
 	sp.HighWatermark = int64(p.HighWatermark())
 	sp.LastStableOffset = sp.HighWatermark
 	sp.LogStartOffset = int64(p.LogStartOffset())
@@ -243,10 +246,19 @@ func (s *Server) fetchPartition(resp *fetchResponse, p *broker.Partition, rp kms
 		limit = 1 // KIP-74: at least one batch for the first partition with data
 	}
 	buf := getReadBuf(limit)
-	res, err := p.ReadInto(buf, record.Offset(rp.FetchOffset), limit)
+	var res broker.ReadResult
+	var err error
+	if committed {
+		var aborted []producer.AbortedTxn
+		res, aborted, err = p.ReadCommittedInto(buf, record.Offset(rp.FetchOffset), limit)
+		sp.AbortedTransactions = abortedTransactions(aborted)
+	} else {
+		res, err = p.ReadInto(buf, record.Offset(rp.FetchOffset), limit)
+		res.LastStable = p.LastStableOffset()
+	}
 	resp.keep(buf, res.Batches)
 	sp.HighWatermark = int64(res.HighWatermark)
-	sp.LastStableOffset = sp.HighWatermark
+	sp.LastStableOffset = int64(min(res.LastStable, res.HighWatermark))
 	sp.LogStartOffset = int64(res.LogStartOffset)
 	if err != nil {
 		sp.ErrorCode = errorCode(err)
@@ -310,4 +322,18 @@ func putReadBuf(b []byte) {
 		b = b[:0]
 		readBufs.Put(&b)
 	}
+}
+
+// abortedTransactions is Fetch's AbortedTransactions list (nil, not
+// empty, when there are none: the field is nullable).
+func abortedTransactions(aborted []producer.AbortedTxn) []kmsg.FetchResponseTopicPartitionAbortedTransaction {
+	if len(aborted) == 0 {
+		return nil
+	}
+	out := make([]kmsg.FetchResponseTopicPartitionAbortedTransaction, len(aborted))
+	for i, a := range aborted {
+		out[i] = kmsg.NewFetchResponseTopicPartitionAbortedTransaction()
+		out[i].ProducerID, out[i].FirstOffset = int64(a.ProducerID), int64(a.FirstOffset)
+	}
+	return out
 }

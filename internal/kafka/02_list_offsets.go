@@ -22,7 +22,7 @@ import (
 //   - v0 answers in OldStyleOffsets (one offset at most, whatever
 //     MaxNumOffsets asks: Strand has no notion of segment boundaries to list).
 //   - v4+: LeaderEpoch; CurrentLeaderEpoch is checked (KIP-320).
-//   - READ_COMMITTED is the same as READ_UNCOMMITTED: no transactions.
+//   - READ_COMMITTED (v2+): "latest" is the last stable offset.
 //   - Unknown topics are not auto-created: UNKNOWN_TOPIC_OR_PARTITION.
 
 func (s *Server) handleListOffsets(_ context.Context, kreq kmsg.Request) (kmsg.Response, error) {
@@ -38,7 +38,7 @@ func (s *Server) handleListOffsets(_ context.Context, kreq kmsg.Request) (kmsg.R
 			if terr != nil {
 				sp.ErrorCode = errorCode(terr)
 			} else {
-				s.listOffset(req.Version, t, rp, &sp)
+				s.listOffset(req.Version, req.IsolationLevel == 1, t, rp, &sp)
 			}
 			st.Partitions = append(st.Partitions, sp)
 		}
@@ -47,7 +47,7 @@ func (s *Server) handleListOffsets(_ context.Context, kreq kmsg.Request) (kmsg.R
 	return resp, nil
 }
 
-func (s *Server) listOffset(version int16, t *broker.Topic, rp kmsg.ListOffsetsRequestTopicPartition, sp *kmsg.ListOffsetsResponseTopicPartition) {
+func (s *Server) listOffset(version int16, committed bool, t *broker.Topic, rp kmsg.ListOffsetsRequestTopicPartition, sp *kmsg.ListOffsetsResponseTopicPartition) {
 	p, err := t.Partition(broker.PartitionID(rp.Partition))
 	if err != nil {
 		sp.ErrorCode = errorCode(err)
@@ -58,6 +58,9 @@ func (s *Server) listOffset(version int16, t *broker.Topic, rp kmsg.ListOffsetsR
 		return
 	}
 	off, ts, err := p.ListOffset(rp.Timestamp)
+	if err == nil && committed && rp.Timestamp == broker.TimestampLatest {
+		off = min(off, p.LastStableOffset())
+	}
 	if err != nil {
 		sp.ErrorCode = errorCode(err)
 		s.logUnknown("list offsets", err)

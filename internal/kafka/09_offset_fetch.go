@@ -5,6 +5,7 @@ import (
 	"context"
 	"slices"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strandmq/strand/internal/group"
@@ -22,8 +23,9 @@ import (
 //   - v0-v7 fetch one group; a group-level error goes to the top-level
 //     ErrorCode (v2+) or to every partition (v0-v1). v8+ fetch several
 //     groups at once, each with its own error code.
-//   - RequireStable (v7+) needs nothing: there are no transactions, so no
-//     offsets are ever pending.
+//   - RequireStable (v7+, KIP-447): a partition with offsets pending in an
+//     open transaction answers UNSTABLE_OFFSET_COMMIT (retriable) until the
+//     transaction ends.
 //   - v9: MemberID/MemberEpoch name the member asking. In a
 //     consumer-protocol (KIP-848) group the member must exist
 //     (UNKNOWN_MEMBER_ID) at exactly that epoch (STALE_MEMBER_EPOCH); no
@@ -51,7 +53,7 @@ func (s *Server) handleOffsetFetch(ctx context.Context, kreq kmsg.Request) (kmsg
 			if req.Version >= 9 {
 				memberID, epoch = rg.MemberID, rg.MemberEpoch
 			}
-			res, code := s.fetchOffsets(ctx, rg.Group, memberID, epoch, topics)
+			res, code := s.fetchOffsets(ctx, rg.Group, memberID, epoch, topics, req.RequireStable)
 			sg.ErrorCode = int16(code)
 			for _, rt := range res {
 				st := kmsg.NewOffsetFetchResponseGroupTopic()
@@ -74,7 +76,7 @@ func (s *Server) handleOffsetFetch(ctx context.Context, kreq kmsg.Request) (kmsg
 			topics = append(topics, offsetFetchTopic{rt.Topic, rt.Partitions})
 		}
 	}
-	res, code := s.fetchOffsets(ctx, req.Group, nil, -1, topics)
+	res, code := s.fetchOffsets(ctx, req.Group, nil, -1, topics, req.RequireStable)
 	if code != group.CodeNone && req.Version < 2 {
 		for i := range res {
 			for j := range res[i].Partitions {
@@ -94,7 +96,7 @@ type offsetFetchTopic struct {
 
 // fetchOffsets answers one group: the requested partitions (every committed
 // one when topics is nil).
-func (s *Server) fetchOffsets(ctx context.Context, groupID string, memberID *string, epoch int32, topics []offsetFetchTopic) ([]kmsg.OffsetFetchResponseTopic, group.Code) {
+func (s *Server) fetchOffsets(ctx context.Context, groupID string, memberID *string, epoch int32, topics []offsetFetchTopic, requireStable bool) ([]kmsg.OffsetFetchResponseTopic, group.Code) {
 	var want []group.TopicPartition
 	if topics != nil {
 		want = []group.TopicPartition{}
@@ -104,7 +106,14 @@ func (s *Server) fetchOffsets(ctx context.Context, groupID string, memberID *str
 			}
 		}
 	}
-	offsets, code := s.groupsFor(groupID).FetchMemberOffsets(ctx, groupID, memberID, epoch, want)
+	var offsets map[group.TopicPartition]group.OffsetAndMetadata
+	var unstable map[group.TopicPartition]bool
+	var code group.Code
+	if g, err := s.b.GroupCoordinator(groupID); requireStable && err == nil {
+		offsets, unstable, code = g.FetchStableOffsets(ctx, groupID, memberID, epoch, want)
+	} else {
+		offsets, code = s.groupsFor(groupID).FetchMemberOffsets(ctx, groupID, memberID, epoch, want)
+	}
 	if topics == nil {
 		for tp := range offsets {
 			want = append(want, tp)
@@ -135,6 +144,9 @@ func (s *Server) fetchOffsets(ctx context.Context, groupID string, memberID *str
 			if o, ok := offsets[group.TopicPartition{Topic: t.topic, Partition: p}]; ok {
 				md := o.Metadata
 				sp.Offset, sp.LeaderEpoch, sp.Metadata = o.Offset, o.LeaderEpoch, &md
+			}
+			if unstable[group.TopicPartition{Topic: t.topic, Partition: p}] {
+				sp.ErrorCode = kerr.UnstableOffsetCommit.Code
 			}
 			st.Partitions = append(st.Partitions, sp)
 		}

@@ -32,11 +32,10 @@ func (s *Server) brokerAddr(id broker.NodeID, self endpoint) (string, int32, boo
 //     is COORDINATOR_NOT_AVAILABLE.
 //   - v0-v3 ask for one key; v4+ (KIP-699) for a batch of keys, answered
 //     one by one in request order.
-//   - Key type 1 (transaction) answers INVALID_REQUEST ("transactions are
-//     not supported"): Strand has no transaction coordinator, and a
-//     non-retriable error fails a transactional producer at once rather
-//     than leaving it retrying. Any other unknown key type (2, share
-//     groups) is INVALID_REQUEST too, as in Kafka.
+//   - Key type 1 (transaction): the leader of the transactional id's
+//     __transaction_state partition (created on a cluster's first request).
+//     Any other unknown key type (2, share groups) is INVALID_REQUEST, as
+//     in Kafka.
 //   - librdkafka uses FindCoordinator v0's presence as its signal that the
 //     broker supports LZ4, so v0 is served.
 
@@ -48,10 +47,7 @@ const (
 	coordinatorTransaction = 1
 )
 
-var (
-	errTransactionsUnsupported = errors.New("transactions are not supported: Strand has no transaction coordinator")
-	errUnknownCoordinatorType  = errors.New("unknown coordinator key type")
-)
+var errUnknownCoordinatorType = errors.New("unknown coordinator key type")
 
 func (s *Server) handleFindCoordinator(_ context.Context, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.FindCoordinatorRequest)
@@ -61,8 +57,12 @@ func (s *Server) handleFindCoordinator(_ context.Context, kreq kmsg.Request) (km
 		c := kmsg.NewFindCoordinatorResponseCoordinator()
 		c.Key = key
 		switch req.CoordinatorType {
-		case coordinatorGroup:
-			id, err := s.b.Coordinator(key)
+		case coordinatorGroup, coordinatorTransaction:
+			find := s.b.Coordinator
+			if req.CoordinatorType == coordinatorTransaction {
+				find = s.b.TxnCoordinatorNode
+			}
+			id, err := find(key)
 			if err == nil {
 				if host, port, ok := s.brokerAddr(id, ep); ok {
 					c.NodeID, c.Host, c.Port = int32(id), host, port
@@ -73,8 +73,6 @@ func (s *Server) handleFindCoordinator(_ context.Context, kreq kmsg.Request) (km
 			c.ErrorCode, c.ErrorMessage = kerr.CoordinatorNotAvailable.Code, errMessage(err)
 			c.NodeID, c.Port = -1, -1
 			return c
-		case coordinatorTransaction:
-			c.ErrorMessage = errMessage(errTransactionsUnsupported)
 		default:
 			c.ErrorMessage = errMessage(errUnknownCoordinatorType)
 		}

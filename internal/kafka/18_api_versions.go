@@ -37,7 +37,8 @@ type feature struct {
 // features are the finalized features ApiVersions v3+ reports, one line
 // each, sorted by name.
 var features = []feature{
-	{"group.version", 1}, // KIP-848 consumer groups: ConsumerGroupHeartbeat (68), ConsumerGroupDescribe (69)
+	{"group.version", 1},       // KIP-848 consumer groups: ConsumerGroupHeartbeat (68), ConsumerGroupDescribe (69)
+	{"transaction.version", 2}, // KIP-890: implicit adds on Produce v12 and TxnOffsetCommit v5, an epoch bump per EndTxn v5
 }
 
 var softwareNameRE = regexp.MustCompile(`^[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?$`)

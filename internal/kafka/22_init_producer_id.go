@@ -16,17 +16,18 @@ import (
 //   - v3+ (KIP-360): a request carrying its current id and epoch still gets
 //     a fresh id; for an idempotent producer that is what Kafka does too.
 //
-// Deviations:
-//   - Transactions are not implemented: a transactional id gets
-//     TRANSACTIONAL_ID_AUTHORIZATION_FAILED (a non-retriable error, so a
-//     transactional client fails fast with a clear cause instead of looping).
+//   - With a transactional id the transaction coordinator answers
+//     (internal/txn): a new id gets a producer id at epoch 0, an existing
+//     one its epoch bumped (fencing the previous instance), an id with an
+//     ongoing transaction has it aborted first (CONCURRENT_TRANSACTIONS
+//     until that completes).
 
-func (s *Server) handleInitProducerID(_ context.Context, kreq kmsg.Request) (kmsg.Response, error) {
+func (s *Server) handleInitProducerID(ctx context.Context, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.InitProducerIDRequest)
 	resp := req.ResponseKind().(*kmsg.InitProducerIDResponse)
 	resp.ProducerID, resp.ProducerEpoch = -1, -1
 	if req.TransactionalID != nil {
-		resp.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
+		s.initTransactional(ctx, req, resp)
 		return resp, nil
 	}
 	id, epoch, err := s.b.AllocateProducerID()

@@ -15,8 +15,8 @@ import (
 //   - Per requested partition, the idempotent producers it still tracks
 //     (those with a cached batch: producer ids expire with
 //     producer.id.expiration): id, epoch, last sequence and the newest
-//     batch's max timestamp. CoordinatorEpoch and CurrentTxnStartOffset are
-//     -1: Strand has no transactions.
+//     batch's max timestamp; CurrentTxnStartOffset is the first offset of
+//     its open transaction here, or -1. CoordinatorEpoch is -1.
 //   - Unknown topic or partition: UNKNOWN_TOPIC_OR_PARTITION for it.
 
 func (s *Server) handleDescribeProducers(_ context.Context, kreq kmsg.Request) (kmsg.Response, error) {
@@ -43,7 +43,7 @@ func (s *Server) handleDescribeProducers(_ context.Context, kreq kmsg.Request) (
 				ap := kmsg.NewDescribeProducersResponseTopicPartitionActiveProducer()
 				ap.ProducerID, ap.ProducerEpoch = int64(a.ID), int32(a.Epoch)
 				ap.LastSequence, ap.LastTimestamp = a.Last.LastSeq, a.Last.Timestamp
-				ap.CoordinatorEpoch, ap.CurrentTxnStartOffset = -1, -1
+				ap.CoordinatorEpoch, ap.CurrentTxnStartOffset = -1, int64(a.TxnFirst)
 				sp.ActiveProducers = append(sp.ActiveProducers, ap)
 			}
 			st.Partitions = append(st.Partitions, sp)

@@ -467,7 +467,7 @@ func TestDescribeClusterAndLeaderEpochs(t *testing.T) {
 	ip := kmsg.NewPtrInitProducerIDRequest()
 	txn := "txn"
 	ip.TransactionalID = &txn
-	wantCode(t, "transactional", c.do(ip, 4).(*kmsg.InitProducerIDResponse).ErrorCode, kerr.TransactionalIDAuthorizationFailed)
+	wantCode(t, "transactional without a timeout", c.do(ip, 4).(*kmsg.InitProducerIDResponse).ErrorCode, kerr.InvalidTransactionTimeout)
 	a, _ := initProducerID(t, c)
 	b, _ := initProducerID(t, c)
 	if a == b {

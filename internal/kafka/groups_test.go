@@ -79,7 +79,14 @@ func TestFindCoordinatorEveryVersion(t *testing.T) {
 		if v >= 4 {
 			code = resp.Coordinators[0].ErrorCode
 		}
-		wantCode(t, fmt.Sprintf("v%d transaction coordinator", v), code, kerr.InvalidRequest)
+		wantCode(t, fmt.Sprintf("v%d transaction coordinator", v), code, nil)
+		req.CoordinatorType = 2 // share group: not served
+		resp = c.do(req, v).(*kmsg.FindCoordinatorResponse)
+		code = resp.ErrorCode
+		if v >= 4 {
+			code = resp.Coordinators[0].ErrorCode
+		}
+		wantCode(t, fmt.Sprintf("v%d share coordinator", v), code, kerr.InvalidRequest)
 	}
 }
 

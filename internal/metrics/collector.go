@@ -18,6 +18,18 @@ var (
 		"The partition's log end offset: the next offset to be written.", []string{"topic", "partition"}, nil)
 	descHighWatermark = prometheus.NewDesc("strand_partition_high_watermark",
 		"The partition's high watermark: consumers read below it.", []string{"topic", "partition"}, nil)
+	descLastStable = prometheus.NewDesc("strand_partition_last_stable_offset",
+		"The partition's last stable offset: read_committed consumers read below it.", []string{"topic", "partition"}, nil)
+	descLSOLag = prometheus.NewDesc("strand_partition_lso_lag",
+		"High watermark minus last stable offset: records held back from read_committed consumers by open transactions.", []string{"topic", "partition"}, nil)
+	descTxnOngoing = prometheus.NewDesc("strand_transactions_ongoing",
+		"Transactions open now on this node's transaction coordinators.", nil, nil)
+	descTxnCommitted = prometheus.NewDesc("strand_transactions_committed_total",
+		"Transactions this node's coordinators committed.", nil, nil)
+	descTxnAborted = prometheus.NewDesc("strand_transactions_aborted_total",
+		"Transactions this node's coordinators aborted (by the producer, a fence or a timeout).", nil, nil)
+	descTxnTimedOut = prometheus.NewDesc("strand_transactions_timed_out_total",
+		"Transactions aborted because they outlived their timeout.", nil, nil)
 	descSize = prometheus.NewDesc("strand_partition_size_bytes",
 		"Bytes of the partition's segments.", []string{"topic", "partition"}, nil)
 	descPartitions = prometheus.NewDesc("strand_topic_partitions",
@@ -96,6 +108,7 @@ type brokerCollector struct {
 
 func (c *brokerCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descLogStart, descLogEnd, descHighWatermark, descSize,
+		descLastStable, descLSOLag, descTxnOngoing, descTxnCommitted, descTxnAborted, descTxnTimedOut,
 		descPartitions, descRecordsIn, descBytesIn, descRecordsOut, descBytesOut,
 		descValidated, descQuarantined, descRedriven, descFailed, descDamaged, descGroupLag, descGroupLagTotal,
 		descGroupLagSeconds, descGroupLagSecondsMax, descGroupRebalances, descGroupMoved,
@@ -124,9 +137,17 @@ func (c *brokerCollector) Collect(ch chan<- prometheus.Metric) {
 			gauge(descLogStart, float64(p.LogStartOffset()), t.Name, part)
 			gauge(descLogEnd, float64(p.LogEndOffset()), t.Name, part)
 			gauge(descHighWatermark, float64(p.HighWatermark()), t.Name, part)
+			lso := p.LastStableOffset()
+			gauge(descLastStable, float64(lso), t.Name, part)
+			gauge(descLSOLag, float64(max(p.HighWatermark()-lso, 0)), t.Name, part)
 			gauge(descSize, float64(p.Size()), t.Name, part)
 		}
 	}
+	ts := c.b.TxnStats()
+	gauge(descTxnOngoing, float64(ts.Ongoing))
+	counter(descTxnCommitted, ts.Committed)
+	counter(descTxnAborted, ts.Aborted)
+	counter(descTxnTimedOut, ts.TimedOut)
 	for _, s := range c.b.Stats() {
 		counter(descRecordsIn, s.RecordsIn, s.Topic)
 		counter(descBytesIn, s.BytesIn, s.Topic)

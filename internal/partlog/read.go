@@ -179,6 +179,13 @@ const headerChunk = 16 << 10
 // state kept in headers, such as producer sequences, needs. Retention and
 // compaction wait while it runs.
 func (l *Log) ScanHeaders(from record.Offset, fn func(h record.Header) error) error {
+	return l.ScanHeadersControl(from, func(h record.Header, _ []byte) error { return fn(h) })
+}
+
+// ScanHeadersControl is ScanHeaders that also hands fn the whole batch of
+// each control batch (nil for others): a transaction marker's type is in
+// its record, and markers are small and few.
+func (l *Log) ScanHeadersControl(from record.Offset, fn func(h record.Header, control []byte) error) error {
 	if l.closed.Load() {
 		return ErrClosed
 	}
@@ -208,7 +215,13 @@ func (l *Log) ScanHeaders(from record.Offset, fn func(h record.Header) error) er
 			if sc.hdr.BaseOffset >= end {
 				return nil
 			}
-			if err := fn(sc.hdr); err != nil {
+			var control []byte
+			if sc.hdr.IsControl() {
+				if control, err = sc.fill(sc.pos, sc.hdr.Size()); err != nil {
+					return l.readFailed(err)
+				}
+			}
+			if err := fn(sc.hdr, control); err != nil {
 				return err
 			}
 			sc.advance()

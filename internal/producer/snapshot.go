@@ -16,20 +16,28 @@ type snapshot struct {
 	// Offset is the log end offset the state corresponds to.
 	Offset    record.Offset      `json:"offset"`
 	Producers []snapshotProducer `json:"producers"`
+	// Aborted is the aborted-transaction index (txn.go).
+	Aborted []AbortedTxn `json:"aborted,omitempty"`
 }
 
 type snapshotProducer struct {
 	ID      ID      `json:"id"`
 	Epoch   Epoch   `json:"epoch"`
 	Batches []Batch `json:"batches"`
+	// TxnFirst is the first offset of the producer's open transaction.
+	TxnFirst *record.Offset `json:"txnFirst,omitempty"`
 }
 
 // SaveSnapshot atomically writes s, valid at log end offset at, to
 // dir/name.
 func SaveSnapshot(fs vfs.FS, dir, name string, at record.Offset, s *State) error {
-	snap := snapshot{Offset: at, Producers: make([]snapshotProducer, 0, len(s.entries))}
+	snap := snapshot{Offset: at, Producers: make([]snapshotProducer, 0, len(s.entries)), Aborted: s.aborted}
 	for id, e := range s.entries {
-		snap.Producers = append(snap.Producers, snapshotProducer{ID: id, Epoch: e.epoch, Batches: e.batches})
+		sp := snapshotProducer{ID: id, Epoch: e.epoch, Batches: e.batches}
+		if first, ok := s.open[id]; ok {
+			sp.TxnFirst = &first
+		}
+		snap.Producers = append(snap.Producers, sp)
 	}
 	sort.Slice(snap.Producers, func(i, j int) bool { return snap.Producers[i].ID < snap.Producers[j].ID })
 	b, err := json.Marshal(snap)
@@ -55,6 +63,10 @@ func DecodeSnapshot(b []byte) (*State, record.Offset, error) {
 			p.Batches = p.Batches[len(p.Batches)-CachedBatches:]
 		}
 		s.entries[p.ID] = &entry{epoch: p.Epoch, batches: append([]Batch(nil), p.Batches...)}
+		if p.TxnFirst != nil {
+			s.BeginTxn(p.ID, *p.TxnFirst)
+		}
 	}
+	s.aborted = snap.Aborted
 	return s, snap.Offset, nil
 }

@@ -61,6 +61,9 @@ func (e *entry) last() (Batch, bool) {
 // concurrent use; see the package documentation.
 type State struct {
 	entries map[ID]*entry
+	open    map[ID]record.Offset // open transactions' first offsets (txn.go)
+	ended   []endedTxn           // ended, marker not yet below the high watermark
+	aborted []AbortedTxn         // by marker offset
 }
 
 // NewState returns an empty State.
@@ -120,10 +123,14 @@ func (s *State) Update(id ID, epoch Epoch, b Batch) {
 }
 
 // Observe replays a batch header read from the log (recovery). Batches
-// without a producer id and control batches are ignored.
+// without a producer id and control batches are ignored: a marker's type is
+// in its record, so the caller applies it with EndTxn.
 func (s *State) Observe(h record.Header) {
 	if ID(h.ProducerID) <= NoID || h.IsControl() || h.BaseSequence < 0 {
 		return
+	}
+	if h.IsTransactional() {
+		s.BeginTxn(ID(h.ProducerID), h.BaseOffset)
 	}
 	s.Update(ID(h.ProducerID), Epoch(h.ProducerEpoch), Batch{
 		FirstSeq:   h.BaseSequence,
@@ -136,10 +143,14 @@ func (s *State) Observe(h record.Header) {
 
 // Expire forgets producers whose newest batch has a timestamp before
 // deadline (Kafka's producer.id.expiration.ms). A later batch from such a
-// producer is accepted at any sequence, as for an unknown producer.
+// producer is accepted at any sequence, as for an unknown producer. A
+// producer with an open transaction is kept: its marker must find it.
 func (s *State) Expire(deadline int64) int {
 	n := 0
 	for id, e := range s.entries {
+		if _, open := s.open[id]; open {
+			continue
+		}
 		if last, ok := e.last(); !ok || last.Timestamp < deadline {
 			delete(s.entries, id)
 			n++
@@ -172,6 +183,8 @@ type Active struct {
 	ID    ID
 	Epoch Epoch
 	Last  Batch // its newest batch
+	// TxnFirst is the first offset of its open transaction, or -1.
+	TxnFirst record.Offset
 }
 
 // Active lists the producers with at least one batch, by id.
@@ -179,7 +192,11 @@ func (s *State) Active() []Active {
 	out := make([]Active, 0, len(s.entries))
 	for id, e := range s.entries {
 		if last, ok := e.last(); ok {
-			out = append(out, Active{ID: id, Epoch: e.epoch, Last: last})
+			first, ok := s.open[id]
+			if !ok {
+				first = record.NoOffset
+			}
+			out = append(out, Active{ID: id, Epoch: e.epoch, Last: last, TxnFirst: first})
 		}
 	}
 	slices.SortFunc(out, func(a, b Active) int { return cmp.Compare(a.ID, b.ID) })

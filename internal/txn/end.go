@@ -87,7 +87,11 @@ func (c *Coordinator) endV2(e *entry, req EndRequest, nowMs int64) Output {
 	var validEpoch bool
 	switch md.State {
 	case PrepareCommit, PrepareAbort:
-		validEpoch = retryBump
+		// Kafka accepts only a retry here and fences the rest. Strand also
+		// accepts the bumped epoch it has just answered: that producer's
+		// next transaction (a TV2 client may end an empty one at once) is
+		// no zombie, only early, and gets CONCURRENT_TRANSACTIONS below.
+		validEpoch = retryBump || req.Epoch == md.Epoch
 	case CompleteCommit, CompleteAbort:
 		validEpoch = retry || req.Epoch == md.Epoch
 	default:
@@ -113,7 +117,7 @@ func (c *Coordinator) endV2(e *entry, req EndRequest, nowMs int64) Output {
 			return c.completeV2(e, PrepareAbort, req.Client, true, nowMs)
 		}
 	case PrepareCommit, PrepareAbort:
-		if (md.State == PrepareCommit) == req.Commit {
+		if req.Epoch == md.Epoch || (md.State == PrepareCommit) == req.Commit {
 			return replyCode(CodeConcurrentTransactions)
 		}
 	case Empty:

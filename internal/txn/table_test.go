@@ -92,10 +92,12 @@ func TestTransitionTableTV2(t *testing.T) {
 	C, N, ITS, PF := "CONCURRENT_TRANSACTIONS", "NONE", "INVALID_TXN_STATE", "PRODUCER_FENCED"
 	table := map[State][]cell{
 		//             Init                   Add                   AddOffsets            Commit                      Abort                      CommitOld           AbortOld            Timeout
-		Empty:          {{N, Empty, 6}, {N, Ongoing, 5}, {N, Ongoing, 5}, {ITS, Empty, 5}, {N, CompleteAbort, 6}, {PF, Empty, 5}, {PF, Empty, 5}, {"-", Empty, 5}},
-		Ongoing:        {{C, CompleteAbort, 7}, {N, Ongoing, 5}, {N, Ongoing, 5}, {N, CompleteCommit, 6}, {N, CompleteAbort, 6}, {PF, Ongoing, 5}, {PF, Ongoing, 5}, {"-", CompleteAbort, 7}},
-		PrepareCommit:  {{C, PrepareCommit, 5}, {C, PrepareCommit, 5}, {C, PrepareCommit, 5}, {PF, PrepareCommit, 5}, {PF, PrepareCommit, 5}, {C, PrepareCommit, 5}, {ITS, PrepareCommit, 5}, {"-", PrepareCommit, 5}},
-		PrepareAbort:   {{C, PrepareAbort, 5}, {C, PrepareAbort, 5}, {C, PrepareAbort, 5}, {PF, PrepareAbort, 5}, {PF, PrepareAbort, 5}, {ITS, PrepareAbort, 5}, {C, PrepareAbort, 5}, {"-", PrepareAbort, 5}},
+		Empty:   {{N, Empty, 6}, {N, Ongoing, 5}, {N, Ongoing, 5}, {ITS, Empty, 5}, {N, CompleteAbort, 6}, {PF, Empty, 5}, {PF, Empty, 5}, {"-", Empty, 5}},
+		Ongoing: {{C, CompleteAbort, 7}, {N, Ongoing, 5}, {N, Ongoing, 5}, {N, CompleteCommit, 6}, {N, CompleteAbort, 6}, {PF, Ongoing, 5}, {PF, Ongoing, 5}, {"-", CompleteAbort, 7}},
+		// Commit/Abort at the epoch just answered on PrepareX: Kafka fences;
+		// Strand answers CONCURRENT_TRANSACTIONS (see endV2).
+		PrepareCommit:  {{C, PrepareCommit, 5}, {C, PrepareCommit, 5}, {C, PrepareCommit, 5}, {C, PrepareCommit, 5}, {C, PrepareCommit, 5}, {C, PrepareCommit, 5}, {ITS, PrepareCommit, 5}, {"-", PrepareCommit, 5}},
+		PrepareAbort:   {{C, PrepareAbort, 5}, {C, PrepareAbort, 5}, {C, PrepareAbort, 5}, {C, PrepareAbort, 5}, {C, PrepareAbort, 5}, {ITS, PrepareAbort, 5}, {C, PrepareAbort, 5}, {"-", PrepareAbort, 5}},
 		CompleteCommit: {{N, Empty, 6}, {N, Ongoing, 5}, {N, Ongoing, 5}, {ITS, CompleteCommit, 5}, {N, CompleteAbort, 6}, {N, CompleteCommit, 5}, {ITS, CompleteCommit, 5}, {"-", CompleteCommit, 5}},
 		CompleteAbort:  {{N, Empty, 6}, {N, Ongoing, 5}, {N, Ongoing, 5}, {ITS, CompleteAbort, 5}, {N, CompleteAbort, 6}, {ITS, CompleteAbort, 5}, {N, CompleteAbort, 5}, {"-", CompleteAbort, 5}},
 	}
