@@ -41,7 +41,10 @@ const (
 	// rows' one.
 	mxConsumerGroup = "mx.c"
 	mxCreated       = "mx.new"
+	mxTxn           = "mx.x" // the transactional id of the transaction rows
 )
+
+func txnNeed(op acl.Operation) matrixNeed { return matrixNeed{acl.TransactionalID(mxTxn), op} }
 
 func topicNeed(name string, op acl.Operation) matrixNeed { return matrixNeed{acl.Topic(name), op} }
 func groupNeed(op acl.Operation) matrixNeed              { return matrixNeed{acl.Group(mxGroup), op} }
@@ -51,6 +54,7 @@ var (
 	codeTopic   = kerr.TopicAuthorizationFailed.Code
 	codeGroup   = kerr.GroupAuthorizationFailed.Code
 	codeCluster = kerr.ClusterAuthorizationFailed.Code
+	codeTxn     = kerr.TransactionalIDAuthorizationFailed.Code
 )
 
 func matrixRows(b *broker.Broker) []matrixRow {
@@ -186,6 +190,55 @@ func matrixRows(b *broker.Broker) []matrixRow {
 			r.TransactionTimeoutMillis = 60000
 			return r
 		}, []matrixNeed{clusterNeed(acl.OpIdempotentWrite)}, codeCluster, nil},
+		{"InitProducerId transactional", 22, func() kmsg.Request {
+			r := kmsg.NewPtrInitProducerIDRequest()
+			r.TransactionalID, r.TransactionTimeoutMillis = kmsg.StringPtr(mxTxn), 60000
+			return r
+		}, []matrixNeed{txnNeed(acl.OpWrite)}, codeTxn, nil},
+		// v4+ is the broker-to-broker form (KIP-890): ClusterAction.
+		{"AddPartitionsToTxn v4+", 24, func() kmsg.Request {
+			r := kmsg.NewPtrAddPartitionsToTxnRequest()
+			r.Transactions = []kmsg.AddPartitionsToTxnRequestTransaction{{TransactionalID: mxTxn, ProducerID: 1, ProducerEpoch: 0, VerifyOnly: true,
+				Topics: []kmsg.AddPartitionsToTxnRequestTransactionTopic{{Topic: mxTopic, Partitions: []int32{0}}}}}
+			return r
+		}, []matrixNeed{clusterNeed(acl.OpClusterAction)}, codeCluster, nil},
+		{"AddOffsetsToTxn", 25, func() kmsg.Request {
+			r := kmsg.NewPtrAddOffsetsToTxnRequest()
+			r.TransactionalID, r.ProducerID, r.Group = mxTxn, 1, mxGroup
+			return r
+		}, []matrixNeed{txnNeed(acl.OpWrite), groupNeed(acl.OpRead)}, -2, nil},
+		{"EndTxn", 26, func() kmsg.Request {
+			r := kmsg.NewPtrEndTxnRequest()
+			r.TransactionalID, r.ProducerID = mxTxn, 1
+			return r
+		}, []matrixNeed{txnNeed(acl.OpWrite)}, codeTxn, nil},
+		{"WriteTxnMarkers", 27, func() kmsg.Request {
+			r := kmsg.NewPtrWriteTxnMarkersRequest()
+			r.Markers = []kmsg.WriteTxnMarkersRequestMarker{{ProducerID: 999, ProducerEpoch: 0,
+				Topics: []kmsg.WriteTxnMarkersRequestMarkerTopic{{Topic: mxTopic, Partitions: []int32{0}}}}}
+			return r
+		}, []matrixNeed{clusterNeed(acl.OpClusterAction)}, codeCluster, nil},
+		{"TxnOffsetCommit", 28, func() kmsg.Request {
+			r := kmsg.NewPtrTxnOffsetCommitRequest()
+			r.TransactionalID, r.Group, r.ProducerID, r.Generation = mxTxn, mxGroup, 1, -1
+			r.Topics = []kmsg.TxnOffsetCommitRequestTopic{{Topic: mxTopic, Partitions: []kmsg.TxnOffsetCommitRequestTopicPartition{{Partition: 0, Offset: 0}}}}
+			return r
+		}, []matrixNeed{txnNeed(acl.OpWrite), groupNeed(acl.OpRead), topicNeed(mxTopic, acl.OpRead)}, -2, nil},
+		{"DescribeTransactions", 65, func() kmsg.Request {
+			r := kmsg.NewPtrDescribeTransactionsRequest()
+			r.TransactionalIDs = []string{mxTxn}
+			return r
+		}, []matrixNeed{txnNeed(acl.OpDescribe)}, codeTxn, nil},
+		{"ListTransactions", 66, func() kmsg.Request {
+			return kmsg.NewPtrListTransactionsRequest()
+		}, []matrixNeed{txnNeed(acl.OpDescribe)}, 0, func(resp kmsg.Response) bool {
+			for _, s := range resp.(*kmsg.ListTransactionsResponse).TransactionStates {
+				if s.TransactionalID == mxTxn {
+					return false
+				}
+			}
+			return true
+		}},
 		{"OffsetForLeaderEpoch", 23, func() kmsg.Request {
 			r := kmsg.NewPtrOffsetForLeaderEpochRequest()
 			r.ReplicaID = -1
@@ -369,6 +422,12 @@ func TestACLMatrix(t *testing.T) {
 	if _, err := clients["admin"].Request(ctx, commit); err != nil {
 		t.Fatal(err)
 	}
+	// A transactional id exists for ListTransactions to list.
+	init := kmsg.NewPtrInitProducerIDRequest()
+	init.TransactionalID, init.TransactionTimeoutMillis = kmsg.StringPtr(mxTxn), 60000
+	if r, err := clients["admin"].Request(ctx, init); err != nil || r.(*kmsg.InitProducerIDResponse).ErrorCode != 0 {
+		t.Fatalf("init %s: %v %+v", mxTxn, err, r)
+	}
 
 	rows := matrixRows(ts.b)
 	covered := map[int16]bool{}
@@ -439,7 +498,8 @@ func TestACLMatrix(t *testing.T) {
 					} else {
 						codes := map[int16]bool{}
 						errorCodesIn(reflect.ValueOf(resp), codes)
-						denied = codes[row.code] || (row.code == -1 && (codes[codeTopic] || codes[codeGroup]))
+						denied = codes[row.code] || (row.code == -1 && (codes[codeTopic] || codes[codeGroup])) ||
+							(row.code == -2 && (codes[codeTopic] || codes[codeGroup] || codes[codeTxn]))
 					}
 					cells++
 					if denied == want {

@@ -20,6 +20,8 @@ var authzCustom = map[int16]func(a *authzCall, rule acl.Rule) kmsg.Response{
 	10: (*authzCall).findCoordinator,
 	16: (*authzCall).listGroups,
 	20: (*authzCall).deleteTopics,
+	65: (*authzCall).describeTransactions,
+	66: (*authzCall).listTransactions,
 	75: (*authzCall).describeTopicPartitions,
 }
 
@@ -335,5 +337,59 @@ func (a *authzCall) deleteTopics(rule acl.Rule) kmsg.Response {
 	}
 	req.TopicNames = keep
 	a.post = append(a.post, func(r kmsg.Response) { add(r.(*kmsg.DeleteTopicsResponse)) })
+	return nil
+}
+
+// describeTransactions: each transactional id needs its Describe (denied
+// ids answer TRANSACTIONAL_ID_AUTHORIZATION_FAILED, the rest are
+// described), and a described transaction lists only the partitions of
+// topics the principal may Describe.
+func (a *authzCall) describeTransactions(rule acl.Rule) kmsg.Response {
+	req := a.req.(*kmsg.DescribeTransactionsRequest)
+	idOp := ops(rule, acl.Always, acl.OnTransactionalIDs)
+	topicOp := ops(rule, acl.Always, acl.OnTopics)
+	var denied []string
+	keep := req.TransactionalIDs[:0]
+	for _, id := range req.TransactionalIDs {
+		if a.allowed(idOp, acl.TransactionalID(id), true) {
+			keep = append(keep, id)
+		} else {
+			denied = append(denied, id)
+		}
+	}
+	req.TransactionalIDs = keep
+	add := func(resp *kmsg.DescribeTransactionsResponse) {
+		for i := range resp.TransactionStates {
+			st := &resp.TransactionStates[i]
+			st.Topics = slices.DeleteFunc(st.Topics, func(t kmsg.DescribeTransactionsResponseTransactionStateTopic) bool {
+				return !a.allowed(topicOp, acl.Topic(t.Topic), false)
+			})
+		}
+		for _, id := range denied {
+			st := kmsg.NewDescribeTransactionsResponseTransactionState()
+			st.TransactionalID, st.ErrorCode = id, kerr.TransactionalIDAuthorizationFailed.Code
+			st.ProducerID, st.ProducerEpoch, st.StartTimestamp = -1, -1, -1
+			resp.TransactionStates = append(resp.TransactionStates, st)
+		}
+	}
+	if len(keep) == 0 {
+		resp := req.ResponseKind().(*kmsg.DescribeTransactionsResponse)
+		add(resp)
+		return resp
+	}
+	a.post = append(a.post, func(r kmsg.Response) { add(r.(*kmsg.DescribeTransactionsResponse)) })
+	return nil
+}
+
+// listTransactions lists only the transactional ids the principal may
+// Describe.
+func (a *authzCall) listTransactions(rule acl.Rule) kmsg.Response {
+	op := ops(rule, acl.Always, acl.OnTransactionalIDs)
+	a.post = append(a.post, func(r kmsg.Response) {
+		resp := r.(*kmsg.ListTransactionsResponse)
+		resp.TransactionStates = slices.DeleteFunc(resp.TransactionStates, func(s kmsg.ListTransactionsResponseTransactionState) bool {
+			return !a.allowed(op, acl.TransactionalID(s.TransactionalID), false)
+		})
+	})
 	return nil
 }
