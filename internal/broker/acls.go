@@ -37,3 +37,35 @@ func (b *Broker) PutACLs(data []byte, prev int64) error {
 func (b *Broker) WatchACLs(fn func(data []byte, version int64)) (cancel func()) {
 	return b.meta.Subscribe(func(img *cluster.Image) { fn(img.ACLs()) })
 }
+
+// ScramCredential returns user's SCRAM credential for mechanism from the
+// metadata.
+func (b *Broker) ScramCredential(user, mechanism string) (cluster.ScramCredential, bool) {
+	return b.meta.Image().ScramCredential(user, mechanism)
+}
+
+// ScramUsers returns every user with SCRAM credentials in the metadata,
+// with their mechanisms.
+func (b *Broker) ScramUsers() map[string][]string { return b.meta.Image().ScramUsers() }
+
+// AlterScramCredentials applies credential changes atomically and durably
+// (one metadata change: meta.json, or one raft entry).
+func (b *Broker) AlterScramCredentials(puts []cluster.PutScramCredential, deletes []cluster.DeleteScramCredential) error {
+	recs := make([]cluster.Record, 0, len(puts)+len(deletes))
+	for _, d := range deletes {
+		recs = append(recs, d)
+	}
+	for _, p := range puts {
+		recs = append(recs, p)
+	}
+	if _, err := b.meta.Apply(recs...); err != nil {
+		return fmt.Errorf("broker: alter SCRAM credentials: %w", err)
+	}
+	return nil
+}
+
+// WatchScramUsers calls fn with the SCRAM users of every metadata image
+// applied from now on, until cancel.
+func (b *Broker) WatchScramUsers(fn func(users map[string][]string)) (cancel func()) {
+	return b.meta.Subscribe(func(img *cluster.Image) { fn(img.ScramUsers()) })
+}

@@ -52,6 +52,8 @@ var codecs = map[string]func([]byte) (Record, error){
 	"partition_change":           decodeAs[PartitionChange],
 	"producer_id_block":          decodeAs[ProducerIDBlock],
 	"put_acls":                   decodeAs[PutACLs],
+	"put_scram_credential":       decodeAs[PutScramCredential],
+	"delete_scram_credential":    decodeAs[DeleteScramCredential],
 }
 
 // typeNames is codecs' key for each record type.

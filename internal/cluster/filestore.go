@@ -33,6 +33,9 @@ type metaFile struct {
 	// its change count; absent before the first CreateAcls.
 	ACLs       []byte `json:"acls,omitempty"`
 	ACLVersion int64  `json:"aclVersion,omitempty"`
+	// Scram holds SCRAM credentials (salt, iterations, StoredKey,
+	// ServerKey; never a password) by user and mechanism.
+	Scram map[string]map[string]ScramCredential `json:"scram,omitempty"`
 }
 
 type metaTopic struct {
@@ -76,7 +79,7 @@ func (s *FileStore) Image() *Image { return s.img.Load() }
 func (s *FileStore) Apply(recs ...Record) (*Image, error) {
 	for _, r := range recs {
 		switch r.(type) {
-		case ClusterInit, PutTopic, RemoveTopic, ForgetDeleted, PutACLs:
+		case ClusterInit, PutTopic, RemoveTopic, ForgetDeleted, PutACLs, PutScramCredential, DeleteScramCredential:
 		default:
 			// meta.json has no place for it: it would be lost at restart.
 			return nil, fmt.Errorf("cluster: a single node's metadata does not keep %T records", r)
@@ -144,6 +147,7 @@ func readMetaFile(fs vfs.FS, dir string) (*Image, bool, error) {
 		}
 		img.acls, img.aclVersion = m.ACLs, m.ACLVersion
 	}
+	img.scram = m.Scram
 	for _, d := range m.Deleted {
 		id, err := ParseTopicID(d)
 		if err != nil {
@@ -168,6 +172,7 @@ func readMetaFile(fs vfs.FS, dir string) (*Image, bool, error) {
 func writeMetaFile(fs vfs.FS, dir string, img *Image) error {
 	m := metaFile{Version: metaVersion, ClusterID: img.ClusterID()}
 	m.ACLs, m.ACLVersion = img.ACLs()
+	m.Scram = img.scram
 	for _, t := range img.Topics() {
 		m.Topics = append(m.Topics, metaTopic{Name: t.Name, ID: t.ID.Hex(), Partitions: t.Partitions, Configs: t.Configs})
 	}

@@ -95,12 +95,14 @@ type snapshotForm struct {
 	// ACLs, ACLVersion: absent in snapshots from before ACLs.
 	ACLs       []byte `json:"acls,omitempty"`
 	ACLVersion int64  `json:"aclVersion,omitempty"`
+	// Scram: absent in snapshots from before SCRAM credentials.
+	Scram map[string]map[string]ScramCredential `json:"scram,omitempty"`
 }
 
 func encodeImage(im *Image) ([]byte, error) {
 	return json.Marshal(snapshotForm{ClusterID: im.ClusterID(), Topics: im.Topics(), Deleted: im.Deleted(),
 		Brokers: im.Brokers(), Partitions: im.partitions, NextProducerID: im.nextProducerID,
-		ACLs: im.acls, ACLVersion: im.aclVersion})
+		ACLs: im.acls, ACLVersion: im.aclVersion, Scram: im.scram})
 }
 
 func decodeImage(b []byte) (*Image, error) {
@@ -124,6 +126,7 @@ func decodeImage(b []byte) (*Image, error) {
 	}
 	im.nextProducerID = s.NextProducerID
 	im.acls, im.aclVersion = s.ACLs, s.ACLVersion
+	im.scram = s.Scram
 	return im, nil
 }
 

@@ -75,6 +75,10 @@ type Image struct {
 	// aclVersion counts its changes (PutACLs' compare-and-set).
 	acls       []byte
 	aclVersion int64
+	// scram holds the SCRAM credentials by user and mechanism; scramOwned
+	// says this image may change the map (With copies it on first write).
+	scram      map[string]map[string]ScramCredential
+	scramOwned bool
 	// index is the raft index of the entry that made this image (0: not
 	// from a raft log, or restored from a snapshot).
 	index int64
@@ -135,7 +139,7 @@ func (im *Image) With(recs ...Record) (*Image, error) { return im.WithAt(0, recs
 func (im *Image) WithAt(index int64, recs ...Record) (*Image, error) {
 	next := &Image{clusterID: im.clusterID, topics: maps.Clone(im.topics), names: maps.Clone(im.names), deleted: maps.Clone(im.deleted),
 		brokers: maps.Clone(im.brokers), partitions: maps.Clone(im.partitions), nextProducerID: im.nextProducerID, index: index,
-		acls: im.acls, aclVersion: im.aclVersion}
+		acls: im.acls, aclVersion: im.aclVersion, scram: im.scram}
 	for _, r := range recs {
 		if err := r.apply(next, index); err != nil {
 			return im, err

@@ -130,3 +130,80 @@ func (r PutACLs) apply(im *Image, _ int64) error {
 // ACLs returns the ACL set in acl.Set's encoding (nil: none was ever set)
 // and its version (the number of PutACLs applied).
 func (im *Image) ACLs() ([]byte, int64) { return im.acls, im.aclVersion }
+
+// ScramCredential is what RFC 5802 lets a server keep instead of a
+// password: never the password, never the salted password.
+type ScramCredential struct {
+	Salt                 []byte
+	Iterations           int
+	StoredKey, ServerKey []byte
+}
+
+// PutScramCredential creates or replaces user's credential for mechanism
+// ("SCRAM-SHA-256", "SCRAM-SHA-512"): AlterUserScramCredentials' upsertion.
+type PutScramCredential struct {
+	User       string
+	Mechanism  string
+	Credential ScramCredential
+}
+
+func (r PutScramCredential) apply(im *Image, _ int64) error {
+	c := r.Credential
+	if r.User == "" || r.Mechanism == "" || len(c.Salt) == 0 || c.Iterations <= 0 || len(c.StoredKey) == 0 || len(c.ServerKey) == 0 {
+		return fmt.Errorf("%w: incomplete SCRAM credential for user %q", ErrConflict, r.User)
+	}
+	im.cloneScram(r.User)[r.Mechanism] = ScramCredential{Salt: slices.Clone(c.Salt), Iterations: c.Iterations,
+		StoredKey: slices.Clone(c.StoredKey), ServerKey: slices.Clone(c.ServerKey)}
+	return nil
+}
+
+// DeleteScramCredential removes user's credential for mechanism.
+type DeleteScramCredential struct {
+	User      string
+	Mechanism string
+}
+
+func (r DeleteScramCredential) apply(im *Image, _ int64) error {
+	if _, ok := im.scram[r.User][r.Mechanism]; !ok {
+		return fmt.Errorf("%w: user %q has no %s credential", ErrConflict, r.User, r.Mechanism)
+	}
+	creds := im.cloneScram(r.User)
+	delete(creds, r.Mechanism)
+	if len(creds) == 0 {
+		delete(im.scram, r.User)
+	}
+	return nil
+}
+
+// cloneScram gives im its own copy of the user map and of user's entry
+// (images share maps until one changes), and returns the entry.
+func (im *Image) cloneScram(user string) map[string]ScramCredential {
+	if !im.scramOwned {
+		im.scram, im.scramOwned = maps.Clone(im.scram), true
+		if im.scram == nil {
+			im.scram = map[string]map[string]ScramCredential{}
+		}
+	}
+	creds := maps.Clone(im.scram[user])
+	if creds == nil {
+		creds = map[string]ScramCredential{}
+	}
+	im.scram[user] = creds
+	return creds
+}
+
+// ScramCredential returns user's credential for mechanism.
+func (im *Image) ScramCredential(user, mechanism string) (ScramCredential, bool) {
+	c, ok := im.scram[user][mechanism]
+	return c, ok
+}
+
+// ScramUsers returns every user with a SCRAM credential and, for each, the
+// mechanisms they have one for, sorted.
+func (im *Image) ScramUsers() map[string][]string {
+	out := make(map[string][]string, len(im.scram))
+	for u, creds := range im.scram {
+		out[u] = slices.Sorted(maps.Keys(creds))
+	}
+	return out
+}

@@ -316,6 +316,13 @@ func matrixRows(b *broker.Broker) []matrixRow {
 			r.Topics = []kmsg.OffsetDeleteRequestTopic{{Topic: mxTopic, Partitions: []kmsg.OffsetDeleteRequestTopicPartition{{Partition: 0}}}}
 			return r
 		}, []matrixNeed{groupNeed(acl.OpDelete), topicNeed(mxTopic, acl.OpRead)}, -1, nil},
+		{"DescribeUserScramCredentials", 50, func() kmsg.Request { return kmsg.NewPtrDescribeUserSCRAMCredentialsRequest() },
+			[]matrixNeed{clusterNeed(acl.OpDescribe)}, codeCluster, nil},
+		{"AlterUserScramCredentials", 51, func() kmsg.Request {
+			r := kmsg.NewPtrAlterUserSCRAMCredentialsRequest()
+			r.Deletions = []kmsg.AlterUserSCRAMCredentialsRequestDeletion{{Name: "mx.nobody", Mechanism: 1}}
+			return r
+		}, []matrixNeed{clusterNeed(acl.OpAlter)}, codeCluster, nil},
 		{"DescribeQuorum", 55, func() kmsg.Request { return kmsg.NewPtrDescribeQuorumRequest() },
 			[]matrixNeed{clusterNeed(acl.OpDescribe)}, codeCluster, nil},
 		{"DescribeProducers", 61, func() kmsg.Request {

@@ -491,7 +491,10 @@ func mirror(typ reflect.Type, src reflect.Value, code int16) reflect.Value {
 	for i := range typ.NumField() {
 		f := typ.Field(i)
 		sv := src.FieldByName(f.Name)
-		if !sv.IsValid() || !identity[f.Name] {
+		if alias, ok := fieldAliases[f.Name]; ok && !sv.IsValid() {
+			sv = src.FieldByName(alias)
+		}
+		if !sv.IsValid() || !(identity[f.Name] || fieldAliases[f.Name] != "") {
 			continue
 		}
 		setField(dst, f.Name, sv)
@@ -507,37 +510,41 @@ func mirror(typ reflect.Type, src reflect.Value, code int16) reflect.Value {
 func mirrorSlices(dst, src reflect.Value, code int16) {
 	for i := range dst.NumField() {
 		f := dst.Type().Field(i)
-		dv := dst.Field(i)
-		sv := src.FieldByName(f.Name)
-		for _, alias := range sliceAliases[f.Name] {
-			if !sv.IsValid() {
-				sv = src.FieldByName(alias)
-			}
-		}
-		if f.Type.Kind() != reflect.Slice || f.Type.Elem().Kind() != reflect.Struct || !sv.IsValid() || sv.Kind() != reflect.Slice {
+		if f.Type.Kind() != reflect.Slice || f.Type.Elem().Kind() != reflect.Struct {
 			continue
 		}
-		out := reflect.MakeSlice(f.Type, 0, sv.Len())
-		for j := range sv.Len() {
-			se := sv.Index(j)
-			switch {
-			case se.Kind() == reflect.Struct:
-				out = reflect.Append(out, mirror(f.Type.Elem(), se, code))
-			case se.Kind() == reflect.Int32 && f.Name == "Partitions":
-				e := newElem(f.Type.Elem())
-				setField(e, "Partition", se)
-				setErrorCodes(e, code)
-				out = reflect.Append(out, e)
+		out := reflect.MakeSlice(f.Type, 0, 0)
+		for _, name := range append([]string{f.Name}, sliceAliases[f.Name]...) {
+			sv := src.FieldByName(name)
+			if !sv.IsValid() || sv.Kind() != reflect.Slice {
+				continue
+			}
+			for j := range sv.Len() {
+				se := sv.Index(j)
+				switch {
+				case se.Kind() == reflect.Struct:
+					out = reflect.Append(out, mirror(f.Type.Elem(), se, code))
+				case se.Kind() == reflect.Int32 && f.Name == "Partitions":
+					e := newElem(f.Type.Elem())
+					setField(e, "Partition", se)
+					setErrorCodes(e, code)
+					out = reflect.Append(out, e)
+				}
 			}
 		}
-		dv.Set(out)
+		dst.Field(i).Set(out)
 	}
 }
 
 // sliceAliases name the request list a response list answers entry by
 // entry when their names differ (CreateAcls' Creations and DeleteAcls'
 // Filters are answered by Results).
-var sliceAliases = map[string][]string{"Results": {"Creations", "Filters"}}
+var sliceAliases = map[string][]string{"Results": {"Creations", "Filters", "Deletions", "Upsertions"}}
+
+// fieldAliases name the request field a response entry's identity field
+// copies when their names differ (AlterUserScramCredentials' Name is its
+// results' User).
+var fieldAliases = map[string]string{"User": "Name"}
 
 // newElem is a new value of the kmsg struct type typ with its defaults.
 func newElem(typ reflect.Type) reflect.Value {

@@ -53,6 +53,9 @@ type conn struct {
 	// ip is the remote address's IP, counted for max.connections.per.ip
 	// and the host ACLs are matched against.
 	ip string
+	// authUser is the SASL user once authenticated, for other goroutines
+	// (closeSessionsOfDeletedUsers).
+	authUser atomic.Pointer[string]
 	// tlsPrincipal is the mapped subject of a verified client
 	// certificate, once principal has looked.
 	tlsPrincipal acl.Principal
@@ -341,6 +344,7 @@ func (c *conn) handlerContext(req *request) context.Context {
 	switch req.key {
 	case apiKeySaslHandshake, apiKeySaslAuthenticate:
 		ctx := context.WithValue(c.ctx, remoteKey{}, c.nc.RemoteAddr().String())
+		ctx = context.WithValue(ctx, connKey{}, c)
 		return context.WithValue(ctx, authKey{}, &c.auth)
 	case apiKeyJoinGroup, apiKeyConsumerGroupHeartbeat:
 	default:

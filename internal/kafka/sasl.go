@@ -31,6 +31,10 @@ type authState struct {
 
 type authKey struct{}
 
+// connKey carries the connection to the SASL handlers, which record who
+// authenticated for closeSessionsOfDeletedUsers.
+type connKey struct{}
+
 type remoteKey struct{}
 
 // remoteFrom is the client's address that handlerContext stored for the
@@ -44,7 +48,7 @@ func remoteFrom(ctx context.Context) string {
 // before a SASL listener's client has authenticated, as Kafka does (it
 // closes the connection).
 func (c *conn) checkAuthenticated(key int16) error {
-	if c.s.cfg.SASL == nil || c.auth.done {
+	if c.s.users == nil || c.auth.done {
 		return nil
 	}
 	switch key {
@@ -72,12 +76,12 @@ func (s *Server) handleSaslHandshake(ctx context.Context, kreq kmsg.Request) (km
 	req := kreq.(*kmsg.SASLHandshakeRequest)
 	resp := req.ResponseKind().(*kmsg.SASLHandshakeResponse)
 	auth, _ := ctx.Value(authKey{}).(*authState)
-	if s.cfg.SASL == nil || auth == nil || auth.done || auth.session != nil {
+	if s.users == nil || auth == nil || auth.done || auth.session != nil {
 		resp.ErrorCode = kerr.IllegalSaslState.Code
 		return resp, nil
 	}
-	resp.SupportedMechanisms = s.cfg.SASL.Mechanisms()
-	sess, err := s.cfg.SASL.Start(req.Mechanism)
+	resp.SupportedMechanisms = s.users.Mechanisms()
+	sess, err := s.users.Start(req.Mechanism)
 	if err != nil {
 		resp.ErrorCode = kerr.UnsupportedSaslMechanism.Code
 		return resp, nil
@@ -118,6 +122,9 @@ func (s *Server) handleSaslAuthenticate(ctx context.Context, kreq kmsg.Request) 
 	if done {
 		auth.done, auth.user = true, auth.session.User()
 		auth.session = nil
+		if c, ok := ctx.Value(connKey{}).(*conn); ok {
+			c.authUser.Store(&auth.user)
+		}
 		s.logger.Debug("kafka: SASL authenticated", "user", auth.user, "remote", remoteFrom(ctx))
 	}
 	return resp, nil
@@ -162,6 +169,7 @@ func (c *conn) rawAuthStep(r io.Reader) bool {
 	if done {
 		c.auth.done, c.auth.raw, c.auth.user = true, false, c.auth.session.User()
 		c.auth.session = nil
+		c.authUser.Store(&c.auth.user)
 	}
 	out := binary.BigEndian.AppendUint32(make([]byte, 0, 4+len(reply)), uint32(len(reply)))
 	return c.send(outbound{bufs: net.Buffers{append(out, reply...)}})

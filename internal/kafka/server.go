@@ -91,6 +91,9 @@ type Server struct {
 	aclVersion int64  // the metadata's ACL version the authorizer holds
 	aclCancel  func() // stops watchACLs; nil without an authorizer
 
+	users       *sasl.Users // cfg.SASL with the metadata's SCRAM users; nil: no SASL
+	scramCancel func()      // stops watching for deleted users; nil without SASL
+
 	mu struct {
 		sync.Mutex
 		listeners map[net.Listener]struct{}
@@ -136,18 +139,25 @@ func NewServer(cfg Config) (*Server, error) {
 	s.mu.listeners = make(map[net.Listener]struct{})
 	s.mu.conns = make(map[*conn]struct{})
 	s.mu.perIP = make(map[string]int)
-	if cfg.Authorizer != nil && !cfg.Internal {
-		if err := s.watchACLs(); err != nil {
-			s.aclCancel()
-			return nil, fmt.Errorf("kafka: load ACLs: %w", err)
-		}
-	}
 	if cfg.AdvertisedAddr != "" {
 		ep, err := parseEndpoint(cfg.AdvertisedAddr)
 		if err != nil {
 			return nil, fmt.Errorf("kafka: advertised address: %w", err)
 		}
 		s.advertised.Store(ep)
+	}
+	if cfg.SASL != nil {
+		s.users = cfg.SASL.WithSource(s.scramCredential)
+		s.scramCancel = s.b.WatchScramUsers(s.closeSessionsOfDeletedUsers)
+	}
+	if cfg.Authorizer != nil && !cfg.Internal {
+		if err := s.watchACLs(); err != nil {
+			if s.scramCancel != nil {
+				s.scramCancel()
+			}
+			s.aclCancel()
+			return nil, fmt.Errorf("kafka: load ACLs: %w", err)
+		}
 	}
 	return s, nil
 }
@@ -260,6 +270,9 @@ func (s *Server) Close() error {
 	s.wg.Wait()
 	if s.aclCancel != nil {
 		s.aclCancel()
+	}
+	if s.scramCancel != nil {
+		s.scramCancel()
 	}
 	return errors.Join(errs...)
 }

@@ -1,6 +1,10 @@
 // Package sasl authenticates Kafka clients the way Kafka's SASL listeners
 // do: PLAIN (RFC 4616) and SCRAM-SHA-256 / SCRAM-SHA-512 (RFC 5802, RFC
-// 7677), against a fixed set of users and passwords. It is pure: it parses
+// 7677), against a fixed set of users and passwords and, through a Source,
+// users whose SCRAM credentials are managed at run time (kept in the
+// cluster metadata by the wire server's AlterUserScramCredentials; a
+// PLAIN login of such a user is checked against its SCRAM credential with
+// one PBKDF2). It is pure: it parses
 // and produces the mechanisms' messages; the wire server carries them in
 // SaslHandshake and SaslAuthenticate. It must never do I/O or speak the
 // Kafka protocol.
@@ -12,6 +16,8 @@ package sasl
 import (
 	"bufio"
 	"bytes"
+	"crypto/hmac"
+	"crypto/pbkdf2"
 	"crypto/sha256"
 	"crypto/subtle"
 	"errors"
@@ -34,11 +40,77 @@ var (
 	ErrAuthFailed = errors.New("sasl: authentication failed: invalid credentials")
 )
 
-// Users is the set of accounts a listener accepts. It is safe for
-// concurrent use (read-only after New).
+// Users is the set of accounts a listener accepts: fixed ones given to
+// New, and, through a Source, users managed at run time (the SCRAM
+// credentials AlterUserScramCredentials stores in the cluster metadata).
+// It is safe for concurrent use.
 type Users struct {
-	plain map[string][32]byte // user → SHA-256(password)
-	scram map[string]map[string]scramCredential
+	plain  map[string][32]byte // user → SHA-256(password)
+	scram  map[string]map[string]scramCredential
+	source Source // nil: the fixed users only
+}
+
+// Credential is a stored SCRAM credential (RFC 5802): never the password
+// or the salted password.
+type Credential struct {
+	Salt                 []byte
+	Iterations           int
+	StoredKey, ServerKey []byte
+}
+
+// Source looks up a run-time user's credential for a SCRAM mechanism.
+type Source func(user, mechanism string) (Credential, bool)
+
+// WithSource returns u that also accepts the users src knows; a fixed user
+// of the same name wins.
+func (u *Users) WithSource(src Source) *Users {
+	v := *u
+	v.source = src
+	return &v
+}
+
+// IsFixed reports whether user is one of the users given to New.
+func (u *Users) IsFixed(user string) bool {
+	_, ok := u.plain[user]
+	return ok
+}
+
+// lookup finds user's credential for mechanism, fixed users first.
+func (u *Users) lookup(user, mechanism string) (scramCredential, bool) {
+	if c, ok := u.scram[mechanism][user]; ok {
+		return c, true
+	}
+	if u.source == nil {
+		return scramCredential{}, false
+	}
+	c, ok := u.source(user, mechanism)
+	if !ok {
+		return scramCredential{}, false
+	}
+	return scramCredential{salt: c.Salt, iterations: c.Iterations, storedKey: c.StoredKey, serverKey: c.ServerKey}, true
+}
+
+// DeriveCredential turns what AlterUserScramCredentials carries (salt,
+// iterations, SaltedPassword = PBKDF2(password, salt, iterations)) into
+// the credential kept: StoredKey = H(HMAC(salted, "Client Key")),
+// ServerKey = HMAC(salted, "Server Key"). The salted password is not kept.
+func DeriveCredential(mechanism string, salt []byte, iterations int, saltedPassword []byte) (Credential, error) {
+	h, ok := hashes[mechanism]
+	if !ok {
+		return Credential{}, fmt.Errorf("%w: %q", ErrUnsupportedMechanism, mechanism)
+	}
+	return Credential{Salt: append([]byte(nil), salt...), Iterations: iterations,
+		StoredKey: digest(h, mac(h, saltedPassword, "Client Key")), ServerKey: mac(h, saltedPassword, "Server Key")}, nil
+}
+
+// SaltPassword is PBKDF2(password, salt, iterations) with mechanism's hash:
+// what a client sends in AlterUserScramCredentials.
+func SaltPassword(mechanism, password string, salt []byte, iterations int) ([]byte, error) {
+	h, ok := hashes[mechanism]
+	if !ok {
+		return nil, fmt.Errorf("%w: %q", ErrUnsupportedMechanism, mechanism)
+	}
+	return pbkdf2.Key(h, password, salt, iterations, h().Size())
 }
 
 // New derives every mechanism's credentials from user → password.
@@ -113,7 +185,7 @@ func (u *Users) Start(mechanism string) (Session, error) {
 	case Plain:
 		return &plainSession{u: u}, nil
 	case ScramSHA256, ScramSHA512:
-		return &scramSession{creds: u.scram[mechanism], hash: hashes[mechanism]}, nil
+		return &scramSession{lookup: func(user string) (scramCredential, bool) { return u.lookup(user, mechanism) }, hash: hashes[mechanism]}, nil
 	}
 	return nil, fmt.Errorf("%w: %q (enabled: %s)", ErrUnsupportedMechanism, mechanism, strings.Join(u.Mechanisms(), ", "))
 }
@@ -136,12 +208,39 @@ func (s *plainSession) Step(msg []byte) ([]byte, bool, error) {
 	}
 	s.claimed = user
 	want, ok := s.u.plain[user]
+	if !ok && s.u.source != nil {
+		// A run-time user has only SCRAM credentials: PLAIN checks the
+		// password against one (a PBKDF2, as a SCRAM client would do).
+		if s.u.checkScram(user, string(pass)) {
+			s.user = user
+			return nil, true, nil
+		}
+		return nil, false, ErrAuthFailed
+	}
 	got := sha256.Sum256(pass)
 	if subtle.ConstantTimeCompare(got[:], want[:]) != 1 || !ok {
 		return nil, false, ErrAuthFailed
 	}
 	s.user = user
 	return nil, true, nil
+}
+
+// checkScram verifies password against user's run-time SCRAM credential
+// (SHA-512 first), comparing StoredKeys in constant time.
+func (u *Users) checkScram(user, password string) bool {
+	for _, m := range []string{ScramSHA512, ScramSHA256} {
+		c, ok := u.source(user, m)
+		if !ok {
+			continue
+		}
+		salted, err := SaltPassword(m, password, c.Salt, c.Iterations)
+		if err != nil {
+			return false
+		}
+		d, _ := DeriveCredential(m, c.Salt, c.Iterations, salted)
+		return hmac.Equal(d.StoredKey, c.StoredKey)
+	}
+	return false
 }
 
 func (s *plainSession) User() string { return s.user }

@@ -58,8 +58,8 @@ func digest(h func() hash.Hash, b []byte) []byte {
 // scramSession is the server side of RFC 5802: client-first → server-first,
 // client-final → server-final.
 type scramSession struct {
-	creds map[string]scramCredential
-	hash  func() hash.Hash
+	lookup func(user string) (scramCredential, bool)
+	hash   func() hash.Hash
 
 	step        int
 	user        string
@@ -114,7 +114,7 @@ func (s *scramSession) first(msg string) (string, error) {
 	if !ok || user == "" || cnonce == "" || (parts[1] != "" && parts[1] != "a="+attrs["n"]) {
 		return "", ErrAuthFailed
 	}
-	cred, known := s.creds[user]
+	cred, known := s.lookup(user)
 	if !known {
 		// Answer like for a real user, so a client cannot tell which users
 		// exist; the proof will not verify.
