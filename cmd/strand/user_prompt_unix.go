@@ -1,0 +1,24 @@
+//go:build linux || darwin || freebsd || netbsd || openbsd
+
+package main
+
+import (
+	"golang.org/x/sys/unix"
+)
+
+// withoutEcho runs read with the terminal on fd not echoing (a password
+// prompt); ok is false when fd is not a terminal, and read is not run.
+func withoutEcho(fd int, read func() (string, error)) (s string, ok bool, err error) {
+	old, err := unix.IoctlGetTermios(fd, ioctlGetTermios)
+	if err != nil {
+		return "", false, nil // not a terminal
+	}
+	quiet := *old
+	quiet.Lflag &^= unix.ECHO
+	if err := unix.IoctlSetTermios(fd, ioctlSetTermios, &quiet); err != nil {
+		return "", true, err
+	}
+	defer unix.IoctlSetTermios(fd, ioctlSetTermios, old)
+	s, err = read()
+	return s, true, err
+}
