@@ -67,8 +67,7 @@ func readPassword(cmd *cobra.Command, user string) (string, error) {
 	}
 	if f, ok := in.(*os.File); ok {
 		ask := func(prompt string) (string, bool, error) {
-			fmt.Fprint(cmd.ErrOrStderr(), prompt)
-			s, isTerm, err := withoutEcho(int(f.Fd()), line)
+			s, isTerm, err := withoutEcho(int(f.Fd()), func() { fmt.Fprint(cmd.ErrOrStderr(), prompt) }, line)
 			if isTerm {
 				fmt.Fprintln(cmd.ErrOrStderr())
 			}

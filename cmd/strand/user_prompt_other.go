@@ -3,4 +3,4 @@
 package main
 
 // withoutEcho: no terminal control here; passwords come from stdin.
-func withoutEcho(int, func() (string, error)) (string, bool, error) { return "", false, nil }
+func withoutEcho(int, func(), func() (string, error)) (string, bool, error) { return "", false, nil }

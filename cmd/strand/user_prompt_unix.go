@@ -6,13 +6,15 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// withoutEcho runs read with the terminal on fd not echoing (a password
-// prompt); ok is false when fd is not a terminal, and read is not run.
-func withoutEcho(fd int, read func() (string, error)) (s string, ok bool, err error) {
+// withoutEcho shows prompt and runs read with the terminal on fd not
+// echoing (a password prompt); ok is false when fd is not a terminal, and
+// neither runs.
+func withoutEcho(fd int, prompt func(), read func() (string, error)) (s string, ok bool, err error) {
 	old, err := unix.IoctlGetTermios(fd, ioctlGetTermios)
 	if err != nil {
 		return "", false, nil // not a terminal
 	}
+	prompt()
 	quiet := *old
 	quiet.Lflag &^= unix.ECHO
 	if err := unix.IoctlSetTermios(fd, ioctlSetTermios, &quiet); err != nil {
