@@ -13,7 +13,7 @@ import (
 )
 
 // register posts an Avro schema to h and returns the answer's status and body.
-func register(t *testing.T, h http.Handler, subject, schema string) (int, string) {
+func register(t testing.TB, h http.Handler, subject, schema string) (int, string) {
 	t.Helper()
 	body := `{"schema":` + quoteJSON(schema) + `}`
 	req := httptest.NewRequest("POST", "/subjects/"+subject+"/versions", strings.NewReader(body))

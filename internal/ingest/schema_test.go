@@ -81,6 +81,8 @@ func TestSchemaValidator(t *testing.T) {
 		{"other subject", byTopic, wire(otherID, 0x02, 'x'), `schema: id 4 is not a schema of subject "orders-value" (it is registered under other-value)`},
 		{"protobuf first message", byTopic, wire(protoID, 0x00, 0x08, 0x05), ""},
 		{"protobuf message B", byTopic, wire(protoID, protoB...), ""},
+		{"protobuf without indexes (kafkajs)", byTopic, wire(protoID, 0x08, 0x05), ""},
+		{"protobuf without indexes, bad", byTopic, wire(protoID, 0x08), "schema: id 2 (PROTOBUF): protobuf: bad message indexes"},
 		{"protobuf truncated", byTopic, wire(protoID, 0x02, 0x02, 0x0a, 0x05, 'x'), "schema: id 2 (PROTOBUF): protobuf shop.B:"},
 		{"protobuf bad index", byTopic, wire(protoID, 0x02, 0x08), "schema: id 2 (PROTOBUF): protobuf: message index 4 out of range"},
 		{"json", byTopic, wire(jsonID, []byte(`{"n":1}`)...), ""},

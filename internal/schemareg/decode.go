@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"sync"
 
 	"github.com/bufbuild/protocompile/linker"
 	"github.com/hamba/avro/v2"
@@ -163,11 +164,124 @@ func (c *Compiled) message(rest []byte) (protoreflect.MessageDescriptor, []byte,
 	return md, rest, nil
 }
 
+// first is the registered file's first message (index [0]), or nil.
+func (c *Compiled) first() protoreflect.MessageDescriptor {
+	if c.main == nil || c.main.Messages().Len() == 0 {
+		return nil
+	}
+	return c.main.Messages().Get(0)
+}
+
 // Validate reports why rest (what follows the wire header) does not decode
 // against the schema, or nil.
 func (c *Compiled) Validate(rest []byte) error {
+	if c.Type == Avro {
+		return avroValid(c.p.avro, rest)
+	}
 	_, err := c.decode(rest)
 	return err
+}
+
+// avroValid walks an Avro payload by its schema without building a value
+// (the produce path judges every record; decoding each into Go values cost
+// more than the append): every union branch, enum symbol and block must
+// be in range, nothing may be missing and nothing left over. The reading
+// itself is hamba/avro's.
+func avroValid(s avro.Schema, payload []byte) error {
+	r := avroReaders.Get().(*avro.Reader).Reset(payload)
+	r.Error = nil // Reset keeps it
+	defer func() {
+		r.Reset(nil)
+		avroReaders.Put(r)
+	}()
+	budget := len(payload) + 1024 // items a payload can hold: zero-size items (null) are bounded too
+	walkAvro(r, s, 0, &budget)
+	switch {
+	case errors.Is(r.Error, io.EOF):
+		return fmt.Errorf("avro: payload ends early (%d bytes)", len(payload))
+	case r.Error != nil:
+		return fmt.Errorf("avro: %w", r.Error)
+	}
+	if r.Peek(); r.Error == nil {
+		return errors.New("avro: bytes left after the value")
+	}
+	return nil
+}
+
+// avroReaders are recycled: one per judged record otherwise.
+var avroReaders = sync.Pool{New: func() any { return avro.NewReader(nil, 0) }}
+
+func walkAvro(r *avro.Reader, s avro.Schema, depth int, budget *int) {
+	if r.Error != nil {
+		return
+	}
+	if depth > 64 {
+		r.ReportError("validate", "nesting deeper than 64")
+		return
+	}
+	switch s := s.(type) {
+	case *avro.RefSchema:
+		walkAvro(r, s.Schema(), depth+1, budget)
+	case *avro.RecordSchema:
+		for _, f := range s.Fields() {
+			walkAvro(r, f.Type(), depth+1, budget)
+		}
+	case *avro.UnionSchema:
+		i := r.ReadLong()
+		if types := s.Types(); r.Error == nil && (i < 0 || i >= int64(len(types))) {
+			r.ReportError("validate", fmt.Sprintf("union branch %d of %d", i, len(types)))
+		} else if r.Error == nil {
+			walkAvro(r, types[i], depth+1, budget)
+		}
+	case *avro.EnumSchema:
+		if i := r.ReadInt(); r.Error == nil && (i < 0 || int(i) >= len(s.Symbols())) {
+			r.ReportError("validate", fmt.Sprintf("enum %s symbol %d of %d", s.FullName(), i, len(s.Symbols())))
+		}
+	case *avro.FixedSchema:
+		r.SkipNBytes(s.Size())
+	case *avro.ArraySchema:
+		walkBlocks(r, budget, func() { walkAvro(r, s.Items(), depth+1, budget) })
+	case *avro.MapSchema:
+		walkBlocks(r, budget, func() { r.SkipString(); walkAvro(r, s.Values(), depth+1, budget) })
+	case *avro.PrimitiveSchema:
+		switch s.Type() {
+		case avro.Boolean:
+			r.ReadBool()
+		case avro.Int:
+			r.ReadInt()
+		case avro.Long:
+			r.ReadLong()
+		case avro.Float:
+			r.SkipFloat()
+		case avro.Double:
+			r.SkipDouble()
+		case avro.String:
+			r.SkipString()
+		case avro.Bytes:
+			r.SkipBytes()
+		}
+	default:
+		r.ReportError("validate", fmt.Sprintf("schema type %s", s.Type()))
+	}
+}
+
+// walkBlocks reads an array's or a map's blocks, calling item for each.
+func walkBlocks(r *avro.Reader, budget *int, item func()) {
+	for r.Error == nil {
+		n, _ := r.ReadBlockHeader()
+		if n == 0 || r.Error != nil {
+			return
+		}
+		if *budget -= int(n); n < 0 || *budget < 0 {
+			r.ReportError("validate", fmt.Sprintf("a block of %d items", n))
+			return
+		}
+		for range n {
+			if item(); r.Error != nil {
+				return
+			}
+		}
+	}
 }
 
 // Decode returns rest decoded as JSON: Avro's generic form, Protobuf's
@@ -190,8 +304,12 @@ func (c *Compiled) Decode(rest []byte) (json.RawMessage, error) {
 func (c *Compiled) decode(rest []byte) (any, error) {
 	switch c.Type {
 	case Avro:
-		// Not avro.Unmarshal: it takes running out of bytes for success,
-		// so a truncated payload would pass.
+		// The walk first: it bounds block counts (a generic decode would
+		// allocate for whatever count a payload claims). Not
+		// avro.Unmarshal: it takes running out of bytes for success.
+		if err := avroValid(c.p.avro, rest); err != nil {
+			return nil, err
+		}
 		r := avro.NewReader(nil, 0).Reset(rest)
 		v := r.ReadNext(c.p.avro)
 		switch {
@@ -206,14 +324,27 @@ func (c *Compiled) decode(rest []byte) (any, error) {
 		return v, nil
 	case Protobuf:
 		md, payload, err := c.message(rest)
-		if err != nil {
-			return nil, fmt.Errorf("protobuf: %w", err)
+		if err == nil {
+			m := dynamicpb.NewMessage(md)
+			if err = proto.Unmarshal(payload, m); err == nil {
+				return m, nil
+			}
+			err = fmt.Errorf("protobuf %s: %w", md.FullName(), err)
+		} else {
+			err = fmt.Errorf("protobuf: %w", err)
 		}
-		m := dynamicpb.NewMessage(md)
-		if err := proto.Unmarshal(payload, m); err != nil {
-			return nil, fmt.Errorf("protobuf %s: %w", md.FullName(), err)
+		// @kafkajs/confluent-schema-registry writes no message indexes:
+		// the first message follows the id directly. Its first byte is a
+		// field tag (8 or more), which Confluent's framing would read as
+		// a count of 4 or more nested indexes: a value that fails as
+		// indexed is tried as that client's framing before it is refused.
+		if first := c.first(); first != nil && len(rest) > 0 && rest[0] >= 8 {
+			m := dynamicpb.NewMessage(first)
+			if proto.Unmarshal(rest, m) == nil {
+				return m, nil
+			}
 		}
-		return m, nil
+		return nil, err
 	case JSON:
 		doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(rest))
 		if err != nil {

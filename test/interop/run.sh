@@ -5,8 +5,9 @@
 #   test/interop/run.sh
 #
 # Builds cmd/strand (or uses $STRAND_BIN), starts it on a free loopback port
-# with a temp data directory, runs kcat.sh, kafka_python.py, groups.py, dlq.sh and
-# kafkajs/kafkajs.js (after npm ci there), restarts the
+# with a temp data directory, runs kcat.sh, kafka_python.py, groups.py, dlq.sh,
+# kafkajs/kafkajs.js and kafkajs/schema.js (@kafkajs/confluent-schema-registry
+# against the built-in schema registry; after npm ci there), restarts the
 # broker on the same data directory and checks that every acknowledged record
 # is still there, restarts it with mutual TLS (certificates from openssl) for
 # tls.sh and with --sasl-users for sasl.sh, then stops it. In between, it
@@ -99,15 +100,19 @@ port=$("$PY" -c 'import socket
 s = socket.socket()
 s.bind(("127.0.0.1", 0))
 print(s.getsockname()[1])')
+srport=$("$PY" -c 'import socket
+s = socket.socket()
+s.bind(("127.0.0.1", 0))
+print(s.getsockname()[1])')
 
 start_broker() { # extra arguments go to strand serve
   echo "== starting: strand serve --listen 127.0.0.1:$port --data-dir $tmp/data $*"
   echo "---- strand serve start $(date -u +%FT%TZ) $*" >>"$log"
-  # Metrics, console and schema registry on free ports: a broker already
-  # running on this machine (or another run) must not make this one fail
-  # to start.
+  # Metrics and console on free ports, the schema registry on one chosen
+  # above (schema.js needs its address): a broker already running on this
+  # machine (or another run) must not make this one fail to start.
   "$bin" serve --listen "127.0.0.1:$port" --data-dir "$tmp/data" \
-    --metrics-listen 127.0.0.1:0 --console-listen 127.0.0.1:0 --schema-registry-listen 127.0.0.1:0 "$@" >>"$log" 2>&1 &
+    --metrics-listen 127.0.0.1:0 --console-listen 127.0.0.1:0 --schema-registry-listen "127.0.0.1:$srport" "$@" >>"$log" 2>&1 &
   pid=$!
   local deadline=$((SECONDS + STARTUP_TIMEOUT))
   while ((SECONDS < deadline)); do
@@ -175,6 +180,7 @@ run_test kcat "$here/kcat.sh" "$port" || true
 [[ -n $pid ]] && run_test groups "$PY" "$here/groups.py" "$port" || true
 [[ -n $pid ]] && run_test dlq "$here/dlq.sh" "$port" "$bin" || true
 [[ -n $pid ]] && run_test kafkajs node "$here/kafkajs/kafkajs.js" "$port" || true
+[[ -n $pid ]] && run_test schema node "$here/kafkajs/schema.js" "$port" "http://127.0.0.1:$srport" "$bin" || true
 [[ -n $pid ]] && run_test kcat-idempotent-start "$here/kcat.sh" "$port" idem-start || true
 
 # Restart on the same data directory: nothing acknowledged may be lost.
