@@ -554,3 +554,94 @@ func settledN(d kadm.DescribedConsumerGroup, n int, topic string, parts int) boo
 	}
 	return held == parts
 }
+
+// TestFranzGo848StaticMember: a static member (group.instance.id) that
+// closes leaves temporarily (epoch -2) and keeps its partitions reserved; a
+// new client with the same instance id takes them back without the other
+// member's assignment changing.
+func TestFranzGo848StaticMember(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	defer cancel()
+	b := start848(t, t.TempDir(), "")
+	defer b.Close()
+	adm := adminClient(t, b.Addr())
+	if res, err := adm.CreateTopic(ctx, groupPartitions, 1, nil, "static"); err != nil || res.Err != nil {
+		t.Fatalf("create topic: %v %v", err, res.Err)
+	}
+	start := func(instance string) *kgo.Client {
+		cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addr()), kgo.ConsumerGroup("g-static"), kgo.ConsumeTopics("static"),
+			kgo.InstanceID(instance), kgo.Balancers(kgo.StickyBalancer()), kgo.ServerSideBalancer())
+		if err != nil {
+			t.Fatal(err)
+		}
+		go func() {
+			for ctx.Err() == nil && !cl.PollFetches(ctx).IsClientClosed() {
+			}
+		}()
+		return cl
+	}
+	a, bcl := start("a"), start("b")
+	defer func() { a.Close() }()
+	defer bcl.Close()
+	byInstance := func(d kadm.DescribedConsumerGroup) map[string][]int32 {
+		out := map[string][]int32{}
+		for _, m := range d.Members {
+			if m.InstanceID != nil {
+				out[*m.InstanceID] = slices.Sorted(maps.Keys(m.Assignment["static"]))
+			}
+		}
+		return out
+	}
+	var d kadm.DescribedConsumerGroup
+	var err error
+	await(t, ctx, "two static members settled", func() bool {
+		d, err = describe848(ctx, adm, "g-static")
+		return err == nil && settled(d, 2, "static")
+	})
+	before := byInstance(d)
+	epoch := d.Epoch
+	oldID, _ := a.GroupMetadata()
+
+	// franz-go v1.22.3 closes a static member with a -2 heartbeat that
+	// lacks the instance id, which Kafka (and Strand) refuse with
+	// INVALID_REQUEST ("InstanceId can't be null."): the member would stay
+	// until its session ends. So the test closes the client, then sends
+	// the temporary leave a Kafka client sends, with the instance id.
+	a.Close()
+	leave := kmsg.NewPtrConsumerGroupHeartbeatRequest()
+	instance := "a"
+	leave.Group, leave.MemberID, leave.MemberEpoch, leave.InstanceID = "g-static", oldID, -2, &instance
+	raw, err := kgo.NewClient(kgo.SeedBrokers(b.Addr()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	resp, err := leave.RequestWith(ctx, raw)
+	if err != nil || resp.ErrorCode != 0 || resp.MemberEpoch != -2 {
+		t.Fatalf("static leave: %v %+v", err, resp)
+	}
+	d, err = describe848(ctx, adm, "g-static")
+	if err != nil || len(d.Members) != 2 {
+		t.Fatalf("after the static leave: %v %+v", err, d)
+	}
+	for _, m := range d.Members {
+		if m.MemberID == oldID && m.MemberEpoch != -2 {
+			t.Fatalf("a after its static leave: %+v", m)
+		}
+	}
+	if d.Epoch != epoch {
+		t.Fatalf("a temporary leave bumped the group epoch %d → %d", epoch, d.Epoch)
+	}
+	a = start("a")
+	await(t, ctx, "a back", func() bool {
+		d, err = describe848(ctx, adm, "g-static")
+		newID, _ := a.GroupMetadata()
+		return err == nil && settled(d, 2, "static") && newID != "" && newID != oldID
+	})
+	after := byInstance(d)
+	if !slices.Equal(before["a"], after["a"]) || !slices.Equal(before["b"], after["b"]) {
+		t.Fatalf("static rejoin changed the assignment: before %v, after %v", before, after)
+	}
+	t.Logf("static member a rejoined with a new member id and kept %v; b kept %v", after["a"], after["b"])
+}
