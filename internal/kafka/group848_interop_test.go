@@ -645,3 +645,47 @@ func TestFranzGo848StaticMember(t *testing.T) {
 	}
 	t.Logf("static member a rejoined with a new member id and kept %v; b kept %v", after["a"], after["b"])
 }
+
+// TestFranzGo848Regex: a regex subscription is resolved by the broker
+// (franz-go sends SubscribedTopicRegex), including a topic created after
+// the member joined (noticed at the engine's metadata refresh).
+func TestFranzGo848Regex(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	defer cancel()
+	b := start848(t, t.TempDir(), "")
+	defer b.Close()
+	adm := adminClient(t, b.Addr())
+	for _, topic := range []string{"rx-a", "rx-b", "other"} {
+		if res, err := adm.CreateTopic(ctx, 2, 1, nil, topic); err != nil || res.Err != nil {
+			t.Fatalf("create topic: %v %v", err, res.Err)
+		}
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addr()), kgo.ConsumerGroup("g-rx"), kgo.ConsumeRegex(), kgo.ConsumeTopics("rx-.*"),
+		kgo.Balancers(kgo.StickyBalancer()), kgo.ServerSideBalancer())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	go func() {
+		for ctx.Err() == nil && !cl.PollFetches(ctx).IsClientClosed() {
+		}
+	}()
+	topics := func(want ...string) {
+		t.Helper()
+		await(t, ctx, fmt.Sprintf("assigned %v", want), func() bool {
+			d, err := describe848(ctx, adm, "g-rx")
+			if err != nil || len(d.Members) != 1 {
+				return false
+			}
+			m := d.Members[0]
+			got := slices.Sorted(maps.Keys(m.Assignment))
+			return slices.Equal(got, want) && m.SubscribedTopicRegex != nil
+		})
+	}
+	topics("rx-a", "rx-b")
+	if res, err := adm.CreateTopic(ctx, 2, 1, nil, "rx-c"); err != nil || res.Err != nil {
+		t.Fatalf("create topic: %v %v", err, res.Err)
+	}
+	topics("rx-a", "rx-b", "rx-c")
+}
