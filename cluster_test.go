@@ -33,6 +33,9 @@ type testCluster struct {
 	addrs  map[int32]string // Kafka listeners, fixed across restarts
 	nodes  map[int32]*Broker
 	tune   func(*ClusterConfig) // changes every node's cluster config, if set
+	config func(*Config)        // changes every node's config, if set
+	// clientOpts are every test client's options (SASL credentials).
+	clientOpts []kgo.Opt
 }
 
 func freePort(t *testing.T) string { return testnet.FreeAddr(t) }
@@ -52,7 +55,15 @@ func startClusterN(t *testing.T, n int32) *testCluster {
 // cluster config.
 func startClusterTuned(t *testing.T, n int32, tune func(*ClusterConfig)) *testCluster {
 	t.Helper()
-	c := &testCluster{t: t, dirs: map[int32]string{}, addrs: map[int32]string{}, nodes: map[int32]*Broker{}, tune: tune}
+	return startClusterWith(t, n, tune, nil)
+}
+
+// startClusterWith is startClusterTuned with config applied to each node's
+// Config, and clientOpts given to every client the harness makes.
+func startClusterWith(t *testing.T, n int32, tune func(*ClusterConfig), config func(*Config), clientOpts ...kgo.Opt) *testCluster {
+	t.Helper()
+	c := &testCluster{t: t, dirs: map[int32]string{}, addrs: map[int32]string{}, nodes: map[int32]*Broker{}, tune: tune,
+		config: config, clientOpts: clientOpts}
 	root := t.TempDir()
 	for id := int32(1); id <= n; id++ {
 		c.quorum = append(c.quorum, Voter{ID: id, Addr: freePort(t)})
@@ -105,14 +116,18 @@ func (c *testCluster) open(id int32) (*Broker, error) {
 	if c.tune != nil {
 		c.tune(cc)
 	}
-	return Start(context.Background(), Config{
+	cfg := Config{
 		Dir: c.dirs[id], Addr: c.addrs[id], NodeID: id,
 		Cluster:                    cc,
 		GroupInitialRebalanceDelay: -1,
 		MetricsAddr:                "127.0.0.1:0",
 		ConsoleAddr:                "127.0.0.1:0",
 		SchemaRegistryAddr:         "127.0.0.1:0",
-	})
+	}
+	if c.config != nil {
+		c.config(&cfg)
+	}
+	return Start(context.Background(), cfg)
 }
 
 // scrape returns node id's /metrics lines that start with prefix.
@@ -160,7 +175,7 @@ func (c *testCluster) waitLive(ids ...int32) {
 // metadata asks node id directly for topics (nil: all).
 func (c *testCluster) metadata(id int32, topics []string) *kmsg.MetadataResponse {
 	c.t.Helper()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(c.addrs[id]))
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(c.addrs[id])}, c.clientOpts...)...)
 	if err != nil {
 		c.t.Fatal(err)
 	}
@@ -186,7 +201,7 @@ func (c *testCluster) node(id int32) *kgo.Broker { return c.client(id).SeedBroke
 
 func (c *testCluster) client(seed int32, opts ...kgo.Opt) *kgo.Client {
 	c.t.Helper()
-	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(c.addrs[seed])}, opts...)...)
+	cl, err := kgo.NewClient(append(append([]kgo.Opt{kgo.SeedBrokers(c.addrs[seed])}, c.clientOpts...), opts...)...)
 	if err != nil {
 		c.t.Fatal(err)
 	}
