@@ -11,6 +11,7 @@ var groupSubcommands = []func(*clientOptions) *cobra.Command{
 	newGroupDescribeCmd,
 	newGroupLagCmd,
 	newGroupSeekCmd,
+	newGroupAssignCmd,
 }
 
 // newGroupCmd is "strand group": list, describe, lag and seek consumer

@@ -200,16 +200,21 @@ func TestGroupDescribeConsumerGroup(t *testing.T) {
 		}()
 		members = append(members, cl)
 	}
+	// describe returns nil until the group exists (the first join may not
+	// have reached the broker yet).
 	describe := func() []groupDescription {
 		out, err := runGroupCLI(t, ctx, addr, "group", "describe", "g848", "-o", "json", "--history", "--console", b.ConsoleAddr())
 		var d []groupDescription
+		if err != nil && strings.Contains(err.Error(), "no group") {
+			return nil
+		}
 		if err != nil || json.Unmarshal([]byte(out), &d) != nil || len(d) != 1 {
 			t.Fatalf("describe: %v\n%s", err, out)
 		}
 		return d
 	}
 	var d []groupDescription
-	for d = describe(); d[0].State != "Stable" || len(d[0].Members) != 2; d = describe() {
+	for d = describe(); d == nil || d[0].State != "Stable" || len(d[0].Members) != 2; d = describe() {
 		if ctx.Err() != nil {
 			t.Fatalf("never stable: %+v", d)
 		}
@@ -238,6 +243,29 @@ func TestGroupDescribeConsumerGroup(t *testing.T) {
 	if err != nil || json.Unmarshal([]byte(out), &listed) != nil || len(listed) != 1 || listed[0].Type != "consumer" || listed[0].State != "Stable" {
 		t.Fatalf("list: %v %+v\n%s", err, listed, out)
 	}
+	// The movement preview of a third member joining, under each assignor.
+	out, err = runGroupCLI(t, ctx, addr, "group", "assign", "g848", "--preview", "--add", "1", "-o", "json")
+	var rows []movePreview
+	if err != nil || json.Unmarshal([]byte(out), &rows) != nil || len(rows) != 6 {
+		t.Fatalf("assign --preview: %v\n%s", err, out)
+	}
+	byName := map[string]movePreview{}
+	for _, r := range rows {
+		byName[r.Assignor] = r
+	}
+	// 2 → 3 members on 6 partitions: the newcomer takes 2; uniform takes
+	// one from each member and nothing else moves.
+	if u := byName["KIP-848 uniform"]; u.Moved != 2 || u.Revoked != 2 || u.Eager {
+		t.Fatalf("uniform preview: %+v", u)
+	}
+	if r := byName["classic range"]; !r.Eager || r.Moved < 2 {
+		t.Fatalf("classic range preview: %+v", r)
+	}
+	out, err = runGroupCLI(t, ctx, addr, "group", "assign", "g848", "--preview", "--add", "1")
+	if err != nil || !strings.Contains(out, "KIP-848 uniform") {
+		t.Fatalf("assign --preview table: %v\n%s", err, out)
+	}
+	t.Logf("strand group assign g848 --preview --add 1:\n%s", out)
 	if _, err := runGroupCLI(t, ctx, addr, "group", "describe", "nope"); err == nil || !strings.Contains(err.Error(), "no group") {
 		t.Fatalf("describe of an unknown group: %v", err)
 	}
