@@ -35,7 +35,7 @@ func TestClusterSchemaRegistry(t *testing.T) {
 	const per = 6
 	var wg sync.WaitGroup
 	var mu sync.Mutex
-	ids := map[string]int{} // subject → id
+	ids := map[string]int{}       // subject → id
 	for id, cl := range clients { // one writer per node, all at once
 		wg.Go(func() {
 			for i := range per {

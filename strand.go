@@ -90,6 +90,9 @@ type Config struct {
 	// OffsetsRetention is offsets.retention.minutes: how long committed
 	// offsets outlive their group's consumers. Zero: 7 days; negative: never.
 	OffsetsRetention time.Duration
+	// TransactionMaxTimeout is transaction.max.timeout.ms: the longest
+	// transaction timeout a producer may ask for (default 15 minutes).
+	TransactionMaxTimeout time.Duration
 	// RecoverTopics re-registers topics whose partition directories hold
 	// data that meta.json does not list (a lost or older meta.json), with
 	// default configs. Without it, such a directory stops the start-up:
@@ -214,6 +217,7 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 		CleanerBackoff:          cfg.CleanerBackoff,
 		CleanerMapBytes:         cfg.CleanerDedupeBufferSize,
 		OffsetsRetention:        cfg.OffsetsRetention,
+		TransactionMaxTimeout:   cfg.TransactionMaxTimeout,
 		RecoverTopics:           cfg.RecoverTopics,
 		ScrubInterval:           cfg.ScrubInterval,
 		ScrubBytesPerSecond:     cfg.ScrubBytesPerSecond,

@@ -36,6 +36,7 @@ type consumeOptions struct {
 	decode     bool
 	registry   registryOptions
 	decoder    *schemaDecoder // with --decode
+	isolation  string
 }
 
 const consumeLong = `Print a topic's records, one per --format line, from --from on.
@@ -100,6 +101,7 @@ func newConsumeCmd() *cobra.Command {
 	f.DurationVar(&o.idle, "idle-timeout", 10*time.Second, "without --follow, stop if no record arrives for this long before the end is reached")
 	f.BoolVar(&o.decode, "decode", false, "print Confluent wire-format keys and values (Avro, Protobuf, JSON Schema) decoded to JSON, with their schemas from --registry")
 	f.StringVar(&o.registry.url, "registry", registryDefault(), "schema registry URL for --decode (env STRAND_SCHEMA_REGISTRY)")
+	f.StringVar(&o.isolation, "isolation", "read_uncommitted", "read_uncommitted (every record) or read_committed (only committed transactions' records, up to the last stable offset)")
 	f.StringVar(&o.progress, "progress", "auto", "a progress line and a closing summary on stderr: auto (when stderr is a terminal), always or never")
 	return cmd
 }
@@ -209,7 +211,13 @@ func (o *consumeOptions) run(ctx context.Context, stdout, stderr io.Writer, topi
 		return nil // nothing to read
 	}
 
-	opts := []kgo.Opt{kgo.FetchMaxWait(500 * time.Millisecond)}
+	// Control records (transaction markers) are kept so that the loop sees
+	// the offsets they take: the end of a transactional partition is a
+	// marker, never printed.
+	opts := []kgo.Opt{kgo.FetchMaxWait(500 * time.Millisecond), kgo.KeepControlRecords()}
+	if o.isolation == "read_committed" {
+		opts = append(opts, kgo.FetchIsolationLevel(kgo.ReadCommitted()))
+	}
 	if o.group != "" {
 		opts = append(opts, kgo.ConsumerGroup(o.group), kgo.ConsumeTopics(topic),
 			kgo.ConsumeResetOffset(sp.resetOffset()), kgo.AutoCommitMarks())
@@ -300,6 +308,12 @@ func (o *consumeOptions) loop(ctx context.Context, cl *kgo.Client, w *bufio.Writ
 			if end, ok := o.bounds[r.Partition]; ok && r.Offset >= end {
 				continue // past --to
 			}
+			if r.Attrs.IsControl() {
+				if end, ok := pending[r.Partition]; ok && r.Offset+1 >= end {
+					delete(pending, r.Partition)
+				}
+				continue
+			}
 			if o.decoder != nil {
 				if err := o.decodeRecord(ctx, r); err != nil {
 					return "", err
@@ -388,7 +402,15 @@ func (o *consumeOptions) plan(ctx context.Context, topic string, sp, to startPoi
 	if err != nil {
 		return nil, nil, fmt.Errorf("list start offsets: %w", err)
 	}
-	leo, err := adm.ListEndOffsets(actx, topic)
+	listEnds := adm.ListEndOffsets
+	switch o.isolation {
+	case "read_uncommitted":
+	case "read_committed":
+		listEnds = adm.ListCommittedOffsets // the last stable offsets
+	default:
+		return nil, nil, usageErr("--isolation %q: want read_uncommitted or read_committed", o.isolation)
+	}
+	leo, err := listEnds(actx, topic)
 	if err != nil {
 		return nil, nil, fmt.Errorf("list end offsets: %w", err)
 	}

@@ -40,6 +40,8 @@ type produceOptions struct {
 	compression string
 	acks        string
 	maxMessage  int32
+	txnID       string
+	abort       bool
 }
 
 func newProduceCmd() *cobra.Command {
@@ -55,6 +57,10 @@ other than a newline (kcat's -D), so values may hold newlines. --value (and
 records go to the partition Kafka's partitioner picks (murmur2), unless
 --partition says otherwise.
 
+With --transactional-id every record goes into one transaction, committed
+once all are acknowledged (or aborted with --abort, or if any failed):
+read_committed consumers see all of them or none.
+
 A record may be as large as the topic's max.message.bytes (read from the
 broker; --max-message-bytes overrides it).
 
@@ -64,7 +70,8 @@ terminal.`,
 		Example: `  printf 'k1:hello\nk2:world\n' | strand produce demo -K :
   strand produce demo --file events.txt --header source=import
   strand produce demo -k user-1 -v '{"plan":"pro"}' --acks 1 --compression zstd
-  printf 'line one\nline two;second record' | strand produce demo -D ';'`,
+  printf 'line one\nline two;second record' | strand produce demo -D ';'
+  printf 'a\nb\n' | strand produce demo --transactional-id loader-1`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx, stop := signalContext(cmd.Context())
@@ -85,6 +92,8 @@ terminal.`,
 	f.StringArrayVarP(&o.headers, "header", "H", nil, "add header key=value to every record (repeatable)")
 	f.Int32VarP(&o.partition, "partition", "p", -1, "produce every record to this partition")
 	f.IntVar(&o.maxLine, "max-line-bytes", 16<<20, "longest input line accepted")
+	f.StringVar(&o.txnID, "transactional-id", "", "produce every record in one transaction of this transactional id, committed at the end")
+	f.BoolVar(&o.abort, "abort", false, "with --transactional-id: abort the transaction instead of committing it")
 	return cmd
 }
 
@@ -108,6 +117,11 @@ func (o *produceOptions) run(ctx context.Context, cmd *cobra.Command, topic stri
 		return err
 	}
 	defer cl.Close()
+	if o.txnID != "" {
+		if err := cl.BeginTransaction(); err != nil {
+			return fmt.Errorf("begin a transaction: %w", err)
+		}
+	}
 
 	var (
 		records  atomic.Int64
@@ -144,6 +158,15 @@ func (o *produceOptions) run(ctx context.Context, cmd *cobra.Command, topic stri
 		readErr = o.produceLines(ctx, cl, counter, topic, hdrs, onDone)
 	}
 	flushErr := cl.Flush(context.WithoutCancel(ctx))
+	if o.txnID != "" {
+		commit := !o.abort && firstErr == nil && flushErr == nil && readErr == nil
+		if err := cl.EndTransaction(context.WithoutCancel(ctx), kgo.TransactionEndTry(commit)); err != nil {
+			flushErr = errors.Join(flushErr, fmt.Errorf("end the transaction: %w", err))
+		} else if !commit && firstErr == nil {
+			records.Store(0) // aborted: none of them will be read committed
+			fmt.Fprintf(cmd.ErrOrStderr(), "aborted the transaction of %q\n", o.txnID)
+		}
+	}
 	bar.finish()
 	elapsed := time.Since(start)
 
@@ -226,6 +249,14 @@ func (o *produceOptions) producerOpts(ctx context.Context, topic string) ([]kgo.
 	}
 	if o.delimiter == "" {
 		return nil, usageErr("--delimiter must not be empty")
+	}
+	switch {
+	case o.abort && o.txnID == "":
+		return nil, usageErr("--abort needs --transactional-id")
+	case o.txnID != "" && o.acks != "all" && o.acks != "-1":
+		return nil, usageErr("--transactional-id needs --acks all (transactions are idempotent)")
+	case o.txnID != "":
+		opts = append(opts, kgo.TransactionalID(o.txnID))
 	}
 	if o.maxMessage == 0 {
 		o.maxMessage = o.topicMaxMessageBytes(ctx, topic)

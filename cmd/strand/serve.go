@@ -55,6 +55,7 @@ type serveOptions struct {
 	cleanerBackoff    time.Duration
 	cleanerMapBytes   int64
 	offsetsRetention  time.Duration
+	txnMaxTimeout     time.Duration
 	recoverTopics     bool
 	topicDefaults     map[string]string
 	groupDelay        time.Duration
@@ -157,6 +158,7 @@ func newServeCmd() *cobra.Command {
 	f.DurationVar(&o.consumerSession, "group-consumer-session-timeout", 45*time.Second, "how long a KIP-848 consumer group member lives without a heartbeat (group.consumer.session.timeout.ms)")
 	f.DurationVar(&o.consumerHeartbeat, "group-consumer-heartbeat-interval", 5*time.Second, "how often KIP-848 consumer group members are told to heartbeat (group.consumer.heartbeat.interval.ms)")
 	f.DurationVar(&o.cleanerBackoff, "log-cleaner-backoff", 15*time.Second, "how often the compaction cleaner looks for dirty compacted partitions (log.cleaner.backoff.ms)")
+	f.DurationVar(&o.txnMaxTimeout, "transaction-max-timeout", 15*time.Minute, "the longest transaction timeout a producer may ask for (transaction.max.timeout.ms)")
 	f.DurationVar(&o.offsetsRetention, "offsets-retention", 7*24*time.Hour, "how long committed offsets outlive their group's consumers; 0 or less keeps them forever (offsets.retention.minutes)")
 	f.BoolVar(&o.recoverTopics, "recover-topics", false, "re-register topics whose partition directories hold data that meta.json does not list (a lost meta.json), with default configs, instead of refusing to start")
 	f.Int64Var(&o.cleanerMapBytes, "log-cleaner-dedupe-buffer-size", 128<<20, "most memory (bytes) the compaction cleaner's offset map takes; more keys are cleaned over several passes (log.cleaner.dedupe.buffer.size)")
@@ -366,6 +368,7 @@ func (o *serveOptions) run(ctx context.Context, logOut io.Writer) error {
 		CleanerBackoff:          o.cleanerBackoff,
 		CleanerDedupeBufferSize: o.cleanerMapBytes,
 		OffsetsRetention:        offsetsRetention(o.offsetsRetention),
+		TransactionMaxTimeout:   o.txnMaxTimeout,
 		RecoverTopics:           o.recoverTopics,
 		MaxIdle:                 orNone(o.maxIdle),
 		MaxConnections:          o.maxConns,

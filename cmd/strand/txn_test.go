@@ -82,3 +82,29 @@ func TestCLITxn(t *testing.T) {
 		t.Fatalf("after the abort: end offset %d, read_committed end %d; want 2 and 2", end.Offset, stable.Offset)
 	}
 }
+
+// TestCLIProduceTransactional: strand produce --transactional-id writes its
+// records in one transaction, --abort aborts it, and strand consume
+// --isolation read_committed prints only committed records and stops at
+// the end (a transaction's marker is the partition's last offset).
+func TestCLIProduceTransactional(t *testing.T) {
+	b := startBroker(t)
+	ok(t, b.Addr(), "", "topic", "create", "eos", "--partitions", "1")
+	ok(t, b.Addr(), "one\ntwo\n", "produce", "eos", "--transactional-id", "cli-1")
+	r := ok(t, b.Addr(), "lost\n", "produce", "eos", "--transactional-id", "cli-1", "--abort")
+	if !strings.Contains(r.stderr, "aborted the transaction") {
+		t.Fatalf("--abort: stderr %q", r.stderr)
+	}
+	ok(t, b.Addr(), "three\n", "produce", "eos", "--transactional-id", "cli-1")
+	if r := runCLI(t, b.Addr(), "", "produce", "eos", "--abort", "-v", "x"); r.code == 0 || !strings.Contains(r.stderr, "--abort needs --transactional-id") {
+		t.Fatalf("--abort alone: code %d stderr %q", r.code, r.stderr)
+	}
+	r = ok(t, b.Addr(), "", "consume", "eos", "--isolation", "read_committed", "--progress", "always", "--idle-timeout", "90s")
+	if r.stdout != "one\ntwo\nthree\n" || !strings.Contains(r.stderr, "reached the end") {
+		t.Fatalf("read_committed: stdout %q, stderr %q", r.stdout, r.stderr)
+	}
+	r = ok(t, b.Addr(), "", "consume", "eos", "--progress", "always", "--idle-timeout", "90s")
+	if r.stdout != "one\ntwo\nlost\nthree\n" || !strings.Contains(r.stderr, "reached the end") {
+		t.Fatalf("read_uncommitted: stdout %q, stderr %q", r.stdout, r.stderr)
+	}
+}

@@ -181,6 +181,7 @@ run_test kcat "$here/kcat.sh" "$port" || true
 [[ -n $pid ]] && run_test dlq "$here/dlq.sh" "$port" "$bin" || true
 [[ -n $pid ]] && run_test kafkajs node "$here/kafkajs/kafkajs.js" "$port" || true
 [[ -n $pid ]] && run_test schema node "$here/kafkajs/schema.js" "$port" "http://127.0.0.1:$srport" "$bin" || true
+[[ -n $pid ]] && run_test kafkajs-txn node "$here/kafkajs/txn.js" "$port" || true
 [[ -n $pid ]] && run_test kcat-idempotent-start "$here/kcat.sh" "$port" idem-start || true
 
 # Restart on the same data directory: nothing acknowledged may be lost.
@@ -326,6 +327,7 @@ if [[ -n $pid ]]; then
     [[ -n $pid ]] && run_test cluster-groups "$PY" "$here/groups.py" "${cports[2]}" || true
     [[ -n $pid ]] && run_test cluster-dlq "$here/dlq.sh" "${cports[1]}" "$bin" || true
     [[ -n $pid ]] && run_test cluster-kafkajs node "$here/kafkajs/kafkajs.js" "${cports[2]}" || true
+    [[ -n $pid ]] && run_test cluster-kafkajs-txn node "$here/kafkajs/txn.js" "${cports[2]}" || true
     [[ -n $pid ]] && failover
   fi
   if stop_cluster; then
