@@ -1,6 +1,9 @@
 package acl
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 // TestPrincipalRules: KIP-371's examples and edge cases — first matching
 // rule wins, $n expansion, L/U case folding, escaped slashes, DEFAULT, and
@@ -36,4 +39,21 @@ func TestPrincipalRules(t *testing.T) {
 			t.Errorf("%q parsed", bad)
 		}
 	}
+}
+
+// FuzzPrincipalRules: no rules text panics the parser, and no DN panics a
+// parsed rule set's Map; a mapped principal is always "User:" + a name.
+func FuzzPrincipalRules(f *testing.F) {
+	f.Add(`RULE:^CN=(.*?),OU=(.*?)$/$1@$2/L,DEFAULT`, "CN=Duke,OU=JavaSoft")
+	f.Add(`RULE:^CN=(.*?)\/x$/$1/U`, "CN=a/x")
+	f.Add("DEFAULT", "")
+	f.Fuzz(func(t *testing.T, rules, dn string) {
+		pr, err := ParsePrincipalRules(rules)
+		if err != nil {
+			return
+		}
+		if p, ok := pr.Map(dn); ok && !strings.HasPrefix(string(p), "User:") {
+			t.Fatalf("rules %q mapped %q to %q", rules, dn, p)
+		}
+	})
 }

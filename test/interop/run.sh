@@ -10,7 +10,7 @@
 # against the built-in schema registry; after npm ci there), restarts the
 # broker on the same data directory and checks that every acknowledged record
 # is still there, restarts it with mutual TLS (certificates from openssl) for
-# tls.sh and with --sasl-users for sasl.sh, then stops it. In between, it
+# tls.sh, with --sasl-users for sasl.sh and with --authorizer for acl.sh, then stops it. In between, it
 # runs kcat.sh, kafka_python.py, groups.py, dlq.sh and kafkajs against a
 # three-node cluster (--controller-quorum), each bootstrapped from one node. Needs kcat and Debian's python3-kafka for
 # /usr/bin/python3 (python3-snappy, python3-lz4 and python3-zstandard enable
@@ -346,6 +346,16 @@ if [[ -n $pid ]]; then
   printf 'app:s3cret-pw\n' >"$tmp/users"
   if start_broker --sasl-users "$tmp/users"; then
     run_test sasl "$here/sasl.sh" "$port" || true
+  fi
+fi
+
+# ACLs: the same data directory behind SASL and the authorizer.
+if [[ -n $pid ]]; then
+  echo "== restarting the broker with --authorizer"
+  stop_broker || { echo "FAIL interop: broker exited with non-zero status on SIGTERM"; failed=$((failed + 1)); }
+  printf 'admin:admin-pw\napp:s3cret-pw\n' >"$tmp/acl-users"
+  if start_broker --sasl-users "$tmp/acl-users" --authorizer --super-users User:admin; then
+    run_test acl "$here/acl.sh" "$port" "$bin" || true
   fi
 fi
 
