@@ -13,6 +13,7 @@ import (
 	"github.com/strandmq/strand/internal/assign"
 	"github.com/strandmq/strand/internal/broker"
 	"github.com/strandmq/strand/internal/group"
+	"github.com/strandmq/strand/internal/schemareg"
 )
 
 // The view models: what each page shows, and what its /api/v1 twin
@@ -83,6 +84,34 @@ type TopicDetail struct {
 	DLQ       string       `json:"dlq,omitempty"`
 	DLQExists bool         `json:"dlq_exists"`
 	Internal  bool         `json:"internal"`
+	// Schemas are the registry's live versions of the topic's subjects
+	// under TopicNameStrategy (<topic>-key, <topic>-value).
+	Schemas []SchemaRow `json:"schemas"`
+}
+
+// SchemaRow is one version of one of a topic's subjects.
+type SchemaRow struct {
+	Subject string `json:"subject"`
+	Version int    `json:"version"`
+	ID      int    `json:"id"`
+	Type    string `json:"type"`
+}
+
+// topicSchemas lists the registry's versions of a topic's subjects.
+func topicSchemas(b *broker.Broker, topic string) []SchemaRow {
+	out := []SchemaRow{}
+	b.Schemas().View(func(st *schemareg.State) {
+		for _, subject := range []string{topic + "-key", topic + "-value"} {
+			for _, v := range st.Versions(subject) {
+				typ := v.SchemaType
+				if typ == "" {
+					typ = string(schemareg.Avro)
+				}
+				out = append(out, SchemaRow{Subject: subject, Version: v.Version, ID: v.ID, Type: typ})
+			}
+		}
+	})
+	return out
 }
 
 // IngestRow is a topic's validation counters since the broker started.
@@ -232,6 +261,7 @@ func topicDetail(ctx context.Context, b *broker.Broker, name string) (TopicDetai
 	d := TopicDetail{Name: t.Name, ID: fmt.Sprintf("%x", t.ID[:]), Internal: broker.IsInternalTopic(t.Name)}
 	d.DLQ, d.DLQExists = dlqOf(b, t)
 	d.Groups = topicGroups(ctx, b, t.Name)
+	d.Schemas = topicSchemas(b, t.Name)
 	st := b.TopicIngestStats(t.Name)
 	d.Ingest = IngestRow{Validated: st.Validated, Accepted: st.Accepted, Quarantined: st.Quarantined, Redriven: st.Redriven}
 	for i := range t.Partitions() {

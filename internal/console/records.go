@@ -18,6 +18,7 @@ import (
 	"github.com/strandmq/strand/internal/broker"
 	"github.com/strandmq/strand/internal/ingest"
 	"github.com/strandmq/strand/internal/record"
+	"github.com/strandmq/strand/internal/schemareg"
 )
 
 // This file is the records pages: one partition's records from an offset
@@ -155,6 +156,33 @@ type RecordRow struct {
 	// Pretty is the value indented, when it is a whole JSON object or
 	// array (the page shows it; the API keeps the value as it is).
 	Pretty string `json:"-"`
+	// SchemaID and Decoded: a value in Confluent's wire format whose
+	// schema the registry has, decoded to JSON (Avro, Protobuf, JSON
+	// Schema); the page shows it instead of the bytes.
+	SchemaID int             `json:"schema_id,omitempty"`
+	Decoded  json.RawMessage `json:"decoded,omitempty"`
+}
+
+// decodeValue fills SchemaID and Decoded when value carries a registered
+// schema id and decodes against it (nothing otherwise: the bytes are shown).
+func (row *RecordRow) decodeValue(b *broker.Broker, value []byte) {
+	id, rest, err := schemareg.SplitWire(value)
+	if err != nil {
+		return
+	}
+	c, err := b.Schemas().Compiled(id)
+	if err != nil {
+		return
+	}
+	out, err := c.Decode(rest)
+	if err != nil {
+		return
+	}
+	row.SchemaID, row.Decoded = id, out
+	row.Pretty = prettyJSON(out)
+	if row.Pretty == "" {
+		row.Pretty = string(out) // a scalar
+	}
 }
 
 // HeaderRow is one record header.
@@ -390,7 +418,9 @@ func records(b *broker.Broker, topic string, partition int32, rp recordsParams) 
 		if len(out.Records) >= rp.limit {
 			return false
 		}
-		out.Records = append(out.Records, recordRow(topic, partition, r, maxValueShown))
+		row := recordRow(topic, partition, r, maxValueShown)
+		row.decodeValue(b, r.Value)
+		out.Records = append(out.Records, row)
 		return true
 	}, gap)
 	if err != nil {
@@ -511,7 +541,9 @@ func oneRecord(b *broker.Broker, r *http.Request) (RecordRow, error) {
 	if found == nil {
 		return RecordRow{}, fmt.Errorf("%w: no record at offset %d of %s-%d", errNotFound, o, topic, partition)
 	}
-	return recordRow(topic, partition, *found, 0), nil
+	row := recordRow(topic, partition, *found, 0)
+	row.decodeValue(b, found.Value)
+	return row, nil
 }
 
 // serveValue serves one record's whole value as it is: text/plain when it

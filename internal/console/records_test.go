@@ -1,15 +1,19 @@
 package console
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 
 	"github.com/strandmq/strand/internal/broker"
 	"github.com/strandmq/strand/internal/record"
+	"github.com/strandmq/strand/internal/schemareg"
 )
 
 // produceMany writes n records to topic-0: key k<i>, value v<i>, header
@@ -254,5 +258,50 @@ func TestRecordsTail(t *testing.T) {
 	}
 	if _, page := f.get(t, "/topics/orders/partitions/0"); strings.Contains(page, `http-equiv="refresh"`) || !strings.Contains(page, `id="tail" href="/topics/orders/partitions/0?limit=50&amp;tail=1"`) {
 		t.Errorf("a plain page reloads or lacks the tail link:\n%s", page)
+	}
+}
+
+// TestRecordsDecoded: a value in Confluent's wire format whose schema the
+// registry has is shown decoded (API: schema_id and decoded; page: the
+// JSON, tagged with the id), and the topic page lists its subject's
+// versions.
+func TestRecordsDecoded(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	h := schemareg.NewHandler(f.b.Schemas())
+	body := `{"schema":"{\"type\":\"record\",\"name\":\"Order\",\"fields\":[{\"name\":\"id\",\"type\":\"long\"},{\"name\":\"item\",\"type\":\"string\"}]}"}`
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, httptest.NewRequest("POST", "/subjects/shop-value/versions", strings.NewReader(body)))
+	if w.Code != 200 {
+		t.Fatalf("register: %d %s", w.Code, w.Body)
+	}
+	if _, err := f.b.CreateTopic(broker.TopicSpec{Name: "shop", Partitions: 1}); err != nil {
+		t.Fatal(err)
+	}
+	recs := []record.Record{{Value: []byte{0, 0, 0, 0, 1, 0x0e, 0x08, 'b', 'o', 'o', 'k'}}, {Value: []byte{0, 0, 0, 0, 9, 0x0e}}}
+	if _, err := f.b.ProduceRecords(context.Background(), "shop", 0, recs); err != nil {
+		t.Fatal(err)
+	}
+	rs := getJSON[Records](t, f, "/api/v1/topics/shop/partitions/0/records?offset=0")
+	if len(rs.Records) != 2 {
+		t.Fatalf("records: %+v", rs.Records)
+	}
+	var compact bytes.Buffer
+	if r := rs.Records[0]; r.SchemaID != 1 || json.Compact(&compact, r.Decoded) != nil || compact.String() != `{"id":7,"item":"book"}` {
+		t.Errorf("decoded record: id %d, %s", r.SchemaID, r.Decoded)
+	}
+	if r := rs.Records[1]; r.SchemaID != 0 || r.Decoded != nil {
+		t.Errorf("a record with an unknown id is decoded: %d %s", r.SchemaID, r.Decoded)
+	}
+	_, page := f.get(t, "/topics/shop/partitions/0?offset=0")
+	if !strings.Contains(page, `schema 1</span> <pre class="json">{`) || !strings.Contains(page, "&#34;item&#34;: &#34;book&#34;") {
+		t.Errorf("the page does not show the decoded value:\n%s", page)
+	}
+	d := getJSON[TopicDetail](t, f, "/api/v1/topics/shop")
+	if len(d.Schemas) != 1 || d.Schemas[0] != (SchemaRow{Subject: "shop-value", Version: 1, ID: 1, Type: "AVRO"}) {
+		t.Errorf("topic schemas: %+v", d.Schemas)
+	}
+	if _, page := f.get(t, "/topics/shop"); !strings.Contains(page, "shop-value v1 (id 1, AVRO)") {
+		t.Errorf("the topic page does not list its schemas:\n%s", page)
 	}
 }

@@ -65,7 +65,7 @@ func topicRecords(b *broker.Broker, topic string, rp recordsParams) (TopicRecord
 	n := int(t.Partitions())
 	heads := make([][]RecordRow, n)
 	for i := range n {
-		c, rows, err := readCursor(t, int32(i), rp, out.Filter, max(maxScan/int64(n), int64(rp.limit)))
+		c, rows, err := readCursor(b, t, int32(i), rp, out.Filter, max(maxScan/int64(n), int64(rp.limit)))
 		if err != nil {
 			return TopicRecords{}, err
 		}
@@ -101,7 +101,7 @@ func topicRecords(b *broker.Broker, topic string, rp recordsParams) (TopicRecord
 }
 
 // readCursor reads partition i's candidates for a topic page.
-func readCursor(t *broker.Topic, i int32, rp recordsParams, f *Filter, scan int64) (PartitionCursor, []RecordRow, error) {
+func readCursor(b *broker.Broker, t *broker.Topic, i int32, rp recordsParams, f *Filter, scan int64) (PartitionCursor, []RecordRow, error) {
 	c := PartitionCursor{Partition: i}
 	p, err := t.Partition(broker.PartitionID(i))
 	if err != nil {
@@ -131,7 +131,9 @@ func readCursor(t *broker.Topic, i int32, rp recordsParams, f *Filter, scan int6
 		if len(rows) >= rp.limit {
 			return false
 		}
-		rows = append(rows, recordRow(t.Name, i, r, maxValueShown))
+		row := recordRow(t.Name, i, r, maxValueShown)
+		row.decodeValue(b, r.Value)
+		rows = append(rows, row)
 		return true
 	}, nil)
 	c.Scanned = c.Next - 1

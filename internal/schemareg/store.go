@@ -122,6 +122,15 @@ func (s *State) Apply(r Record) {
 	}
 }
 
+// Versions returns subject's live versions in order.
+func (s *State) Versions(subject string) []SchemaValue {
+	var out []SchemaValue
+	for _, e := range s.versions(subject, false) {
+		out = append(out, e.SchemaValue)
+	}
+	return out
+}
+
 // versions returns subj's versions in order, soft-deleted ones only if deleted.
 func (s *State) versions(subj string, deleted bool) []*Entry {
 	var out []*Entry
