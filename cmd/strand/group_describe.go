@@ -55,6 +55,10 @@ type rebalance struct {
 	Members int            `json:"members"`
 	Moved   int            `json:"moved"`
 	MovedTo map[string]int `json:"moved_to"`
+	// HandedOver partitions went from a releasing member to a new owner
+	// after this change; the longest went MaxUnownedSeconds unconsumed.
+	HandedOver        int     `json:"handed_over"`
+	MaxUnownedSeconds float64 `json:"max_unowned_seconds"`
 }
 
 func newGroupDescribeCmd(o *clientOptions) *cobra.Command {
@@ -180,9 +184,13 @@ func printGroups(w io.Writer, out []groupDescription, history bool) error {
 		if history && d.Type == "consumer" {
 			fmt.Fprintln(w)
 			tw = newTable(w)
-			fmt.Fprintln(tw, "REBALANCE AT\tEPOCH\tMEMBERS\tMOVED\tMOVED TO\tWHY")
+			fmt.Fprintln(tw, "REBALANCE AT\tEPOCH\tMEMBERS\tMOVED\tMOVED TO\tLONGEST UNOWNED\tWHY")
 			for _, r := range d.History {
-				fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%s\t%s\n", r.Time.UTC().Format("2006-01-02T15:04:05.000Z"), r.Epoch, r.Members, r.Moved, formatMovedTo(r.MovedTo), r.Reason)
+				unowned := "-"
+				if r.HandedOver > 0 {
+					unowned = (time.Duration(r.MaxUnownedSeconds * float64(time.Second))).Round(time.Millisecond).String()
+				}
+				fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%s\t%s\t%s\n", r.Time.UTC().Format("2006-01-02T15:04:05.000Z"), r.Epoch, r.Members, r.Moved, formatMovedTo(r.MovedTo), unowned, r.Reason)
 			}
 			if err := tw.Flush(); err != nil {
 				return err

@@ -230,7 +230,7 @@ func TestGroupDescribeConsumerGroup(t *testing.T) {
 		}
 	}
 	last := g.History[len(g.History)-1]
-	if last.Moved != 3 || !strings.Contains(last.Reason, "joined") {
+	if last.Moved != 3 || !strings.Contains(last.Reason, "joined") || last.HandedOver != 3 || last.MaxUnownedSeconds < 0 {
 		t.Fatalf("second join moved %d partitions (%q), want 3", last.Moved, last.Reason)
 	}
 	out, err := runGroupCLI(t, ctx, addr, "group", "describe", "g848", "--history", "--console", b.ConsoleAddr())

@@ -179,6 +179,10 @@ type RebalanceRow struct {
 	Members int            `json:"members"`
 	Moved   int            `json:"moved"`
 	MovedTo map[string]int `json:"moved_to"`
+	// HandedOver partitions went from a releasing member to a new owner
+	// after this change; the longest went MaxUnownedSeconds unconsumed.
+	HandedOver        int     `json:"handed_over"`
+	MaxUnownedSeconds float64 `json:"max_unowned_seconds"`
 }
 
 // MemberRow is one member of a group and the partitions assigned to it
@@ -477,7 +481,7 @@ func consumerDetail(d *GroupDetail, cd group.ConsumerGroupDescription) []MemberR
 	d.Epoch, d.AssignmentEpoch, d.Assignor = cg.Epoch, cg.AssignmentEpoch, cd.Assignor
 	for _, r := range cd.History {
 		d.Rebalances = append(d.Rebalances, RebalanceRow{Time: r.Time, Reason: r.Reason, Epoch: r.Epoch, Members: r.Members,
-			Moved: r.Moved, MovedTo: r.MovedTo})
+			Moved: r.Moved, MovedTo: r.MovedTo, HandedOver: r.HandedOver, MaxUnownedSeconds: r.MaxUnowned.Seconds()})
 	}
 	var out []MemberRow
 	for _, id := range slices.Sorted(maps.Keys(cg.Members)) {

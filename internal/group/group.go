@@ -67,6 +67,8 @@ type group struct {
 	// changed without computing it (a leave, an expiry).
 	lastTarget    assign.Assignment
 	pendingReason string
+	// unownedSince is when each released partition lost its owner.
+	unownedSince map[assign.Partition]time.Time
 	// rebalances and moved count every target change and the partitions
 	// it moved since this coordinator loaded the group (the history keeps
 	// only the last ones).

@@ -43,6 +43,12 @@ type Rebalance struct {
 	// MovedTo lists, per member that gained a partition from another
 	// member, how many it gained.
 	MovedTo map[string]int
+	// HandedOver counts the partitions given to a member after this
+	// change (until the next) that had been released by another, and
+	// MaxUnowned is the longest any of them went with no owner: the
+	// consumption gap the rebalance cost.
+	HandedOver int
+	MaxUnowned time.Duration
 }
 
 // ConsumerGroupDescription describes one consumer-protocol group
@@ -183,13 +189,13 @@ func (g *group) storeConsumer(pre []StoreRecord, recs []consumer.Record) error {
 func (g *group) setConsumer(next *consumer.Group, reason string) {
 	prev := g.cg
 	g.cg = next
-	g.noteAssigned(prev)
 	if prev == nil || prev.AssignmentEpoch != next.AssignmentEpoch {
 		if g.pendingReason != "" {
 			reason, g.pendingReason = g.pendingReason, ""
 		}
 		g.noteRebalance(reason)
 	}
+	g.noteAssigned(prev)
 	if next.Epoch > next.AssignmentEpoch && g.pendingReason == "" {
 		// An input changed (a leave, an expiry): the target follows at the
 		// next heartbeat, and this is why.
@@ -217,9 +223,26 @@ func (g *group) noteAssigned(prev *consumer.Group) {
 			delete(g.assignedAt, p)
 		}
 	}
+	t := g.c.cfg.Clock.Now()
+	if g.unownedSince == nil {
+		g.unownedSince = map[assign.Partition]time.Time{}
+	}
+	for p := range had {
+		if _, ok := now[p]; !ok {
+			g.unownedSince[p] = t // released: nobody consumes it until it is handed over
+		}
+	}
 	for p, owner := range now {
 		if had[p] != owner {
 			g.assignedAt[p] = g.cg.Members[owner].Epoch
+		}
+		if since, ok := g.unownedSince[p]; ok {
+			delete(g.unownedSince, p)
+			if n := len(g.history); n > 0 {
+				h := &g.history[n-1]
+				h.HandedOver++
+				h.MaxUnowned = max(h.MaxUnowned, t.Sub(since))
+			}
 		}
 	}
 }
@@ -401,7 +424,7 @@ func (g *group) dropConsumer() error {
 
 // forgetConsumer drops the consumer side of g (deleted, or converted).
 func (g *group) forgetConsumer() {
-	g.cg, g.assignedAt, g.history, g.lastTarget, g.pendingReason = nil, nil, nil, nil, ""
+	g.cg, g.assignedAt, g.history, g.lastTarget, g.pendingReason, g.unownedSince = nil, nil, nil, nil, "", nil
 	g.rebalances, g.moved = 0, 0
 	g.scheduleConsumer()
 }

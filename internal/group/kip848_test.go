@@ -152,6 +152,13 @@ func TestConsumerGroupSessionTimeout(t *testing.T) {
 	if !strings.Contains(last.Reason, "timeout") || last.Moved != 3 || last.MovedTo["a"] != 3 || hist[1].Moved != 3 || hist[0].Moved != 0 {
 		t.Fatalf("history: %+v", hist)
 	}
+	// b's join: a released 3 partitions at its heartbeat and b got them at
+	// its next, in the same instant of the fake clock. b's expiry freed its
+	// 3 at the 45 s deadline; a took them at its heartbeat of that instant
+	// (a heartbeats every 5 s: never more than that).
+	if hist[1].HandedOver != 3 || hist[1].MaxUnowned != 0 || last.HandedOver != 3 || last.MaxUnowned > 5*time.Second {
+		t.Fatalf("unowned gaps: %+v", hist)
+	}
 	if l := h.c.List(context.Background(), nil); l[0].Rebalances != 3 || l[0].PartitionsMoved != 6 {
 		t.Fatalf("listing counters: %+v", l)
 	}
@@ -259,5 +266,25 @@ func TestConsumerGroupDelete(t *testing.T) {
 	h.restart()
 	if d := h.cdescribe(); d.Code != CodeGroupIDNotFound || len(h.c.List(ctx, nil)) != 0 {
 		t.Fatalf("deleted group after restart: %+v %+v", d, h.c.List(ctx, nil))
+	}
+}
+
+// TestConsumerGroupUnownedGap: the history records how long the partitions
+// a rebalance moved had no owner — from the old owner's release to the new
+// owner's heartbeat.
+func TestConsumerGroupUnownedGap(t *testing.T) {
+	t.Parallel()
+	h := new848(t)
+	h.beat("a", 0, nil)
+	h.beat("b", 0, nil)
+	r := h.beat("a", 1, parts(0, 1, 2, 3, 4, 5)) // told to revoke 3
+	h.beat("a", 1, r.Assignment)                 // released
+	h.clock.Advance(1500 * time.Millisecond)
+	if r := h.beat("b", 2, []assign.Partition{}); len(r.Assignment) != 3 {
+		t.Fatalf("b: %+v", r)
+	}
+	hist := h.cdescribe().History
+	if last := hist[len(hist)-1]; last.HandedOver != 3 || last.MaxUnowned != 1500*time.Millisecond {
+		t.Fatalf("history: %+v", hist)
 	}
 }
