@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -94,7 +96,7 @@ type schemaFixture struct {
 
 func newSchemaFixture(t *testing.T, ctx context.Context, topic string, configs map[string]string) *schemaFixture {
 	t.Helper()
-	b, err := strand.Start(ctx, strand.Config{Dir: t.TempDir(), SchemaRegistryAddr: "127.0.0.1:0"})
+	b, err := strand.Start(ctx, strand.Config{Dir: t.TempDir(), SchemaRegistryAddr: "127.0.0.1:0", MetricsAddr: "127.0.0.1:0"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -294,5 +296,14 @@ func TestSchemaValidationReject(t *testing.T) {
 	bad := &kgo.Record{Topic: "strict", Value: []byte("hello")}
 	if err := f.kc.ProduceSync(ctx, bad).FirstErr(); !errors.Is(err, kerr.InvalidRecord) {
 		t.Fatalf("a client's invalid record: %v, want INVALID_RECORD", err)
+	}
+	hresp, err := http.Get("http://" + f.b.MetricsAddr() + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	metrics, _ := io.ReadAll(hresp.Body)
+	hresp.Body.Close()
+	if want := fmt.Sprintf(`strand_topic_records_rejected_total{topic="strict"} %d`, len(reasons)+1); !strings.Contains(string(metrics), want) {
+		t.Errorf("metrics lack %q", want)
 	}
 }

@@ -46,6 +46,8 @@ var (
 		"Records of the topic judged by its validator (strand.validation) on the produce path.", []string{"topic"}, nil)
 	descQuarantined = prometheus.NewDesc("strand_dlq_quarantined_total",
 		"Invalid records of the topic sent to its dead-letter topic instead.", []string{"topic"}, nil)
+	descRejected = prometheus.NewDesc("strand_topic_records_rejected_total",
+		"Invalid records whose whole batch was refused with INVALID_RECORD (strand.validation.action=reject).", []string{"topic"}, nil)
 	descRedriven = prometheus.NewDesc("strand_dlq_redriven_total",
 		"Records produced back into the topic from its dead-letter topic and accepted, whoever ran the redrive (records carrying strand.redrive.source).", []string{"topic"}, nil)
 	descFailed = prometheus.NewDesc("strand_partitions_failed",
@@ -110,7 +112,7 @@ func (c *brokerCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descLogStart, descLogEnd, descHighWatermark, descSize,
 		descLastStable, descLSOLag, descTxnOngoing, descTxnCommitted, descTxnAborted, descTxnTimedOut,
 		descPartitions, descRecordsIn, descBytesIn, descRecordsOut, descBytesOut,
-		descValidated, descQuarantined, descRedriven, descFailed, descDamaged, descGroupLag, descGroupLagTotal,
+		descValidated, descQuarantined, descRejected, descRedriven, descFailed, descDamaged, descGroupLag, descGroupLagTotal,
 		descGroupLagSeconds, descGroupLagSecondsMax, descGroupRebalances, descGroupMoved,
 		descRaftState, descRaftTerm, descRaftCommit, descRaftApplied, descFenced, descBrokersFenced, descPartitionsLed,
 		descUnderReplicated, descUnderMinISR, descISRShrinks, descISRExpands, descPurgatory, descFollowerLag, descFollowerLagSeconds} {
@@ -157,6 +159,7 @@ func (c *brokerCollector) Collect(ch chan<- prometheus.Metric) {
 	for _, s := range c.b.IngestStats() {
 		counter(descValidated, s.Validated, s.Topic)
 		counter(descQuarantined, s.Quarantined, s.Topic)
+		counter(descRejected, s.Rejected, s.Topic)
 		counter(descRedriven, s.Redriven, s.Topic)
 	}
 	off, damaged := c.b.OfflinePartitions(), 0

@@ -25,6 +25,7 @@
 //	topic_bytes_out_total{topic}                  counter: record-batch bytes sent
 //	topic_records_validated_total{topic}          counter: records judged by strand.validation
 //	dlq_quarantined_total{topic}                  counter: invalid records sent to the topic's DLQ
+//	topic_records_rejected_total{topic}           counter: invalid records whose batch was refused (action=reject)
 //	dlq_redriven_total{topic}                     counter: DLQ records redriven (by anyone)
 //	group_lag{group,topic,partition}              gauge: end − committed offset
 //	group_total_lag{group}                        gauge: Σ group_lag (DESIGN.md invariant 3)
