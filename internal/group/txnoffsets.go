@@ -66,8 +66,23 @@ func (c *Coordinator) TxnCommitOffsets(ctx context.Context, req TxnOffsetCommitR
 
 func (g *group) txnCommitOffsets(store TxnStore, req TxnOffsetCommitRequest) map[TopicPartition]Code {
 	out := make(map[TopicPartition]Code, len(req.Offsets))
+	var check func(TopicPartition) Code // per partition (consumer groups); nil: all pass
 	if req.Generation >= 0 || req.MemberID != "" || req.InstanceID != "" {
-		if code := g.validateCommit(req.OffsetCommitRequest); code != CodeNone {
+		code := CodeNone
+		if g.cg != nil {
+			// A KIP-848 group: the generation is the member epoch, checked
+			// as OffsetCommit v9+ does; TxnOffsetCommit below v6 knows no
+			// STALE_MEMBER_EPOCH and gets ILLEGAL_GENERATION instead.
+			oc := req.OffsetCommitRequest
+			oc.Version = 9
+			code, check = g.consumerCommitCheck(oc)
+			if code == CodeStaleMemberEpoch {
+				code = CodeIllegalGeneration
+			}
+		} else {
+			code = g.validateCommit(req.OffsetCommitRequest)
+		}
+		if code != CodeNone {
 			for tp := range req.Offsets {
 				out[tp] = code
 			}
@@ -80,6 +95,8 @@ func (g *group) txnCommitOffsets(store TxnStore, req TxnOffsetCommitRequest) map
 	for _, tp := range sortedPartitions(req.Offsets) {
 		o := req.Offsets[tp]
 		switch {
+		case check != nil && check(tp) != CodeNone:
+			out[tp] = CodeIllegalGeneration // a partition the member no longer holds
 		case len(o.Metadata) > g.c.cfg.MaxMetadataSize:
 			out[tp] = CodeOffsetMetadataTooLarge
 		case g.c.cfg.PartitionExists != nil && !g.c.cfg.PartitionExists(tp):

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -29,11 +30,17 @@ import (
 // Produce v12 and TxnOffsetCommit v5, an epoch bump per EndTxn v5) and
 // under version 1 (a client capped at Produce v11, EndTxn v4 and
 // TxnOffsetCommit v4: explicit AddPartitionsToTxn and AddOffsetsToTxn).
+//
+// The KIP-848 runs (range/848, sticky/848: the broker's range and uniform
+// assignors) are transaction version 2 only.
 func TestTxnETL(t *testing.T) {
 	for _, balancer := range []string{"range", "cooperative-sticky"} {
 		for _, tv := range []int{2, 1} {
 			t.Run(fmt.Sprintf("%s/tv%d", balancer, tv), func(t *testing.T) { runTxnETL(t, balancer, tv) })
 		}
+	}
+	for _, balancer := range []string{"range/848", "sticky/848"} {
+		t.Run(balancer, func(t *testing.T) { runTxnETL(t, balancer, 2) })
 	}
 }
 
@@ -71,21 +78,29 @@ func runTxnETL(t *testing.T, balancer string, tv int) {
 	}
 
 	var totalTxns atomic.Int64
-	group := kgo.RangeBalancer()
-	if balancer == "cooperative-sticky" {
-		group = kgo.CooperativeStickyBalancer()
+	var groupOpts []kgo.Opt
+	switch balancer {
+	case "range":
+		groupOpts = []kgo.Opt{kgo.Balancers(kgo.RangeBalancer())}
+	case "cooperative-sticky":
+		groupOpts = []kgo.Opt{kgo.Balancers(kgo.CooperativeStickyBalancer())}
+	case "range/848":
+		groupOpts = []kgo.Opt{kgo.Balancers(kgo.RangeBalancer()), kgo.ServerSideBalancer()}
+	case "sticky/848":
+		groupOpts = []kgo.Opt{kgo.Balancers(kgo.StickyBalancer()), kgo.ServerSideBalancer()}
 	}
 	member := func(id string, quitAfter int, stop <-chan struct{}) error {
-		sess, err := kgo.NewGroupTransactSession(append(txnVersionOpts(tv),
+		opts := append(txnVersionOpts(tv),
 			kgo.SeedBrokers(ts.addr), kgo.TransactionalID("etl-"+id), kgo.TransactionTimeout(60*time.Second),
-			kgo.ConsumerGroup("etl-"+balancer), kgo.ConsumeTopics("in"), kgo.Balancers(group),
+			kgo.ConsumerGroup("etl-"+strings.ReplaceAll(balancer, "/", "-")), kgo.ConsumeTopics("in"),
 			kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.RequireStableFetchOffsets(),
 			kgo.SessionTimeout(10*time.Second), kgo.DefaultProduceTopic("out"),
 			kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
 			// Small fetches: many transactions, so members join, quit and
 			// rebalance between them.
 			kgo.FetchMaxBytes(16<<10), kgo.FetchMaxPartitionBytes(4<<10),
-		)...)
+		)
+		sess, err := kgo.NewGroupTransactSession(append(opts, groupOpts...)...)
 		if err != nil {
 			return err
 		}
