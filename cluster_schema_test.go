@@ -2,11 +2,15 @@ package strand
 
 import (
 	"context"
+	"encoding/binary"
 	"fmt"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/twmb/franz-go/pkg/sr"
 )
 
@@ -80,5 +84,52 @@ func TestClusterSchemaRegistry(t *testing.T) {
 				t.Errorf("node %d: %s version 1: id %d (%v), want %d", nid, subj, s.ID, err, id)
 			}
 		}
+	}
+}
+
+// TestClusterSchemaRegisterThenProduce: a producer registers a schema on
+// one node and at once produces with it to a partition led by another
+// node, whose replica of _schemas may not have the registration yet: every
+// record lands in the topic, none in the DLQ.
+func TestClusterSchemaRegisterThenProduce(t *testing.T) {
+	c := startCluster(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	adm := kadm.NewClient(c.client(1))
+	if _, err := adm.CreateTopic(ctx, 3, 1, map[string]*string{"strand.validation": kmsg.StringPtr("schema")}, "fresh"); err != nil {
+		t.Fatal(err)
+	}
+	leaders := c.leaders(1, "fresh")
+	const rounds = 15
+	for i := range rounds {
+		// Register on a node that does not lead the partition produced to.
+		p := int32(i % 3)
+		regNode := int32(1)
+		for id := range c.nodes {
+			if id != leaders[p] {
+				regNode = id
+				break
+			}
+		}
+		cl, err := sr.NewClient(sr.URLs("http://" + c.nodes[regNode].SchemaRegistryAddr()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		schema := fmt.Sprintf(`{"type":"record","name":"V","doc":"round %d","fields":[{"name":"n","type":"long"}]}`, i) // a new id, compatible
+		s, err := cl.CreateSchema(ctx, "fresh-value", sr.Schema{Schema: schema})
+		if err != nil {
+			t.Fatal(err)
+		}
+		value := append(binary.BigEndian.AppendUint32([]byte{0}, uint32(s.ID)), 0x02)
+		kc := c.client(leaders[p], kgo.RecordPartitioner(kgo.ManualPartitioner()))
+		err = kc.ProduceSync(ctx, &kgo.Record{Topic: "fresh", Partition: p, Value: value}).FirstErr()
+		kc.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	st := c.nodes[1].b.TopicIngestStats("fresh").Quarantined + c.nodes[2].b.TopicIngestStats("fresh").Quarantined + c.nodes[3].b.TopicIngestStats("fresh").Quarantined
+	if st != 0 {
+		t.Fatalf("%d of %d records quarantined: the partition leader did not know a schema registered just before", st, rounds)
 	}
 }

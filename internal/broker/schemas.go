@@ -81,6 +81,10 @@ type SchemaStore struct {
 	// compiled caches schemas by id; cleared whenever a record applies
 	// (writes are rare; lookups are per produced record).
 	compiled sync.Map // int → *schemareg.Compiled
+	// waitedFor: ids Compiled waited for (→ when), so a producer of
+	// unknown ids costs one wait per id and second, not one per record.
+	waitedFor sync.Map
+	waits     atomic.Int64
 	// committed is an offset below which _schemas is known committed
 	// although this replica's high watermark may not say so yet: a write
 	// this node produced to the leader was acknowledged with acks=all. A
@@ -111,7 +115,47 @@ func (s *SchemaStore) View(fn func(*schemareg.State)) {
 }
 
 // Compiled returns the live schema with id, compiled, from a cache.
+//
+// In a cluster an id unknown here may be one just registered on another
+// node whose record this replica has not fetched yet (a producer that
+// registers and produces at once): Compiled then waits, once per id and
+// second, up to unknownIDWait for this replica to read on, and looks
+// again.
 func (s *SchemaStore) Compiled(id int) (*schemareg.Compiled, error) {
+	c, err := s.compiledNow(id)
+	if !errors.Is(err, schemareg.ErrUnknownID) || !s.b.clustered() {
+		return c, err
+	}
+	now := time.Now()
+	if last, ok := s.waitedFor.Load(id); ok && now.Sub(last.(time.Time)) < time.Second {
+		return c, err
+	}
+	if s.waits.Add(1)%maxWaitedFor == 0 {
+		s.waitedFor.Clear() // a producer of random ids must not grow it forever
+	}
+	s.waitedFor.Store(id, now)
+	s.mu.RLock()
+	pos := s.mu.state.Position()
+	s.mu.RUnlock()
+	ctx, cancel := context.WithTimeout(context.Background(), unknownIDWait)
+	defer cancel()
+	if s.waitRead(ctx, record.Offset(pos)) != nil {
+		return c, err
+	}
+	return s.compiledNow(id)
+}
+
+// unknownIDWait bounds how long a produce waits for an unknown schema id
+// to arrive from another node. A follower of _schemas has the record one
+// replica fetch after it is written, but reads it only once its high
+// watermark says it is committed: one more fetch, which the leader may
+// hold for replicaFetchWait when nothing else is new.
+const unknownIDWait = replicaFetchWait + 250*time.Millisecond
+
+// maxWaitedFor bounds waitedFor.
+const maxWaitedFor = 4096
+
+func (s *SchemaStore) compiledNow(id int) (*schemareg.Compiled, error) {
 	if c, ok := s.compiled.Load(id); ok {
 		return c.(*schemareg.Compiled), nil
 	}
