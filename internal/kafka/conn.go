@@ -83,10 +83,13 @@ func (s *Server) startConn(nc net.Conn) {
 	c := &conn{s: s, nc: nc, ip: ip, in: make(chan inbound, inQueue), out: make(chan outbound, outQueue)}
 	c.ctx, c.cancel = context.WithCancel(s.ctx)
 	s.mu.conns[c] = struct{}{}
-	s.mu.Unlock()
+	// The goroutines are counted before the lock is released: Close sets
+	// closed under it and then waits, so a WaitGroup.Add after that
+	// would race its Wait.
 	s.goTracked(c.readLoop)
 	s.goTracked(c.handleLoop)
 	s.goTracked(c.writeLoop)
+	s.mu.Unlock()
 }
 
 // readLoop reads and decodes requests until the peer closes, a frame is
