@@ -137,7 +137,10 @@ type PartitionRow struct {
 	Local         bool  `json:"local"`
 	LogStart      int64 `json:"log_start_offset"`
 	HighWatermark int64 `json:"high_watermark"`
-	Bytes         int64 `json:"bytes"`
+	// LastStable is the last stable offset: read_committed consumers
+	// read below it; below the high watermark while a transaction is open.
+	LastStable int64 `json:"last_stable_offset"`
+	Bytes      int64 `json:"bytes"`
 }
 
 // ConfigRow is one topic config and where its value comes from.
@@ -272,9 +275,10 @@ func topicDetail(ctx context.Context, b *broker.Broker, name string) (TopicDetai
 		info := b.PartitionInfo(t, broker.PartitionID(i))
 		row := PartitionRow{Partition: i, Leader: int32(info.Leader), LeaderEpoch: info.LeaderEpoch,
 			Replicas: int32s(info.Replicas), ISR: int32s(info.ISR), UnderReplicated: len(info.ISR) < len(info.Replicas),
-			LogStart: -1, HighWatermark: -1}
+			LogStart: -1, HighWatermark: -1, LastStable: -1}
 		if p, err := t.Partition(broker.PartitionID(i)); err == nil {
 			row.Local, row.LogStart, row.HighWatermark, row.Bytes = true, int64(p.LogStartOffset()), int64(p.HighWatermark()), p.Size()
+			row.LastStable = int64(p.LastStableOffset())
 		}
 		d.Partitions = append(d.Partitions, row)
 	}
