@@ -46,6 +46,10 @@ func txnStateTopicSpec(n int32) TopicSpec {
 	return spec
 }
 
+// txnWriteHook, when set (tests), is called after each durable write of a
+// transaction's end: its __transaction_state records and each marker.
+var txnWriteHook func(what string)
+
 // TxnStats counts what this node's transaction coordinators did since it
 // started.
 type TxnStats struct {
@@ -384,6 +388,9 @@ func (c *TxnCoordinator) process(ctx context.Context, out txn.Output) *txn.Reply
 	for out.Append != nil {
 		t := out.Append
 		code := c.append(ctx, t.Record())
+		if code == txn.CodeNone && txnWriteHook != nil {
+			txnWriteHook("state " + t.Target.State.String())
+		}
 		c.mu.Lock()
 		out = c.c.Appended(t, code, c.now())
 		close(c.changed)
@@ -444,6 +451,9 @@ func (c *TxnCoordinator) writeMarkers(m *txn.Markers) {
 			for ctx.Err() == nil {
 				err := c.b.writeMarker(ctx, tp, m)
 				if err == nil {
+					if txnWriteHook != nil {
+						txnWriteHook(fmt.Sprintf("marker %s-%d", tp.Topic, tp.Partition))
+					}
 					return
 				}
 				c.b.logger.Debug("broker: transaction marker not written yet", "txn", m.TransactionalID, "topic", tp.Topic, "partition", tp.Partition, "err", err)
