@@ -41,6 +41,33 @@ func start848(t *testing.T, dir, addr string) *strand.Broker {
 	return b
 }
 
+// broker848 is a start848 broker on a directory of its own, which a test
+// may restart on the same address; Cleanup closes the current one.
+type broker848 struct {
+	t    *testing.T
+	dir  string
+	addr string
+	b    *strand.Broker
+}
+
+func newBroker848(t *testing.T) *broker848 {
+	h := &broker848{t: t, dir: t.TempDir()}
+	h.b = start848(t, h.dir, "")
+	h.addr = h.b.Addr()
+	t.Cleanup(func() { h.b.Close() })
+	return h
+}
+
+// restart closes the broker and starts it again on the same directory and
+// address.
+func (h *broker848) restart() {
+	h.t.Helper()
+	if err := h.b.Close(); err != nil {
+		h.t.Fatal(err)
+	}
+	h.b = start848(h.t, h.dir, h.addr)
+}
+
 // ownership records which member holds each partition, from the clients'
 // own assign/revoke/lost callbacks, and reports a partition assigned to a
 // member while another still holds it.
@@ -150,10 +177,8 @@ func TestFranzGo848Groups(t *testing.T) {
 func testFranzGo848(t *testing.T, assignor string, balancer kgo.GroupBalancer) {
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 	defer cancel()
-	dir := t.TempDir()
-	b := start848(t, dir, "")
-	addr := b.Addr()
-	defer func() { b.Close() }()
+	h := newBroker848(t)
+	addr := h.addr
 	topic, group := "orders-848-"+assignor, "billing-848-"+assignor
 	adm := adminClient(t, addr)
 	if r, err := adm.CreateTopic(ctx, groupPartitions, 1, nil, topic); err != nil || r.Err != nil {
@@ -267,7 +292,7 @@ func testFranzGo848(t *testing.T, assignor string, balancer kgo.GroupBalancer) {
 	}
 
 	// The group's rebalances are counted: 3 joins and a leave at least.
-	body := scrape(t, ctx, "http://"+b.MetricsAddr()+"/metrics")
+	body := scrape(t, ctx, "http://"+h.b.MetricsAddr()+"/metrics")
 	if n := metricValue(body, `strand_group_rebalances_total{group="`+group+`"}`); n < 4 {
 		t.Fatalf("strand_group_rebalances_total %v after 3 joins and a leave", n)
 	}
@@ -282,10 +307,7 @@ func testFranzGo848(t *testing.T, assignor string, balancer kgo.GroupBalancer) {
 	// A broker restart on the same address: the members carry on at their
 	// epochs, the group is restored from __consumer_offsets.
 	epochBefore := d.Epoch
-	if err := b.Close(); err != nil {
-		t.Fatal(err)
-	}
-	b = start848(t, dir, addr)
+	h.restart()
 	adm = adminClient(t, addr)
 	await(t, ctx, "the group back, stable, after a restart", func() bool {
 		d, err = describe848(ctx, adm, group)
@@ -320,10 +342,7 @@ func testFranzGo848(t *testing.T, assignor string, balancer kgo.GroupBalancer) {
 		d, err = describe848(ctx, adm, group)
 		return err == nil && d.State == "Empty"
 	})
-	if err := b.Close(); err != nil {
-		t.Fatal(err)
-	}
-	b = start848(t, dir, addr)
+	h.restart()
 	adm = adminClient(t, addr)
 	committed, err := adm.FetchOffsets(ctx, group)
 	if err != nil || committed.Error() != nil {
@@ -688,4 +707,136 @@ func TestFranzGo848Regex(t *testing.T) {
 		t.Fatalf("create topic: %v %v", err, res.Err)
 	}
 	topics("rx-a", "rx-b", "rx-c")
+}
+
+// TestBroker848RestartMidReconciliation is B-T6 with a broker restart: two
+// groups are restarted while a member still has partitions to revoke.
+// After the restart no partition has two owners; in one group the member's
+// revocation then completes the reconciliation, in the other the member
+// stays silent and its rebalance timeout (restarted on load) fences it, so
+// the other member gets every partition.
+func TestBroker848RestartMidReconciliation(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	defer cancel()
+	h := newBroker848(t)
+	addr := h.addr
+	adm := adminClient(t, addr)
+	for _, topic := range []string{"t1", "t2"} {
+		if res, err := adm.CreateTopic(ctx, 6, 1, nil, topic); err != nil || res.Err != nil {
+			t.Fatalf("create topic: %v %v", err, res.Err)
+		}
+	}
+	raw, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.RetryTimeout(time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	ids := map[string][16]byte{}
+	for _, topic := range []string{"t1", "t2"} {
+		md, err := adm.ListTopics(ctx, topic)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids[topic] = md[topic].ID
+	}
+	beat := func(group, member string, epoch int32, topic string, owned []int32) *kmsg.ConsumerGroupHeartbeatResponse {
+		t.Helper()
+		req := kmsg.NewPtrConsumerGroupHeartbeatRequest()
+		req.Group, req.MemberID, req.MemberEpoch, req.RebalanceTimeoutMillis = group, member, epoch, -1
+		if epoch == 0 {
+			req.RebalanceTimeoutMillis, req.SubscribedTopicNames = 2000, []string{topic}
+		}
+		if owned != nil {
+			req.Topics = []kmsg.ConsumerGroupHeartbeatRequestTopic{}
+			if len(owned) > 0 {
+				req.Topics = append(req.Topics, kmsg.ConsumerGroupHeartbeatRequestTopic{TopicID: ids[topic], Partitions: owned})
+			}
+		}
+		resp, err := req.RequestWith(ctx, raw)
+		if err != nil || resp.ErrorCode != 0 {
+			t.Fatalf("heartbeat %s/%s@%d: %v %+v", group, member, epoch, err, resp)
+		}
+		return resp
+	}
+	held := func(r *kmsg.ConsumerGroupHeartbeatResponse) []int32 {
+		if r.Assignment == nil || len(r.Assignment.Topics) == 0 {
+			return nil
+		}
+		return r.Assignment.Topics[0].Partitions
+	}
+	// In both groups: a holds everything, b joins, a is told to revoke 3.
+	kept := map[string][]int32{}
+	for _, g := range []struct{ group, topic string }{{"g-ack", "t1"}, {"g-silent", "t2"}} {
+		beat(g.group, "a", 0, g.topic, []int32{})
+		beat(g.group, "b", 0, g.topic, []int32{})
+		r := beat(g.group, "a", 1, g.topic, []int32{0, 1, 2, 3, 4, 5})
+		if r.MemberEpoch != 1 || len(held(r)) != 3 {
+			t.Fatalf("%s: a told to revoke: %+v", g.group, r)
+		}
+		kept[g.group] = held(r)
+	}
+	restart := func() {
+		h.restart()
+		// Fresh clients: kgo does not retry a heartbeat on a connection
+		// the restart cut.
+		adm = adminClient(t, addr)
+		if raw, err = kgo.NewClient(kgo.SeedBrokers(addr)); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(raw.Close)
+	}
+	restart()
+	exclusive := func(group string) kadm.DescribedConsumerGroup {
+		t.Helper()
+		d, err := describe848(ctx, adm, group)
+		if err != nil {
+			t.Fatalf("describe %s: %v", group, err)
+		}
+		seen := map[int32]string{}
+		for _, m := range d.Members {
+			for _, ps := range m.Assignment {
+				for p := range ps {
+					if other, dup := seen[p]; dup {
+						t.Fatalf("%s: partition %d held by %s and %s", group, p, other, m.MemberID)
+					}
+					seen[p] = m.MemberID
+				}
+			}
+		}
+		return d
+	}
+	for _, group := range []string{"g-ack", "g-silent"} {
+		if d := exclusive(group); d.State != "Reconciling" || len(d.Members) != 2 {
+			t.Fatalf("%s after the restart: %+v", group, d)
+		}
+	}
+
+	// g-ack: a revokes, b gets the three partitions, the group is Stable.
+	if r := beat("g-ack", "a", 1, "t1", kept["g-ack"]); r.MemberEpoch != 2 {
+		t.Fatalf("a after revoking: %+v", r)
+	}
+	if r := beat("g-ack", "b", 2, "t1", []int32{}); len(held(r)) != 3 {
+		t.Fatalf("b after a revoked: %+v", r)
+	}
+	if d := exclusive("g-ack"); d.State != "Stable" {
+		t.Fatalf("g-ack: %+v", d)
+	}
+
+	// g-silent: a never answers; its rebalance timeout (2 s, restarted on
+	// load) fences it while b keeps heartbeating, and b gets all six.
+	var mine []int32
+	epoch := int32(2)
+	await(t, ctx, "b holding all of t2", func() bool {
+		r := beat("g-silent", "b", epoch, "t2", mine)
+		epoch = r.MemberEpoch
+		if r.Assignment != nil {
+			mine = held(r)
+		}
+		time.Sleep(200 * time.Millisecond)
+		return len(mine) == 6
+	})
+	if d := exclusive("g-silent"); d.State != "Stable" || len(d.Members) != 1 {
+		t.Fatalf("g-silent: %+v", d)
+	}
 }
