@@ -69,3 +69,26 @@ func (b *Broker) AlterScramCredentials(puts []cluster.PutScramCredential, delete
 func (b *Broker) WatchScramUsers(fn func(users map[string][]string)) (cancel func()) {
 	return b.meta.Subscribe(func(img *cluster.Image) { fn(img.ScramUsers()) })
 }
+
+// ClientQuotas returns every quota entity's values from the metadata.
+func (b *Broker) ClientQuotas() map[cluster.QuotaEntity]map[string]float64 {
+	return b.meta.Image().ClientQuotas()
+}
+
+// AlterClientQuotas applies quota changes atomically and durably.
+func (b *Broker) AlterClientQuotas(changes []cluster.AlterClientQuota) error {
+	recs := make([]cluster.Record, len(changes))
+	for i, c := range changes {
+		recs[i] = c
+	}
+	if _, err := b.meta.Apply(recs...); err != nil {
+		return fmt.Errorf("broker: alter client quotas: %w", err)
+	}
+	return nil
+}
+
+// WatchClientQuotas calls fn with the quotas of every metadata image
+// applied from now on, until cancel.
+func (b *Broker) WatchClientQuotas(fn func(map[cluster.QuotaEntity]map[string]float64)) (cancel func()) {
+	return b.meta.Subscribe(func(img *cluster.Image) { fn(img.ClientQuotas()) })
+}

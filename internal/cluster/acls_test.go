@@ -143,3 +143,48 @@ func TestScramCredentialRecords(t *testing.T) {
 		}
 	}
 }
+
+// TestClientQuotaRecords: quota values are set and removed per entity,
+// an entity with none left disappears, and they survive meta.json and a
+// raft snapshot.
+func TestClientQuotaRecords(t *testing.T) {
+	fs := vfs.NewMem()
+	if err := fs.MkdirAll("/d", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	s, _, err := OpenFileStore(fs, "/d")
+	if err != nil {
+		t.Fatal(err)
+	}
+	alice := QuotaEntity{User: "alice"}
+	both := QuotaEntity{User: QuotaDefault, ClientID: "app"}
+	if _, err := s.Apply(ClusterInit{ClusterID: "c1"}, AlterClientQuota{Entity: alice, Set: map[string]float64{"producer_byte_rate": 1024, "consumer_byte_rate": 2048}},
+		AlterClientQuota{Entity: both, Set: map[string]float64{"request_percentage": 50}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Apply(AlterClientQuota{}); !errors.Is(err, ErrConflict) {
+		t.Fatalf("an empty entity: %v", err)
+	}
+	im, err := s.Apply(AlterClientQuota{Entity: alice, Remove: []string{"consumer_byte_rate"}}, AlterClientQuota{Entity: both, Remove: []string{"request_percentage"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	snap, err := encodeImage(im)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fromSnap, err := decodeImage(snap)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reopened, _, err := OpenFileStore(fs.CrashClone(vfs.CrashOptions{}), "/d")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, im := range map[string]*Image{"image": im, "snapshot": fromSnap, "meta.json after a power cut": reopened.Image()} {
+		q := im.ClientQuotas()
+		if len(q) != 1 || len(q[alice]) != 1 || q[alice]["producer_byte_rate"] != 1024 {
+			t.Fatalf("%s: %v", name, q)
+		}
+	}
+}

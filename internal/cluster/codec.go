@@ -54,6 +54,7 @@ var codecs = map[string]func([]byte) (Record, error){
 	"put_acls":                   decodeAs[PutACLs],
 	"put_scram_credential":       decodeAs[PutScramCredential],
 	"delete_scram_credential":    decodeAs[DeleteScramCredential],
+	"alter_client_quota":         decodeAs[AlterClientQuota],
 }
 
 // typeNames is codecs' key for each record type.

@@ -36,6 +36,8 @@ type metaFile struct {
 	// Scram holds SCRAM credentials (salt, iterations, StoredKey,
 	// ServerKey; never a password) by user and mechanism.
 	Scram map[string]map[string]ScramCredential `json:"scram,omitempty"`
+	// Quotas holds client quota values by entity ("user\x1fclient-id").
+	Quotas map[string]map[string]float64 `json:"clientQuotas,omitempty"`
 }
 
 type metaTopic struct {
@@ -79,7 +81,7 @@ func (s *FileStore) Image() *Image { return s.img.Load() }
 func (s *FileStore) Apply(recs ...Record) (*Image, error) {
 	for _, r := range recs {
 		switch r.(type) {
-		case ClusterInit, PutTopic, RemoveTopic, ForgetDeleted, PutACLs, PutScramCredential, DeleteScramCredential:
+		case ClusterInit, PutTopic, RemoveTopic, ForgetDeleted, PutACLs, PutScramCredential, DeleteScramCredential, AlterClientQuota:
 		default:
 			// meta.json has no place for it: it would be lost at restart.
 			return nil, fmt.Errorf("cluster: a single node's metadata does not keep %T records", r)
@@ -147,7 +149,7 @@ func readMetaFile(fs vfs.FS, dir string) (*Image, bool, error) {
 		}
 		img.acls, img.aclVersion = m.ACLs, m.ACLVersion
 	}
-	img.scram = m.Scram
+	img.scram, img.quotas = m.Scram, m.Quotas
 	for _, d := range m.Deleted {
 		id, err := ParseTopicID(d)
 		if err != nil {
@@ -172,7 +174,7 @@ func readMetaFile(fs vfs.FS, dir string) (*Image, bool, error) {
 func writeMetaFile(fs vfs.FS, dir string, img *Image) error {
 	m := metaFile{Version: metaVersion, ClusterID: img.ClusterID()}
 	m.ACLs, m.ACLVersion = img.ACLs()
-	m.Scram = img.scram
+	m.Scram, m.Quotas = img.scram, img.quotas
 	for _, t := range img.Topics() {
 		m.Topics = append(m.Topics, metaTopic{Name: t.Name, ID: t.ID.Hex(), Partitions: t.Partitions, Configs: t.Configs})
 	}

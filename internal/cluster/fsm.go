@@ -97,12 +97,14 @@ type snapshotForm struct {
 	ACLVersion int64  `json:"aclVersion,omitempty"`
 	// Scram: absent in snapshots from before SCRAM credentials.
 	Scram map[string]map[string]ScramCredential `json:"scram,omitempty"`
+	// Quotas: absent in snapshots from before client quotas.
+	Quotas map[string]map[string]float64 `json:"clientQuotas,omitempty"`
 }
 
 func encodeImage(im *Image) ([]byte, error) {
 	return json.Marshal(snapshotForm{ClusterID: im.ClusterID(), Topics: im.Topics(), Deleted: im.Deleted(),
 		Brokers: im.Brokers(), Partitions: im.partitions, NextProducerID: im.nextProducerID,
-		ACLs: im.acls, ACLVersion: im.aclVersion, Scram: im.scram})
+		ACLs: im.acls, ACLVersion: im.aclVersion, Scram: im.scram, Quotas: im.quotas})
 }
 
 func decodeImage(b []byte) (*Image, error) {
@@ -126,7 +128,7 @@ func decodeImage(b []byte) (*Image, error) {
 	}
 	im.nextProducerID = s.NextProducerID
 	im.acls, im.aclVersion = s.ACLs, s.ACLVersion
-	im.scram = s.Scram
+	im.scram, im.quotas = s.Scram, s.Quotas
 	return im, nil
 }
 

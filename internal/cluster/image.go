@@ -79,6 +79,10 @@ type Image struct {
 	// says this image may change the map (With copies it on first write).
 	scram      map[string]map[string]ScramCredential
 	scramOwned bool
+	// quotas holds client quota values by entity key; quotasOwned as
+	// scramOwned.
+	quotas      map[string]map[string]float64
+	quotasOwned bool
 	// index is the raft index of the entry that made this image (0: not
 	// from a raft log, or restored from a snapshot).
 	index int64
@@ -139,7 +143,7 @@ func (im *Image) With(recs ...Record) (*Image, error) { return im.WithAt(0, recs
 func (im *Image) WithAt(index int64, recs ...Record) (*Image, error) {
 	next := &Image{clusterID: im.clusterID, topics: maps.Clone(im.topics), names: maps.Clone(im.names), deleted: maps.Clone(im.deleted),
 		brokers: maps.Clone(im.brokers), partitions: maps.Clone(im.partitions), nextProducerID: im.nextProducerID, index: index,
-		acls: im.acls, aclVersion: im.aclVersion, scram: im.scram}
+		acls: im.acls, aclVersion: im.aclVersion, scram: im.scram, quotas: im.quotas}
 	for _, r := range recs {
 		if err := r.apply(next, index); err != nil {
 			return im, err

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 
 	"github.com/strandmq/strand/internal/acl"
 )
@@ -207,3 +208,69 @@ func (im *Image) ScramUsers() map[string][]string {
 	}
 	return out
 }
+
+// QuotaEntity names whom a client quota applies to, as Kafka's quota
+// entities: a user, a client id, or both; "" leaves a part out and
+// QuotaDefault names the default of its kind (<default> in kafka-configs).
+type QuotaEntity struct {
+	User     string `json:",omitempty"`
+	ClientID string `json:",omitempty"`
+}
+
+// QuotaDefault is the name of a default entity part.
+const QuotaDefault = "<default>"
+
+// key is the entity's map key (JSON map keys must be strings).
+func (e QuotaEntity) key() string { return e.User + "\x1f" + e.ClientID }
+
+func entityOf(key string) QuotaEntity {
+	u, c, _ := strings.Cut(key, "\x1f")
+	return QuotaEntity{User: u, ClientID: c}
+}
+
+// AlterClientQuota sets and removes quota values (producer_byte_rate,
+// consumer_byte_rate, request_percentage, …) of one entity.
+type AlterClientQuota struct {
+	Entity QuotaEntity
+	Set    map[string]float64 `json:",omitempty"`
+	Remove []string           `json:",omitempty"`
+}
+
+func (r AlterClientQuota) apply(im *Image, _ int64) error {
+	if r.Entity.User == "" && r.Entity.ClientID == "" {
+		return fmt.Errorf("%w: a quota entity names a user or a client id", ErrConflict)
+	}
+	if !im.quotasOwned {
+		im.quotas, im.quotasOwned = maps.Clone(im.quotas), true
+		if im.quotas == nil {
+			im.quotas = map[string]map[string]float64{}
+		}
+	}
+	k := r.Entity.key()
+	vals := maps.Clone(im.quotas[k])
+	if vals == nil {
+		vals = map[string]float64{}
+	}
+	for _, name := range r.Remove {
+		delete(vals, name)
+	}
+	maps.Copy(vals, r.Set)
+	if len(vals) == 0 {
+		delete(im.quotas, k)
+	} else {
+		im.quotas[k] = vals
+	}
+	return nil
+}
+
+// ClientQuotas returns every entity's quota values.
+func (im *Image) ClientQuotas() map[QuotaEntity]map[string]float64 {
+	out := make(map[QuotaEntity]map[string]float64, len(im.quotas))
+	for k, v := range im.quotas {
+		out[entityOf(k)] = v
+	}
+	return out
+}
+
+// ClientQuota returns one entity's quota values (nil: none).
+func (im *Image) ClientQuota(e QuotaEntity) map[string]float64 { return im.quotas[e.key()] }

@@ -316,6 +316,15 @@ func matrixRows(b *broker.Broker) []matrixRow {
 			r.Topics = []kmsg.OffsetDeleteRequestTopic{{Topic: mxTopic, Partitions: []kmsg.OffsetDeleteRequestTopicPartition{{Partition: 0}}}}
 			return r
 		}, []matrixNeed{groupNeed(acl.OpDelete), topicNeed(mxTopic, acl.OpRead)}, -1, nil},
+		{"DescribeClientQuotas", 48, func() kmsg.Request { return kmsg.NewPtrDescribeClientQuotasRequest() },
+			[]matrixNeed{clusterNeed(acl.OpDescribeConfigs)}, codeCluster, nil},
+		{"AlterClientQuotas", 49, func() kmsg.Request {
+			r := kmsg.NewPtrAlterClientQuotasRequest()
+			r.ValidateOnly = true
+			r.Entries = []kmsg.AlterClientQuotasRequestEntry{{Entity: []kmsg.AlterClientQuotasRequestEntryEntity{{Type: "user", Name: kmsg.StringPtr("mx.nobody")}},
+				Ops: []kmsg.AlterClientQuotasRequestEntryOp{{Key: "producer_byte_rate", Value: 1 << 20}}}}
+			return r
+		}, []matrixNeed{clusterNeed(acl.OpAlterConfigs)}, codeCluster, nil},
 		{"DescribeUserScramCredentials", 50, func() kmsg.Request { return kmsg.NewPtrDescribeUserSCRAMCredentialsRequest() },
 			[]matrixNeed{clusterNeed(acl.OpDescribe)}, codeCluster, nil},
 		{"AlterUserScramCredentials", 51, func() kmsg.Request {

@@ -56,6 +56,9 @@ type conn struct {
 	// authUser is the SASL user once authenticated, for other goroutines
 	// (closeSessionsOfDeletedUsers).
 	authUser atomic.Pointer[string]
+	// mute is how long to stop reading after the response being sent
+	// (a client over its quota); only the serving goroutine touches it.
+	mute time.Duration
 	// tlsPrincipal is the mapped subject of a verified client
 	// certificate, once principal has looked.
 	tlsPrincipal acl.Principal
@@ -186,7 +189,7 @@ func (c *conn) handleLoop() {
 // returns false when the connection must stop: a handler failed (the
 // responses already queued are still written) or the connection closed.
 func (c *conn) serve(in inbound) bool {
-	b, err := c.handle(in.req)
+	b, err := c.handle(in.req, len(in.frame))
 	c.putFrame(in.frame) // responses never point into the request
 	if err != nil {
 		clientID := ""
@@ -201,7 +204,22 @@ func (c *conn) serve(in inbound) bool {
 		return true // acks=0: no response
 	}
 	// A failed authentication's answer is the connection's last.
-	return c.send(b) && !c.auth.failed
+	if !c.send(b) || c.auth.failed {
+		return false
+	}
+	if d := c.mute; d > 0 {
+		// Over a client quota: read nothing more from this client until
+		// its throttle time has passed (Kafka mutes the channel).
+		c.mute = 0
+		t := time.NewTimer(d)
+		defer t.Stop()
+		select {
+		case <-t.C:
+		case <-c.ctx.Done():
+			return false
+		}
+	}
+	return true
 }
 
 // directWrite is the largest response the serving goroutine writes itself
@@ -252,7 +270,7 @@ func (c *conn) write(b outbound) error {
 // handle runs the request's handler and encodes its response (nil: none to
 // send), turning a panic in either into an error that closes this
 // connection only.
-func (c *conn) handle(req *request) (out outbound, err error) {
+func (c *conn) handle(req *request, frameLen int) (out outbound, err error) {
 	defer func(start time.Time) { c.s.observe(req.key, start, err) }(time.Now()) // after the recover below
 	defer func() {
 		if r := recover(); r != nil {
@@ -283,6 +301,9 @@ func (c *conn) handle(req *request) (out outbound, err error) {
 		}
 		if post != nil {
 			post(resp)
+		}
+		if c.s.quotas != nil {
+			c.mute = c.throttle(req, frameLen, resp)
 		}
 	}
 	return encodeResponse(req.correlationID, resp), nil

@@ -85,6 +85,8 @@ func init() {
 		45: {0, 1, (*Server).handleAlterPartitionReassignments},
 		46: {0, 0, (*Server).handleListPartitionReassignments},
 		47: {0, 0, (*Server).handleOffsetDelete},
+		48: {0, 1, (*Server).handleDescribeClientQuotas},
+		49: {0, 1, (*Server).handleAlterClientQuotas},
 		50: {0, 0, (*Server).handleDescribeUserScramCredentials},
 		51: {0, 0, (*Server).handleAlterUserScramCredentials},
 		55: {0, 2, (*Server).handleDescribeQuorum},

@@ -92,7 +92,9 @@ type Server struct {
 	aclCancel  func() // stops watchACLs; nil without an authorizer
 
 	users       *sasl.Users // cfg.SASL with the metadata's SCRAM users; nil: no SASL
-	scramCancel func()      // stops watching for deleted users; nil without SASL
+	quotas      *quotas     // client quotas; nil on the internal listener
+	quotaCancel func()
+	scramCancel func() // stops watching for deleted users; nil without SASL
 
 	mu struct {
 		sync.Mutex
@@ -146,6 +148,11 @@ func NewServer(cfg Config) (*Server, error) {
 		}
 		s.advertised.Store(ep)
 	}
+	if !cfg.Internal {
+		s.quotas = newQuotas()
+		s.quotaCancel = s.b.WatchClientQuotas(s.quotas.set)
+		s.quotas.set(s.b.ClientQuotas())
+	}
 	if cfg.SASL != nil {
 		s.users = cfg.SASL.WithSource(s.scramCredential)
 		s.scramCancel = s.b.WatchScramUsers(s.closeSessionsOfDeletedUsers)
@@ -154,6 +161,9 @@ func NewServer(cfg Config) (*Server, error) {
 		if err := s.watchACLs(); err != nil {
 			if s.scramCancel != nil {
 				s.scramCancel()
+			}
+			if s.quotaCancel != nil {
+				s.quotaCancel()
 			}
 			s.aclCancel()
 			return nil, fmt.Errorf("kafka: load ACLs: %w", err)
@@ -273,6 +283,9 @@ func (s *Server) Close() error {
 	}
 	if s.scramCancel != nil {
 		s.scramCancel()
+	}
+	if s.quotaCancel != nil {
+		s.quotaCancel()
 	}
 	return errors.Join(errs...)
 }
