@@ -186,7 +186,7 @@ func TestQuotaIsolation(t *testing.T) {
 	// Uncompressed: a quota counts the bytes on the wire.
 	noisy := mustClient(t, kgo.SeedBrokers(ts.addr), kgo.ClientID("noisy"), kgo.DefaultProduceTopic("noisy"),
 		kgo.ProducerBatchCompression(kgo.NoCompression()), // a quota counts the bytes on the wire
-		kgo.MaxBufferedRecords(64))                         // flat out, not gigabytes queued in the client
+		kgo.MaxBufferedRecords(64))                        // flat out, not gigabytes queued in the client
 	// beside runs the noisy producer flat out (random, incompressible
 	// 64 KiB records) while the quiet client is measured.
 	beside := func(d time.Duration) (p50, p99 time.Duration, n int, noisyMiBps float64) {
