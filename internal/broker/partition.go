@@ -487,6 +487,12 @@ func (p *Partition) appendLocked(batch []byte, h record.Header, cfg *TopicConfig
 		record.SetLogAppendTime(batch, now)
 		res.LogAppendTime, maxTS = now, now
 	}
+	if h.IsTransactional() {
+		// Before the batch can move the high watermark: a lock-free
+		// LastStableOffset that sees the batch below the high watermark
+		// must see this too (see LastStableOffset).
+		p.txnActive.Store(true)
+	}
 	base, pending, err := p.log.AppendAsync(batch)
 	if errors.Is(err, record.ErrCRC) {
 		return AppendResult{}, pending, fmt.Errorf("%w: %s-%d: %w", ErrCorruptMessage, p.topic, p.id, err)
@@ -508,7 +514,6 @@ func (p *Partition) appendLocked(batch []byte, h record.Header, cfg *TopicConfig
 	}
 	if h.IsTransactional() {
 		p.mu.producers.BeginTxn(pid, base)
-		p.txnActive.Store(true)
 	}
 	if rolled := p.log.ActiveBase(); rolled != p.mu.rolledAt {
 		p.mu.rolledAt = rolled

@@ -124,9 +124,16 @@ func (p *Partition) WriteMarker(ctx context.Context, pid producer.ID, epoch prod
 // LastStableOffset is the offset below which every transaction's outcome
 // is known and committed: a read_committed reader's limit (≤ the high
 // watermark).
+//
+// Without a transaction it is the high watermark, read without the lock.
+// The order matters: the high watermark is read before txnActive, and an
+// append sets txnActive before its batch can move the high watermark, so a
+// high watermark that already covers a new transaction's first batch is
+// never returned as stable (an aborted read the ETL test caught once in
+// ten runs).
 func (p *Partition) LastStableOffset() record.Offset {
-	if !p.txnActive.Load() {
-		return p.log.HighWatermark()
+	if hw := p.log.HighWatermark(); !p.txnActive.Load() {
+		return hw
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()

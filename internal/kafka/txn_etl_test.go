@@ -217,6 +217,23 @@ func runTxnETL(t *testing.T, balancer string, tv int) {
 		}
 	}
 	if dups > 0 {
-		t.Fatalf("%d input records duplicated in out", dups)
+		in := readAll(t, ctx, ts.addr, "in", n)
+		t.Fatalf("%d input records duplicated in out (the input itself has %d distinct values in %d records)", dups, len(in), n)
 	}
+}
+
+// readAll reads the first n records of topic and returns the count of each
+// value.
+func readAll(t *testing.T, ctx context.Context, addr, topic string, n int) map[string]int {
+	t.Helper()
+	c, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	got, total := map[string]int{}, 0
+	for total < n && ctx.Err() == nil {
+		c.PollFetches(ctx).EachRecord(func(r *kgo.Record) { got[string(r.Value)]++; total++ })
+	}
+	return got
 }
