@@ -49,3 +49,25 @@ func TestMarkerRoundTrip(t *testing.T) {
 		t.Fatalf("plain batch: %v", err)
 	}
 }
+
+// FuzzDecodeMarker: no byte string panics DecodeMarker, and a marker it
+// reads encodes back to one that reads the same.
+func FuzzDecodeMarker(f *testing.F) {
+	for _, commit := range []bool{false, true} {
+		b, _ := EncodeMarker(7, 2, Marker{Commit: commit, CoordinatorEpoch: 5}, 1)
+		f.Add(b)
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		m, err := DecodeMarker(b)
+		if err != nil {
+			return
+		}
+		again, err := EncodeMarker(1, 0, m, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m2, err := DecodeMarker(again); err != nil || m2 != m {
+			t.Fatalf("re-encoded marker reads %+v, %v; want %+v", m2, err, m)
+		}
+	})
+}
