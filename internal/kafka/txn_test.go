@@ -6,7 +6,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strandmq/strand/internal/broker"
 )
@@ -127,5 +129,96 @@ func TestTxnTimeoutAbortsAndFences(t *testing.T) {
 	defer pcancel()
 	if n := rc.PollFetches(pctx).NumRecords(); n != 0 {
 		t.Fatalf("read_committed delivered %d records of an aborted transaction", n)
+	}
+}
+
+// A-T7 (KIP-447): offsets committed in an open transaction answer
+// UNSTABLE_OFFSET_COMMIT to an OffsetFetch that requires stable offsets,
+// and the committed value once the transaction commits; a TxnOffsetCommit
+// from a member of an older generation (a zombie) is ILLEGAL_GENERATION.
+func TestTxnOffsetCommitStableAndFenced(t *testing.T) {
+	ts := startServer(t, broker.Config{GroupInitialRebalanceDelay: -1}, Config{})
+	createTopic(t, ts.b, "t7", 1, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(ts.addr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	init := kmsg.NewPtrInitProducerIDRequest()
+	init.TransactionalID, init.TransactionTimeoutMillis = kmsg.StringPtr("t7-txn"), 60000
+	ir, err := init.RequestWith(ctx, cl)
+	if err != nil || ir.ErrorCode != 0 {
+		t.Fatalf("init: %v %v", err, ir)
+	}
+	commit := func(group string, gen int32, member string, offset int64) int16 {
+		t.Helper()
+		req := kmsg.NewPtrTxnOffsetCommitRequest()
+		req.TransactionalID, req.Group, req.ProducerID, req.ProducerEpoch = "t7-txn", group, ir.ProducerID, ir.ProducerEpoch
+		req.Generation, req.MemberID = gen, member
+		req.Topics = []kmsg.TxnOffsetCommitRequestTopic{{Topic: "t7", Partitions: []kmsg.TxnOffsetCommitRequestTopicPartition{{Partition: 0, Offset: offset, LeaderEpoch: -1}}}}
+		resp, err := req.RequestWith(ctx, cl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp.Topics[0].Partitions[0].ErrorCode
+	}
+	fetch := func() (int64, int16) {
+		t.Helper()
+		req := kmsg.NewPtrOffsetFetchRequest()
+		req.Group, req.RequireStable = "t7-group", true
+		req.Topics = []kmsg.OffsetFetchRequestTopic{{Topic: "t7", Partitions: []int32{0}}}
+		resp, err := req.RequestWith(ctx, cl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(resp.Groups) > 0 {
+			p := resp.Groups[0].Topics[0].Partitions[0]
+			return p.Offset, p.ErrorCode
+		}
+		p := resp.Topics[0].Partitions[0]
+		return p.Offset, p.ErrorCode
+	}
+	if code := commit("t7-group", -1, "", 42); code != 0 {
+		t.Fatalf("TxnOffsetCommit: %v", kerr.ErrorForCode(code))
+	}
+	if _, code := fetch(); code != kerr.UnstableOffsetCommit.Code {
+		t.Fatalf("OffsetFetch RequireStable with the commit pending: %v, want UNSTABLE_OFFSET_COMMIT", kerr.ErrorForCode(code))
+	}
+	end := kmsg.NewPtrEndTxnRequest()
+	end.TransactionalID, end.ProducerID, end.ProducerEpoch, end.Commit = "t7-txn", ir.ProducerID, ir.ProducerEpoch, true
+	er, err := end.RequestWith(ctx, cl)
+	if err != nil || er.ErrorCode != 0 {
+		t.Fatalf("EndTxn: %v %v", err, er)
+	}
+	ir.ProducerID, ir.ProducerEpoch = er.ProducerID, er.ProducerEpoch // EndTxn v5 bumps the epoch (KIP-890)
+	for {
+		off, code := fetch()
+		if code == 0 && off == 42 {
+			break
+		}
+		if code != kerr.UnstableOffsetCommit.Code || ctx.Err() != nil {
+			t.Fatalf("after the commit: offset %d, %v; want 42", off, kerr.ErrorForCode(code))
+		}
+		time.Sleep(10 * time.Millisecond) // the markers are being written
+	}
+
+	// A live group member; a commit naming an older generation is a zombie's.
+	member, err := kgo.NewClient(kgo.SeedBrokers(ts.addr), kgo.ConsumerGroup("t7-live"), kgo.ConsumeTopics("t7"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer member.Close()
+	var id string
+	var gen int32
+	for id == "" && ctx.Err() == nil {
+		pctx, pcancel := context.WithTimeout(ctx, 200*time.Millisecond)
+		member.PollFetches(pctx)
+		pcancel()
+		id, gen = member.GroupMetadata()
+	}
+	if code := commit("t7-live", gen-1, id, 1); code != kerr.IllegalGeneration.Code {
+		t.Fatalf("zombie TxnOffsetCommit (generation %d of %d): %v, want ILLEGAL_GENERATION", gen-1, gen, kerr.ErrorForCode(code))
 	}
 }
