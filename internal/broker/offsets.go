@@ -187,41 +187,44 @@ type coordShard struct {
 	loaded *group.Coordinator
 }
 
-// coordShards maps a __consumer_offsets partition to its shard, replaced
-// whole on every change so readers need no lock.
-type coordShards struct {
+// shardMap maps a partition of an internal topic to the coordinator shard
+// this node runs for it (group coordinators by __consumer_offsets
+// partition, transaction coordinators by __transaction_state partition).
+// The map is replaced whole on every change, so readers need no lock.
+type shardMap[S comparable] struct {
 	mu sync.Mutex // writers
-	m  atomic.Pointer[map[int32]*coordShard]
+	m  atomic.Pointer[map[int32]S]
 }
 
-func (c *coordShards) get(k int32) *coordShard {
-	if m := c.m.Load(); m != nil {
-		return (*m)[k]
-	}
-	return nil
-}
+// get returns partition k's shard, or the zero S.
+func (c *shardMap[S]) get(k int32) S { return c.all()[k] }
 
-func (c *coordShards) all() map[int32]*coordShard {
+func (c *shardMap[S]) all() map[int32]S {
 	if m := c.m.Load(); m != nil {
 		return *m
 	}
 	return nil
 }
 
-func (c *coordShards) set(k int32, sh *coordShard) {
+// set installs sh for partition k; the zero S removes k.
+func (c *shardMap[S]) set(k int32, sh S) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	next := maps.Clone(c.all())
 	if next == nil {
-		next = map[int32]*coordShard{}
+		next = map[int32]S{}
 	}
-	if sh == nil {
+	var none S
+	if sh == none {
 		delete(next, k)
 	} else {
 		next[k] = sh
 	}
 	c.m.Store(&next)
 }
+
+// coordShards are the group coordinators, by __consumer_offsets partition.
+type coordShards struct{ shardMap[*coordShard] }
 
 func (c *coordShards) loaded() []*group.Coordinator {
 	var out []*group.Coordinator

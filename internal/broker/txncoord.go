@@ -89,38 +89,13 @@ type TxnCoordinator struct {
 	done    sync.WaitGroup
 }
 
-// txnShards maps a __transaction_state partition to its coordinator (nil
-// while loading), replaced whole on every change.
-type txnShards struct {
-	mu sync.Mutex
-	m  atomic.Pointer[map[int32]*txnShard]
-}
+// txnShards are the transaction coordinators, by __transaction_state
+// partition (loaded is nil while one replays its partition).
+type txnShards struct{ shardMap[*txnShard] }
 
 type txnShard struct {
 	p      *Partition
 	loaded *TxnCoordinator
-}
-
-func (s *txnShards) all() map[int32]*txnShard {
-	if m := s.m.Load(); m != nil {
-		return *m
-	}
-	return nil
-}
-
-func (s *txnShards) set(k int32, sh *txnShard) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	next := maps.Clone(s.all())
-	if next == nil {
-		next = map[int32]*txnShard{}
-	}
-	if sh == nil {
-		delete(next, k)
-	} else {
-		next[k] = sh
-	}
-	s.m.Store(&next)
 }
 
 // loadedTxnCoordinators returns the coordinators this node runs, by
@@ -207,7 +182,7 @@ func (b *Broker) syncTxnCoordinators() {
 		}
 	}
 	for k, p := range leads {
-		if _, ok := b.txns.all()[k]; ok {
+		if b.txns.get(k) != nil {
 			continue
 		}
 		sh := &txnShard{p: p}
@@ -225,7 +200,7 @@ func (b *Broker) syncTxnCoordinators() {
 			}
 			b.txnSync.Lock()
 			defer b.txnSync.Unlock()
-			if b.txns.all()[k] != sh || b.isClosed() {
+			if b.txns.get(k) != sh || b.isClosed() {
 				c.stop()
 				return
 			}
@@ -575,9 +550,9 @@ func (b *Broker) TxnCoordinatorFor(transactionalID string) (*TxnCoordinator, err
 		return nil, fmt.Errorf("%w: %s does not exist yet", ErrNotCoordinator, TransactionStateTopic)
 	}
 	k := txn.PartitionFor(transactionalID, t.Partitions())
-	sh, ok := b.txns.all()[k]
+	sh := b.txns.get(k)
 	switch {
-	case !ok:
+	case sh == nil:
 		return nil, fmt.Errorf("%w: transactional id %q is coordinated by the leader of %s-%d, not node %d", ErrNotCoordinator, transactionalID, TransactionStateTopic, k, b.cfg.NodeID)
 	case sh.loaded == nil:
 		return nil, fmt.Errorf("%w: %s-%d", ErrCoordinatorLoading, TransactionStateTopic, k)

@@ -27,13 +27,24 @@ func (g *group) commitOffsets(req OffsetCommitRequest) map[TopicPartition]Code {
 		}
 		return out
 	}
+	return g.writeOffsets(req.Offsets, check, out, func(recs []StoreRecord) error {
+		return g.c.cfg.Store.Append(g.c.ctx, recs)
+	}, func(tp TopicPartition, o OffsetAndMetadata) { g.offsets[tp] = o })
+}
+
+// writeOffsets checks each offset (check, nil for none; the metadata size;
+// that the partition exists), writes the accepted ones as one append with
+// write, and on success hands each to keep. out gets every partition's
+// code and is returned.
+func (g *group) writeOffsets(offsets map[TopicPartition]OffsetAndMetadata, check func(TopicPartition) Code,
+	out map[TopicPartition]Code, write func([]StoreRecord) error, keep func(TopicPartition, OffsetAndMetadata)) map[TopicPartition]Code {
 	now := g.c.cfg.Clock.Now()
 	var (
 		recs    []StoreRecord
 		written = map[TopicPartition]OffsetAndMetadata{}
 	)
-	for _, tp := range sortedPartitions(req.Offsets) {
-		o := req.Offsets[tp]
+	for _, tp := range sortedPartitions(offsets) {
+		o := offsets[tp]
 		switch {
 		case check != nil && check(tp) != CodeNone:
 			out[tp] = check(tp)
@@ -50,15 +61,15 @@ func (g *group) commitOffsets(req OffsetCommitRequest) map[TopicPartition]Code {
 	if len(recs) == 0 {
 		return out
 	}
-	code = CodeNone
-	if err := g.c.cfg.Store.Append(g.c.ctx, recs); err != nil {
+	code := CodeNone
+	if err := write(recs); err != nil {
 		g.log.Warn("storing offsets failed", "err", err)
 		code = CodeCoordinatorNotAvailable
 	}
 	for tp, o := range written {
 		out[tp] = code
 		if code == CodeNone {
-			g.offsets[tp] = o
+			keep(tp, o)
 		}
 	}
 	return out

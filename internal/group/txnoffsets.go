@@ -89,39 +89,18 @@ func (g *group) txnCommitOffsets(store TxnStore, req TxnOffsetCommitRequest) map
 			return out
 		}
 	}
-	now := g.c.cfg.Clock.Now()
-	var recs []StoreRecord
-	written := map[TopicPartition]OffsetAndMetadata{}
-	for _, tp := range sortedPartitions(req.Offsets) {
-		o := req.Offsets[tp]
-		switch {
-		case check != nil && check(tp) != CodeNone:
-			out[tp] = CodeIllegalGeneration // a partition the member no longer holds
-		case len(o.Metadata) > g.c.cfg.MaxMetadataSize:
-			out[tp] = CodeOffsetMetadataTooLarge
-		case g.c.cfg.PartitionExists != nil && !g.c.cfg.PartitionExists(tp):
-			out[tp] = CodeUnknownTopicOrPartition
-		default:
-			o.CommitTime = now
-			recs = append(recs, StoreRecord{Key: offsetKey(g.id, tp), Value: offsetValue(o)})
-			written[tp] = o
+	if check != nil {
+		held := check
+		check = func(tp TopicPartition) Code {
+			if held(tp) != CodeNone {
+				return CodeIllegalGeneration // a partition the member no longer holds
+			}
+			return CodeNone
 		}
 	}
-	if len(recs) == 0 {
-		return out
-	}
-	code := CodeNone
-	if err := store.AppendTxn(g.c.ctx, req.ProducerID, req.Epoch, recs); err != nil {
-		g.log.Warn("storing transactional offsets failed", "err", err)
-		code = CodeCoordinatorNotAvailable
-	}
-	for tp, o := range written {
-		out[tp] = code
-		if code == CodeNone {
-			g.holdTxnOffset(req.ProducerID, tp, o)
-		}
-	}
-	return out
+	return g.writeOffsets(req.Offsets, check, out, func(recs []StoreRecord) error {
+		return store.AppendTxn(g.c.ctx, req.ProducerID, req.Epoch, recs)
+	}, func(tp TopicPartition, o OffsetAndMetadata) { g.holdTxnOffset(req.ProducerID, tp, o) })
 }
 
 func (g *group) holdTxnOffset(pid int64, tp TopicPartition, o OffsetAndMetadata) {
