@@ -23,17 +23,6 @@ const remoteProduceTimeout = 10 * time.Second
 // REPLICAS, …) and tries again; it returns the batch's base offset; records the leader took before a lost
 // answer come twice into the DLQ then, never zero times.
 func (b *Broker) produceRemote(leader NodeID, p *Partition, batch []byte) (record.Offset, error) {
-	addr, err := b.internalAddr(leader)
-	if err != nil {
-		return record.NoOffset, fmt.Errorf("%w: %s-%d: %w", ErrNotLeader, p.topic, p.id, err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), remoteProduceTimeout)
-	defer cancel()
-	c, err := b.cfg.Dialer.Dial(ctx, addr, "strand-"+strconv.Itoa(int(b.cfg.NodeID)))
-	if err != nil {
-		return record.NoOffset, fmt.Errorf("%w: %s-%d: leader %d: %w", ErrNotLeader, p.topic, p.id, leader, err)
-	}
-	defer c.Close()
 	req := kmsg.NewPtrProduceRequest()
 	req.SetVersion(9) // topics by name (v13 names them by id)
 	req.Acks, req.TimeoutMillis = -1, int32(remoteProduceTimeout/time.Millisecond)
@@ -43,7 +32,7 @@ func (b *Broker) produceRemote(leader NodeID, p *Partition, batch []byte) (recor
 	rp.Partition, rp.Records = int32(p.id), batch
 	rt.Partitions = append(rt.Partitions, rp)
 	req.Topics = append(req.Topics, rt)
-	resp, err := c.RoundTrip(req, time.Now().Add(remoteProduceTimeout+time.Second))
+	resp, err := b.roundTrip(context.Background(), leader, req)
 	if err != nil {
 		return record.NoOffset, fmt.Errorf("%w: %s-%d: leader %d: %w", ErrNotLeader, p.topic, p.id, leader, err)
 	}
@@ -55,4 +44,21 @@ func (b *Broker) produceRemote(leader NodeID, p *Partition, batch []byte) (recor
 		return record.NoOffset, fmt.Errorf("broker: %s-%d: leader %d: %w", p.topic, p.id, leader, kerr.ErrorForCode(code))
 	}
 	return record.Offset(pr.Topics[0].Partitions[0].BaseOffset), nil
+}
+
+// roundTrip sends req to node's internal listener on a connection of its
+// own and returns the answer, within remoteProduceTimeout.
+func (b *Broker) roundTrip(ctx context.Context, node NodeID, req kmsg.Request) (kmsg.Response, error) {
+	addr, err := b.internalAddr(node)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, remoteProduceTimeout)
+	defer cancel()
+	c, err := b.cfg.Dialer.Dial(ctx, addr, "strand-"+strconv.Itoa(int(b.cfg.NodeID)))
+	if err != nil {
+		return nil, err
+	}
+	defer c.Close()
+	return c.RoundTrip(req, time.Now().Add(remoteProduceTimeout+time.Second))
 }

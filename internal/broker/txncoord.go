@@ -14,7 +14,6 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -501,17 +500,6 @@ func (b *Broker) writeMarker(ctx context.Context, tp txn.Partition, m *txn.Marke
 
 // writeMarkerRemote sends WriteTxnMarkers for one partition to its leader.
 func (b *Broker) writeMarkerRemote(ctx context.Context, leader NodeID, tp txn.Partition, m *txn.Markers) error {
-	addr, err := b.internalAddr(leader)
-	if err != nil {
-		return err
-	}
-	ctx, cancel := context.WithTimeout(ctx, remoteProduceTimeout)
-	defer cancel()
-	conn, err := b.cfg.Dialer.Dial(ctx, addr, "strand-"+strconv.Itoa(int(b.cfg.NodeID)))
-	if err != nil {
-		return err
-	}
-	defer conn.Close()
 	req := kmsg.NewPtrWriteTxnMarkersRequest()
 	mk := kmsg.NewWriteTxnMarkersRequestMarker()
 	mk.ProducerID, mk.ProducerEpoch, mk.Committed, mk.CoordinatorEpoch = int64(m.ProducerID), int16(m.Epoch), m.Commit, m.CoordinatorEpoch
@@ -519,7 +507,7 @@ func (b *Broker) writeMarkerRemote(ctx context.Context, leader NodeID, tp txn.Pa
 	rt.Topic, rt.Partitions = tp.Topic, []int32{tp.Partition}
 	mk.Topics = append(mk.Topics, rt)
 	req.Markers = append(req.Markers, mk)
-	resp, err := conn.RoundTrip(req, time.Now().Add(remoteProduceTimeout+time.Second))
+	resp, err := b.roundTrip(ctx, leader, req)
 	if err != nil {
 		return err
 	}
@@ -534,6 +522,62 @@ func (b *Broker) writeMarkerRemote(ctx context.Context, leader NodeID, tp txn.Pa
 		}
 	}
 	return nil
+}
+
+// EnlistRemote asks the coordinator of transactionalID, which runs on
+// another node, to add parts to the producer's transaction (TV2's implicit
+// add on Produce v12 and TxnOffsetCommit v5) or, with verifyOnly, to check
+// that they are in it: AddPartitionsToTxn v5, as Kafka's partition
+// leaders send it. It returns each partition's Kafka error code; an error
+// means the coordinator could not be asked (the caller answers with a
+// retriable error).
+func (b *Broker) EnlistRemote(ctx context.Context, transactionalID string, pid producer.ID, epoch producer.Epoch, parts []txn.Partition, verifyOnly bool) (map[txn.Partition]int16, error) {
+	node, err := b.TxnCoordinatorNode(transactionalID)
+	if err != nil {
+		return nil, err
+	}
+	if node == b.cfg.NodeID {
+		return nil, fmt.Errorf("%w: %s", ErrCoordinatorLoading, transactionalID)
+	}
+	req := kmsg.NewPtrAddPartitionsToTxnRequest()
+	req.SetVersion(5)
+	rt := kmsg.NewAddPartitionsToTxnRequestTransaction()
+	rt.TransactionalID, rt.ProducerID, rt.ProducerEpoch, rt.VerifyOnly = transactionalID, int64(pid), int16(epoch), verifyOnly
+	byTopic := map[string]int{}
+	for _, p := range parts {
+		i, ok := byTopic[p.Topic]
+		if !ok {
+			i = len(rt.Topics)
+			byTopic[p.Topic] = i
+			t := kmsg.NewAddPartitionsToTxnRequestTransactionTopic()
+			t.Topic = p.Topic
+			rt.Topics = append(rt.Topics, t)
+		}
+		rt.Topics[i].Partitions = append(rt.Topics[i].Partitions, p.Partition)
+	}
+	req.Transactions = append(req.Transactions, rt)
+	resp, err := b.roundTrip(ctx, node, req)
+	if err != nil {
+		return nil, fmt.Errorf("broker: transaction coordinator of %s on node %d: %w", transactionalID, node, err)
+	}
+	ar := resp.(*kmsg.AddPartitionsToTxnResponse)
+	if ar.ErrorCode != 0 {
+		return nil, fmt.Errorf("broker: transaction coordinator of %s on node %d: %w", transactionalID, node, kerr.ErrorForCode(ar.ErrorCode))
+	}
+	out := make(map[txn.Partition]int16, len(parts))
+	for _, t := range ar.Transactions {
+		for _, tt := range t.Topics {
+			for _, p := range tt.Partitions {
+				out[txn.Partition{Topic: tt.Topic, Partition: p.Partition}] = p.ErrorCode
+			}
+		}
+	}
+	for _, p := range parts {
+		if _, ok := out[p]; !ok {
+			return nil, fmt.Errorf("broker: transaction coordinator of %s on node %d did not answer for %s-%d", transactionalID, node, p.Topic, p.Partition)
+		}
+	}
+	return out, nil
 }
 
 // TxnCoordinatorFor returns the coordinator of transactionalID if this

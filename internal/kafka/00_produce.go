@@ -66,13 +66,10 @@ import (
 //     implicitly (TV2). A partition outside the transaction answers
 //     INVALID_TXN_STATE; a fenced epoch INVALID_PRODUCER_EPOCH; a
 //     non-transactional batch from a producer inside a transaction
-//     INVALID_TXN_STATE.
-//
-// Deviations:
-//   - In a cluster, a transactional batch whose coordinator runs on another
-//     node is not verified with it (Kafka sends AddPartitionsToTxn v4
-//     VerifyOnly between brokers): the partition trusts the producer's
-//     explicit add.
+//     INVALID_TXN_STATE. In a cluster, a coordinator on another node is
+//     asked with AddPartitionsToTxn v5 (VerifyOnly below v12), as Kafka's
+//     brokers ask; one that cannot be reached answers NOT_ENOUGH_REPLICAS,
+//     which every producer retries.
 
 func (s *Server) handleProduce(ctx context.Context, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.ProduceRequest)

@@ -65,13 +65,16 @@ func (s *Server) initTransactional(ctx context.Context, req *kmsg.InitProducerID
 	}
 }
 
-// partitionsExist splits parts into those that exist and per-partition
-// UNKNOWN_TOPIC_OR_PARTITION for the rest.
-func (s *Server) unknownPartitions(parts []txn.Partition) map[txn.Partition]bool {
+// unknownPartitions returns the partitions of parts that do not exist or
+// that a request of this version may not enlist (nil: none).
+func (s *Server) unknownPartitions(version int16, parts []txn.Partition) map[txn.Partition]bool {
 	var out map[txn.Partition]bool
 	for _, p := range parts {
 		t, err := s.b.Topic(p.Topic)
-		if err != nil || p.Partition < 0 || p.Partition >= t.Partitions() || broker.IsInternalTopic(p.Topic) {
+		// v4+ comes from partition leaders, which enlist the group's
+		// offsets partition for TxnOffsetCommit; clients may not.
+		internal := broker.IsInternalTopic(p.Topic) && (version < 4 || p.Topic != txn.OffsetsTopic)
+		if err != nil || p.Partition < 0 || p.Partition >= t.Partitions() || internal {
 			if out == nil {
 				out = map[txn.Partition]bool{}
 			}
@@ -139,7 +142,7 @@ func (s *Server) addPartitions(ctx context.Context, version int16, id string, pi
 		}
 		return out
 	}
-	if unknown := s.unknownPartitions(parts); unknown != nil {
+	if unknown := s.unknownPartitions(version, parts); unknown != nil {
 		for _, p := range parts {
 			out[p] = kerr.OperationNotAttempted.Code
 			if unknown[p] {
@@ -260,28 +263,22 @@ func (s *Server) handleTxnOffsetCommit(ctx context.Context, kreq kmsg.Request) (
 	all := func(c int16) (kmsg.Response, error) { return answer(func(string, int32) int16 { return c }) }
 	// The transaction must hold the group's offsets partition (v5+ adds
 	// it implicitly, TV2), and the producer must be the id's current one.
-	tc, code := s.txnCoordinator(req.TransactionalID)
-	if code == 0 {
-		v := txn.TV0
-		if req.Version >= 5 {
-			v = txn.TV2
-		}
-		t, err := s.b.Topic(broker.ConsumerOffsetsTopic)
-		if err != nil {
-			return all(kerr.CoordinatorNotAvailable.Code)
-		}
-		part := txn.Partition{Topic: txn.OffsetsTopic, Partition: txn.PartitionFor(req.Group, t.Partitions())}
-		if v == txn.TV2 {
-			r := tc.AddPartitions(ctx, txn.AddRequest{TransactionalID: req.TransactionalID, ProducerID: producer.ID(req.ProducerID),
-				Epoch: producer.Epoch(req.ProducerEpoch), Partitions: []txn.Partition{part}, Client: v})
-			if r.Code != txn.CodeNone {
-				return all(int16(r.Code))
-			}
-		} else if c, per := tc.Verify(req.TransactionalID, producer.ID(req.ProducerID), producer.Epoch(req.ProducerEpoch), []txn.Partition{part}); c != txn.CodeNone {
-			return all(int16(c))
-		} else if per[part] != txn.CodeNone {
+	t, err := s.b.Topic(broker.ConsumerOffsetsTopic)
+	if err != nil {
+		return all(kerr.CoordinatorNotAvailable.Code)
+	}
+	part := txn.Partition{Topic: txn.OffsetsTopic, Partition: txn.PartitionFor(req.Group, t.Partitions())}
+	switch code := s.enlist(ctx, req.TransactionalID, producer.ID(req.ProducerID), producer.Epoch(req.ProducerEpoch), []txn.Partition{part}, req.Version >= 5)[part]; code {
+	case txn.CodeNone:
+	case txn.CodeNotCoordinator, txn.CodeCoordinatorNotAvailable, coordinatorLoading:
+		return all(kerr.CoordinatorNotAvailable.Code) // retriable: the client asks again
+	case txn.CodeTransactionAbortable:
+		if req.Version < 5 { // verified: the offsets partition was never added
 			return all(kerr.InvalidTxnState.Code)
 		}
+		return all(int16(code))
+	default:
+		return all(int16(code))
 	}
 	g, err := s.b.GroupCoordinator(req.Group)
 	if err != nil {
@@ -380,6 +377,48 @@ func (s *Server) handleListTransactions(_ context.Context, kreq kmsg.Request) (k
 	return resp, nil
 }
 
+// coordinatorLoading is COORDINATOR_LOAD_IN_PROGRESS as a coordinator code.
+const coordinatorLoading = txn.Code(14)
+
+// enlist adds parts to producer pid's transaction (add: TV2's implicit add
+// by Produce v12 and TxnOffsetCommit v5) or checks that they are in it, at
+// the coordinator of id wherever it runs: here, or on another node through
+// AddPartitionsToTxn v5 as Kafka's partition leaders send it. It returns
+// each partition's code; a coordinator that cannot be reached is
+// COORDINATOR_NOT_AVAILABLE or NOT_COORDINATOR, for the caller to answer
+// with its API's retriable error.
+func (s *Server) enlist(ctx context.Context, id string, pid producer.ID, epoch producer.Epoch, parts []txn.Partition, add bool) map[txn.Partition]txn.Code {
+	out := make(map[txn.Partition]txn.Code, len(parts))
+	all := func(c txn.Code) map[txn.Partition]txn.Code {
+		for _, p := range parts {
+			out[p] = c
+		}
+		return out
+	}
+	c, code := s.txnCoordinator(id)
+	switch {
+	case code == kerr.NotCoordinator.Code && s.b.Clustered():
+		codes, err := s.b.EnlistRemote(ctx, id, pid, epoch, parts, !add)
+		if err != nil {
+			s.logger.Warn("kafka: transaction coordinator not reached", "transactional_id", id, "err", err)
+			return all(txn.CodeCoordinatorNotAvailable)
+		}
+		for p, c := range codes {
+			out[p] = txn.Code(c)
+		}
+		return out
+	case code != 0:
+		return all(txn.Code(code))
+	case add:
+		return all(c.AddPartitions(ctx, txn.AddRequest{TransactionalID: id, ProducerID: pid, Epoch: epoch, Partitions: parts, Client: txn.TV2}).Code)
+	}
+	top, per := c.Verify(id, pid, epoch, parts)
+	if top != txn.CodeNone {
+		return all(top)
+	}
+	return per
+}
+
 // checkTxnProduce makes sure each transactional batch's partition is in
 // its producer's transaction before it is appended (register before
 // append: a failed append then leaves a transaction the client must
@@ -402,34 +441,7 @@ func (s *Server) checkTxnProduce(ctx context.Context, version int16, id string, 
 	if len(need) == 0 {
 		return jobs
 	}
-	c, code := s.txnCoordinator(id)
-	if code != 0 {
-		if s.b.Clustered() {
-			for i := range jobs {
-				jobs[i].verified = true // coordinated elsewhere: see Deviations in 00_produce.go
-			}
-			return jobs
-		}
-		for _, j := range jobs {
-			fail(j.resp, kerr.ErrorForCode(code))
-		}
-		return nil
-	}
-	codes := map[txn.Partition]txn.Code{}
-	if version >= 12 {
-		r := c.AddPartitions(ctx, txn.AddRequest{TransactionalID: id, ProducerID: producer.ID(pid), Epoch: producer.Epoch(epoch), Partitions: need, Client: txn.TV2})
-		for _, p := range need {
-			codes[p] = r.Code
-		}
-	} else {
-		top, per := c.Verify(id, producer.ID(pid), producer.Epoch(epoch), need)
-		for _, p := range need {
-			codes[p] = top
-			if top == txn.CodeNone {
-				codes[p] = per[p]
-			}
-		}
-	}
+	codes := s.enlist(ctx, id, producer.ID(pid), producer.Epoch(epoch), need, version >= 12)
 	kept := jobs[:0]
 	for _, j := range jobs {
 		code, checked := codes[txn.Partition{Topic: j.p.Topic(), Partition: int32(j.p.ID())}]
@@ -439,6 +451,10 @@ func (s *Server) checkTxnProduce(ctx context.Context, version int16, id string, 
 		case code == txn.CodeNone:
 			j.verified = true
 			kept = append(kept, j)
+		case code == txn.CodeNotCoordinator || code == txn.CodeCoordinatorNotAvailable || code == coordinatorLoading:
+			// Kafka's answer while the coordinator moves: retriable for
+			// every producer, which then sends the batch again.
+			fail(j.resp, kerr.NotEnoughReplicas)
 		case code == txn.CodeTransactionAbortable && version < 11:
 			fail(j.resp, kerr.InvalidTxnState)
 		case code == txn.CodeProducerFenced:

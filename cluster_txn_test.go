@@ -1,0 +1,193 @@
+package strand
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/kversion"
+
+	"github.com/strandmq/strand/internal/broker"
+)
+
+// TestClusterTxnETL is consume → transform → produce with exactly-once on
+// a 3-node cluster: the transaction coordinators, the group coordinator
+// (whose __consumer_offsets partition joins every transaction through
+// AddOffsetsToTxn or TxnOffsetCommit) and the input and output partitions
+// are spread over the nodes, so every commit writes markers to other nodes
+// through WriteTxnMarkers. Member b aborts every third transaction (its
+// records are read again and written in a later one). Reading "out"
+// read_committed must give every input record exactly once, and the group's committed offsets must reach
+// the end of "in".
+func TestClusterTxnETL(t *testing.T) {
+	for _, tv := range []int{2, 1} {
+		t.Run(fmt.Sprintf("tv%d", tv), func(t *testing.T) { runClusterTxnETL(t, tv) })
+	}
+}
+
+func runClusterTxnETL(t *testing.T, tv int) {
+	const n = 3_000
+	c := startCluster(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	seeds := kgo.SeedBrokers(c.addrs[1], c.addrs[2], c.addrs[3])
+	newClient := func(opts ...kgo.Opt) *kgo.Client {
+		cl, err := kgo.NewClient(append([]kgo.Opt{seeds, kgo.RetryTimeout(time.Minute)}, opts...)...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(cl.Close)
+		return cl
+	}
+	adm := kadm.NewClient(newClient())
+	if _, err := adm.CreateTopic(ctx, 6, 3, nil, "in"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := adm.CreateTopic(ctx, 4, 3, nil, "out"); err != nil {
+		t.Fatal(err)
+	}
+	prod := newClient(kgo.DefaultProduceTopic("in"))
+	recs := make([]*kgo.Record, n)
+	for i := range recs {
+		recs[i] = &kgo.Record{Key: []byte(strconv.Itoa(i % 97)), Value: []byte(strconv.Itoa(i))}
+	}
+	if err := prod.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+
+	const group = "cluster-etl"
+	member := func(id string, stop <-chan struct{}) error {
+		opts := append(clusterTxnVersionOpts(tv), seeds, kgo.RetryTimeout(time.Minute),
+			kgo.TransactionalID("cetl-"+id), kgo.TransactionTimeout(30*time.Second),
+			kgo.ConsumerGroup(group), kgo.ConsumeTopics("in"),
+			kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.RequireStableFetchOffsets(),
+			kgo.SessionTimeout(10*time.Second), kgo.DefaultProduceTopic("out"),
+			kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+			kgo.FetchMaxBytes(16<<10), kgo.FetchMaxPartitionBytes(4<<10),
+		)
+		sess, err := kgo.NewGroupTransactSession(opts...)
+		if err != nil {
+			return err
+		}
+		defer sess.Close()
+		for txns := 1; ; txns++ {
+			select {
+			case <-stop:
+				return nil
+			default:
+			}
+			pctx, pcancel := context.WithTimeout(ctx, 500*time.Millisecond)
+			fs := sess.PollRecords(pctx, 250)
+			pcancel()
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			if fs.NumRecords() == 0 {
+				continue
+			}
+			if err := sess.Begin(); err != nil {
+				return fmt.Errorf("%s begin: %w", id, err)
+			}
+			fs.EachRecord(func(r *kgo.Record) {
+				sess.Produce(ctx, &kgo.Record{Key: r.Key, Value: r.Value}, nil)
+			})
+			commit := kgo.TransactionEndTry(id != "b" || txns%3 != 0)
+			if _, err := sess.End(ctx, commit); err != nil {
+				return fmt.Errorf("%s end: %w", id, err)
+			}
+		}
+	}
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	errs := make(chan error, 2)
+	for _, id := range []string{"a", "b"} {
+		wg.Add(1)
+		go func() { defer wg.Done(); errs <- member(id, stop) }()
+	}
+
+	out := newClient(kgo.ConsumeTopics("out"), kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	seen := map[string]int{}
+	for len(seen) < n && ctx.Err() == nil {
+		out.PollFetches(ctx).EachRecord(func(r *kgo.Record) { seen[string(r.Value)]++ })
+	}
+	if len(seen) < n {
+		for id, b := range c.nodes {
+			for _, name := range []string{"in", "out", "__consumer_offsets"} {
+				tp, err := b.b.Topic(name)
+				if err != nil {
+					continue
+				}
+				for i := range tp.Partitions() {
+					p, err := tp.Partition(broker.PartitionID(i))
+					if err != nil || p.HighWatermark() == 0 {
+						continue
+					}
+					t.Logf("node %d %s-%d: HW %d LSO %d open txns %d", id, name, i, p.HighWatermark(), p.LastStableOffset(), p.OpenTransactions())
+				}
+			}
+			for _, md := range b.b.Transactions() {
+				t.Logf("node %d txn %s: pid %d epoch %d state %s partitions %v", id, md.TransactionalID, md.ProducerID, md.Epoch, md.State, md.Partitions)
+			}
+		}
+	}
+	close(stop)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Error(err)
+		}
+	}
+	var committed, aborted int64
+	for _, b := range c.nodes {
+		st := b.b.TxnStats()
+		committed, aborted = committed+st.Committed, aborted+st.Aborted
+	}
+	t.Logf("tv%d: %d transactions committed, %d aborted", tv, committed, aborted)
+	if aborted == 0 {
+		t.Error("no transaction was aborted: member b's aborts never ran")
+	}
+	if len(seen) != n {
+		t.Fatalf("out holds %d of %d input records (read_committed)", len(seen), n)
+	}
+	for v, k := range seen {
+		if k != 1 {
+			t.Errorf("input record %s is in out %d times", v, k)
+		}
+	}
+	// Every input record's offset is committed: the group's offsets,
+	// committed only inside transactions, reach each partition's end.
+	var lag int64
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		l, err := adm.Lag(ctx, group)
+		if gl := l[group]; err == nil && gl.Error() == nil {
+			lag = gl.Lag.Total()
+			if lag == 0 {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("group %s: lag %d (err %v), want 0: committed offsets never reached the end of in", group, lag, err)
+		}
+	}
+}
+
+// clusterTxnVersionOpts caps a client at transaction.version 1's requests
+// (explicit AddPartitionsToTxn and AddOffsetsToTxn).
+func clusterTxnVersionOpts(tv int) []kgo.Opt {
+	if tv >= 2 {
+		return nil
+	}
+	v := kversion.Stable()
+	v.SetMaxKeyVersion(int16(kmsg.Produce), 11)
+	v.SetMaxKeyVersion(int16(kmsg.EndTxn), 4)
+	v.SetMaxKeyVersion(int16(kmsg.TxnOffsetCommit), 4)
+	return []kgo.Opt{kgo.MaxVersions(v)}
+}
