@@ -9,10 +9,13 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
+	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strandmq/strand/internal/ingest"
 	"github.com/strandmq/strand/internal/partitioner"
@@ -44,12 +47,12 @@ the DLQ.
 Progress is the committed offset of the consumer group
 strand-redrive-<topic> on the DLQ: a run starts where the last one stopped,
 so an interrupted redrive resumes and a rerun writes nothing twice. Each
-chunk is produced (idempotently, acks=all) and then committed; Ctrl-C stops
-between chunks. Before producing a chunk, the redrive commits its unchanged
-position with metadata naming the chunk and the topic's end offsets; a run
-killed between the produce and the final commit leaves that metadata, and
-the next run reads the topic from those end offsets and skips the DLQ
-records it finds there (by their strand.redrive.source header).`,
+chunk is one transaction (transactional id strand-redrive-<topic>): its
+records produced to the topic and the group's new position in the DLQ
+commit together, or neither does. A run killed at any point leaves its
+open transaction to be aborted when the next run starts (or when it times
+out), so read_committed consumers see every redriven record exactly once.
+Ctrl-C stops between chunks.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			asJSON, err := o.json()
@@ -136,7 +139,9 @@ func redriveDLQ(ctx context.Context, o *clientOptions, topic string, onStart, on
 		todo += max(ends[p]-f, 0)
 	}
 	onStart(todo)
-	prod, err := o.client(setup, kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.RequiredAcks(kgo.AllISRAcks()))
+	txnID := ingest.RedriveGroup(topic) // one redrive of a topic at a time: a second fences the first
+	prod, err := o.client(setup, kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.RequiredAcks(kgo.AllISRAcks()),
+		kgo.TransactionalID(txnID), kgo.TransactionTimeout(time.Minute))
 	if err != nil {
 		return sum, err
 	}
@@ -161,27 +166,12 @@ func redriveDLQ(ctx context.Context, o *clientOptions, topic string, onStart, on
 		// again on the next run.
 		step, cancel := o.ctx(context.WithoutCancel(ctx))
 		defer cancel()
-		first, last := recs[0], recs[len(recs)-1]
+		last := recs[len(recs)-1]
 		if len(out) > 0 {
-			// Say what is about to be produced, so that a run that dies
-			// before the commit below is not redriven twice by the next.
-			intent, err := redriveIntentFor(step, adm, topic, last.Offset, out)
-			if err != nil {
-				return err
+			if err := redriveChunk(step, prod, txnID, sum.Group, info.dlq, last.Partition, last.Offset+1, out); err != nil {
+				return fmt.Errorf("redrive to %s: %w", topic, err)
 			}
-			if err := commitPosition(step, adm, sum.Group, info.dlq, first.Partition, first.Offset, intent); err != nil {
-				return err
-			}
-			if err := prod.ProduceSync(step, out...).FirstErr(); err != nil {
-				return fmt.Errorf("produce to %s: %w", topic, err)
-			}
-			if redriveAfterProduce != nil {
-				if err := redriveAfterProduce(); err != nil {
-					return err
-				}
-			}
-		}
-		if err := commitPosition(step, adm, sum.Group, info.dlq, last.Partition, last.Offset+1, ""); err != nil {
+		} else if err := commitPosition(step, adm, sum.Group, info.dlq, last.Partition, last.Offset+1, ""); err != nil {
 			return err
 		}
 		sum.Redriven += int64(len(out))
@@ -212,33 +202,76 @@ func redriven(r *kgo.Record, info dlqTopicInfo) *kgo.Record {
 }
 
 // redriveAfterProduce, when set (tests), runs after a chunk is produced and
-// before its commit; its error ends the redrive there, as a crash would.
+// its position committed in the transaction, before the transaction ends;
+// its error ends the redrive there, as a crash would.
 var redriveAfterProduce func() error
 
-// redriveIntent is the metadata committed with a DLQ partition's position
-// while a chunk is being produced: the chunk's last DLQ offset and the end
-// offsets, before the produce, of the topic partitions it goes to.
+// redriveChunk produces out and commits the group's position at (dlq, p)
+// in one transaction of cl.
+func redriveChunk(ctx context.Context, cl *kgo.Client, txnID, group, dlq string, p int32, at int64, out []*kgo.Record) error {
+	if err := cl.BeginTransaction(); err != nil {
+		return err
+	}
+	err := cl.ProduceSync(ctx, out...).FirstErr()
+	if err == nil {
+		err = commitInTxn(ctx, cl, txnID, group, dlq, p, at)
+	}
+	if err == nil && redriveAfterProduce != nil {
+		return redriveAfterProduce() // a crash: the transaction stays open
+	}
+	if eerr := cl.EndTransaction(ctx, kgo.TransactionEndTry(err == nil)); err == nil {
+		err = eerr
+	}
+	return err
+}
+
+// commitInTxn commits the group's position at (dlq, p) inside cl's open
+// transaction: AddOffsetsToTxn, then TxnOffsetCommit to the group's
+// coordinator (franz-go offers this only to a consuming group session).
+func commitInTxn(ctx context.Context, cl *kgo.Client, txnID, group, dlq string, p int32, at int64) error {
+	pid, epoch, err := cl.ProducerID(ctx)
+	if err != nil {
+		return err
+	}
+	add := kmsg.NewPtrAddOffsetsToTxnRequest()
+	add.TransactionalID, add.ProducerID, add.ProducerEpoch, add.Group = txnID, pid, epoch, group
+	addResp, err := add.RequestWith(ctx, cl)
+	if err == nil {
+		err = kerr.ErrorForCode(addResp.ErrorCode)
+	}
+	if err != nil {
+		return fmt.Errorf("add the offsets of group %s to the transaction: %w", group, err)
+	}
+	req := kmsg.NewPtrTxnOffsetCommitRequest()
+	req.TransactionalID, req.Group, req.ProducerID, req.ProducerEpoch, req.Generation = txnID, group, pid, epoch, -1
+	rt := kmsg.NewTxnOffsetCommitRequestTopic()
+	rt.Topic = dlq
+	rp := kmsg.NewTxnOffsetCommitRequestTopicPartition()
+	rp.Partition, rp.Offset, rp.LeaderEpoch = p, at, -1
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil {
+		return fmt.Errorf("commit progress to group %s: %w", group, err)
+	}
+	for _, t := range resp.Topics {
+		for _, pr := range t.Partitions {
+			if err := kerr.ErrorForCode(pr.ErrorCode); err != nil {
+				return fmt.Errorf("commit progress to group %s: %w", group, err)
+			}
+		}
+	}
+	return nil
+}
+
+// redriveIntent is the metadata a redrive before transactional redrives
+// committed with a DLQ partition's position while it produced a chunk: the
+// chunk's last DLQ offset and the end offsets, before the produce, of the
+// topic partitions it went to. A run finding one left behind skips the
+// records that chunk put in the topic.
 type redriveIntent struct {
 	Through int64           `json:"through"`
 	Ends    map[int32]int64 `json:"ends"`
-}
-
-func redriveIntentFor(ctx context.Context, adm *kadm.Client, topic string, through int64, out []*kgo.Record) (string, error) {
-	ends, err := adm.ListEndOffsets(ctx, topic)
-	if err == nil {
-		err = ends.Error()
-	}
-	if err != nil {
-		return "", fmt.Errorf("end offsets of %s: %w", topic, err)
-	}
-	in := redriveIntent{Through: through, Ends: map[int32]int64{}}
-	for _, r := range out {
-		if l, ok := ends.Lookup(topic, r.Partition); ok {
-			in.Ends[r.Partition] = l.Offset
-		}
-	}
-	b, err := json.Marshal(in)
-	return string(b), err
 }
 
 func commitPosition(ctx context.Context, adm *kadm.Client, group, dlq string, p int32, at int64, metadata string) error {
