@@ -148,6 +148,7 @@ func redriveDLQ(ctx context.Context, o *clientOptions, topic string, onStart, on
 	defer prod.Close()
 
 	var seen int64
+	written := map[int32]int64{} // per topic partition: the end of what was redriven
 	err = readDLQ(ctx, o, info.dlq, from, ends, func(recs []*kgo.Record) error {
 		var out []*kgo.Record
 		for _, r := range recs {
@@ -171,6 +172,9 @@ func redriveDLQ(ctx context.Context, o *clientOptions, topic string, onStart, on
 			if err := redriveChunk(step, prod, txnID, sum.Group, info.dlq, last.Partition, last.Offset+1, out); err != nil {
 				return fmt.Errorf("redrive to %s: %w", topic, err)
 			}
+			for _, r := range out { // set by the produce: where each record landed
+				written[r.Partition] = max(written[r.Partition], r.Offset+1)
+			}
 		} else if err := commitPosition(step, adm, sum.Group, info.dlq, last.Partition, last.Offset+1, ""); err != nil {
 			return err
 		}
@@ -182,7 +186,41 @@ func redriveDLQ(ctx context.Context, o *clientOptions, topic string, onStart, on
 	if err != nil && ctx.Err() != nil && errors.Is(err, ctx.Err()) {
 		sum.Interrupted = true
 	}
+	if err == nil {
+		err = awaitStable(ctx, o, adm, topic, written)
+	}
 	return sum, err
+}
+
+// awaitStable waits until read_committed consumers can read every record
+// the redrive committed: a commit is answered before its markers are
+// written (as in Kafka), and a redrive that reports records redriven should
+// mean they can be read.
+func awaitStable(ctx context.Context, o *clientOptions, adm *kadm.Client, topic string, written map[int32]int64) error {
+	if len(written) == 0 {
+		return nil
+	}
+	wait, cancel := o.ctx(ctx)
+	defer cancel()
+	for {
+		stable, err := adm.ListCommittedOffsets(wait, topic)
+		if err == nil {
+			done := true
+			for p, end := range written {
+				if l, ok := stable.Lookup(topic, p); !ok || l.Err != nil || l.Offset < end {
+					done = false
+				}
+			}
+			if done {
+				return nil
+			}
+		}
+		select {
+		case <-wait.Done():
+			return fmt.Errorf("the redriven records of %s are committed but not yet readable (read_committed): %w", topic, wait.Err())
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
 }
 
 // redriven is the record to produce back for DLQ record r.
