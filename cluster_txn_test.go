@@ -25,13 +25,21 @@ import (
 // records are read again and written in a later one). Reading "out"
 // read_committed must give every input record exactly once, and the group's committed offsets must reach
 // the end of "in".
+//
+// The coordinator-move runs stop, a third of the way through, the node that
+// coordinates member a's transactions (controlled shutdown): its
+// __transaction_state partition moves to another node, which replays it
+// and finishes or aborts what was in flight; the members carry on there.
 func TestClusterTxnETL(t *testing.T) {
 	for _, tv := range []int{2, 1} {
-		t.Run(fmt.Sprintf("tv%d", tv), func(t *testing.T) { runClusterTxnETL(t, tv) })
+		t.Run(fmt.Sprintf("tv%d", tv), func(t *testing.T) { runClusterTxnETL(t, tv, false) })
+	}
+	for _, tv := range []int{2, 1} {
+		t.Run(fmt.Sprintf("tv%d/coordinator-moves", tv), func(t *testing.T) { runClusterTxnETL(t, tv, true) })
 	}
 }
 
-func runClusterTxnETL(t *testing.T, tv int) {
+func runClusterTxnETL(t *testing.T, tv int, moveCoordinator bool) {
 	const n = 3_000
 	c := startCluster(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -114,8 +122,27 @@ func runClusterTxnETL(t *testing.T, tv int) {
 	out := newClient(kgo.ConsumeTopics("out"), kgo.FetchIsolationLevel(kgo.ReadCommitted()),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
 	seen := map[string]int{}
+	moved := !moveCoordinator
 	for len(seen) < n && ctx.Err() == nil {
 		out.PollFetches(ctx).EachRecord(func(r *kgo.Record) { seen[string(r.Value)]++ })
+		if !moved && len(seen) > n/3 {
+			moved = true
+			var coord int32 = -1
+			for _, b := range c.nodes {
+				if id, err := b.b.TxnCoordinatorNode("cetl-a"); err == nil {
+					coord = int32(id)
+					break
+				}
+			}
+			if coord < 0 {
+				t.Fatal("no node knows the coordinator of cetl-a")
+			}
+			t.Logf("stopping node %d, the coordinator of cetl-a, at %d of %d records", coord, len(seen), n)
+			if err := c.nodes[coord].Close(); err != nil {
+				t.Fatal(err)
+			}
+			delete(c.nodes, coord)
+		}
 	}
 	if len(seen) < n {
 		for id, b := range c.nodes {
