@@ -414,10 +414,14 @@ func waitCommitted(t *testing.T, ctx context.Context, tr *tracker, n int64) {
 }
 
 // TestFranzGo848IncrementalRebalance is B-T4's movement figure: 10 members
-// on 120 partitions, then an 11th joins. With KIP-848's uniform assignor
-// only the partitions the newcomer takes are revoked (ideal: 10 or 11) and
-// no other member gives one up; classic eager range, in the same run,
-// revokes all 120 from everyone. Both figures are printed.
+// on 120 partitions under steady load, then an 11th joins, in three groups
+// side by side in one run: KIP-848 with the uniform assignor, classic eager
+// range and classic cooperative-sticky. For each it prints the partitions
+// that changed owner, those revoked from members, and the consumption gap
+// of the partitions that did not move (the longest time one of them went
+// without a record consumed while the group rebalanced). KIP-848 must move
+// at most 11, all to the newcomer, revoke nothing else, and keep its
+// unmoved partitions flowing; eager range stops every partition.
 func TestFranzGo848IncrementalRebalance(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
@@ -429,19 +433,22 @@ func TestFranzGo848IncrementalRebalance(t *testing.T) {
 	type run struct {
 		name    string
 		opts    []kgo.Opt
-		revoked map[string]int // member → partitions revoked since the count was reset
 		mu      sync.Mutex
+		revoked map[string]int        // member → partitions revoked since the count was reset
+		seen    map[int32][]time.Time // partition → when each of its records was consumed
 	}
+	classic := []kgo.Opt{kgo.SessionTimeout(6 * time.Second), kgo.HeartbeatInterval(200 * time.Millisecond)}
 	runs := []*run{
 		{name: "848-uniform", opts: []kgo.Opt{kgo.Balancers(kgo.StickyBalancer()), kgo.ServerSideBalancer()}},
-		{name: "classic-eager-range", opts: []kgo.Opt{kgo.Balancers(kgo.RangeBalancer()), kgo.SessionTimeout(6 * time.Second),
-			kgo.HeartbeatInterval(200 * time.Millisecond)}},
+		{name: "classic-eager-range", opts: append([]kgo.Opt{kgo.Balancers(kgo.RangeBalancer())}, classic...)},
+		{name: "classic-cooperative-sticky", opts: append([]kgo.Opt{kgo.Balancers(kgo.CooperativeStickyBalancer())}, classic...)},
 	}
 	for _, r := range runs {
 		if res, err := adm.CreateTopic(ctx, parts, 1, nil, "t-"+r.name); err != nil || res.Err != nil {
 			t.Fatalf("create topic: %v %v", err, res.Err)
 		}
 		r.revoked = map[string]int{}
+		r.seen = map[int32][]time.Time{}
 	}
 	var clients []*kgo.Client
 	defer func() {
@@ -449,9 +456,38 @@ func TestFranzGo848IncrementalRebalance(t *testing.T) {
 			cl.Close()
 		}
 	}()
+
+	// Steady load: a record to every partition of every topic each 100 ms.
+	pcl, err := kgo.NewClient(kgo.SeedBrokers(b.Addr()), kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.ProducerLinger(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pcl.Close()
+	loadCtx, stopLoad := context.WithCancel(ctx)
+	loadDone := make(chan struct{})
+	defer func() { stopLoad(); <-loadDone }()
+	go func() {
+		defer close(loadDone)
+		tick := time.NewTicker(100 * time.Millisecond)
+		defer tick.Stop()
+		for loadCtx.Err() == nil {
+			var rs []*kgo.Record
+			for _, r := range runs {
+				for p := range int32(parts) {
+					rs = append(rs, &kgo.Record{Topic: "t-" + r.name, Partition: p, Value: []byte("x")})
+				}
+			}
+			pcl.ProduceSync(loadCtx, rs...)
+			select {
+			case <-loadCtx.Done():
+			case <-tick.C:
+			}
+		}
+	}()
+
 	join := func(r *run, name string) {
 		opts := append([]kgo.Opt{kgo.SeedBrokers(b.Addr()), kgo.ClientID(name), kgo.ConsumerGroup("g-" + r.name),
-			kgo.ConsumeTopics("t-" + r.name),
+			kgo.ConsumeTopics("t-" + r.name), kgo.FetchMaxWait(100 * time.Millisecond),
 			kgo.OnPartitionsRevoked(func(_ context.Context, _ *kgo.Client, ps map[string][]int32) {
 				r.mu.Lock()
 				defer r.mu.Unlock()
@@ -465,7 +501,19 @@ func TestFranzGo848IncrementalRebalance(t *testing.T) {
 		}
 		clients = append(clients, cl)
 		go func() {
-			for ctx.Err() == nil && !cl.PollFetches(ctx).IsClientClosed() {
+			for ctx.Err() == nil {
+				fs := cl.PollFetches(ctx)
+				if fs.IsClientClosed() {
+					return
+				}
+				now := time.Now()
+				r.mu.Lock()
+				fs.EachPartition(func(p kgo.FetchTopicPartition) {
+					if len(p.Records) > 0 {
+						r.seen[p.Partition] = append(r.seen[p.Partition], now)
+					}
+				})
+				r.mu.Unlock()
 			}
 		}()
 	}
@@ -515,21 +563,41 @@ func TestFranzGo848IncrementalRebalance(t *testing.T) {
 	before := map[string]map[int32]string{}
 	for _, r := range runs {
 		before[r.name] = owners(r, 10)
-		r.mu.Lock()
-		clear(r.revoked)
-		r.mu.Unlock()
 	}
+	// Every partition flowing before the newcomer comes.
+	for _, r := range runs {
+		await(t, ctx, r.name+" consuming every partition", func() bool {
+			r.mu.Lock()
+			defer r.mu.Unlock()
+			clear(r.revoked)
+			for p := range int32(parts) {
+				if s := r.seen[p]; len(s) == 0 || time.Since(s[len(s)-1]) > time.Second {
+					return false
+				}
+			}
+			return true
+		})
+	}
+	time.Sleep(2 * time.Second) // the steady state the baseline gap is measured over
+	start := time.Now()
 	for _, r := range runs {
 		join(r, "m10")
 	}
+	type figures struct {
+		moved, toNewcomer, revoked int
+		gap, baseline              time.Duration
+		settle                     time.Duration
+	}
+	got := map[string]figures{}
 	for _, r := range runs {
 		after := owners(r, 11)
-		moved, toNewcomer := 0, 0
+		var f figures
+		f.settle = time.Since(start)
 		for p, was := range before[r.name] {
 			if after[p] != was {
-				moved++
+				f.moved++
 				if after[p] == "m10" {
-					toNewcomer++
+					f.toNewcomer++
 				}
 			}
 		}
@@ -542,20 +610,62 @@ func TestFranzGo848IncrementalRebalance(t *testing.T) {
 			for _, c := range r.revoked {
 				n += c
 			}
-			return n >= moved
+			return n >= f.moved
 		})
+		// The gap window closes a second after the group settled; an
+		// unmoved partition's gap is the longest stretch in the window
+		// between two of its consumed records (or the window's edge).
+		time.Sleep(time.Until(start.Add(f.settle + time.Second)))
+		end := time.Now()
 		r.mu.Lock()
-		revoked := 0
 		for _, c := range r.revoked {
-			revoked += c
+			f.revoked += c
+		}
+		for p := range int32(parts) {
+			// Before the join, every partition's own steady-state gap.
+			f.baseline = max(f.baseline, longestGap(r.seen[p], start.Add(-2*time.Second), start))
+			if before[r.name][p] == after[p] {
+				f.gap = max(f.gap, longestGap(r.seen[p], start, end))
+			}
 		}
 		r.mu.Unlock()
-		t.Logf("%s: 10 → 11 members on %d partitions: %d partitions moved (%d to the newcomer), %d revoked from members",
-			r.name, parts, moved, toNewcomer, revoked)
-		if strings.HasPrefix(r.name, "848") && (moved > 11 || moved != toNewcomer || revoked != moved) {
-			t.Fatalf("%s: moved %d (to the newcomer %d), revoked %d: want ≤ 11, all to the newcomer, none revoked needlessly", r.name, moved, toNewcomer, revoked)
-		}
+		got[r.name] = f
 	}
+	t.Logf("10 → 11 members on %d partitions, a record per partition every 100 ms, same run:", parts)
+	t.Logf("%-28s %6s %12s %8s %22s %16s %8s", "GROUP", "MOVED", "TO NEWCOMER", "REVOKED", "UNMOVED: LONGEST GAP",
+		"GAP BEFORE JOIN", "SETTLED")
+	for _, r := range runs {
+		f := got[r.name]
+		t.Logf("%-28s %6d %12d %8d %22v %16v %8v", r.name, f.moved, f.toNewcomer, f.revoked,
+			f.gap.Round(time.Millisecond), f.baseline.Round(time.Millisecond), f.settle.Round(time.Millisecond))
+	}
+	if f := got["848-uniform"]; f.moved > 11 || f.moved != f.toNewcomer || f.revoked != f.moved {
+		t.Fatalf("848-uniform: moved %d (to the newcomer %d), revoked %d: want ≤ 11, all to the newcomer, none revoked needlessly",
+			f.moved, f.toNewcomer, f.revoked)
+	}
+	if f := got["classic-eager-range"]; f.revoked != 10*parts/10 {
+		t.Fatalf("classic eager range revoked %d, want every partition (%d)", f.revoked, parts)
+	}
+}
+
+// longestGap is the longest stretch within [from, to] between two
+// consecutive times of seen (sorted), the window's edges counting as the
+// last time before from and to itself.
+func longestGap(seen []time.Time, from, to time.Time) time.Duration {
+	var gap time.Duration
+	last := from
+	for _, at := range seen {
+		if at.Before(from) {
+			last = at
+			continue
+		}
+		if at.After(to) {
+			break
+		}
+		gap = max(gap, at.Sub(last))
+		last = at
+	}
+	return max(gap, to.Sub(last))
 }
 
 // settledN is settled for a topic of parts partitions: n members, each
