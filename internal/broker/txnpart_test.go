@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/strandmq/strand/internal/producer"
 	"github.com/strandmq/strand/internal/record"
@@ -240,4 +241,87 @@ func recordsIn(t *testing.T, batches []byte) int {
 		}
 	}
 	return n
+}
+
+// Compaction removes a commit marker once its transaction's records are
+// all superseded and delete.retention.ms has passed since the cleaner
+// found it empty (two cleans, as Kafka's cleaner does). The producer's last
+// marker and every abort marker stay; read_committed sees the same records
+// before and after, and a restart finds no open transaction.
+func TestCompactionRemovesEmptiedCommitMarkers(t *testing.T) {
+	t.Parallel()
+	fs := vfs.NewMem()
+	now := time.UnixMilli(1_700_000_000_000)
+	clock := func(c *Config) { c.Now = func() time.Time { return now } }
+	b := open(t, fs, "/d", clock)
+	mustCreate(t, b, TopicSpec{Name: "c", Partitions: 1, Configs: map[string]string{
+		ConfigCleanupPolicy: "compact", ConfigMinCleanableDirtyRatio: "0.01", ConfigDeleteRetentionMs: "60000"}})
+	p, _ := b.Partition("c", 0)
+	ctx := context.Background()
+	txn := func(pid producer.ID, seq int32, key, value string, commit bool) {
+		t.Helper()
+		if _, err := txnAppend(ctx, p, txnBatch(t, pid, seq, key, value), AcksAll); err != nil {
+			t.Fatal(err)
+		}
+		if err := p.WriteMarker(ctx, pid, 0, commit, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	txn(11, 0, "k", "v1", true) // superseded by v2: its marker goes
+	txn(11, 1, "k", "v2", true) // superseded by v4, but pid 11's last batch: stays
+	txn(12, 0, "k", "v3", false)
+	put := func(k, v string) {
+		rb, _ := record.Encode(0, []record.Record{{Key: []byte(k), Value: []byte(v)}}, record.DefaultBatchOptions())
+		if _, err := p.Append(ctx, rb, AcksAll); err != nil {
+			t.Fatal(err)
+		}
+	}
+	put("k", "v4")
+	markers := func() (commits, aborts int) {
+		res, err := p.Read(0, 1<<20)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for sc := record.Batches(res.Batches); sc.Next(); {
+			if h := sc.Header(); h.IsControl() {
+				m, err := record.DecodeMarker(sc.Batch())
+				if err != nil {
+					t.Fatal(err)
+				}
+				if m.Commit {
+					commits++
+				} else {
+					aborts++
+				}
+			}
+		}
+		return commits, aborts
+	}
+	clean := func() {
+		t.Helper()
+		put("pad", "x")
+		if err := p.Roll(); err != nil {
+			t.Fatal(err)
+		}
+		b.CleanLogs()
+	}
+	clean()
+	if c, a := markers(); c != 2 || a != 1 {
+		t.Fatalf("first clean: %d commit and %d abort markers, want 2 and 1 (a marker waits delete.retention.ms)", c, a)
+	}
+	now = now.Add(61 * time.Second)
+	clean()
+	if c, a := markers(); c != 1 || a != 1 {
+		t.Fatalf("after delete.retention.ms: %d commit and %d abort markers, want 1 and 1", c, a)
+	}
+	if got := readCommitted(t, p); len(got) != 2 || got[0] != "v4" || got[1] != "x" {
+		t.Fatalf("read_committed after cleaning %q, want [v4 x]", got)
+	}
+	b.Close()
+	b = open(t, fs, "/d", clock)
+	defer b.Close()
+	p, _ = b.Partition("c", 0)
+	if p.OpenTransactions() != 0 || p.LastStableOffset() != p.HighWatermark() {
+		t.Fatalf("after restart: %d open transactions, LSO %d HW %d", p.OpenTransactions(), p.LastStableOffset(), p.HighWatermark())
+	}
 }

@@ -94,6 +94,9 @@ type Stats struct {
 	BytesRead, BytesWritten int64
 	// Records read, kept, and dropped for each reason.
 	RecordsRead, RecordsKept, Superseded, TombstonesDropped, KeylessDropped, AbortedDropped int64
+	// MarkersDropped counts commit markers removed: their transactions'
+	// records were all gone and their delete horizon had passed.
+	MarkersDropped int64
 	// Dirty is the checkpoint left: the first offset not yet cleaned.
 	Dirty record.Offset
 	// MapFull is set when the offset map could not hold the whole dirty
@@ -130,6 +133,7 @@ func (c *Cleaner) Clean(l Log, p Policy) (Stats, error) {
 		keys:    make(map[string]int),
 		last:    make(map[int64]record.Offset),
 		aborted: p.Aborted,
+		inTxn:   make(map[int64]bool),
 		stats:   &st,
 	}
 	mapBytes := c.MapBytes

@@ -21,7 +21,11 @@
 //     segments only, through partlog's ScanSegment and ReplaceSegments, whose
 //     swap is crash-atomic (the old set of segments or the new one survives,
 //     never a mix).
-//   - Control batches (transaction markers) are kept as they are.
+//   - A transaction marker stays while any batch of its transaction does
+//     and while it is its producer's last batch. A commit marker whose
+//     transaction the cleaner emptied gets a delete horizon, as a
+//     tombstone's batch does, and goes in the first clean after it. Abort
+//     markers stay: the partition's aborted-transaction index names them.
 //
 // # Algorithm (Kafka's LogCleaner, simplified)
 //
@@ -64,8 +68,8 @@
 // pass the bound by the keys of the first dirty segment (Kafka refuses to
 // clean a segment whose keys alone do not fit); records of aborted
 // transactions are removed and never supersede a key (as Kafka), and the
-// range ends at the last stable offset, but markers are kept for good
-// (Kafka drops them after delete.retention.ms); max.compaction.lag.ms is
+// range ends at the last stable offset; abort markers are kept for good
+// (Kafka drops them too, with their .txnindex entries); max.compaction.lag.ms is
 // measured from a dirty segment's newest record, not its oldest (a clean may
 // come up to one segment.ms later than Kafka's).
 //

@@ -23,8 +23,11 @@ type rewriter struct {
 	mapBytes int64 // estimated memory of keys and latest
 
 	aborted []AbortedTxn // the log's aborted transactions
+	// inTxn holds the producers whose current transaction has a batch the
+	// rewrite kept: its marker must stay (see filterMarker).
+	inTxn map[int64]bool
 
-	pending int64 // earliest delete horizon of a kept tombstone; 0: none
+	pending int64 // earliest delete horizon of a kept tombstone or marker; 0: none
 	buf     []byte
 	stats   *Stats
 }
@@ -174,7 +177,7 @@ func (w *rewriter) filter(b []byte) (out []byte, keep bool, err error) {
 		return nil, false, err
 	}
 	if h.IsControl() {
-		return b, true, nil
+		return w.filterMarker(b, h)
 	}
 	batch, err := record.Decode(b)
 	if err != nil {
@@ -209,12 +212,13 @@ func (w *rewriter) filter(b []byte) (out []byte, keep bool, err error) {
 		if horizon == 0 {
 			horizon = w.horizon
 		}
-		if w.pending == 0 || horizon < w.pending {
-			w.pending = horizon
-		}
+		w.notePending(horizon)
 	}
 	if len(kept) == 0 && (h.ProducerID < 0 || w.last[h.ProducerID] != h.BaseOffset) {
 		return nil, false, nil // a gap, unless the producer's state needs the batch
+	}
+	if h.IsTransactional() {
+		w.inTxn[h.ProducerID] = true
 	}
 	if len(kept) == len(batch.Records) && horizon == h.DeleteHorizon() {
 		return b, true, nil // unchanged: copy the bytes as they are
@@ -248,4 +252,55 @@ func (w *rewriter) isAborted(h record.Header) bool {
 		}
 	}
 	return false
+}
+
+// notePending makes horizon the checkpoint's pending delete horizon if it
+// is the earliest: the cleaner comes back then.
+func (w *rewriter) notePending(horizon int64) {
+	if w.pending == 0 || horizon < w.pending {
+		w.pending = horizon
+	}
+}
+
+// filterMarker decides a transaction marker's fate. A marker stays while
+// any batch of its transaction does. A commit marker whose transaction the
+// cleaner emptied gets a delete horizon, as a tombstone does, and goes in
+// a clean after it (Kafka's cleaner does the same): a read_committed
+// reader that saw the transaction's last records has delete.retention.ms
+// to see its end. Abort markers stay: the partition's aborted-transaction
+// index names them, and a reader told of an aborted transaction whose
+// marker it never meets would skip the producer's later records. The
+// producer's last batch stays too, for its sequence state.
+func (w *rewriter) filterMarker(b []byte, h record.Header) ([]byte, bool, error) {
+	held := w.inTxn[h.ProducerID]
+	delete(w.inTxn, h.ProducerID)
+	if held || w.last[h.ProducerID] == h.BaseOffset {
+		return b, true, nil
+	}
+	m, err := record.DecodeMarker(b)
+	if err != nil {
+		return nil, false, fmt.Errorf("marker at offset %d: %w", h.BaseOffset, err)
+	}
+	if !m.Commit {
+		return b, true, nil
+	}
+	if horizon := h.DeleteHorizon(); horizon > 0 {
+		if w.now >= horizon {
+			w.stats.MarkersDropped++
+			return nil, false, nil
+		}
+		w.notePending(horizon)
+		return b, true, nil
+	}
+	batch, err := record.Decode(b)
+	if err != nil {
+		return nil, false, fmt.Errorf("marker at offset %d: %w", h.BaseOffset, err)
+	}
+	opts := h.Options()
+	opts.DeleteHorizon = w.horizon
+	w.notePending(w.horizon)
+	if w.buf, err = record.AppendBatch(w.buf[:0], h.BaseOffset, batch.Records, opts); err != nil {
+		return nil, false, fmt.Errorf("re-encode marker at offset %d: %w", h.BaseOffset, err)
+	}
+	return w.buf, true, nil
 }
