@@ -175,7 +175,37 @@ func (p *Partition) ReadCommittedInto(buf []byte, from record.Offset, maxBytes i
 	p.mu.Lock()
 	aborted := p.mu.producers.Aborted(from, last)
 	p.mu.Unlock()
-	return res, aborted, nil
+	return res, withData(aborted, b), nil
+}
+
+// withData keeps the aborted transactions that have a data batch in b. A
+// client drops a producer's batches from the first offset of an aborted
+// transaction until it meets the abort marker; once compaction has removed
+// a transaction's records and then its marker, naming it would make the
+// client drop the producer's later, committed batches.
+func withData(aborted []producer.AbortedTxn, b []byte) []producer.AbortedTxn {
+	if len(aborted) == 0 {
+		return nil
+	}
+	keep := make([]bool, len(aborted))
+	for sc := record.Batches(b); sc.Next(); {
+		h := sc.Header()
+		if h.IsControl() || !h.IsTransactional() {
+			continue
+		}
+		for i, a := range aborted {
+			if int64(a.ProducerID) == h.ProducerID && a.FirstOffset <= h.BaseOffset && h.BaseOffset <= a.LastOffset {
+				keep[i] = true
+			}
+		}
+	}
+	out := aborted[:0]
+	for i, a := range aborted {
+		if keep[i] {
+			out = append(out, a)
+		}
+	}
+	return out
 }
 
 // InTxn reports whether producer pid has a transaction open here, begun

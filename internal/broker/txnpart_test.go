@@ -3,6 +3,7 @@ package broker
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -243,12 +244,15 @@ func recordsIn(t *testing.T, batches []byte) int {
 	return n
 }
 
-// Compaction removes a commit marker once its transaction's records are
-// all superseded and delete.retention.ms has passed since the cleaner
-// found it empty (two cleans, as Kafka's cleaner does). The producer's last
-// marker and every abort marker stay; read_committed sees the same records
-// before and after, and a restart finds no open transaction.
-func TestCompactionRemovesEmptiedCommitMarkers(t *testing.T) {
+// Compaction removes a transaction marker once its transaction's records
+// are all gone and delete.retention.ms has passed since the cleaner found
+// it empty (two cleans, as Kafka's cleaner does); a producer's last marker
+// stays. A reader that follows Kafka's client rule (drop a producer's
+// batches from an aborted transaction's first offset until its abort
+// marker) still sees the producer's later committed records: the partition
+// no longer names the aborted transaction whose marker went. A restart
+// finds no open transaction.
+func TestCompactionRemovesEmptiedMarkers(t *testing.T) {
 	t.Parallel()
 	fs := vfs.NewMem()
 	now := time.UnixMilli(1_700_000_000_000)
@@ -267,9 +271,10 @@ func TestCompactionRemovesEmptiedCommitMarkers(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	txn(11, 0, "k", "v1", true) // superseded by v2: its marker goes
-	txn(11, 1, "k", "v2", true) // superseded by v4, but pid 11's last batch: stays
-	txn(12, 0, "k", "v3", false)
+	txn(11, 0, "k", "v1", true)  // superseded by v2: its marker goes
+	txn(11, 1, "k", "v2", true)  // superseded by v4, but pid 11's last batch: stays
+	txn(12, 0, "k", "v3", false) // aborted: its records and then its marker go
+	txn(12, 1, "j", "j12", true) // pid 12's last: stays, and must stay readable
 	put := func(k, v string) {
 		rb, _ := record.Encode(0, []record.Record{{Key: []byte(k), Value: []byte(v)}}, record.DefaultBatchOptions())
 		if _, err := p.Append(ctx, rb, AcksAll); err != nil {
@@ -306,16 +311,16 @@ func TestCompactionRemovesEmptiedCommitMarkers(t *testing.T) {
 		b.CleanLogs()
 	}
 	clean()
-	if c, a := markers(); c != 2 || a != 1 {
-		t.Fatalf("first clean: %d commit and %d abort markers, want 2 and 1 (a marker waits delete.retention.ms)", c, a)
+	if c, a := markers(); c != 3 || a != 1 {
+		t.Fatalf("first clean: %d commit and %d abort markers, want 3 and 1 (a marker waits delete.retention.ms)", c, a)
 	}
 	now = now.Add(61 * time.Second)
 	clean()
-	if c, a := markers(); c != 1 || a != 1 {
-		t.Fatalf("after delete.retention.ms: %d commit and %d abort markers, want 1 and 1", c, a)
+	if c, a := markers(); c != 2 || a != 0 {
+		t.Fatalf("after delete.retention.ms: %d commit and %d abort markers, want 2 and 0", c, a)
 	}
-	if got := readCommitted(t, p); len(got) != 2 || got[0] != "v4" || got[1] != "x" {
-		t.Fatalf("read_committed after cleaning %q, want [v4 x]", got)
+	if got := readCommittedLikeClient(t, p); strings.Join(got, ",") != "j12,v4,x" {
+		t.Fatalf("read_committed after cleaning %q, want [j12 v4 x]", got)
 	}
 	b.Close()
 	b = open(t, fs, "/d", clock)
@@ -324,4 +329,44 @@ func TestCompactionRemovesEmptiedCommitMarkers(t *testing.T) {
 	if p.OpenTransactions() != 0 || p.LastStableOffset() != p.HighWatermark() {
 		t.Fatalf("after restart: %d open transactions, LSO %d HW %d", p.OpenTransactions(), p.LastStableOffset(), p.HighWatermark())
 	}
+	if got := readCommittedLikeClient(t, p); strings.Join(got, ",") != "j12,v4,x" {
+		t.Fatalf("read_committed after restart %q, want [j12 v4 x]", got)
+	}
+}
+
+// readCommittedLikeClient reads the partition as Kafka's clients apply a
+// fetch's aborted transactions: a producer named by one whose first offset
+// was reached has its transactional batches dropped until its abort marker.
+func readCommittedLikeClient(t *testing.T, p *Partition) []string {
+	t.Helper()
+	res, aborted, err := p.ReadCommittedInto(nil, p.LogStartOffset(), 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dropping := map[int64]bool{}
+	var out []string
+	for sc := record.Batches(res.Batches); sc.Next(); {
+		h := sc.Header()
+		for len(aborted) > 0 && aborted[0].FirstOffset <= h.LastOffset() {
+			dropping[int64(aborted[0].ProducerID)] = true
+			aborted = aborted[1:]
+		}
+		if h.IsControl() {
+			if m, err := record.DecodeMarker(sc.Batch()); err == nil && !m.Commit {
+				delete(dropping, h.ProducerID)
+			}
+			continue
+		}
+		if h.IsTransactional() && dropping[h.ProducerID] {
+			continue
+		}
+		b, err := record.Decode(sc.Batch())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range b.Records {
+			out = append(out, string(r.Value))
+		}
+	}
+	return out
 }

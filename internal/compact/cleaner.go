@@ -94,8 +94,9 @@ type Stats struct {
 	BytesRead, BytesWritten int64
 	// Records read, kept, and dropped for each reason.
 	RecordsRead, RecordsKept, Superseded, TombstonesDropped, KeylessDropped, AbortedDropped int64
-	// MarkersDropped counts commit markers removed: their transactions'
-	// records were all gone and their delete horizon had passed.
+	// MarkersDropped counts transaction markers removed: their
+	// transactions' records were all gone and their delete horizon had
+	// passed.
 	MarkersDropped int64
 	// Dirty is the checkpoint left: the first offset not yet cleaned.
 	Dirty record.Offset

@@ -22,10 +22,9 @@
 //     swap is crash-atomic (the old set of segments or the new one survives,
 //     never a mix).
 //   - A transaction marker stays while any batch of its transaction does
-//     and while it is its producer's last batch. A commit marker whose
+//     and while it is its producer's last batch. A marker whose
 //     transaction the cleaner emptied gets a delete horizon, as a
-//     tombstone's batch does, and goes in the first clean after it. Abort
-//     markers stay: the partition's aborted-transaction index names them.
+//     tombstone's batch does, and goes in the first clean after it.
 //
 // # Algorithm (Kafka's LogCleaner, simplified)
 //
@@ -68,8 +67,7 @@
 // pass the bound by the keys of the first dirty segment (Kafka refuses to
 // clean a segment whose keys alone do not fit); records of aborted
 // transactions are removed and never supersede a key (as Kafka), and the
-// range ends at the last stable offset; abort markers are kept for good
-// (Kafka drops them too, with their .txnindex entries); max.compaction.lag.ms is
+// range ends at the last stable offset; max.compaction.lag.ms is
 // measured from a dirty segment's newest record, not its oldest (a clean may
 // come up to one segment.ms later than Kafka's).
 //

@@ -263,25 +263,17 @@ func (w *rewriter) notePending(horizon int64) {
 }
 
 // filterMarker decides a transaction marker's fate. A marker stays while
-// any batch of its transaction does. A commit marker whose transaction the
-// cleaner emptied gets a delete horizon, as a tombstone does, and goes in
-// a clean after it (Kafka's cleaner does the same): a read_committed
-// reader that saw the transaction's last records has delete.retention.ms
-// to see its end. Abort markers stay: the partition's aborted-transaction
-// index names them, and a reader told of an aborted transaction whose
-// marker it never meets would skip the producer's later records. The
-// producer's last batch stays too, for its sequence state.
+// any batch of its transaction does, and while it is its producer's last
+// batch (for the producer's sequence state). A marker whose transaction the
+// cleaner emptied gets a delete horizon, as a tombstone does, and goes in a
+// clean after it (Kafka's cleaner does the same): a read_committed reader
+// that saw the transaction's last records has delete.retention.ms to see
+// its end. (The partition names an aborted transaction to a reader only
+// with data of it in the reply, so its index may outlive the marker.)
 func (w *rewriter) filterMarker(b []byte, h record.Header) ([]byte, bool, error) {
 	held := w.inTxn[h.ProducerID]
 	delete(w.inTxn, h.ProducerID)
 	if held || w.last[h.ProducerID] == h.BaseOffset {
-		return b, true, nil
-	}
-	m, err := record.DecodeMarker(b)
-	if err != nil {
-		return nil, false, fmt.Errorf("marker at offset %d: %w", h.BaseOffset, err)
-	}
-	if !m.Commit {
 		return b, true, nil
 	}
 	if horizon := h.DeleteHorizon(); horizon > 0 {
