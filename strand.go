@@ -28,6 +28,7 @@ import (
 	"github.com/strandmq/strand/internal/acl"
 	"github.com/strandmq/strand/internal/broker"
 	"github.com/strandmq/strand/internal/console"
+	"github.com/strandmq/strand/internal/httpauth"
 	"github.com/strandmq/strand/internal/kafka"
 	"github.com/strandmq/strand/internal/metrics"
 	"github.com/strandmq/strand/internal/sasl"
@@ -134,8 +135,23 @@ type Config struct {
 	SchemaRegistryAddr string
 	// TLS, if set, makes the Kafka listener speak TLS (Kafka's SSL
 	// listener) with this configuration; set ClientAuth and ClientCAs for
-	// mutual TLS. The metrics and console listeners stay plain HTTP.
+	// mutual TLS. The HTTP listeners have their own (HTTPTLS).
 	TLS *tls.Config
+	// HTTPTLS, if set, makes the metrics, console and schema registry
+	// listeners serve HTTPS with this configuration. With ClientCAs (and
+	// ClientAuth tls.VerifyClientCertIfGiven) a client may authenticate
+	// with a certificate, mapped by PrincipalMappingRules; with SASLUsers
+	// it may use HTTP basic authentication against the same users.
+	//
+	// An HTTP listener bound beyond loopback must be able to authenticate
+	// (HTTPTLS with ClientCAs, or HTTPTLS and SASLUsers) and then requires
+	// it on every request; Start refuses one that cannot, unless
+	// HTTPInsecure. With Authorizer on, every request is a principal's and
+	// the console shows only what it may describe (internal/httpauth).
+	HTTPTLS *tls.Config
+	// HTTPInsecure lets an HTTP listener bound beyond loopback start
+	// without a way to authenticate: everyone is User:ANONYMOUS.
+	HTTPInsecure bool
 	// SASLUsers, if set, makes the Kafka listener require SASL
 	// authentication (PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512) as one of
 	// these users (name → password) before anything but ApiVersions. Over
@@ -304,25 +320,38 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 		}
 		go func() { _ = sb.internal.Serve(iln) }() // ends when Close closes the server
 	}
+	guard := func(name, addr string) httpauth.Config {
+		return httpauth.Config{Name: name, Addr: addr, TLS: cfg.HTTPTLS, Users: srv.Users(), PrincipalRules: kcfg.PrincipalRules,
+			Authorizing: kcfg.Authorizer != nil, Insecure: cfg.HTTPInsecure, Logger: cfg.Logger}
+	}
+	for _, g := range []httpauth.Config{guard("metrics endpoint", cfg.MetricsAddr), guard("console", cfg.ConsoleAddr), guard("schema registry", cfg.SchemaRegistryAddr)} {
+		if g.Addr == "" {
+			continue
+		}
+		if err := httpauth.CheckListener(g); err != nil {
+			return nil, errors.Join(err, ln.Close(), srv.Close(), b.Close())
+		}
+	}
 	if m != nil {
 		m.ObserveListener(srv)
-		if sb.metricsLn, err = lc.Listen(ctx, "tcp", cfg.MetricsAddr); err != nil {
+		// /healthz stays open: a liveness probe carries no credentials and
+		// learns only that the process answers.
+		open := httpauth.Open{"/healthz": true}
+		h := httpauth.Guard(httpauth.RequireCluster(m.Handler(), kcfg.Authorizer, acl.OpDescribe, open), guard("metrics endpoint", cfg.MetricsAddr), open)
+		if sb.metricsLn, sb.metricsSrv, err = serveHTTP(ctx, lc, cfg.MetricsAddr, cfg.HTTPTLS, h, cfg.Logger); err != nil {
 			return nil, errors.Join(fmt.Errorf("strand: metrics listener on %s: %w", cfg.MetricsAddr, err), ln.Close(), srv.Close(), b.Close())
 		}
-		sb.metricsSrv = &http.Server{Handler: m.Handler(), ReadHeaderTimeout: 10 * time.Second}
-		go func() { _ = sb.metricsSrv.Serve(sb.metricsLn) }() // ends with ErrServerClosed on Close
 	}
 	if cfg.ConsoleAddr != "" {
-		if err := sb.startConsole(ctx, lc, cfg); err != nil {
+		if err := sb.startConsole(ctx, lc, cfg, kcfg.Authorizer, guard("console", cfg.ConsoleAddr)); err != nil {
 			return nil, errors.Join(err, sb.closeHTTP(), ln.Close(), srv.Close(), b.Close())
 		}
 	}
 	if cfg.SchemaRegistryAddr != "" {
-		if sb.schemaLn, err = lc.Listen(ctx, "tcp", cfg.SchemaRegistryAddr); err != nil {
+		h := httpauth.Guard(schemareg.NewHandler(b.Schemas()), guard("schema registry", cfg.SchemaRegistryAddr), nil)
+		if sb.schemaLn, sb.schemaSrv, err = serveHTTP(ctx, lc, cfg.SchemaRegistryAddr, cfg.HTTPTLS, h, cfg.Logger); err != nil {
 			return nil, errors.Join(fmt.Errorf("strand: schema registry listener on %s: %w", cfg.SchemaRegistryAddr, err), sb.closeHTTP(), ln.Close(), srv.Close(), b.Close())
 		}
-		sb.schemaSrv = &http.Server{Handler: schemareg.NewHandler(b.Schemas()), ReadHeaderTimeout: 10 * time.Second}
-		go func() { _ = sb.schemaSrv.Serve(sb.schemaLn) }() // ends with ErrServerClosed on Close
 	}
 	go func() { sb.served <- srv.Serve(ln) }()
 	return sb, nil
@@ -337,17 +366,33 @@ func (b *Broker) SchemaRegistryAddr() string {
 	return b.schemaLn.Addr().String()
 }
 
-func (b *Broker) startConsole(ctx context.Context, lc net.ListenConfig, cfg Config) error {
+// serveHTTP listens on addr and serves h, over TLS when tlsCfg is set.
+func serveHTTP(ctx context.Context, lc net.ListenConfig, addr string, tlsCfg *tls.Config, h http.Handler, logger *slog.Logger) (net.Listener, *http.Server, error) {
+	ln, err := lc.Listen(ctx, "tcp", addr)
+	if err != nil {
+		return nil, nil, err
+	}
+	if tlsCfg != nil {
+		ln = tls.NewListener(ln, tlsCfg)
+	}
+	// The server's own lines (a failed TLS handshake) go to the broker's
+	// log at debug: a scanner must not fill it.
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelDebug)}
+	go func() { _ = srv.Serve(ln) }() // ends with ErrServerClosed on Close
+	return ln, srv, nil
+}
+
+func (b *Broker) startConsole(ctx context.Context, lc net.ListenConfig, cfg Config, authorizer *acl.Authorizer, auth httpauth.Config) error {
 	c, err := console.New(b.b, cfg.Logger)
 	if err != nil {
 		return fmt.Errorf("strand: %w", err)
 	}
-	if b.consoleLn, err = lc.Listen(ctx, "tcp", cfg.ConsoleAddr); err != nil {
+	c.SetAuthorizer(authorizer)
+	host, _, _ := net.SplitHostPort(cfg.ConsoleAddr)
+	h := httpauth.Guard(console.HostGuard(c, host, cfg.ConsoleAllowedHosts), auth, nil)
+	if b.consoleLn, b.consoleSrv, err = serveHTTP(ctx, lc, cfg.ConsoleAddr, cfg.HTTPTLS, h, cfg.Logger); err != nil {
 		return fmt.Errorf("strand: console listener on %s: %w", cfg.ConsoleAddr, err)
 	}
-	host, _, _ := net.SplitHostPort(cfg.ConsoleAddr)
-	b.consoleSrv = &http.Server{Handler: console.HostGuard(c, host, cfg.ConsoleAllowedHosts), ReadHeaderTimeout: 10 * time.Second}
-	go func() { _ = b.consoleSrv.Serve(b.consoleLn) }() // ends with ErrServerClosed on Close
 	return nil
 }
 

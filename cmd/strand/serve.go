@@ -46,6 +46,10 @@ type serveOptions struct {
 	schemaListen      string
 	tlsCert, tlsKey   string
 	tlsClientCA       string
+	httpTLSCert       string
+	httpTLSKey        string
+	httpTLSClientCA   string
+	httpInsecure      bool
 	saslUsers         string
 	authorizer        bool
 	superUsers        string
@@ -90,7 +94,8 @@ producer state flushed).
 --config names a file of "key = value" lines ('#' starts a comment). Keys are
 the long flag names (listen, advertised-addr, data-dir, node-id,
 auto-create-topics, default-partitions, max-request-bytes, log-level,
-log-format, metrics-listen, console-listen, schema-registry-listen, tls-cert, tls-key, tls-client-ca, sasl-users,
+log-format, metrics-listen, console-listen, schema-registry-listen, tls-cert, tls-key, tls-client-ca, http-tls-cert, http-tls-key,
+http-tls-client-ca, http-insecure, sasl-users,
 authorizer, super-users, allow-everyone-if-no-acl-found, ssl-principal-mapping-rules, retention-check-interval, log-cleaner-backoff,
 log-cleaner-dedupe-buffer-size, offsets-retention, group-initial-rebalance-delay,
 group-consumer-session-timeout, group-consumer-heartbeat-interval,
@@ -150,6 +155,10 @@ func newServeCmd() *cobra.Command {
 	f.StringVar(&o.tlsCert, "tls-cert", "", "PEM certificate (chain) for the Kafka listener: with --tls-key, clients must connect with TLS (Kafka's SSL listener)")
 	f.StringVar(&o.tlsKey, "tls-key", "", "PEM private key of --tls-cert")
 	f.StringVar(&o.tlsClientCA, "tls-client-ca", "", "PEM CA bundle: with it, clients must present a certificate it signed (mutual TLS)")
+	f.StringVar(&o.httpTLSCert, "http-tls-cert", "", "PEM certificate (chain) for the console, metrics and schema registry listeners: with --http-tls-key they serve HTTPS (the Kafka listener's --tls-cert may be given again)")
+	f.StringVar(&o.httpTLSKey, "http-tls-key", "", "PEM private key of --http-tls-cert")
+	f.StringVar(&o.httpTLSClientCA, "http-tls-client-ca", "", "PEM CA bundle: HTTP clients presenting a certificate it signed are authenticated by it (mutual TLS, principal by --ssl-principal-mapping-rules); others may use HTTP basic")
+	f.BoolVar(&o.httpInsecure, "http-insecure", false, "let the console, metrics and schema registry listen beyond loopback without authentication (everyone is User:ANONYMOUS); without it such a listener needs --http-tls-cert with --sasl-users or --http-tls-client-ca")
 	f.StringVar(&o.saslUsers, "sasl-users", "", `file of "user:password" lines: clients must authenticate as one of them with SASL PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512`)
 	f.StringVar(&o.consoleListen, "console-listen", "127.0.0.1:9645", `address serving the read-only web console and its JSON API over HTTP ("" disables)`)
 	f.StringVar(&o.schemaListen, "schema-registry-listen", "127.0.0.1:8081", `address serving the Confluent-compatible schema registry API over HTTP ("" disables)`)
@@ -263,26 +272,40 @@ func offsetsRetention(d time.Duration) time.Duration {
 // tlsConfig builds the Kafka listener's TLS from --tls-cert, --tls-key and
 // --tls-client-ca, or returns nil for a plaintext listener.
 func (o *serveOptions) tlsConfig() (*tls.Config, error) {
-	if o.tlsCert == "" && o.tlsKey == "" {
-		if o.tlsClientCA != "" {
-			return nil, usageErr("--tls-client-ca needs --tls-cert and --tls-key: mutual TLS is TLS first")
+	return serverTLS("--tls", o.tlsCert, o.tlsKey, o.tlsClientCA, tls.RequireAndVerifyClientCert)
+}
+
+// httpTLSConfig builds the HTTP listeners' TLS from --http-tls-cert,
+// --http-tls-key and --http-tls-client-ca, or returns nil for plain HTTP.
+// A client certificate is optional (VerifyClientCertIfGiven): a browser
+// without one signs in with HTTP basic instead.
+func (o *serveOptions) httpTLSConfig() (*tls.Config, error) {
+	return serverTLS("--http-tls", o.httpTLSCert, o.httpTLSKey, o.httpTLSClientCA, tls.VerifyClientCertIfGiven)
+}
+
+// serverTLS loads a listener's certificate, key and client CA, named in
+// errors by the flags' common prefix; nil without a certificate.
+func serverTLS(flag, certFile, keyFile, clientCA string, clientAuth tls.ClientAuthType) (*tls.Config, error) {
+	if certFile == "" && keyFile == "" {
+		if clientCA != "" {
+			return nil, usageErr("%s-client-ca needs %s-cert and %s-key: mutual TLS is TLS first", flag, flag, flag)
 		}
 		return nil, nil
 	}
-	if o.tlsCert == "" || o.tlsKey == "" {
-		return nil, usageErr("--tls-cert and --tls-key go together")
+	if certFile == "" || keyFile == "" {
+		return nil, usageErr("%s-cert and %s-key go together", flag, flag)
 	}
-	cert, err := tls.LoadX509KeyPair(o.tlsCert, o.tlsKey)
+	cert, err := tls.LoadX509KeyPair(certFile, keyFile)
 	if err != nil {
-		return nil, fmt.Errorf("--tls-cert/--tls-key: %w", err)
+		return nil, fmt.Errorf("%s-cert/%s-key: %w", flag, flag, err)
 	}
 	cfg := &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
-	if o.tlsClientCA != "" {
-		pool, err := loadCertPool(o.tlsClientCA)
+	if clientCA != "" {
+		pool, err := loadCertPool(clientCA)
 		if err != nil {
-			return nil, fmt.Errorf("--tls-client-ca: %w", err)
+			return nil, fmt.Errorf("%s-client-ca: %w", flag, err)
 		}
-		cfg.ClientCAs, cfg.ClientAuth = pool, tls.RequireAndVerifyClientCert
+		cfg.ClientCAs, cfg.ClientAuth = pool, clientAuth
 	}
 	return cfg, nil
 }
@@ -302,6 +325,10 @@ func (o *serveOptions) run(ctx context.Context, logOut io.Writer) error {
 		return fmt.Errorf("--data-dir: %w", err)
 	}
 	tlsCfg, err := o.tlsConfig()
+	if err != nil {
+		return err
+	}
+	httpTLS, err := o.httpTLSConfig()
 	if err != nil {
 		return err
 	}
@@ -359,6 +386,8 @@ func (o *serveOptions) run(ctx context.Context, logOut io.Writer) error {
 		ConsoleAllowedHosts:     o.consoleHosts,
 		SchemaRegistryAddr:      o.schemaListen,
 		TLS:                     tlsCfg,
+		HTTPTLS:                 httpTLS,
+		HTTPInsecure:            o.httpInsecure,
 		SASLUsers:               users,
 		Authorizer:              o.authorizer,
 		SuperUsers:              superUsers(o.superUsers),
@@ -393,14 +422,18 @@ func (o *serveOptions) run(ctx context.Context, logOut io.Writer) error {
 		"listen", b.Addr(), "advertised", advertised, "data_dir", dir, "node_id", o.nodeID,
 		"auto_create_topics", o.autoCreate, "default_partitions", o.defaultPartitions,
 		"pid", strconv.Itoa(os.Getpid()), "started_in", time.Since(started).Round(time.Millisecond))
+	scheme := "http://"
+	if httpTLS != nil {
+		scheme = "https://"
+	}
 	if addr := b.MetricsAddr(); addr != "" {
-		logger.Info("strand: metrics on http://"+addr+"/metrics", "metrics", addr)
+		logger.Info("strand: metrics on "+scheme+addr+"/metrics", "metrics", addr)
 	}
 	if addr := b.ConsoleAddr(); addr != "" {
-		logger.Info("strand: console on http://"+addr+"/", "console", addr)
+		logger.Info("strand: console on "+scheme+addr+"/", "console", addr)
 	}
 	if addr := b.SchemaRegistryAddr(); addr != "" {
-		logger.Info("strand: schema registry on http://"+addr+"/", "schema_registry", addr)
+		logger.Info("strand: schema registry on "+scheme+addr+"/", "schema_registry", addr)
 	}
 	<-ctx.Done()
 	logger.Info("strand: shutting down")

@@ -104,3 +104,24 @@ func TestServeRefusesATinyCleanerMap(t *testing.T) {
 		t.Fatalf("tiny dedupe buffer: %v", err)
 	}
 }
+
+// TestServeRefusesAnOpenHTTPListener: a console bound beyond loopback with
+// no way to authenticate stops strand serve with an error naming the flags
+// to give; --http-tls-client-ca without a certificate is a usage error.
+func TestServeRefusesAnOpenHTTPListener(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--console-listen", "0.0.0.0:0", "--metrics-listen", "", "--schema-registry-listen", ""}, "--http-tls-cert and --http-tls-key with --sasl-users"},
+		{[]string{"--http-tls-client-ca", "ca.pem"}, "--http-tls-client-ca needs --http-tls-cert"},
+	} {
+		cmd := newRootCmd()
+		cmd.SetArgs(append([]string{"serve", "--data-dir", t.TempDir(), "--listen", "127.0.0.1:0"}, tc.args...))
+		cmd.SetErr(&bytes.Buffer{})
+		err := cmd.Execute()
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: %v, want an error saying %q", tc.args, err, tc.want)
+		}
+	}
+}

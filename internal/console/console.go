@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/strandmq/strand/internal/acl"
 	"github.com/strandmq/strand/internal/broker"
 )
 
@@ -36,6 +37,9 @@ type Console struct {
 	// history is the groups' lag samples (sampleLoop, until the broker
 	// closes).
 	history lagHistory
+	// authz, when set, limits each request to what its principal may see
+	// and do (authz.go).
+	authz *acl.Authorizer
 }
 
 // New returns the console of b; logger may be nil (slog.Default()).
@@ -74,21 +78,29 @@ func New(b *broker.Broker, logger *slog.Logger) (*Console, error) {
 		}
 	}
 	c.route("overview", "/{$}", "/api/v1/overview", func(ctx context.Context, r *http.Request) (any, error) {
-		return overview(ctx, c.b)
+		return c.overview(ctx, r)
 	})
 	c.api("/api/v1/topics", func(ctx context.Context, r *http.Request) (any, error) {
-		o, err := overview(ctx, c.b)
+		o, err := c.overview(ctx, r)
 		return map[string]any{"topics": nonNil(o.Topics)}, err
 	})
 	c.api("/api/v1/groups", func(ctx context.Context, r *http.Request) (any, error) {
-		o, err := overview(ctx, c.b)
+		o, err := c.overview(ctx, r)
 		return map[string]any{"groups": nonNil(o.Groups)}, err
 	})
 	c.route("topic", "/topics/{topic}", "/api/v1/topics/{topic}", func(ctx context.Context, r *http.Request) (any, error) {
-		return topicDetail(ctx, c.b, r.PathValue("topic"))
+		if err := c.seeTopic(r, acl.OpDescribe, r.PathValue("topic")); err != nil {
+			return nil, err
+		}
+		d, err := topicDetail(ctx, c.b, r.PathValue("topic"))
+		c.filterTopicGroups(r, &d)
+		return d, err
 	})
 	c.route("records", "/topics/{topic}/partitions/{partition}", "/api/v1/topics/{topic}/partitions/{partition}/records",
 		func(_ context.Context, r *http.Request) (any, error) {
+			if err := c.seeTopic(r, acl.OpRead, r.PathValue("topic")); err != nil {
+				return nil, err
+			}
 			p, err := partitionParam(r)
 			if err != nil {
 				return nil, err
@@ -101,6 +113,9 @@ func New(b *broker.Broker, logger *slog.Logger) (*Console, error) {
 		})
 	c.route("topicrecords", "/topics/{topic}/records", "/api/v1/topics/{topic}/records",
 		func(_ context.Context, r *http.Request) (any, error) {
+			if err := c.seeTopic(r, acl.OpRead, r.PathValue("topic")); err != nil {
+				return nil, err
+			}
 			rp, err := parseRecordsParams(r)
 			if err != nil {
 				return nil, err
@@ -108,6 +123,9 @@ func New(b *broker.Broker, logger *slog.Logger) (*Console, error) {
 			return topicRecords(c.b, r.PathValue("topic"), rp)
 		})
 	c.api("/api/v1/topics/{topic}/partitions/{partition}/records/{offset}", func(_ context.Context, r *http.Request) (any, error) {
+		if err := c.seeTopic(r, acl.OpRead, r.PathValue("topic")); err != nil {
+			return nil, err
+		}
 		return oneRecord(c.b, r)
 	})
 	c.mux.HandleFunc("GET /topics/{topic}/partitions/{partition}/records/{offset}/value", c.serveValue)
@@ -115,9 +133,15 @@ func New(b *broker.Broker, logger *slog.Logger) (*Console, error) {
 		return brokers(c.b), nil
 	})
 	c.route("group", "/groups/{group}", "/api/v1/groups/{group}", func(ctx context.Context, r *http.Request) (any, error) {
+		if err := c.seeGroup(r, r.PathValue("group")); err != nil {
+			return nil, err
+		}
 		return groupDetail(ctx, c.b, &c.history, r.PathValue("group"))
 	})
 	c.route("dlq", "/topics/{topic}/dlq", "/api/v1/topics/{topic}/dlq", func(_ context.Context, r *http.Request) (any, error) {
+		if err := c.seeTopic(r, acl.OpRead, r.PathValue("topic")); err != nil {
+			return nil, err
+		}
 		return dlqView(c.b, r.PathValue("topic"))
 	})
 	c.topicActions()
@@ -136,6 +160,13 @@ func New(b *broker.Broker, logger *slog.Logger) (*Console, error) {
 	})
 	go c.sampleLoop()
 	return c, nil
+}
+
+// overview is the front page for the request's principal.
+func (c *Console) overview(ctx context.Context, r *http.Request) (Overview, error) {
+	o, err := overview(ctx, c.b)
+	c.filterOverview(r, &o)
+	return o, err
 }
 
 // ServeHTTP implements http.Handler.

@@ -91,6 +91,9 @@ func (c *Console) action(path string, do func(w http.ResponseWriter, r *http.Req
 	c.mux.HandleFunc("POST "+path, func(w http.ResponseWriter, r *http.Request) {
 		err := c.checkAction(w, r)
 		if err == nil {
+			err = c.authorizeAction(r)
+		}
+		if err == nil {
 			err = do(w, r)
 		}
 		if err != nil {

@@ -15,6 +15,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/strandmq/strand/internal/acl"
 	"github.com/strandmq/strand/internal/broker"
 	"github.com/strandmq/strand/internal/ingest"
 	"github.com/strandmq/strand/internal/record"
@@ -550,7 +551,11 @@ func oneRecord(b *broker.Broker, r *http.Request) (RecordRow, error) {
 // is UTF-8, else application/octet-stream, never sniffed or rendered as
 // markup (a value is data).
 func (c *Console) serveValue(w http.ResponseWriter, r *http.Request) {
-	row, err := oneRecord(c.b, r)
+	err := c.seeTopic(r, acl.OpRead, r.PathValue("topic"))
+	var row RecordRow
+	if err == nil {
+		row, err = oneRecord(c.b, r)
+	}
 	if err == nil && row.Value == nil {
 		err = fmt.Errorf("%w: the record at offset %d is a tombstone (no value)", errNotFound, row.Offset)
 	}

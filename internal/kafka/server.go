@@ -172,6 +172,11 @@ func NewServer(cfg Config) (*Server, error) {
 	return s, nil
 }
 
+// Users is the listener's user store — the fixed SASL users and the
+// run-time SCRAM users of the cluster metadata — or nil without SASL. The
+// HTTP listeners check basic authentication against it.
+func (s *Server) Users() *sasl.Users { return s.users }
+
 // Advertise returns the host and port clients are told to use: advertised
 // when set, else the listener's address, with this machine's host name
 // for a wildcard address.

@@ -28,6 +28,7 @@ var layers = [][]string{
 	{"internal/compact"},
 	{"internal/partlog"},
 	{"internal/record"},
+	{"internal/httpauth"},
 	{"internal/assign", "internal/acl", "internal/schemareg", "internal/partitioner", "internal/vfs", "internal/vnet", "internal/testcert", "internal/testnet", "internal/sasl", "internal/wire"},
 	{"internal/lint"},
 }

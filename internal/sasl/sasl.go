@@ -207,22 +207,27 @@ func (s *plainSession) Step(msg []byte) ([]byte, bool, error) {
 		return nil, false, ErrAuthFailed // no impersonation
 	}
 	s.claimed = user
-	want, ok := s.u.plain[user]
-	if !ok && s.u.source != nil {
-		// A run-time user has only SCRAM credentials: PLAIN checks the
-		// password against one (a PBKDF2, as a SCRAM client would do).
-		if s.u.checkScram(user, string(pass)) {
-			s.user = user
-			return nil, true, nil
-		}
-		return nil, false, ErrAuthFailed
-	}
-	got := sha256.Sum256(pass)
-	if subtle.ConstantTimeCompare(got[:], want[:]) != 1 || !ok {
+	if !s.u.Verify(user, string(pass)) {
 		return nil, false, ErrAuthFailed
 	}
 	s.user = user
 	return nil, true, nil
+}
+
+// Verify reports whether password is user's: a fixed user's is compared
+// by digest in constant time, a run-time user's checked against its SCRAM
+// credential (one PBKDF2). PLAIN and the HTTP listeners' basic
+// authentication both ask it, so one store serves every surface and no
+// plaintext password is kept.
+func (u *Users) Verify(user, password string) bool {
+	want, ok := u.plain[user]
+	if !ok && u.source != nil {
+		// A run-time user has only SCRAM credentials: the password is
+		// checked against one (a PBKDF2, as a SCRAM client would do).
+		return u.checkScram(user, password)
+	}
+	got := sha256.Sum256([]byte(password))
+	return subtle.ConstantTimeCompare(got[:], want[:]) == 1 && ok
 }
 
 // checkScram verifies password against user's run-time SCRAM credential
