@@ -73,7 +73,7 @@ func TestHTTPListenersTLSAndAuth(t *testing.T) {
 	b, err := Start(context.Background(), Config{Dir: t.TempDir(), Logger: slog.New(slog.DiscardHandler),
 		SASLUsers:  map[string]string{"admin": "adminpw", "alice": "alicepw"},
 		Authorizer: true, SuperUsers: []string{"User:admin"}, PrincipalMappingRules: `RULE:^CN=(.*?)$/$1/,DEFAULT`,
-		HTTPTLS: &tls.Config{Certificates: []tls.Certificate{certs.Server.TLS}, ClientCAs: certs.CA.Pool(), ClientAuth: tls.VerifyClientCertIfGiven},
+		HTTPTLS:     &tls.Config{Certificates: []tls.Certificate{certs.Server.TLS}, ClientCAs: certs.CA.Pool(), ClientAuth: tls.VerifyClientCertIfGiven},
 		MetricsAddr: "0.0.0.0:0", ConsoleAddr: "0.0.0.0:0", SchemaRegistryAddr: "0.0.0.0:0", DisableAutoCreateTopics: true})
 	if err != nil {
 		t.Fatal(err)
@@ -208,7 +208,10 @@ func TestHTTPListenersTLSAndAuth(t *testing.T) {
 	if _, err := adm.AlterUserSCRAMs(ctx, []kadm.DeleteSCRAM{{User: "bob", Mechanism: kadm.ScramSha512}}, nil); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, func() bool { code, _ := h.get(console("/api/v1/topics"), "bob", "bobpw"); return code == http.StatusUnauthorized })
+	waitFor(t, func() bool {
+		code, _ := h.get(console("/api/v1/topics"), "bob", "bobpw")
+		return code == http.StatusUnauthorized
+	})
 }
 
 // TestHTTPListenerNeedsAuthentication: an HTTP listener bound beyond
