@@ -63,6 +63,12 @@ type Config struct {
 	// max.connections.per.ip: new connections beyond them are closed at
 	// once. Zero: no limit.
 	MaxConnections, MaxConnectionsPerIP int
+	// MaxConnectionCreationRate is max.connection.creation.rate (KIP-612):
+	// new connections per second the listener accepts; past it, accepting
+	// waits. MaxConnectionCreationRatePerIP is the same per client IP
+	// (Kafka's connection_creation_rate quota for every ip): past it a new
+	// connection is closed. Zero: no limit.
+	MaxConnectionCreationRate, MaxConnectionCreationRatePerIP float64
 	// QueuedMaxRequestBytes is queued.max.request.bytes: the most bytes of
 	// large requests being read or waiting, over all connections; a reader
 	// past it stops reading its socket. Zero: 256 MiB; negative: no limit.
@@ -275,11 +281,13 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 		MaxRequestBytes: cfg.MaxRequestBytes,
 		Logger:          cfg.Logger,
 
-		MaxIdle:               cfg.MaxIdle,
-		MaxConnections:        cfg.MaxConnections,
-		MaxConnectionsPerIP:   cfg.MaxConnectionsPerIP,
-		QueuedMaxRequestBytes: cfg.QueuedMaxRequestBytes,
-		FailedAuthDelay:       cfg.FailedAuthDelay,
+		MaxIdle:                cfg.MaxIdle,
+		MaxConnections:         cfg.MaxConnections,
+		MaxConnectionsPerIP:    cfg.MaxConnectionsPerIP,
+		MaxConnectionRate:      cfg.MaxConnectionCreationRate,
+		MaxConnectionRatePerIP: cfg.MaxConnectionCreationRatePerIP,
+		QueuedMaxRequestBytes:  cfg.QueuedMaxRequestBytes,
+		FailedAuthDelay:        cfg.FailedAuthDelay,
 	}
 	if cfg.SASLUsers != nil {
 		if kcfg.SASL, err = sasl.New(cfg.SASLUsers); err != nil {

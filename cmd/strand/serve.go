@@ -68,6 +68,8 @@ type serveOptions struct {
 	maxIdle           time.Duration
 	maxConns          int
 	maxConnsPerIP     int
+	maxConnRate       float64
+	maxConnRatePerIP  float64
 	queuedMaxBytes    int64
 	failedAuthDelay   time.Duration
 	scrubInterval     time.Duration
@@ -99,7 +101,8 @@ http-tls-client-ca, http-insecure, sasl-users,
 authorizer, super-users, allow-everyone-if-no-acl-found, ssl-principal-mapping-rules, retention-check-interval, log-cleaner-backoff,
 log-cleaner-dedupe-buffer-size, offsets-retention, group-initial-rebalance-delay,
 group-consumer-session-timeout, group-consumer-heartbeat-interval,
-connections-max-idle, max-connections, max-connections-per-ip,
+connections-max-idle, max-connections, max-connections-per-ip, max-connection-creation-rate,
+max-connection-creation-rate-per-ip,
 queued-max-request-bytes, failed-authentication-delay, scrub-interval,
 scrub-rate, console-allowed-hosts, controller-quorum, internal-listen, source-ip, join, broker-heartbeat-interval,
 broker-session-timeout, replica-lag-time-max, default-replication-factor,
@@ -174,6 +177,8 @@ func newServeCmd() *cobra.Command {
 	f.DurationVar(&o.maxIdle, "connections-max-idle", kafka.DefaultMaxIdle, "close client connections idle this long (connections.max.idle.ms; 0: never)")
 	f.IntVar(&o.maxConns, "max-connections", 0, "close new client connections beyond this many (max.connections; 0: no limit)")
 	f.IntVar(&o.maxConnsPerIP, "max-connections-per-ip", 0, "close new client connections beyond this many from one IP (max.connections.per.ip; 0: no limit)")
+	f.Float64Var(&o.maxConnRate, "max-connection-creation-rate", 0, "new client connections accepted per second; past it the listener accepts later (max.connection.creation.rate, KIP-612; 0: no limit)")
+	f.Float64Var(&o.maxConnRatePerIP, "max-connection-creation-rate-per-ip", 0, "new client connections per second from one IP; past it a new connection is closed (Kafka's connection_creation_rate quota for every ip; 0: no limit)")
 	f.Int64Var(&o.queuedMaxBytes, "queued-max-request-bytes", kafka.DefaultQueuedMaxRequestBytes, "most bytes of large requests being read or waiting, over all connections; readers past it wait (queued.max.request.bytes; 0: no limit)")
 	f.BoolVar(&o.authorizer, "authorizer", false, "check every request against ACLs (Kafka's StandardAuthorizer semantics); manage them with strand acl")
 	f.StringVar(&o.superUsers, "super-users", "", `principals allowed everything, separated by ';' (super.users), e.g. "User:admin"`)
@@ -402,10 +407,13 @@ func (o *serveOptions) run(ctx context.Context, logOut io.Writer) error {
 		MaxIdle:                 orNone(o.maxIdle),
 		MaxConnections:          o.maxConns,
 		MaxConnectionsPerIP:     o.maxConnsPerIP,
-		QueuedMaxRequestBytes:   orNone(o.queuedMaxBytes),
-		FailedAuthDelay:         orNone(o.failedAuthDelay),
-		ScrubInterval:           orNone(o.scrubInterval),
-		ScrubBytesPerSecond:     o.scrubRate,
+
+		MaxConnectionCreationRate:      o.maxConnRate,
+		MaxConnectionCreationRatePerIP: o.maxConnRatePerIP,
+		QueuedMaxRequestBytes:          orNone(o.queuedMaxBytes),
+		FailedAuthDelay:                orNone(o.failedAuthDelay),
+		ScrubInterval:                  orNone(o.scrubInterval),
+		ScrubBytesPerSecond:            o.scrubRate,
 		// strand.Config: zero is Kafka's default, negative is none.
 		GroupInitialRebalanceDelay:     cmp.Or(o.groupDelay, -1),
 		GroupConsumerSessionTimeout:    o.consumerSession,

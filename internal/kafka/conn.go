@@ -77,10 +77,14 @@ func (s *Server) startConn(nc net.Conn) {
 		nc.Close()
 		return
 	}
-	ip, ok := s.admit(nc)
+	ip, ok, closeAfter := s.admit(nc)
 	if !ok {
 		s.mu.Unlock()
-		nc.Close()
+		if closeAfter > 0 {
+			time.AfterFunc(closeAfter, func() { nc.Close() })
+		} else {
+			nc.Close()
+		}
 		return
 	}
 	c := &conn{s: s, nc: nc, ip: ip, in: make(chan inbound, inQueue), out: make(chan outbound, outQueue)}

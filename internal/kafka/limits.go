@@ -52,6 +52,9 @@ func temporaryAcceptError(err error) bool {
 type acceptState struct {
 	errors   atomic.Uint64 // Accept errors so far
 	refused  atomic.Uint64 // connections closed at once by a connection limit
+	// rateWaits counts the times max.connection.creation.rate made the
+	// accept loop wait.
+	rateWaits atomic.Uint64
 	lastErr  atomic.Pointer[error]
 	lastAt   atomic.Int64  // unix nanos of the last Accept error; 0 once it accepts again
 	burst    atomic.Uint64 // Accept errors since it last accepted
@@ -62,8 +65,12 @@ type acceptState struct {
 func (s *Server) AcceptErrors() uint64 { return s.accept.errors.Load() }
 
 // RefusedConnections returns how many connections a connection limit
-// closed at once.
+// (or the per-IP creation rate) closed at once.
 func (s *Server) RefusedConnections() uint64 { return s.accept.refused.Load() }
+
+// ConnectionRateWaits returns how many times the broker-wide connection
+// creation rate held the accept loop back.
+func (s *Server) ConnectionRateWaits() uint64 { return s.accept.rateWaits.Load() }
 
 // AcceptHealth returns nil while the listener accepts, or the error that
 // made Accept fail within the last few seconds (it fails at least once a
@@ -108,7 +115,10 @@ func (s *Server) acceptRecovered(ln net.Listener) {
 // connection past its per-IP limit the same way; past the broker-wide one
 // it would stop accepting, which leaves clients hanging in the listen
 // backlog, so Strand closes those too and says so.
-func (s *Server) admit(nc net.Conn) (ip string, ok bool) {
+//
+// A connection past its IP's creation rate is closed later (closeAfter),
+// the others at once.
+func (s *Server) admit(nc net.Conn) (ip string, ok bool, closeAfter time.Duration) {
 	ip = remoteIP(nc)
 	why := ""
 	switch {
@@ -117,15 +127,21 @@ func (s *Server) admit(nc net.Conn) (ip string, ok bool) {
 	case s.cfg.MaxConnectionsPerIP > 0 && s.mu.perIP[ip] >= s.cfg.MaxConnectionsPerIP:
 		why = "max.connections.per.ip"
 	default:
-		s.mu.perIP[ip]++
-		return ip, true
+		var rateOK bool
+		if rateOK, closeAfter = s.connRate.admitIP(ip, time.Now()); rateOK {
+			s.mu.perIP[ip]++
+			return ip, true, 0
+		}
+		// Closed after the wait its IP's rate needs, as Kafka's throttled
+		// sockets: an immediate close would invite an immediate retry.
+		why = "max.connection.creation.rate per ip"
 	}
 	s.accept.refused.Add(1)
 	if ok, n := s.accept.logEvery.allow(10 * time.Second); ok {
 		s.logger.Warn("kafka: refusing connection: limit reached", "limit", why, "remote", nc.RemoteAddr().String(),
-			"connections", len(s.mu.conns), "refused_since_last_line", n)
+			"connections", len(s.mu.conns), "close_after", closeAfter, "refused_since_last_line", n)
 	}
-	return ip, false
+	return ip, false, closeAfter
 }
 
 // forget undoes admit when a connection ends (s.mu held).

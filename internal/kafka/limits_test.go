@@ -109,3 +109,83 @@ func TestQueuedRequestBytesBounded(t *testing.T) {
 		t.Fatalf("peak queued request bytes %d above the limit %d", peak, limit)
 	}
 }
+
+// dialFrom connects to addr from the loopback address from (127.0.0.x).
+func dialFrom(t *testing.T, from, addr string) *rawClient {
+	t.Helper()
+	d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(from)}}
+	c, err := d.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return &rawClient{t: t, conn: c}
+}
+
+// served opens n connections from one address at once, sends each an
+// ApiVersions request, and counts the ones answered (the others are
+// closed by the broker).
+func served(t *testing.T, from, addr string, n int) int {
+	t.Helper()
+	cs := make([]*rawClient, n)
+	corr := make([]int32, n)
+	for i := range cs {
+		cs[i] = dialFrom(t, from, addr)
+	}
+	req := kmsg.NewPtrApiVersionsRequest()
+	req.SetVersion(3)
+	for i, c := range cs {
+		corr[i] = c.send(req, 3)
+	}
+	ok := 0
+	for i, c := range cs {
+		if _, err := c.tryRecv(req, corr[i]); err == nil {
+			ok++
+		}
+	}
+	return ok
+}
+
+// TestConnectionCreationRatePerIP: past max.connection.creation.rate per
+// IP, new connections from that IP are closed (counted as refused) while
+// another IP connects freely. At most burst + rate × elapsed connections
+// of the first IP are served — a bound computed from the time the test
+// measured, so a slow machine only loosens it.
+func TestConnectionCreationRatePerIP(t *testing.T) {
+	const rate, n = 4, 12
+	ts := startServer(t, broker.Config{}, Config{MaxConnectionRatePerIP: rate})
+	start := time.Now()
+	got := served(t, "127.0.0.1", ts.addr, n)
+	elapsed := time.Since(start)
+	bound := rate + int(rate*elapsed.Seconds()) + 1
+	t.Logf("%d of %d connections opened at once from 127.0.0.1 served in %v (rate %d/s; bound %d)", got, n, elapsed.Round(time.Millisecond), rate, bound)
+	if got < rate || got > bound {
+		t.Fatalf("served %d, want between %d (the burst) and %d", got, rate, bound)
+	}
+	if refused := ts.s.RefusedConnections(); refused != uint64(n-got) {
+		t.Fatalf("refused connections = %d, want %d", refused, n-got)
+	}
+	if other := served(t, "127.0.0.2", ts.addr, rate); other != rate {
+		t.Fatalf("another IP: %d of %d served, want all", other, rate)
+	}
+}
+
+// TestConnectionCreationRateBrokerWide: past the broker-wide
+// max.connection.creation.rate the listener accepts later rather than
+// refusing: every connection is served, none refused, and the last is
+// answered no sooner than the rate allows ((n − burst) / rate after the
+// first), a lower bound a slow machine cannot break.
+func TestConnectionCreationRateBrokerWide(t *testing.T) {
+	const rate, n = 4, 12
+	ts := startServer(t, broker.Config{}, Config{MaxConnectionRate: rate})
+	start := time.Now()
+	got := served(t, "127.0.0.1", ts.addr, n)
+	elapsed := time.Since(start)
+	t.Logf("%d of %d connections opened at once served in %v (rate %d/s), accept loop held back %d times", got, n, elapsed.Round(time.Millisecond), rate, ts.s.ConnectionRateWaits())
+	if got != n || ts.s.RefusedConnections() != 0 {
+		t.Fatalf("served %d of %d, refused %d: want all served, none refused", got, n, ts.s.RefusedConnections())
+	}
+	if min := time.Duration(float64(n-rate-1) / rate * float64(time.Second)); elapsed < min {
+		t.Fatalf("%d connections served in %v, faster than the rate allows (%v)", n, elapsed, min)
+	}
+}

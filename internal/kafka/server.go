@@ -49,6 +49,14 @@ type Config struct {
 	MaxConnections int
 	// MaxConnectionsPerIP is max.connections.per.ip. Zero: no limit.
 	MaxConnectionsPerIP int
+	// MaxConnectionRate is max.connection.creation.rate (KIP-612): new
+	// connections per second the listener accepts; past it, accepting
+	// waits (connrate.go). Zero: no limit.
+	MaxConnectionRate float64
+	// MaxConnectionRatePerIP is the same per client IP (Kafka's
+	// connection_creation_rate quota of the default ip entity): past it a
+	// new connection is closed after a short delay. Zero: no limit.
+	MaxConnectionRatePerIP float64
 	// Authorizer, if set, decides every request (authz.go) with Kafka's
 	// per-API rules, and serves DescribeAcls, CreateAcls and DeleteAcls;
 	// nil: every client may do everything, and the ACL APIs answer
@@ -83,6 +91,7 @@ type Server struct {
 	frames     framePool   // request frame buffers, shared by all connections
 	budget     *byteBudget // queued.max.request.bytes; nil: unbounded
 	accept     acceptState
+	connRate   connRateLimiter
 	errLines   keyedRateLimit // logUnknown's lines
 	denials    keyedRateLimit // logDenied's lines
 
@@ -130,10 +139,11 @@ func NewServer(cfg Config) (*Server, error) {
 	if cfg.QueuedMaxRequestBytes == 0 {
 		cfg.QueuedMaxRequestBytes = DefaultQueuedMaxRequestBytes
 	}
-	if cfg.MaxConnections < 0 || cfg.MaxConnectionsPerIP < 0 {
+	if cfg.MaxConnections < 0 || cfg.MaxConnectionsPerIP < 0 || cfg.MaxConnectionRate < 0 || cfg.MaxConnectionRatePerIP < 0 {
 		return nil, errors.New("kafka: a connection limit is negative")
 	}
 	s := &Server{cfg: cfg, b: cfg.Broker, logger: cfg.Logger}
+	s.connRate.rate, s.connRate.perIP = cfg.MaxConnectionRate, cfg.MaxConnectionRatePerIP
 	if cfg.QueuedMaxRequestBytes > 0 {
 		s.budget = newByteBudget(cfg.QueuedMaxRequestBytes)
 	}
@@ -240,6 +250,13 @@ func (s *Server) Serve(ln net.Listener) error {
 				delay = 0
 			}
 			s.startConn(nc)
+			if wait := s.connRate.reserve(time.Now()); wait > 0 {
+				s.accept.rateWaits.Add(1)
+				select { // max.connection.creation.rate: accept the next one later
+				case <-time.After(wait):
+				case <-s.ctx.Done():
+				}
+			}
 			continue
 		}
 		s.mu.Lock()
