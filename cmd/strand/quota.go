@@ -26,6 +26,7 @@ paused meanwhile, so it cannot slow the others down.
 
     strand quota set --user alice --producer-byte-rate 1048576
     strand quota set --default-client-id --consumer-byte-rate 10485760
+    strand quota set --client-id batch-job --request-percentage 50   # half a core of handling
     strand quota list [-o json]
     strand quota remove --user alice --producer-byte-rate`,
 	}
@@ -110,10 +111,10 @@ func alterQuotas(cmd *cobra.Command, o *clientOptions, e kadm.ClientQuotaEntity,
 
 func newQuotaSetCmd(o *clientOptions) *cobra.Command {
 	var ent quotaEntityFlags
-	var produce, fetch float64
+	var produce, fetch, request float64
 	cmd := &cobra.Command{
 		Use:   "set",
-		Short: "Set byte-rate quotas of a user and/or client id",
+		Short: "Set byte-rate and request-percentage quotas of a user and/or client id",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			e, err := ent.entity()
@@ -127,8 +128,11 @@ func newQuotaSetCmd(o *clientOptions) *cobra.Command {
 			if cmd.Flags().Changed("consumer-byte-rate") {
 				ops = append(ops, kadm.AlterClientQuotaOp{Key: "consumer_byte_rate", Value: fetch})
 			}
+			if cmd.Flags().Changed("request-percentage") {
+				ops = append(ops, kadm.AlterClientQuotaOp{Key: "request_percentage", Value: request})
+			}
 			if len(ops) == 0 {
-				return usageErr("set --producer-byte-rate and/or --consumer-byte-rate")
+				return usageErr("set --producer-byte-rate, --consumer-byte-rate and/or --request-percentage")
 			}
 			return alterQuotas(cmd, o, e, ops, "set")
 		},
@@ -136,12 +140,13 @@ func newQuotaSetCmd(o *clientOptions) *cobra.Command {
 	ent.register(cmd)
 	cmd.Flags().Float64Var(&produce, "producer-byte-rate", 0, "bytes per second of produce requests (producer_byte_rate)")
 	cmd.Flags().Float64Var(&fetch, "consumer-byte-rate", 0, "bytes per second of fetched records (consumer_byte_rate)")
+	cmd.Flags().Float64Var(&request, "request-percentage", 0, "CPU time handling the client's requests, in percent of one core (request_percentage; 100: a core)")
 	return cmd
 }
 
 func newQuotaRemoveCmd(o *clientOptions) *cobra.Command {
 	var ent quotaEntityFlags
-	var produce, fetch bool
+	var produce, fetch, request bool
 	cmd := &cobra.Command{
 		Use:     "remove",
 		Aliases: []string{"rm", "delete"},
@@ -159,8 +164,11 @@ func newQuotaRemoveCmd(o *clientOptions) *cobra.Command {
 			if fetch {
 				ops = append(ops, kadm.AlterClientQuotaOp{Key: "consumer_byte_rate", Remove: true})
 			}
+			if request {
+				ops = append(ops, kadm.AlterClientQuotaOp{Key: "request_percentage", Remove: true})
+			}
 			if len(ops) == 0 {
-				return usageErr("name what to remove: --producer-byte-rate and/or --consumer-byte-rate")
+				return usageErr("name what to remove: --producer-byte-rate, --consumer-byte-rate and/or --request-percentage")
 			}
 			return alterQuotas(cmd, o, e, ops, "remove")
 		},
@@ -168,6 +176,7 @@ func newQuotaRemoveCmd(o *clientOptions) *cobra.Command {
 	ent.register(cmd)
 	cmd.Flags().BoolVar(&produce, "producer-byte-rate", false, "remove producer_byte_rate")
 	cmd.Flags().BoolVar(&fetch, "consumer-byte-rate", false, "remove consumer_byte_rate")
+	cmd.Flags().BoolVar(&request, "request-percentage", false, "remove request_percentage")
 	return cmd
 }
 

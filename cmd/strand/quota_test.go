@@ -64,4 +64,13 @@ func TestCLIQuota(t *testing.T) {
 	if out, code := run("quota", "list", "-o", "json"); code != 0 || json.Unmarshal([]byte(out), &qs) != nil || len(qs) != 1 {
 		t.Fatalf("quota list after remove: exit %d\n%s", code, out)
 	}
+	if out, code := run("quota", "set", "--client-id", "batch", "--request-percentage", "50"); code != 0 || !strings.Contains(out, "request_percentage") {
+		t.Fatalf("quota set --request-percentage: exit %d\n%s", code, out)
+	}
+	if out, code := run("quota", "list", "-o", "json"); code != 0 || json.Unmarshal([]byte(out), &qs) != nil || len(qs) != 2 {
+		t.Fatalf("quota list with request_percentage: exit %d\n%s", code, out)
+	}
+	if out, code := run("quota", "remove", "--client-id", "batch", "--request-percentage"); code != 0 {
+		t.Fatalf("quota remove --request-percentage: exit %d\n%s", code, out)
+	}
 }

@@ -17,8 +17,8 @@ import (
 // Behavior:
 //   - Entities are a user, a client id, or both ("user" and "client-id"
 //     components; a null name is the default entity). Values:
-//     producer_byte_rate and consumer_byte_rate, enforced (quota.go).
-//     request_percentage, the "ip" entity and other keys answer
+//     producer_byte_rate, consumer_byte_rate and request_percentage,
+//     enforced (quota.go). The "ip" entity and other keys answer
 //     INVALID_REQUEST: Strand does not enforce them.
 //   - Alter: per entry, all or nothing; a value must be positive; Remove
 //     drops a key. ValidateOnly checks without applying. The valid entries
@@ -35,7 +35,7 @@ const (
 	quotaEntityClient = "client-id"
 )
 
-var quotaKeys = map[string]bool{quotaProduce: true, quotaFetch: true}
+var quotaKeys = map[string]bool{quotaProduce: true, quotaFetch: true, quotaRequest: true}
 
 // quotaEntity reads an entity's components; ok is false for an unknown
 // type or a type named twice.
@@ -91,7 +91,7 @@ func (s *Server) handleAlterClientQuotas(_ context.Context, kreq kmsg.Request) (
 			switch {
 			case err != nil:
 			case !quotaKeys[op.Key]:
-				err = fmt.Errorf("quota %q is not supported (Strand enforces %s and %s)", op.Key, quotaProduce, quotaFetch)
+				err = fmt.Errorf("quota %q is not supported (Strand enforces %s, %s and %s)", op.Key, quotaProduce, quotaFetch, quotaRequest)
 			case op.Remove:
 				change.Remove = append(change.Remove, op.Key)
 			case op.Value <= 0:

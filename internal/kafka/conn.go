@@ -300,14 +300,21 @@ func (c *conn) handle(req *request, frameLen int) (out outbound, err error) {
 		}
 	}
 	if resp == nil {
-		if resp, err = apis[req.key].handle(c.s, c.handlerContext(req), req.kreq); err != nil || resp == nil {
+		handle := func() { resp, err = apis[req.key].handle(c.s, c.handlerContext(req), req.kreq) }
+		var cpu time.Duration
+		if c.metersCPU(req) {
+			cpu = cpuOf(handle) // request_percentage (quota.go)
+		} else {
+			handle()
+		}
+		if err != nil || resp == nil {
 			return outbound{}, err
 		}
 		if post != nil {
 			post(resp)
 		}
 		if c.s.quotas != nil {
-			c.mute = c.throttle(req, frameLen, resp)
+			c.mute = c.throttle(req, frameLen, resp, cpu)
 		}
 	}
 	return encodeResponse(req.correlationID, resp), nil

@@ -50,15 +50,15 @@ func temporaryAcceptError(err error) bool {
 
 // acceptState is what the listener reports about itself.
 type acceptState struct {
-	errors   atomic.Uint64 // Accept errors so far
-	refused  atomic.Uint64 // connections closed at once by a connection limit
+	errors  atomic.Uint64 // Accept errors so far
+	refused atomic.Uint64 // connections closed at once by a connection limit
 	// rateWaits counts the times max.connection.creation.rate made the
 	// accept loop wait.
 	rateWaits atomic.Uint64
-	lastErr  atomic.Pointer[error]
-	lastAt   atomic.Int64  // unix nanos of the last Accept error; 0 once it accepts again
-	burst    atomic.Uint64 // Accept errors since it last accepted
-	logEvery rateLimit     // refused-connection log lines
+	lastErr   atomic.Pointer[error]
+	lastAt    atomic.Int64  // unix nanos of the last Accept error; 0 once it accepts again
+	burst     atomic.Uint64 // Accept errors since it last accepted
+	logEvery  rateLimit     // refused-connection log lines
 }
 
 // AcceptErrors returns how many times Accept failed.

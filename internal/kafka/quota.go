@@ -1,6 +1,7 @@
 package kafka
 
 import (
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -16,8 +17,17 @@ import (
 //   - producer_byte_rate counts the bytes of each Produce request,
 //     consumer_byte_rate the record bytes of each consumer Fetch response,
 //     each per second over a window of 11 one-second samples.
-//     request_percentage (Kafka's share of handler-thread time) is refused:
-//     Strand has no request thread pool to measure it against.
+//     request_percentage is Kafka's share of request-handler thread time;
+//     Strand has no handler thread pool, so it counts what such a pool
+//     would spend: the CPU time (user + system, the OS thread's clock) of
+//     handling each of the client's requests, as a percentage of one core
+//     over the same window — 100 is one core's worth, 200 two, 5 a
+//     twentieth. Time a request spends waiting (a Fetch long poll, acks
+//     from followers, a lock) costs nothing, as in Kafka, where a delayed
+//     request leaves its thread. The handler runs locked to its OS thread
+//     for the measurement, and only for clients a request_percentage
+//     quota applies to (cpuOf). Without a per-thread CPU clock (not
+//     Linux) it counts the handler's wall time.
 //   - The quota of a connection is the first entity that sets the value,
 //     in Kafka's order: user+client-id, user+default client, user,
 //     default user+client-id, default user+default client, default user,
@@ -37,6 +47,7 @@ import (
 const (
 	quotaProduce = "producer_byte_rate"
 	quotaFetch   = "consumer_byte_rate"
+	quotaRequest = "request_percentage"
 )
 
 const (
@@ -159,20 +170,56 @@ func (c *conn) quotaUser() string {
 	return name
 }
 
+// quotaClient is the (user, client id) a request's quotas are resolved
+// for.
+func (c *conn) quotaClient(req *request) (user, client string) {
+	if req.clientID != nil {
+		client = *req.clientID
+	}
+	return c.quotaUser(), client
+}
+
+// metersCPU reports whether a request_percentage quota applies to req's
+// client, so its handling is to be measured.
+func (c *conn) metersCPU(req *request) bool {
+	q := c.s.quotas
+	if q == nil || len(*q.config.Load()) == 0 {
+		return false
+	}
+	user, client := c.quotaClient(req)
+	_, _, ok := q.limit(quotaRequest, user, client)
+	return ok
+}
+
+// cpuOf runs fn locked to its OS thread and returns the CPU time that
+// thread spent in it (its wall time where there is no thread clock).
+func cpuOf(fn func()) time.Duration {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	start := time.Now()
+	before, ok := threadCPU()
+	fn()
+	if after, ok2 := threadCPU(); ok && ok2 {
+		return after - before
+	}
+	return time.Since(start)
+}
+
 // throttle records a handled request against the client's quotas
-// (produce request bytes, fetch response record bytes), sets the
-// response's ThrottleMillis, and returns how long to mute the
-// connection. frameLen is the request's size.
-func (c *conn) throttle(req *request, frameLen int, resp kmsg.Response) time.Duration {
+// (produce request bytes, fetch response record bytes, the CPU time cpu
+// of handling it), sets the response's ThrottleMillis, and returns how
+// long to mute the connection. frameLen is the request's size.
+func (c *conn) throttle(req *request, frameLen int, resp kmsg.Response, cpu time.Duration) time.Duration {
 	q := c.s.quotas
 	if len(*q.config.Load()) == 0 {
 		return 0
 	}
-	user, client := c.quotaUser(), ""
-	if req.clientID != nil {
-		client = *req.clientID
-	}
+	user, client := c.quotaClient(req)
 	var d time.Duration
+	if cpu > 0 {
+		// Percent-seconds: the meter's rate is then a percentage of a core.
+		d = q.record(quotaRequest, user, client, cpu.Seconds()*100)
+	}
 	switch r := resp.(type) {
 	case *kmsg.ProduceResponse:
 		d = max(d, q.record(quotaProduce, user, client, float64(frameLen)))

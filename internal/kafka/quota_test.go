@@ -94,9 +94,9 @@ func TestClientQuotasOverTheWire(t *testing.T) {
 	if err != nil || res[0].Err != nil {
 		t.Fatalf("alter: %v %+v", err, res)
 	}
-	bad, err := adm.AlterClientQuotas(ctx, []kadm.AlterClientQuotaEntry{{Entity: noisy, Ops: []kadm.AlterClientQuotaOp{{Key: "request_percentage", Value: 50}}}})
+	bad, err := adm.AlterClientQuotas(ctx, []kadm.AlterClientQuotaEntry{{Entity: noisy, Ops: []kadm.AlterClientQuotaOp{{Key: "controller_mutation_rate", Value: 50}}}})
 	if err != nil || !errors.Is(bad[0].Err, kerr.InvalidRequest) {
-		t.Fatalf("request_percentage: %v %+v", err, bad)
+		t.Fatalf("controller_mutation_rate (not enforced): %v %+v", err, bad)
 	}
 	desc, err := adm.DescribeClientQuotas(ctx, false, []kadm.DescribeClientQuotaComponent{{Type: "client-id", MatchName: kmsg.StringPtr("noisy")}})
 	if err != nil || len(desc) != 1 || len(desc[0].Values) != 1 || desc[0].Values[0].Value != 25000 {
@@ -262,4 +262,74 @@ func batchOf(t *testing.T, value []byte, ts int64) []byte {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// TestRequestPercentageQuota: request_percentage is the CPU time of
+// handling a client's requests as a percentage of one core. A client id
+// held to 0.05% (0.5 ms of CPU a second) that sends Metadata requests flat
+// out is throttled within a bounded number of requests, and its connection
+// muted; another client id is never throttled; and a consumer held to 5%
+// whose Fetch long-polls an empty partition for 3 × 400 ms is not
+// throttled — waiting costs no CPU (a wall-clock meter would read 100%).
+func TestRequestPercentageQuota(t *testing.T) {
+	t.Parallel()
+	ts := startServer(t, broker.Config{}, Config{})
+	createTopic(t, ts.b, "rp", 1, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	adm := kadm.NewClient(mustClient(t, kgo.SeedBrokers(ts.addr)))
+	entity := func(id string) kadm.ClientQuotaEntity {
+		return kadm.ClientQuotaEntity{kadm.ClientQuotaEntityComponent{Type: "client-id", Name: kmsg.StringPtr(id)}}
+	}
+	res, err := adm.AlterClientQuotas(ctx, []kadm.AlterClientQuotaEntry{
+		{Entity: entity("busy"), Ops: []kadm.AlterClientQuotaOp{{Key: "request_percentage", Value: 0.05}}},
+		{Entity: entity("poller"), Ops: []kadm.AlterClientQuotaOp{{Key: "request_percentage", Value: 5}}},
+	})
+	if err != nil || res[0].Err != nil || res[1].Err != nil {
+		t.Fatalf("alter: %v %+v", err, res)
+	}
+	desc, err := adm.DescribeClientQuotas(ctx, false, []kadm.DescribeClientQuotaComponent{{Type: "client-id", MatchName: kmsg.StringPtr("busy")}})
+	if err != nil || len(desc) != 1 || desc[0].Values[0].Key != "request_percentage" || desc[0].Values[0].Value != 0.05 {
+		t.Fatalf("describe: %v %+v", err, desc)
+	}
+
+	metadata := func() *kmsg.MetadataRequest {
+		req := kmsg.NewPtrMetadataRequest()
+		req.Topics = nil // all topics
+		return req
+	}
+	const maxRequests = 5000
+	busy := dial(t, ts.addr)
+	n, throttle := 0, int32(0)
+	start := time.Now()
+	for n < maxRequests && throttle == 0 {
+		n++
+		throttle = busy.doAs(metadata(), 9, "busy").(*kmsg.MetadataResponse).ThrottleMillis
+	}
+	t.Logf("busy (0.05%% of a core): throttled %d ms after %d Metadata requests in %v", throttle, n, time.Since(start).Round(time.Millisecond))
+	if throttle == 0 {
+		t.Fatalf("%d Metadata requests at a 0.05%% request_percentage quota were never throttled", n)
+	}
+	quiet := dial(t, ts.addr)
+	for i := range 2 * n {
+		if r := quiet.doAs(metadata(), 9, "quiet").(*kmsg.MetadataResponse); r.ThrottleMillis != 0 {
+			t.Fatalf("request %d of a client without a quota throttled %d ms", i, r.ThrottleMillis)
+		}
+	}
+
+	poller := dial(t, ts.addr)
+	for i := range 3 {
+		req := kmsg.NewPtrFetchRequest()
+		req.ReplicaID, req.MaxWaitMillis, req.MinBytes, req.MaxBytes = -1, 400, 1, 1<<20
+		tp := kmsg.NewFetchRequestTopic()
+		tp.Topic = "rp"
+		p := kmsg.NewFetchRequestTopicPartition()
+		p.PartitionMaxBytes = 1 << 20
+		tp.Partitions = append(tp.Partitions, p)
+		req.Topics = append(req.Topics, tp)
+		r := poller.doAs(req, 11, "poller").(*kmsg.FetchResponse)
+		if r.ThrottleMillis != 0 {
+			t.Fatalf("long poll %d of a 5%% consumer throttled %d ms: waiting was counted as CPU", i, r.ThrottleMillis)
+		}
+	}
 }
