@@ -155,7 +155,9 @@ func dlqBounds(ctx context.Context, adm *kadm.Client, dlq string) (map[int32]int
 	if err != nil {
 		return nil, nil, fmt.Errorf("DLQ %s: %w", dlq, err)
 	}
-	en, err := adm.ListEndOffsets(ctx, dlq)
+	// The last stable offsets: a transaction's quarantined records count
+	// once it commits (an abort takes them back).
+	en, err := adm.ListCommittedOffsets(ctx, dlq)
 	if err == nil {
 		err = en.Error()
 	}
@@ -190,7 +192,7 @@ var errStopReading = errors.New("stop reading")
 const readIdle = 2 * time.Second
 
 // readDLQ consumes each partition of topic dlq (or any topic) from[p] up to
-// (not including) to[p], handing fn the records of each poll, partition by
+// (not including) to[p], read_committed, handing fn the records of each poll, partition by
 // partition in offset order. fn's error stops the read and is returned.
 func readDLQ(ctx context.Context, o *clientOptions, dlq string, from, to map[int32]int64, fn func([]*kgo.Record) error) error {
 	parts := map[int32]kgo.Offset{}
@@ -202,7 +204,7 @@ func readDLQ(ctx context.Context, o *clientOptions, dlq string, from, to map[int
 	if len(parts) == 0 {
 		return nil
 	}
-	cl, err := o.client(ctx, kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{dlq: parts}))
+	cl, err := o.client(ctx, kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{dlq: parts}), kgo.FetchIsolationLevel(kgo.ReadCommitted()))
 	if err != nil {
 		return err
 	}

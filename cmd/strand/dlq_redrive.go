@@ -338,7 +338,7 @@ func alreadyRedriven(ctx context.Context, o *clientOptions, info dlqTopicInfo, p
 		return nil, err
 	}
 	defer adm.Close()
-	ends, err := adm.ListEndOffsets(ctx, info.topic)
+	ends, err := adm.ListCommittedOffsets(ctx, info.topic) // readDLQ reads read_committed
 	if err == nil {
 		err = ends.Error()
 	}

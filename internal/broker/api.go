@@ -1,11 +1,14 @@
 package broker
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"slices"
 	"sync/atomic"
 
 	"github.com/strandmq/strand/internal/partitioner"
+	"github.com/strandmq/strand/internal/producer"
 	"github.com/strandmq/strand/internal/record"
 )
 
@@ -108,6 +111,56 @@ func (b *Broker) Fetch(topic string, partition PartitionID, from record.Offset, 
 		return out, fmt.Errorf("broker: read %s-%d: %w", topic, partition, err)
 	}
 	return out, nil
+}
+
+// FetchCommitted is Fetch for a read_committed reader: records below the
+// last stable offset, without control records and without the records of
+// aborted transactions (dropped by the rule Kafka's clients apply to a
+// fetch's aborted list). next is the offset after the batches read, which
+// may hold no record for the caller (all aborted): read on from there.
+func (b *Broker) FetchCommitted(topic string, partition PartitionID, from record.Offset, maxBytes int) (recs []record.Record, next record.Offset, err error) {
+	p, err := b.Partition(topic, partition)
+	if err != nil {
+		return nil, from, err
+	}
+	res, aborted, err := p.ReadCommittedInto(nil, from, maxBytes)
+	if err != nil {
+		return nil, from, err
+	}
+	slices.SortFunc(aborted, func(a, b producer.AbortedTxn) int { return cmp.Compare(a.FirstOffset, b.FirstOffset) })
+	dropping := map[int64]bool{}
+	next = from
+	s := record.Batches(res.Batches)
+	for s.Next() {
+		h := s.Header()
+		next = max(next, h.LastOffset()+1)
+		for len(aborted) > 0 && aborted[0].FirstOffset <= h.LastOffset() {
+			dropping[int64(aborted[0].ProducerID)] = true
+			aborted = aborted[1:]
+		}
+		if h.IsControl() {
+			if m, err := record.DecodeMarker(s.Batch()); err == nil && !m.Commit {
+				delete(dropping, h.ProducerID)
+			}
+			continue
+		}
+		if h.IsTransactional() && dropping[h.ProducerID] {
+			continue
+		}
+		batch, err := record.Decode(s.Batch())
+		if err != nil {
+			return recs, next, fmt.Errorf("broker: decode %s-%d at %d: %w", topic, partition, h.BaseOffset, err)
+		}
+		for _, r := range batch.Records {
+			if r.Offset >= from {
+				recs = append(recs, r)
+			}
+		}
+	}
+	if err := s.Err(); err != nil {
+		return recs, next, fmt.Errorf("broker: %s-%d: %w", topic, partition, err)
+	}
+	return recs, next, nil
 }
 
 // ListOffsets returns the offset for a timestamp or a sentinel

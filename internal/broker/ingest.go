@@ -248,6 +248,26 @@ type quarantine struct {
 	base      record.Offset // the producer's base offset, to make offsets relative
 	codec     record.Codec
 	dlq       *Partition // nil when nothing is invalid
+	// inTxn: the DLQ partition was added to the source batch's
+	// transaction, so the quarantined records are written inside it.
+	inTxn bool
+	pid   int64
+	epoch int16
+}
+
+// joinTxn makes the quarantine part of transactional batch h's
+// transaction when the records go to a DLQ partition this node leads (a
+// DLQ led elsewhere, after a failover, is written outside it, as before).
+// It runs before the partition lock: enlisting may ask another node.
+func (q *quarantine) joinTxn(h record.Header, enlist Enlister) error {
+	if q == nil || q.dlq == nil || enlist == nil || !h.IsTransactional() || q.dlq.notLeader() != nil {
+		return nil
+	}
+	if err := enlist(q.dlq.topic, int32(q.dlq.id)); err != nil {
+		return fmt.Errorf("broker: adding DLQ %s-%d to the transaction: %w", q.dlq.topic, q.dlq.id, err)
+	}
+	q.inTxn, q.pid, q.epoch = true, h.ProducerID, h.ProducerEpoch
+	return nil
 }
 
 // screen decodes a batch of a validated topic and judges every record. When
@@ -380,6 +400,12 @@ func (q *quarantine) writeLocked(src *Partition, base record.Offset) error {
 	}
 	opts := record.DefaultBatchOptions()
 	opts.Codec = q.codec
+	if q.inTxn {
+		// The producer's transactional batch, without a sequence: the
+		// broker writes it, the producer never numbers the DLQ partition
+		// (as Kafka's coordinator-written batches skip sequence checks).
+		opts.ProducerID, opts.ProducerEpoch, opts.BaseSequence, opts.Transactional = q.pid, q.epoch, -1, true
+	}
 	batch, err := record.Encode(0, recs, opts)
 	if err != nil {
 		return fmt.Errorf("broker: quarantine from %s-%d: %w", src.topic, src.id, err)
@@ -399,7 +425,11 @@ func (q *quarantine) writeLocked(src *Partition, base record.Offset) error {
 	if err != nil {
 		return fmt.Errorf("broker: quarantine from %s-%d: %w", src.topic, src.id, err)
 	}
-	_, pending, err := q.dlq.appendLocked(batch, h, q.dlq.config.Load(), nil, false)
+	txn := txnUnverified
+	if q.inTxn {
+		txn = txnBrokerWrite
+	}
+	_, pending, err := q.dlq.appendLocked(batch, h, q.dlq.config.Load(), nil, txn)
 	if err == nil {
 		err = pending.Wait()
 	}

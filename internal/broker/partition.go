@@ -242,7 +242,24 @@ func (p *Partition) AppendVerifiedAsync(batch []byte, acks Acks) (AppendResult, 
 	return p.appendAsync(batch, acks, true)
 }
 
+// Enlister adds a partition to the ongoing transaction of the batch being
+// appended, at its transaction coordinator.
+type Enlister func(topic string, partition int32) error
+
+// AppendTxnAsync is AppendAsync for a transactional batch (verified as for
+// AppendVerifiedAsync). When validation quarantines records of it, enlist
+// first adds the DLQ partition to the producer's transaction and the
+// records go to the DLQ inside it: an abort takes them back out of the
+// DLQ's read_committed view, a commit makes them visible with the rest.
+func (p *Partition) AppendTxnAsync(batch []byte, acks Acks, verified bool, enlist Enlister) (AppendResult, Commit, error) {
+	return p.appendAsyncWith(batch, acks, verified, enlist)
+}
+
 func (p *Partition) appendAsync(batch []byte, acks Acks, verified bool) (AppendResult, Commit, error) {
+	return p.appendAsyncWith(batch, acks, verified, nil)
+}
+
+func (p *Partition) appendAsyncWith(batch []byte, acks Acks, verified bool, enlist Enlister) (AppendResult, Commit, error) {
 	if err := p.notLeader(); err != nil {
 		return AppendResult{}, Commit{}, err
 	}
@@ -265,9 +282,16 @@ func (p *Partition) appendAsync(batch []byte, acks Acks, verified bool) (AppendR
 		if batch, h, q, err = p.screen(batch, h, v, cfg); err != nil {
 			return AppendResult{}, Commit{}, err
 		}
+		if err := q.joinTxn(h, enlist); err != nil {
+			return AppendResult{}, Commit{}, fmt.Errorf("%s-%d: %w", p.topic, p.id, err)
+		}
 	}
 	state := p.state()
-	res, pending, err := p.appendLocked(batch, h, cfg, q, verified)
+	txn := txnUnverified
+	if verified {
+		txn = txnVerified
+	}
+	res, pending, err := p.appendLocked(batch, h, cfg, q, txn)
 	if err != nil {
 		return res, Commit{}, err
 	}
@@ -454,7 +478,7 @@ func requireKeys(batch []byte) error {
 // validated topic, holds the batch's invalid records: they are written to
 // the DLQ after the idempotence check and before the batch (see ingest.go).
 // The batch may not be durable yet when it returns: pending.Wait says when.
-func (p *Partition) appendLocked(batch []byte, h record.Header, cfg *TopicConfig, q *quarantine, verified bool) (AppendResult, partlog.Pending, error) {
+func (p *Partition) appendLocked(batch []byte, h record.Header, cfg *TopicConfig, q *quarantine, txn txnCheck) (AppendResult, partlog.Pending, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.mu.closed {
@@ -472,7 +496,7 @@ func (p *Partition) appendLocked(batch []byte, h record.Header, cfg *TopicConfig
 				Duplicate: true, last: cached.LastOffset}, partlog.Pending{}, nil
 		}
 	}
-	if err := p.checkTxnLocked(h, verified); err != nil {
+	if err := p.checkTxnLocked(h, txn); err != nil {
 		return AppendResult{}, partlog.Pending{}, err
 	}
 	if q != nil {

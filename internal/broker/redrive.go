@@ -76,7 +76,7 @@ func (b *Broker) Redrive(ctx context.Context, topic string, opts RedriveOptions)
 		if from < start {
 			from = start
 		}
-		spans[i] = span{from, p.HighWatermark()}
+		spans[i] = span{from, p.LastStableOffset()}
 		res.AlreadyDone += int64(from - start)
 		total += int64(max(spans[i].to-from, 0))
 	}
@@ -101,7 +101,9 @@ func (b *Broker) Redrive(ctx context.Context, topic string, opts RedriveOptions)
 // redriveStep handles the DLQ records of one read from pos (below end) and
 // commits past them; it returns the next position.
 func (b *Broker) redriveStep(ctx context.Context, src *Topic, dlqName string, dp PartitionID, pos, end record.Offset, chunk int, res *RedriveResult) (record.Offset, error) {
-	recs, err := b.Fetch(dlqName, dp, pos, chunk)
+	// read_committed: records a transaction quarantined and then aborted
+	// are not the DLQ's.
+	recs, read, err := b.FetchCommitted(dlqName, dp, pos, chunk)
 	if err != nil {
 		return pos, fmt.Errorf("broker: redrive %q: read %s-%d: %w", src.Name, dlqName, dp, err)
 	}
@@ -133,7 +135,10 @@ func (b *Broker) redriveStep(ctx context.Context, src *Topic, dlqName string, dp
 		out[target] = append(out[target], record.Record{Timestamp: r.Timestamp, Key: r.Key, Value: r.Value, Headers: hs})
 		redriven++
 	}
-	if len(recs) == 0 || next == pos {
+	switch {
+	case len(recs) == 0 && read > pos && read < end:
+		next = read // only aborted records or markers: read on
+	case len(recs) == 0 || next == pos:
 		// Nothing readable below end (e.g. a gap up to it): done.
 		next = end
 	}

@@ -43,6 +43,22 @@ func (p *Partition) observeLocked(s *producer.State, h record.Header, batch []by
 	s.EndTxn(producer.ID(h.ProducerID), producer.Epoch(h.ProducerEpoch), h.BaseOffset, m.Commit)
 }
 
+// txnCheck is what an append knows of a transactional batch's
+// transaction.
+type txnCheck int
+
+const (
+	// txnUnverified: the batch may only join a transaction already open
+	// here at its epoch.
+	txnUnverified txnCheck = iota
+	// txnVerified: the coordinator confirmed (or added) the partition in
+	// the producer's ongoing transaction; the batch may open it here.
+	txnVerified
+	// txnBrokerWrite: the broker writes the batch into a transaction whose
+	// coordinator added the partition (a DLQ quarantine).
+	txnBrokerWrite
+)
+
 // checkTxnLocked applies the transaction rules to a producer's batch
 // before it is appended. A transactional batch may open a transaction here
 // only when verified (its coordinator confirmed the partition is in the
@@ -50,14 +66,17 @@ func (p *Partition) observeLocked(s *producer.State, h record.Header, batch []by
 // append: a marker landing between a check and the append must not leave a
 // transaction open that its coordinator does not know of (a hanging
 // transaction, KIP-890). p.mu must be held.
-func (p *Partition) checkTxnLocked(h record.Header, verified bool) error {
+func (p *Partition) checkTxnLocked(h record.Header, txn txnCheck) error {
 	pid := producer.ID(h.ProducerID)
 	if h.IsTransactional() {
-		internal := IsInternalTopic(p.topic) // the coordinators' own writes, checked by them
+		// The coordinators' own writes (internal topics) and a DLQ
+		// quarantine the broker writes inside a producer's transaction
+		// carry no sequence; they are checked where they are made.
+		trusted := IsInternalTopic(p.topic) || txn == txnBrokerWrite
 		switch {
-		case pid < 0 || h.BaseSequence < 0 && !internal:
+		case pid < 0 || h.BaseSequence < 0 && !trusted:
 			return fmt.Errorf("%w: %s-%d: a transactional batch needs a producer id and sequence", ErrInvalidRecord, p.topic, p.id)
-		case !verified && !internal && !p.mu.producers.InTxnAt(pid, producer.Epoch(h.ProducerEpoch)):
+		case txn == txnUnverified && !trusted && !p.mu.producers.InTxnAt(pid, producer.Epoch(h.ProducerEpoch)):
 			return fmt.Errorf("%w: %s-%d is not in producer %d's transaction at epoch %d", ErrInvalidTxnState, p.topic, p.id, pid, h.ProducerEpoch)
 		}
 		return nil

@@ -3,6 +3,7 @@ package console
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"slices"
@@ -84,9 +85,9 @@ func dlqView(b *broker.Broker, topic string) (DLQView, error) {
 		if err != nil {
 			continue // led elsewhere
 		}
-		end := int64(p.HighWatermark())
+		end := int64(p.LastStableOffset())
 		sr := ScanRange{Partition: i, From: max(int64(p.LogStartOffset()), end-maxDLQScan), To: end, LogStart: int64(p.LogStartOffset()), End: end}
-		_, err = scanPartition(p, sr.From, sr.To, func(r record.Record) bool {
+		err = scanCommitted(b, name, broker.PartitionID(i), sr.From, sr.To, func(r record.Record) bool {
 			q := ingest.Inspect(r.Headers)
 			if !q.OK || q.Source.Topic != topic {
 				return true
@@ -103,7 +104,7 @@ func dlqView(b *broker.Broker, topic string) (DLQView, error) {
 					Offset: int64(r.Offset), Reason: q.Reason})
 			}
 			return true
-		}, nil)
+		})
 		if err != nil {
 			return v, err
 		}
@@ -174,7 +175,7 @@ func redriveDryRun(ctx context.Context, b *broker.Broker, topic, dlqName string)
 		}
 		start := int64(p.LogStartOffset())
 		res.AlreadyDone += max(int64(from)-start, 0)
-		_, err = scanPartition(p, max(int64(from), start), int64(p.HighWatermark()), func(r record.Record) bool {
+		err = scanCommitted(b, dlqName, broker.PartitionID(i), max(int64(from), start), int64(p.LastStableOffset()), func(r record.Record) bool {
 			if judged == maxDryRun {
 				res.Bounded = true
 				return false
@@ -186,10 +187,39 @@ func redriveDryRun(ctx context.Context, b *broker.Broker, topic, dlqName string)
 				res.Redriven++
 			}
 			return true
-		}, nil)
+		})
 		if err != nil {
 			return nil, err
 		}
 	}
 	return res, nil
+}
+
+// scanCommitted visits the records of a DLQ partition from from up to stop
+// as a read_committed reader sees them: the poison records of a
+// transaction that aborted are not dead letters. visit returns false to
+// stop.
+func scanCommitted(b *broker.Broker, topic string, p broker.PartitionID, from, stop int64, visit func(record.Record) bool) error {
+	for pos := from; pos < stop; {
+		recs, next, err := b.FetchCommitted(topic, p, record.Offset(pos), 1<<20)
+		if errors.Is(err, broker.ErrOffsetOutOfRange) {
+			return nil // retention moved the start under us
+		}
+		if err != nil {
+			return err
+		}
+		for _, r := range recs {
+			if int64(r.Offset) >= stop {
+				return nil
+			}
+			if !visit(r) {
+				return nil
+			}
+		}
+		if int64(next) <= pos {
+			return nil // nothing more below the last stable offset
+		}
+		pos = int64(next)
+	}
+	return nil
 }

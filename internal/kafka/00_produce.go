@@ -135,6 +135,9 @@ func (s *Server) handleProduce(ctx context.Context, kreq kmsg.Request) (kmsg.Res
 			}
 			errs[sp] = err
 		})
+		for i := range jobs {
+			jobs[i].enlist = s.dlqEnlister(ctx, *req.TransactionID, jobs[i].records)
+		}
 	}
 	runProduceJobs(ctx, jobs, acks, timeout)
 	failed := false
@@ -181,14 +184,23 @@ type produceJob struct {
 	// verified: the transaction coordinator confirmed this transactional
 	// batch's partition is in its producer's transaction.
 	verified bool
+	// enlist, for a transactional produce, adds a DLQ partition to the
+	// transaction when validation quarantines records of the batch.
+	enlist broker.Enlister
 }
 
 func (j *produceJob) run(ctx context.Context, acks broker.Acks, timeout time.Duration) {
-	appendAsync := j.p.AppendAsync
-	if j.verified {
-		appendAsync = j.p.AppendVerifiedAsync
+	var res broker.AppendResult
+	var commit broker.Commit
+	var err error
+	switch {
+	case j.enlist != nil:
+		res, commit, err = j.p.AppendTxnAsync(j.records, acks, j.verified, j.enlist)
+	case j.verified:
+		res, commit, err = j.p.AppendVerifiedAsync(j.records, acks)
+	default:
+		res, commit, err = j.p.AppendAsync(j.records, acks)
 	}
-	res, commit, err := appendAsync(j.records, acks)
 	if err == nil {
 		// A timer only for a wait that blocks: most commits are done by
 		// the time the append returns.

@@ -419,6 +419,29 @@ func (s *Server) enlist(ctx context.Context, id string, pid producer.ID, epoch p
 	return per
 }
 
+// dlqEnlister is the Enlister of a transactional produce's batch: it adds
+// the DLQ partition that validation sends records to into the transaction
+// of the batch's producer, at its coordinator wherever that runs.
+func (s *Server) dlqEnlister(ctx context.Context, id string, records []byte) broker.Enlister {
+	return func(topic string, partition int32) error {
+		h, err := record.ParseHeader(records)
+		if err != nil {
+			return err
+		}
+		part := txn.Partition{Topic: topic, Partition: partition}
+		switch code := s.enlist(ctx, id, producer.ID(h.ProducerID), producer.Epoch(h.ProducerEpoch), []txn.Partition{part}, true)[part]; code {
+		case txn.CodeNone:
+			return nil
+		case txn.CodeNotCoordinator, txn.CodeCoordinatorNotAvailable, coordinatorLoading:
+			return kerr.NotEnoughReplicas // retriable, as for the batch's own partition
+		case txn.CodeProducerFenced:
+			return kerr.InvalidProducerEpoch
+		default:
+			return kerr.ErrorForCode(int16(code))
+		}
+	}
+}
+
 // checkTxnProduce makes sure each transactional batch's partition is in
 // its producer's transaction before it is appended (register before
 // append: a failed append then leaves a transaction the client must

@@ -126,11 +126,14 @@ func (s *State) Update(id ID, epoch Epoch, b Batch) {
 // without a producer id and control batches are ignored: a marker's type is
 // in its record, so the caller applies it with EndTxn.
 func (s *State) Observe(h record.Header) {
-	if ID(h.ProducerID) <= NoID || h.IsControl() || h.BaseSequence < 0 {
+	if ID(h.ProducerID) <= NoID || h.IsControl() {
 		return
 	}
 	if h.IsTransactional() {
 		s.BeginTxn(ID(h.ProducerID), h.BaseOffset)
+	}
+	if h.BaseSequence < 0 { // a broker-written transactional batch (a DLQ's): no sequence
+		return
 	}
 	s.Update(ID(h.ProducerID), Epoch(h.ProducerEpoch), Batch{
 		FirstSeq:   h.BaseSequence,

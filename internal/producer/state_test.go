@@ -142,6 +142,29 @@ func TestObserveRebuildsState(t *testing.T) {
 	})
 }
 
+// A transactional batch without a sequence (one the broker wrote into a
+// producer's transaction: a DLQ quarantine) opens the transaction when
+// replayed, as it did when appended, and its marker ends it: recovery
+// holds the last stable offset where the live partition did.
+func TestObserveSequenceLessTransactionalBatch(t *testing.T) {
+	t.Parallel()
+	s := NewState()
+	s.Observe(record.Header{BaseOffset: 7, ProducerID: 5, ProducerEpoch: 2, BaseSequence: -1,
+		Attributes: record.AttrTransactional, NumRecords: 1})
+	if first, open := s.OpenTxn(5); !open || first != 7 {
+		t.Fatalf("replayed open transaction: %d %v, want first offset 7", first, open)
+	}
+	if lso := s.LastStable(9); lso != 7 {
+		t.Fatalf("LSO %d, want 7 (the open transaction's first offset)", lso)
+	}
+	if !s.EndTxn(5, 2, 8, false) {
+		t.Fatal("the marker found no open transaction")
+	}
+	if a := s.Aborted(0, 9); len(a) != 1 || a[0].FirstOffset != 7 || a[0].LastOffset != 8 {
+		t.Fatalf("aborted index %+v", a)
+	}
+}
+
 func encodeForTest(s *State) ([]byte, error) {
 	fs := vfs.NewMem()
 	if err := fs.MkdirAll("/d", 0o755); err != nil {

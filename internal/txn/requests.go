@@ -195,7 +195,12 @@ func (c *Coordinator) AddPartitions(req AddRequest, nowMs int64) Output {
 	if md.State == Empty || md.State == CompleteCommit || md.State == CompleteAbort {
 		target.StartMs = nowMs
 	}
-	target.State, target.Partitions, target.LastUpdateMs, target.Client = Ongoing, union(md.Partitions, add), nowMs, req.Client
+	target.State, target.Partitions, target.LastUpdateMs = Ongoing, union(md.Partitions, add), nowMs
+	if md.State != Ongoing {
+		// The request that begins a transaction fixes its generation; a
+		// broker's add to an ongoing one (a DLQ partition) keeps it.
+		target.Client = req.Client
+	}
 	return c.prepare(e, &Transit{Target: target, then: afterAdd})
 }
 
