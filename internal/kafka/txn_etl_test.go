@@ -26,7 +26,8 @@ import (
 // read_committed must give every input record exactly once, and no
 // (partition, offset) of "out" twice.
 //
-// Each balancer runs under transaction.version 2 (KIP-890: implicit adds on
+// Each classic balancer (range, sticky, cooperative-sticky) runs under
+// transaction.version 2 (KIP-890: implicit adds on
 // Produce v12 and TxnOffsetCommit v5, an epoch bump per EndTxn v5) and
 // under version 1 (a client capped at Produce v11, EndTxn v4 and
 // TxnOffsetCommit v4: explicit AddPartitionsToTxn and AddOffsetsToTxn).
@@ -34,7 +35,7 @@ import (
 // The KIP-848 runs (range/848, sticky/848: the broker's range and uniform
 // assignors) are transaction version 2 only.
 func TestTxnETL(t *testing.T) {
-	for _, balancer := range []string{"range", "cooperative-sticky"} {
+	for _, balancer := range []string{"range", "sticky", "cooperative-sticky"} {
 		for _, tv := range []int{2, 1} {
 			t.Run(fmt.Sprintf("%s/tv%d", balancer, tv), func(t *testing.T) { runTxnETL(t, balancer, tv) })
 		}
@@ -82,6 +83,8 @@ func runTxnETL(t *testing.T, balancer string, tv int) {
 	switch balancer {
 	case "range":
 		groupOpts = []kgo.Opt{kgo.Balancers(kgo.RangeBalancer())}
+	case "sticky":
+		groupOpts = []kgo.Opt{kgo.Balancers(kgo.StickyBalancer())}
 	case "cooperative-sticky":
 		groupOpts = []kgo.Opt{kgo.Balancers(kgo.CooperativeStickyBalancer())}
 	case "range/848":
