@@ -1,8 +1,10 @@
 package broker
 
 import (
+	"cmp"
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -35,27 +37,32 @@ func txnAppend(ctx context.Context, p *Partition, batch []byte, acks Acks) (Appe
 }
 
 // readCommitted returns the values a read_committed client keeps from the
-// partition: batches below the LSO, without aborted transactions' records
-// and without control batches.
+// partition, applying the fetch's aborted transactions as Kafka's clients
+// do: a producer named by one whose first offset was reached has its
+// transactional batches dropped until its abort marker. Control batches
+// are not records.
 func readCommitted(t *testing.T, p *Partition) []string {
 	t.Helper()
 	res, aborted, err := p.ReadCommittedInto(nil, p.LogStartOffset(), 1<<20)
 	if err != nil {
 		t.Fatal(err)
 	}
+	slices.SortFunc(aborted, func(a, b producer.AbortedTxn) int { return cmp.Compare(a.FirstOffset, b.FirstOffset) })
+	dropping := map[int64]bool{}
 	var out []string
 	for sc := record.Batches(res.Batches); sc.Next(); {
 		h := sc.Header()
+		for len(aborted) > 0 && aborted[0].FirstOffset <= h.LastOffset() {
+			dropping[int64(aborted[0].ProducerID)] = true
+			aborted = aborted[1:]
+		}
 		if h.IsControl() {
+			if m, err := record.DecodeMarker(sc.Batch()); err == nil && !m.Commit {
+				delete(dropping, h.ProducerID)
+			}
 			continue
 		}
-		skip := false
-		for _, a := range aborted {
-			if h.IsTransactional() && int64(a.ProducerID) == h.ProducerID && a.FirstOffset <= h.BaseOffset && h.BaseOffset <= a.LastOffset {
-				skip = true
-			}
-		}
-		if skip {
+		if h.IsTransactional() && dropping[h.ProducerID] {
 			continue
 		}
 		b, err := record.Decode(sc.Batch())
@@ -319,7 +326,7 @@ func TestCompactionRemovesEmptiedMarkers(t *testing.T) {
 	if c, a := markers(); c != 2 || a != 0 {
 		t.Fatalf("after delete.retention.ms: %d commit and %d abort markers, want 2 and 0", c, a)
 	}
-	if got := readCommittedLikeClient(t, p); strings.Join(got, ",") != "j12,v4,x" {
+	if got := readCommitted(t, p); strings.Join(got, ",") != "j12,v4,x" {
 		t.Fatalf("read_committed after cleaning %q, want [j12 v4 x]", got)
 	}
 	b.Close()
@@ -329,44 +336,7 @@ func TestCompactionRemovesEmptiedMarkers(t *testing.T) {
 	if p.OpenTransactions() != 0 || p.LastStableOffset() != p.HighWatermark() {
 		t.Fatalf("after restart: %d open transactions, LSO %d HW %d", p.OpenTransactions(), p.LastStableOffset(), p.HighWatermark())
 	}
-	if got := readCommittedLikeClient(t, p); strings.Join(got, ",") != "j12,v4,x" {
+	if got := readCommitted(t, p); strings.Join(got, ",") != "j12,v4,x" {
 		t.Fatalf("read_committed after restart %q, want [j12 v4 x]", got)
 	}
-}
-
-// readCommittedLikeClient reads the partition as Kafka's clients apply a
-// fetch's aborted transactions: a producer named by one whose first offset
-// was reached has its transactional batches dropped until its abort marker.
-func readCommittedLikeClient(t *testing.T, p *Partition) []string {
-	t.Helper()
-	res, aborted, err := p.ReadCommittedInto(nil, p.LogStartOffset(), 1<<20)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dropping := map[int64]bool{}
-	var out []string
-	for sc := record.Batches(res.Batches); sc.Next(); {
-		h := sc.Header()
-		for len(aborted) > 0 && aborted[0].FirstOffset <= h.LastOffset() {
-			dropping[int64(aborted[0].ProducerID)] = true
-			aborted = aborted[1:]
-		}
-		if h.IsControl() {
-			if m, err := record.DecodeMarker(sc.Batch()); err == nil && !m.Commit {
-				delete(dropping, h.ProducerID)
-			}
-			continue
-		}
-		if h.IsTransactional() && dropping[h.ProducerID] {
-			continue
-		}
-		b, err := record.Decode(sc.Batch())
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, r := range b.Records {
-			out = append(out, string(r.Value))
-		}
-	}
-	return out
 }
