@@ -3,6 +3,9 @@ package httpauth
 import (
 	"crypto/tls"
 	"crypto/x509"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 
@@ -44,4 +47,34 @@ func TestCheckListener(t *testing.T) {
 			t.Errorf("CheckListener(%+v) = %v, want %q", tc.c, err, tc.fail)
 		}
 	}
+}
+
+// FuzzGuard sends Guard arbitrary Authorization headers on a listener
+// bound beyond loopback: it must never panic, and must let a request
+// through only with the one right user and password.
+func FuzzGuard(f *testing.F) {
+	users, err := sasl.New(map[string]string{"alice": "alicepw"})
+	if err != nil {
+		f.Fatal(err)
+	}
+	ok := httptest.NewRequest(http.MethodGet, "/", nil)
+	ok.SetBasicAuth("alice", "alicepw")
+	for _, seed := range []string{ok.Header.Get("Authorization"), "Basic", "Basic !!!", "Bearer x", "Basic YWxpY2U6", "basic YWxpY2U6YWxpY2Vwdw==", ""} {
+		f.Add(seed)
+	}
+	served := false
+	h := Guard(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { served = true }),
+		Config{Name: "test", Addr: "0.0.0.0:1", Users: users, TLS: &tls.Config{}, Logger: slog.New(slog.DiscardHandler)}, nil)
+	f.Fuzz(func(t *testing.T, header string) {
+		served = false
+		r := httptest.NewRequest(http.MethodGet, "/", nil)
+		r.Header.Set("Authorization", header)
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, r)
+		user, pass, basic := r.BasicAuth()
+		valid := basic && user == "alice" && pass == "alicepw"
+		if served != valid || (w.Code == http.StatusOK) != valid {
+			t.Fatalf("Authorization %q: served %v, status %d; valid credentials: %v", header, served, w.Code, valid)
+		}
+	})
 }

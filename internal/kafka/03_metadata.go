@@ -29,8 +29,9 @@ import (
 //   - v10+: topic ids; a topic requested by id only is looked up by id
 //     (UNKNOWN_TOPIC_ID if none).
 //   - __consumer_offsets is listed with IsInternal set.
-//   - Authorized operations are not computed: reported as Kafka's "not
-//     requested" sentinel (-2147483648) even when requested.
+//   - KIP-430 authorized operations (v8+ topics, v8–v10 the cluster) when
+//     requested, else Kafka's omitted value; filled in after the handler
+//     (authz_ops.go).
 //
 // Deviations:
 //   - An invalid topic name gets INVALID_TOPIC_EXCEPTION, as Kafka.

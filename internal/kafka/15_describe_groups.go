@@ -18,8 +18,8 @@ import (
 //   - An unknown group is described as Dead with no error, as Kafka does;
 //     an empty group id is INVALID_GROUP_ID.
 //   - v4+: members' group.instance.id.
-//   - v3+: authorized operations are not computed: reported as Kafka's
-//     "not requested" sentinel (-2147483648) even when requested.
+//   - v3+: KIP-430 authorized operations of each group answered without
+//     an error, when requested (authz_ops.go); else Kafka's omitted value.
 //   - A consumer-protocol (KIP-848) group is not described here, as in
 //     Kafka 4: v6 answers GROUP_ID_NOT_FOUND "Group X is not a classic
 //     group." (ConsumerGroupDescribe describes it); before v6, Dead with no

@@ -14,8 +14,8 @@ import (
 //     fenced ones too, with IsFenced) and the controller.
 //   - v1+: EndpointType 1 (brokers) only; asking this broker for
 //     controllers (2) is MISMATCHED_ENDPOINT_TYPE, as Kafka's brokers answer.
-//   - ClusterAuthorizedOperations: not computed (Kafka's "not requested"
-//     sentinel).
+//   - ClusterAuthorizedOperations: KIP-430's bitfield when requested
+//     (authz_ops.go), else Kafka's omitted value.
 
 func (s *Server) handleDescribeCluster(_ context.Context, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.DescribeClusterRequest)

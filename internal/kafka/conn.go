@@ -313,6 +313,7 @@ func (c *conn) handle(req *request, frameLen int) (out outbound, err error) {
 		if post != nil {
 			post(resp)
 		}
+		c.fillAuthorizedOps(req.kreq, resp) // KIP-430 (authz_ops.go)
 		if c.s.quotas != nil {
 			c.mute = c.throttle(req, frameLen, resp, cpu)
 		}
