@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -70,6 +71,7 @@ func runClusterTxnETL(t *testing.T, tv int, moveCoordinator bool) {
 	}
 
 	const group = "cluster-etl"
+	var endErrors atomic.Int32
 	member := func(id string, stop <-chan struct{}) error {
 		opts := append(clusterTxnVersionOpts(tv), seeds, kgo.RetryTimeout(time.Minute),
 			kgo.TransactionalID("cetl-"+id), kgo.TransactionTimeout(30*time.Second),
@@ -84,7 +86,8 @@ func runClusterTxnETL(t *testing.T, tv int, moveCoordinator bool) {
 			return err
 		}
 		defer sess.Close()
-		for txns := 1; ; txns++ {
+		txns := 0
+		for {
 			select {
 			case <-stop:
 				return nil
@@ -105,9 +108,18 @@ func runClusterTxnETL(t *testing.T, tv int, moveCoordinator bool) {
 			fs.EachRecord(func(r *kgo.Record) {
 				sess.Produce(ctx, &kgo.Record{Key: r.Key, Value: r.Value}, nil)
 			})
+			txns++
 			commit := kgo.TransactionEndTry(id != "b" || txns%3 != 0)
 			if _, err := sess.End(ctx, commit); err != nil {
-				return fmt.Errorf("%s end: %w", id, err)
+				// A node going away can fail a commit on the client's
+				// side (franz-go: "unknown broker" for a coordinator it
+				// just dropped from its metadata); the session aborts
+				// and reads the input again. Exactly-once is the
+				// output's check; a member that keeps failing is not.
+				if endErrors.Add(1) > 5 || !moveCoordinator {
+					return fmt.Errorf("%s end: %w", id, err)
+				}
+				t.Logf("%s end, aborted and retried: %v", id, err)
 			}
 		}
 	}
@@ -123,6 +135,7 @@ func runClusterTxnETL(t *testing.T, tv int, moveCoordinator bool) {
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
 	seen := map[string]int{}
 	moved := !moveCoordinator
+	var gone broker.TxnStats // the stopped node's counters
 	for len(seen) < n && ctx.Err() == nil {
 		out.PollFetches(ctx).EachRecord(func(r *kgo.Record) { seen[string(r.Value)]++ })
 		if !moved && len(seen) > n/3 {
@@ -138,6 +151,7 @@ func runClusterTxnETL(t *testing.T, tv int, moveCoordinator bool) {
 				t.Fatal("no node knows the coordinator of cetl-a")
 			}
 			t.Logf("stopping node %d, the coordinator of cetl-a, at %d of %d records", coord, len(seen), n)
+			gone = c.nodes[coord].b.TxnStats() // counted before it stops
 			if err := c.nodes[coord].Close(); err != nil {
 				t.Fatal(err)
 			}
@@ -172,7 +186,7 @@ func runClusterTxnETL(t *testing.T, tv int, moveCoordinator bool) {
 			t.Error(err)
 		}
 	}
-	var committed, aborted int64
+	committed, aborted := gone.Committed, gone.Aborted
 	for _, b := range c.nodes {
 		st := b.b.TxnStats()
 		committed, aborted = committed+st.Committed, aborted+st.Aborted
