@@ -330,7 +330,7 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 	}
 	guard := func(name, addr string) httpauth.Config {
 		return httpauth.Config{Name: name, Addr: addr, TLS: cfg.HTTPTLS, Users: srv.Users(), PrincipalRules: kcfg.PrincipalRules,
-			Authorizing: kcfg.Authorizer != nil, Insecure: cfg.HTTPInsecure, Logger: cfg.Logger}
+			Authorizing: kcfg.Authorizer != nil, Insecure: cfg.HTTPInsecure, Logger: cfg.Logger, FailedAuthDelay: failedAuthDelay(cfg.FailedAuthDelay)}
 	}
 	for _, g := range []httpauth.Config{guard("metrics endpoint", cfg.MetricsAddr), guard("console", cfg.ConsoleAddr), guard("schema registry", cfg.SchemaRegistryAddr)} {
 		if g.Addr == "" {
@@ -372,6 +372,18 @@ func (b *Broker) SchemaRegistryAddr() string {
 		return ""
 	}
 	return b.schemaLn.Addr().String()
+}
+
+// failedAuthDelay resolves Config.FailedAuthDelay (zero: Kafka's default,
+// negative: none).
+func failedAuthDelay(d time.Duration) time.Duration {
+	switch {
+	case d == 0:
+		return kafka.DefaultFailedAuthDelay
+	case d < 0:
+		return 0
+	}
+	return d
 }
 
 // serveHTTP listens on addr and serves h, over TLS when tlsCfg is set.

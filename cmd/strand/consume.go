@@ -101,6 +101,7 @@ func newConsumeCmd() *cobra.Command {
 	f.DurationVar(&o.idle, "idle-timeout", 10*time.Second, "without --follow, stop if no record arrives for this long before the end is reached")
 	f.BoolVar(&o.decode, "decode", false, "print Confluent wire-format keys and values (Avro, Protobuf, JSON Schema) decoded to JSON, with their schemas from --registry")
 	f.StringVar(&o.registry.url, "registry", registryDefault(), "schema registry URL for --decode (env STRAND_SCHEMA_REGISTRY)")
+	o.registry.addAuthFlags(f)
 	f.StringVar(&o.isolation, "isolation", "read_uncommitted", "read_uncommitted (every record) or read_committed (only committed transactions' records, up to the last stable offset)")
 	f.StringVar(&o.progress, "progress", "auto", "a progress line and a closing summary on stderr: auto (when stderr is a terminal), always or never")
 	return cmd

@@ -2,16 +2,19 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"os"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"github.com/twmb/franz-go/pkg/sr"
 )
 
@@ -30,6 +33,7 @@ func newSchemaCmd() *cobra.Command {
 	fs.StringVar(&o.url, "registry", registryDefault(), "schema registry URL (env STRAND_SCHEMA_REGISTRY)")
 	fs.DurationVar(&o.timeout, "timeout", 15*time.Second, "give up on a request after this long")
 	fs.StringVarP(&o.output, "output", "o", "table", "table or json")
+	o.addAuthFlags(fs)
 	cmd.AddCommand(newSchemaRegisterCmd(o), newSchemaCheckCmd(o), newSchemaListCmd(o), newSchemaGetCmd(o))
 	return cmd
 }
@@ -52,6 +56,18 @@ type registryOptions struct {
 	url     string
 	timeout time.Duration
 	output  string
+	// A registry served over HTTPS and requiring authentication (strand
+	// serve --http-tls-cert beyond loopback): roots, a client certificate,
+	// a basic-auth user (password from the environment, never a flag).
+	ca, cert, key, user string
+}
+
+// addAuthFlags registers the registry's TLS and authentication flags.
+func (o *registryOptions) addAuthFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&o.ca, "registry-ca", os.Getenv("STRAND_SCHEMA_REGISTRY_CA"), "PEM CA bundle verifying an https registry (env STRAND_SCHEMA_REGISTRY_CA; default: the system roots)")
+	fs.StringVar(&o.cert, "registry-cert", "", "PEM client certificate for a registry authenticating by mutual TLS (with --registry-key)")
+	fs.StringVar(&o.key, "registry-key", "", "PEM private key of --registry-cert")
+	fs.StringVar(&o.user, "registry-user", os.Getenv("STRAND_SCHEMA_REGISTRY_USER"), "HTTP basic authentication as this user (env STRAND_SCHEMA_REGISTRY_USER; the password comes from env STRAND_SCHEMA_REGISTRY_PASSWORD)")
 }
 
 func (o *registryOptions) json() (bool, error) {
@@ -69,7 +85,36 @@ func (o *registryOptions) client() (*sr.Client, error) {
 	if !strings.Contains(u, "://") {
 		u = "http://" + u
 	}
-	cl, err := sr.NewClient(sr.URLs(u))
+	opts := []sr.ClientOpt{sr.URLs(u)}
+	if o.user != "" {
+		pass := os.Getenv("STRAND_SCHEMA_REGISTRY_PASSWORD")
+		if pass == "" {
+			return nil, usageErr("--registry-user %s: set the password in STRAND_SCHEMA_REGISTRY_PASSWORD", o.user)
+		}
+		opts = append(opts, sr.BasicAuth(o.user, pass))
+	}
+	if o.ca != "" || o.cert != "" || o.key != "" {
+		cfg := &tls.Config{MinVersion: tls.VersionTLS12}
+		if o.ca != "" {
+			pool, err := loadCertPool(o.ca)
+			if err != nil {
+				return nil, usageErr("--registry-ca: %v", err)
+			}
+			cfg.RootCAs = pool
+		}
+		if (o.cert == "") != (o.key == "") {
+			return nil, usageErr("--registry-cert and --registry-key go together")
+		}
+		if o.cert != "" {
+			c, err := tls.LoadX509KeyPair(o.cert, o.key)
+			if err != nil {
+				return nil, usageErr("--registry-cert/--registry-key: %v", err)
+			}
+			cfg.Certificates = []tls.Certificate{c}
+		}
+		opts = append(opts, sr.HTTPClient(&http.Client{Timeout: o.timeout, Transport: &http.Transport{TLSClientConfig: cfg}}))
+	}
+	cl, err := sr.NewClient(opts...)
 	if err != nil {
 		return nil, usageErr("--registry %s: %v", o.url, err)
 	}

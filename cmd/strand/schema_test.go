@@ -2,8 +2,13 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/binary"
 	"encoding/json"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -12,6 +17,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/sr"
 
+	"github.com/strandmq/strand"
+	"github.com/strandmq/strand/internal/testcert"
 	"github.com/strandmq/strand/internal/testnet"
 )
 
@@ -131,5 +138,36 @@ func TestConsumeDecode(t *testing.T) {
 	r := runCLI(t, b.Addr(), "", "consume", "decoded", "--decode", "--registry", "http://"+b.SchemaRegistryAddr(), "--from", "3")
 	if r.code != 1 || !strings.Contains(r.stderr, "decoded[0] offset 3: value: schema id 1 (AVRO): avro: payload ends early") {
 		t.Fatalf("undecodable value: %d %q", r.code, r.stderr)
+	}
+}
+
+// TestSchemaCLIOverHTTPS: strand schema reaches a registry served over
+// HTTPS beyond loopback that requires authentication — 401 without a user,
+// listed with --registry-ca, --registry-user and the password from
+// STRAND_SCHEMA_REGISTRY_PASSWORD.
+func TestSchemaCLIOverHTTPS(t *testing.T) {
+	certs := testcert.MustSet(t, "cli")
+	dir := t.TempDir()
+	ca := filepath.Join(dir, "ca.pem")
+	if err := os.WriteFile(ca, certs.CA.CertPEM, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	b, err := strand.Start(context.Background(), strand.Config{Dir: t.TempDir(), Logger: slog.New(slog.DiscardHandler),
+		SASLUsers: map[string]string{"reg": "regpw"}, SchemaRegistryAddr: "0.0.0.0:0",
+		HTTPTLS: &tls.Config{Certificates: []tls.Certificate{certs.Server.TLS}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	_, port, _ := net.SplitHostPort(b.SchemaRegistryAddr())
+	reg := "--registry=https://127.0.0.1:" + port
+	t.Setenv("STRAND_SCHEMA_REGISTRY_PASSWORD", "regpw")
+	if r := runCLI(t, b.Addr(), "", "schema", "list", reg, "--registry-ca", ca); r.code == 0 || !strings.Contains(r.stderr, "authentication required") {
+		t.Fatalf("without a user: exit %d %q", r.code, r.stderr)
+	}
+	v1 := `{"type":"record","name":"Order","fields":[{"name":"id","type":"long"}]}`
+	ok(t, b.Addr(), v1, "schema", "register", "orders-value", "-f", "-", reg, "--registry-ca", ca, "--registry-user", "reg")
+	if out := ok(t, b.Addr(), "", "schema", "list", reg, "--registry-ca", ca, "--registry-user", "reg").stdout; !strings.Contains(out, "orders-value") {
+		t.Fatalf("list over HTTPS: %q", out)
 	}
 }

@@ -7,10 +7,14 @@
 // reason. Every page has a JSON twin under /api/v1 built from the same view
 // model, so what a person sees and what a script reads cannot drift apart.
 //
-// Reading is open to whoever reaches the listener. Actions — create,
-// delete or configure a topic, produce a test record, reset or delete a
-// group, redrive a DLQ — are POST forms allowed only from a loopback client
-// carrying this process's CSRF token from a same-origin page (guard.go).
+// Who reaches the listener is decided in front of it (internal/httpauth:
+// TLS, and authentication beyond loopback); with an authorizer, every
+// answer is for the request's principal — only what it may describe is
+// shown (authz.go). Actions — create, delete or configure a topic, produce
+// a test record, reset or delete a group, redrive a DLQ — are POST forms
+// allowed only from a loopback client carrying this process's CSRF token
+// from a same-origin page (guard.go), and with an authorizer only to a
+// principal the matching Kafka API would allow.
 //
 // Its only state is the CSRF token and a short in-memory history of each
 // group's lag, sampled every 10 s until the broker closes (groups.go); it

@@ -12,9 +12,9 @@ import (
 )
 
 // Actions change the broker (create or delete a topic, edit its configs,
-// produce, reset or delete a group, redrive a DLQ). Until Strand has
-// authorization, a console action is allowed only when all of these hold
-// (checkAction):
+// produce, reset or delete a group, redrive a DLQ). A console action is
+// allowed only when all of these hold (checkAction), and, with an
+// authorizer, the principal may do it (authorizeAction, authz.go):
 //
 //   - the method is POST (the mux routes only POST to an action, so a link,
 //     an image or a prefetch cannot act);

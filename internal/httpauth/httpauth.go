@@ -33,6 +33,7 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/strandmq/strand/internal/acl"
 	"github.com/strandmq/strand/internal/sasl"
@@ -58,6 +59,10 @@ type Config struct {
 	// Insecure lets a non-loopback listener start without a way to
 	// authenticate (serving everyone as User:ANONYMOUS).
 	Insecure bool
+	// FailedAuthDelay holds the answer to wrong credentials this long
+	// (the Kafka listener's connection.failed.authentication.delay.ms), so
+	// guessing passwords is slow; 0: none.
+	FailedAuthDelay time.Duration
 	// Logger; default slog.Default().
 	Logger *slog.Logger
 }
@@ -147,6 +152,10 @@ func Guard(h http.Handler, c Config, open Open) http.Handler {
 			}
 			if errors.Is(err, errBadCredentials) {
 				c.Logger.Info("httpauth: authentication failed", "surface", c.Name, "remote", r.RemoteAddr, "err", err)
+				select {
+				case <-time.After(c.FailedAuthDelay):
+				case <-r.Context().Done():
+				}
 			}
 			http.Error(w, "strand "+c.Name+": "+err.Error(), http.StatusUnauthorized)
 			return
