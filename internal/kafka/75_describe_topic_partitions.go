@@ -37,8 +37,8 @@ import (
 //     INVALID_REQUEST on every topic listed (Kafka's error response for
 //     the request), not a closed connection.
 //   - __consumer_offsets is listed with IsInternal set.
-//   - Authorized operations are not computed: Kafka's "not requested"
-//     sentinel (-2147483648), as Metadata.
+//   - Every topic answered without TOPIC_AUTHORIZATION_FAILED carries its
+//     KIP-430 authorized operations, as Kafka's handler (authz_ops.go).
 //
 // Deviations:
 //   - Topics sort by Go string order (bytes), Kafka's by UTF-16 code

@@ -20,7 +20,10 @@ import (
 //     Metadata v8–v10 IncludeClusterAuthorizedOperations, DescribeCluster
 //     IncludeClusterAuthorizedOperations, DescribeGroups v3+ and
 //     ConsumerGroupDescribe IncludeAuthorizedOperations); otherwise the
-//     field is math.MinInt32, Kafka's "omitted";
+//     field is math.MinInt32, Kafka's "omitted". DescribeTopicPartitions
+//     has no such flag: its topics always carry them, as Kafka's handler;
+//   - the cluster's operations are 0 for a principal that may not
+//     Describe the cluster (KafkaApis does the same);
 //   - each operation the resource type supports (Kafka's
 //     AclEntry.supportedOperations) is asked of the authorizer, implied
 //     operations included (Read implies Describe); without an authorizer
@@ -72,7 +75,11 @@ func (c *conn) fillAuthorizedOps(kreq kmsg.Request, resp kmsg.Response) {
 		if !asked {
 			return omittedOps
 		}
-		return c.authorizedOps(r)
+		bits := c.authorizedOps(r)
+		if r.Type == acl.ResourceCluster && bits != omittedOps && bits&(1<<acl.OpDescribe) == 0 {
+			return 0
+		}
+		return bits
 	}
 	switch resp := resp.(type) {
 	case *kmsg.MetadataResponse:
@@ -83,6 +90,14 @@ func (c *conn) fillAuthorizedOps(kreq kmsg.Request, resp kmsg.Response) {
 			t.AuthorizedOperations = omittedOps
 			if t.Topic != nil && t.ErrorCode != kerr.TopicAuthorizationFailed.Code {
 				t.AuthorizedOperations = ops(req.Version >= 8 && req.IncludeTopicAuthorizedOperations, acl.Topic(*t.Topic))
+			}
+		}
+	case *kmsg.DescribeTopicPartitionsResponse:
+		for i := range resp.Topics {
+			t := &resp.Topics[i]
+			t.AuthorizedOperations = omittedOps
+			if t.Topic != nil && t.ErrorCode != kerr.TopicAuthorizationFailed.Code {
+				t.AuthorizedOperations = ops(true, acl.Topic(*t.Topic))
 			}
 		}
 	case *kmsg.DescribeClusterResponse:

@@ -95,6 +95,36 @@ func TestAuthorizedOperations(t *testing.T) {
 	if got := clusterOps(alice, false); got != math.MinInt32 {
 		t.Errorf("DescribeCluster not asking: %d, want the omitted value", got)
 	}
+	// bob may not describe the cluster: 0, whatever else he may do there.
+	if res, err := adm.CreateACLs(ctx, kadm.NewACLs().Allow("User:bob").AllowHosts("*").Clusters().Operations(kadm.OpIdempotentWrite)); err != nil || res[0].Err != nil {
+		t.Fatalf("ACL for bob: %v %+v", err, res)
+	}
+	if got := clusterOps(scramClient(t, ts.addr, "bob"), true); got != 0 {
+		t.Errorf("bob's cluster operations without Describe: %v, want 0", kadm.DecodeACLOperations(got))
+	}
+
+	// DescribeTopicPartitions always carries them; a topic alice may not
+	// describe answers 29 with the omitted value.
+	createTopic(t, ts.b, "ops.hidden", 1, nil)
+	dtp := kmsg.NewPtrDescribeTopicPartitionsRequest()
+	dtp.ResponsePartitionLimit = 100
+	dtp.Topics = []kmsg.DescribeTopicPartitionsRequestTopic{{Topic: "ops.a"}, {Topic: "ops.hidden"}}
+	dr, err := dtp.RequestWith(ctx, alice)
+	if err != nil || len(dr.Topics) != 2 {
+		t.Fatalf("DescribeTopicPartitions: %v %+v", err, dr)
+	}
+	for _, tp := range dr.Topics {
+		switch *tp.Topic {
+		case "ops.a":
+			if got, want := opsOf(kadm.DecodeACLOperations(tp.AuthorizedOperations)), opsOf([]kadm.ACLOperation{kadm.OpRead, kadm.OpWrite, kadm.OpDescribe}); !slices.Equal(got, want) {
+				t.Errorf("DescribeTopicPartitions ops.a: %v, want %v", got, want)
+			}
+		case "ops.hidden":
+			if tp.ErrorCode != 29 || tp.AuthorizedOperations != math.MinInt32 {
+				t.Errorf("DescribeTopicPartitions ops.hidden: error %d, operations %d; want 29 and the omitted value", tp.ErrorCode, tp.AuthorizedOperations)
+			}
+		}
+	}
 	// kadm asks for the cluster's operations too; a client held to Kafka
 	// 2.3's versions speaks Metadata v8, where they are answered.
 	old := kadm.NewClient(scramClient(t, ts.addr, "alice", kgo.MaxVersions(kversion.V2_3_0())))
