@@ -99,6 +99,7 @@ type Listener interface {
 	Connections() int
 	AcceptErrors() uint64
 	RefusedConnections() uint64
+	ConnectionRateWaits() uint64
 	QueuedRequestBytes() (now, peak int64)
 	// AcceptHealth is nil while the listener accepts connections.
 	AcceptHealth() error
@@ -117,8 +118,11 @@ func (m *Metrics) ObserveListener(l Listener) {
 			Name: "strand_accept_errors_total", Help: "Times the Kafka listener failed to accept a connection (most often: out of file descriptors); it retries with backoff.",
 		}, func() float64 { return float64(l.AcceptErrors()) }),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{
-			Name: "strand_connections_refused_total", Help: "Connections closed on arrival by max.connections or max.connections.per.ip.",
+			Name: "strand_connections_refused_total", Help: "Connections closed on arrival by max.connections, max.connections.per.ip or the per-IP connection creation rate.",
 		}, func() float64 { return float64(l.RefusedConnections()) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "strand_connection_creation_throttled_total", Help: "Times max.connection.creation.rate made the Kafka listener wait before accepting the next connection.",
+		}, func() float64 { return float64(l.ConnectionRateWaits()) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "strand_request_bytes_queued", Help: "Bytes of large requests being read or waiting to be handled (bounded by queued.max.request.bytes).",
 		}, func() float64 { now, _ := l.QueuedRequestBytes(); return float64(now) }),
