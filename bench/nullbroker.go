@@ -45,8 +45,11 @@ type nullTopic struct {
 	next []int64 // next offset per partition
 }
 
-func startNullBroker() (*nullBroker, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+func startNullBroker() (*nullBroker, error) { return startNullBrokerOn("127.0.0.1:0") }
+
+// startNullBrokerOn starts a null broker listening on addr.
+func startNullBrokerOn(addr string) (*nullBroker, error) {
+	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, err
 	}

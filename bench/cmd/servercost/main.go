@@ -1,0 +1,159 @@
+// Command servercost measures brokers, not clients (issue 19 §1): Strand
+// (`strand serve`), kfake with a data directory and the null broker each
+// run as their own process while a low-cost load generator sends
+// pre-encoded acks=all Produce requests over 1, 4 and 8 connections. Each
+// run prints throughput, the broker process's CPU-seconds per GB (from
+// /proc/<pid>/stat), its RSS and the load generator's own CPU per GB;
+// the summary gives the medians and Strand's ratios to each peer.
+//
+//	cd bench && go run ./cmd/servercost -runs 3
+package main
+
+import (
+	"cmp"
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/strandmq/strand/bench"
+)
+
+func main() {
+	var o bench.CostOptions
+	var peers, conns, servePeer, serveListen, serveDir string
+	flag.StringVar(&peers, "peers", "strand,kfake,null", "peers, comma-separated")
+	flag.StringVar(&conns, "conns", "1,4,8", "connection counts, comma-separated")
+	flag.IntVar(&o.InFlight, "inflight", 4, "requests in flight per connection")
+	flag.DurationVar(&o.Duration, "duration", 8*time.Second, "measured time per run")
+	flag.DurationVar(&o.Warmup, "warmup", 2*time.Second, "unmeasured time before each run")
+	flag.IntVar(&o.Runs, "runs", 3, "runs of each peer and connection count, alternated")
+	flag.IntVar(&o.Partitions, "partitions", 8, "partitions of the topic")
+	flag.IntVar(&o.RecordBytes, "record-bytes", 1024, "bytes per record")
+	flag.IntVar(&o.RecordsPerBatch, "records-per-batch", 256, "records per request (one batch)")
+	flag.StringVar(&o.StrandBin, "strand", "", "the strand binary (default: built from ../cmd/strand)")
+	flag.StringVar(&o.Dir, "dir", "", "where peers keep their data (default: the system's temporary directory)")
+	flag.StringVar(&servePeer, bench.ServeFlag, "", "internal: run this peer (kfake, null) and nothing else")
+	flag.StringVar(&serveListen, "serve-listen", "", "internal: its address")
+	flag.StringVar(&serveDir, "serve-dir", "", "internal: its data directory")
+	flag.Parse()
+	if servePeer != "" {
+		if err := bench.ServePeer(servePeer, serveListen, serveDir); err != nil {
+			fmt.Fprintln(os.Stderr, "servercost:", err)
+			os.Exit(1)
+		}
+		return
+	}
+	o.Peers = strings.Split(peers, ",")
+	for _, c := range strings.Split(conns, ",") {
+		n, err := strconv.Atoi(c)
+		if err != nil || n < 1 {
+			fmt.Fprintln(os.Stderr, "servercost: bad -conns:", c)
+			os.Exit(2)
+		}
+		o.Conns = append(o.Conns, n)
+	}
+	if err := run(o); err != nil {
+		fmt.Fprintln(os.Stderr, "servercost:", err)
+		os.Exit(1)
+	}
+}
+
+func run(o bench.CostOptions) error {
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	o.Self = self
+	if o.StrandBin == "" {
+		tmp, err := os.MkdirTemp("", "servercost-bin-")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(tmp)
+		o.StrandBin = filepath.Join(tmp, "strand")
+		// In Strand's own module: the bench module does not carry the
+		// CLI's dependencies.
+		root, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "github.com/strandmq/strand").Output()
+		if err != nil {
+			return fmt.Errorf("find the strand module: %w", err)
+		}
+		build := exec.Command("go", "build", "-o", o.StrandBin, "./cmd/strand")
+		build.Dir = strings.TrimSpace(string(root))
+		build.Stdout, build.Stderr = os.Stderr, os.Stderr
+		if err := build.Run(); err != nil {
+			return fmt.Errorf("build strand: %w", err)
+		}
+	}
+	fmt.Printf("servercost: %s, %d-byte records × %d per request, %d partitions, %d in flight per connection, %v per run after %v warm-up, %d runs\n",
+		time.Now().UTC().Format("2006-01-02 15:04 UTC"), o.RecordBytes, o.RecordsPerBatch, o.Partitions, o.InFlight, o.Duration, o.Warmup, o.Runs)
+	fmt.Printf("%-7s %5s %4s %9s %16s %11s %14s %8s\n", "peer", "conns", "run", "MB/s", "broker CPU-s/GB", "of it sys", "gen CPU-s/GB", "RSS MiB")
+	results, err := bench.RunServerCost(context.Background(), o, func(r bench.CostResult) {
+		fmt.Printf("%-7s %5d %4d %9.0f %16.2f %10.0f%% %14.2f %8.0f\n", r.Peer, r.Conns, r.Run, r.MBps, r.BrokerCPUPerG, 100*r.BrokerSys, r.GenCPUPerG, r.RSSMiB)
+	})
+	if err != nil {
+		return err
+	}
+	summarize(o, results)
+	return nil
+}
+
+// summarize prints the medians per (peer, conns) and Strand's ratios.
+func summarize(o bench.CostOptions, rs []bench.CostResult) {
+	type key struct {
+		peer  string
+		conns int
+	}
+	med := map[key]bench.CostResult{}
+	for _, c := range o.Conns {
+		for _, p := range o.Peers {
+			var mb, cpu, gen, rss []float64
+			for _, r := range rs {
+				if r.Peer == p && r.Conns == c {
+					mb, cpu, gen, rss = append(mb, r.MBps), append(cpu, r.BrokerCPUPerG), append(gen, r.GenCPUPerG), append(rss, r.RSSMiB)
+				}
+			}
+			med[key{p, c}] = bench.CostResult{Peer: p, Conns: c, MBps: median(mb), BrokerCPUPerG: median(cpu), GenCPUPerG: median(gen), RSSMiB: median(rss)}
+		}
+	}
+	fmt.Println("\nmedians")
+	fmt.Printf("| peer | conns | MB/s | broker CPU-s/GB | load generator CPU-s/GB | RSS MiB |\n| --- | --- | --- | --- | --- | --- |\n")
+	for _, c := range o.Conns {
+		for _, p := range o.Peers {
+			m := med[key{p, c}]
+			fmt.Printf("| %s | %d | %.0f | %.2f | %.2f | %.0f |\n", p, c, m.MBps, m.BrokerCPUPerG, m.GenCPUPerG, m.RSSMiB)
+		}
+	}
+	fmt.Println("\nStrand vs peers (throughput: Strand/peer; CPU per GB: Strand/peer, lower is better)")
+	for _, c := range o.Conns {
+		s, ok := med[key{"strand", c}]
+		if !ok || s.MBps == 0 {
+			continue
+		}
+		for _, p := range o.Peers {
+			if p == "strand" {
+				continue
+			}
+			m := med[key{p, c}]
+			if m.MBps == 0 {
+				continue
+			}
+			fmt.Printf("%d conns: vs %s throughput %.2f×, CPU/GB %.2f×\n", c, p, s.MBps/m.MBps, s.BrokerCPUPerG/m.BrokerCPUPerG)
+		}
+	}
+}
+
+func median(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	xs = slices.Clone(xs)
+	slices.SortFunc(xs, cmp.Compare)
+	return xs[len(xs)/2]
+}

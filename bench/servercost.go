@@ -1,0 +1,426 @@
+package bench
+
+import (
+	"bufio"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strandmq/strand/internal/record"
+	"github.com/strandmq/strand/internal/wire"
+)
+
+// The server-cost workload measures a broker, not a client: every peer
+// runs as its own process, and a load generator that costs little (produce
+// requests encoded once, sent over raw connections with a window of
+// requests in flight, answers only checked for errors) keeps it busy. Each
+// run reports the broker process's CPU-seconds per GB (user + system, from
+// /proc/<pid>/stat), its resident memory, the acknowledged throughput and
+// the load generator's own CPU per GB, so a reader can see that it stayed
+// small beside the broker's.
+
+// CostOptions configures the server-cost workload.
+type CostOptions struct {
+	Peers           []string      // "strand", "kfake", "null"
+	Conns           []int         // connection counts, one run each
+	InFlight        int           // requests in flight per connection
+	Duration        time.Duration // measured time per run (after Warmup)
+	Warmup          time.Duration
+	Runs            int // runs of each (peer, conns), alternated
+	Partitions      int
+	RecordBytes     int
+	RecordsPerBatch int
+	StrandBin       string // the strand binary
+	Self            string // this program, run with ServeArgs for kfake and null
+	Dir             string // parent of the peers' data directories
+}
+
+// CostResult is one measured run.
+type CostResult struct {
+	Peer          string
+	Conns, Run    int
+	MBps          float64 // acknowledged record payload, 10^6 bytes per second
+	BrokerCPUPerG float64 // broker process CPU-seconds per 10^9 payload bytes
+	GenCPUPerG    float64 // load generator CPU-seconds per 10^9 payload bytes
+	RSSMiB        float64 // broker's resident memory at the end of the run
+	BrokerSys     float64 // share of the broker's CPU spent in the kernel
+}
+
+// ServeFlag is the flag that makes a program run a peer for the workload:
+// `<self> -serve-peer NAME -serve-listen ADDR -serve-dir DIR`.
+const ServeFlag = "serve-peer"
+
+// ServePeer runs peer name (kfake or null) on addr until the process is
+// killed.
+func ServePeer(name, addr, dir string) error {
+	switch name {
+	case "kfake":
+		_, port, err := net.SplitHostPort(addr)
+		if err != nil {
+			return err
+		}
+		p, _ := strconv.Atoi(port)
+		// DataDir: segments on disk, nothing fsynced per batch (as Strand's
+		// default flush policy and Kafka's).
+		c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.Ports(p), kfake.DataDir(dir))
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+	case "null":
+		b, err := startNullBrokerOn(addr)
+		if err != nil {
+			return err
+		}
+		defer b.close()
+	default:
+		return fmt.Errorf("servercost: cannot serve peer %q", name)
+	}
+	select {} // until killed
+}
+
+// RunServerCost runs every (peer, conns) combination o.Runs times,
+// alternating peers, and returns each run's result.
+func RunServerCost(ctx context.Context, o CostOptions, progress func(CostResult)) ([]CostResult, error) {
+	var out []CostResult
+	for run := 1; run <= o.Runs; run++ {
+		for _, conns := range o.Conns {
+			for _, peer := range o.Peers {
+				r, err := costRun(ctx, o, peer, conns)
+				if err != nil {
+					return out, fmt.Errorf("%s, %d connections, run %d: %w", peer, conns, run, err)
+				}
+				r.Run = run
+				out = append(out, r)
+				if progress != nil {
+					progress(r)
+				}
+			}
+		}
+	}
+	return out, nil
+}
+
+// costRun starts a fresh peer process, loads it and measures it.
+func costRun(ctx context.Context, o CostOptions, peer string, conns int) (CostResult, error) {
+	res := CostResult{Peer: peer, Conns: conns}
+	dir, err := os.MkdirTemp(o.Dir, "cost-"+peer+"-")
+	if err != nil {
+		return res, err
+	}
+	defer os.RemoveAll(dir)
+	addr, err := freeAddr()
+	if err != nil {
+		return res, err
+	}
+	var cmd *exec.Cmd
+	if peer == "strand" {
+		cmd = exec.Command(o.StrandBin, "serve", "--listen", addr, "--data-dir", dir,
+			"--metrics-listen", "", "--console-listen", "", "--schema-registry-listen", "", "--log-level", "warn")
+	} else {
+		cmd = exec.Command(o.Self, "-"+ServeFlag, peer, "-serve-listen", addr, "-serve-dir", dir)
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		return res, err
+	}
+	defer func() {
+		cmd.Process.Kill()
+		cmd.Wait()
+	}()
+	if err := createCostTopic(ctx, addr, o.Partitions); err != nil {
+		return res, err
+	}
+	reqs, payload, err := costRequests(o)
+	if err != nil {
+		return res, err
+	}
+	gen := &loadGen{addr: addr, reqs: reqs, inFlight: o.InFlight}
+	lctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	errc := make(chan error, 1)
+	go func() { errc <- gen.run(lctx, conns) }()
+	select {
+	case err := <-errc:
+		return res, fmt.Errorf("load generator: %w", err)
+	case <-time.After(o.Warmup):
+	}
+	cpu0, sys0, err := procCPU(cmd.Process.Pid)
+	if err != nil {
+		return res, err
+	}
+	gen0, acked0, start := selfCPU(), gen.acked.Load(), time.Now()
+	select {
+	case err := <-errc:
+		return res, fmt.Errorf("load generator: %w", err)
+	case <-time.After(o.Duration):
+	}
+	cpu1, sys1, err := procCPU(cmd.Process.Pid)
+	if err != nil {
+		return res, err
+	}
+	gen1, acked1, took := selfCPU(), gen.acked.Load(), time.Since(start)
+	rss, err := procRSS(cmd.Process.Pid)
+	if err != nil {
+		return res, err
+	}
+	cancel()
+	if err := <-errc; err != nil && !errors.Is(err, context.Canceled) {
+		return res, fmt.Errorf("load generator: %w", err)
+	}
+	bytes := float64(acked1-acked0) * float64(payload)
+	if bytes == 0 {
+		return res, errors.New("no request acknowledged in the measured time")
+	}
+	res.MBps = bytes / 1e6 / took.Seconds()
+	res.BrokerCPUPerG = (cpu1 - cpu0).Seconds() / (bytes / 1e9)
+	res.GenCPUPerG = (gen1 - gen0).Seconds() / (bytes / 1e9)
+	res.RSSMiB = float64(rss) / (1 << 20)
+	if cpu1 > cpu0 {
+		res.BrokerSys = float64(sys1-sys0) / float64(cpu1-cpu0)
+	}
+	return res, nil
+}
+
+// createCostTopic waits until the peer answers, then creates the topic.
+func createCostTopic(ctx context.Context, addr string, partitions int) error {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.RetryTimeout(30*time.Second))
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		resp, err := adm.CreateTopic(cctx, int32(partitions), 1, nil, costTopic)
+		cancel()
+		if err == nil {
+			err = resp.Err
+		}
+		if err == nil || errors.Is(err, kerr.TopicAlreadyExists) {
+			return nil
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return fmt.Errorf("create topic on %s: %w", addr, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+const costTopic = "cost"
+
+// costRequests encodes one acks=all Produce v9 request per partition,
+// each carrying one batch of o.RecordsPerBatch records of o.RecordBytes
+// random-looking bytes (non-idempotent, so the same bytes may be sent
+// again and again), framed and ready to write; payload is the record bytes
+// one request carries.
+func costRequests(o CostOptions) ([][]byte, int, error) {
+	val := make([]byte, o.RecordBytes)
+	for i := range val {
+		val[i] = byte(i*131 + i>>7) // incompressible enough; nothing compresses here anyway
+	}
+	recs := make([]record.Record, o.RecordsPerBatch)
+	for i := range recs {
+		recs[i] = record.Record{Offset: record.Offset(i), Value: val}
+	}
+	batch, err := record.Encode(0, recs, record.DefaultBatchOptions())
+	if err != nil {
+		return nil, 0, err
+	}
+	out := make([][]byte, o.Partitions)
+	for p := range out {
+		req := kmsg.NewPtrProduceRequest()
+		req.SetVersion(9)
+		req.Acks, req.TimeoutMillis = -1, 30_000
+		rt := kmsg.NewProduceRequestTopic()
+		rt.Topic = costTopic
+		rp := kmsg.NewProduceRequestTopicPartition()
+		rp.Partition, rp.Records = int32(p), batch
+		rt.Partitions = append(rt.Partitions, rp)
+		req.Topics = append(req.Topics, rt)
+		out[p] = wire.AppendRequest(nil, req, int32(p), "servercost")
+	}
+	return out, o.RecordBytes * o.RecordsPerBatch, nil
+}
+
+// loadGen sends the pre-encoded requests over conns connections, each
+// keeping inFlight requests outstanding, and counts acknowledged ones.
+type loadGen struct {
+	addr     string
+	reqs     [][]byte
+	inFlight int
+	acked    atomic.Int64
+}
+
+func (g *loadGen) run(ctx context.Context, conns int) error {
+	var wg sync.WaitGroup
+	errs := make(chan error, conns)
+	for i := range conns {
+		c, err := net.Dial("tcp", g.addr)
+		if err != nil {
+			return err
+		}
+		context.AfterFunc(ctx, func() { c.Close() })
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := g.conn(c, i); err != nil && ctx.Err() == nil {
+				errs <- err
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	if err := <-errs; err != nil {
+		return err
+	}
+	return ctx.Err()
+}
+
+// conn drives one connection: the writer sends requests (partition i, i+1,
+// … in turn) whenever fewer than inFlight are unanswered; the reader
+// checks each answer's error codes.
+func (g *loadGen) conn(c net.Conn, i int) error {
+	window := make(chan struct{}, g.inFlight)
+	werr := make(chan error, 1)
+	done := make(chan struct{})
+	defer close(done)
+	go func() {
+		for n := i; ; n++ {
+			select {
+			case window <- struct{}{}:
+			case <-done:
+				return
+			}
+			if _, err := c.Write(g.reqs[n%len(g.reqs)]); err != nil {
+				werr <- err
+				return
+			}
+		}
+	}()
+	r := bufio.NewReaderSize(c, 64<<10)
+	var buf []byte
+	for {
+		var size [4]byte
+		if _, err := io.ReadFull(r, size[:]); err != nil {
+			select {
+			case err2 := <-werr:
+				return err2
+			default:
+			}
+			return err
+		}
+		n := int(binary.BigEndian.Uint32(size[:]))
+		if cap(buf) < n {
+			buf = make([]byte, n)
+		}
+		buf = buf[:n]
+		if _, err := io.ReadFull(r, buf); err != nil {
+			return err
+		}
+		if err := checkProduceResponse(buf); err != nil {
+			return err
+		}
+		g.acked.Add(1)
+		<-window
+	}
+}
+
+// checkProduceResponse decodes a Produce v9 answer (correlation id, an
+// empty tagged-field header, the body) and returns its first error.
+func checkProduceResponse(b []byte) error {
+	if len(b) < 5 {
+		return io.ErrUnexpectedEOF
+	}
+	resp := kmsg.NewPtrProduceResponse()
+	resp.SetVersion(9)
+	if err := resp.ReadFrom(b[5:]); err != nil {
+		return err
+	}
+	for _, t := range resp.Topics {
+		for _, p := range t.Partitions {
+			if p.ErrorCode != 0 {
+				return fmt.Errorf("%s-%d: %w", t.Topic, p.Partition, kerr.ErrorForCode(p.ErrorCode))
+			}
+		}
+	}
+	return nil
+}
+
+func freeAddr() (string, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer ln.Close()
+	return ln.Addr().String(), nil
+}
+
+// clockTick is the kernel's USER_HZ: /proc times are in its ticks (100 on
+// every Linux architecture Go builds for).
+const clockTick = 100
+
+// procCPU returns process pid's user + system CPU time so far, and the
+// system part.
+func procCPU(pid int) (total, sys time.Duration, err error) {
+	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
+	if err != nil {
+		return 0, 0, err
+	}
+	// Fields after the parenthesised command name; utime and stime are
+	// fields 14 and 15 of the whole line.
+	s := string(b)
+	f := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
+	if len(f) < 13 {
+		return 0, 0, fmt.Errorf("short /proc/%d/stat", pid)
+	}
+	ut, err1 := strconv.ParseInt(f[11], 10, 64)
+	st, err2 := strconv.ParseInt(f[12], 10, 64)
+	if err := errors.Join(err1, err2); err != nil {
+		return 0, 0, err
+	}
+	return time.Duration(ut+st) * time.Second / clockTick, time.Duration(st) * time.Second / clockTick, nil
+}
+
+// procRSS returns process pid's resident set size in bytes.
+func procRSS(pid int) (int64, error) {
+	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "status"))
+	if err != nil {
+		return 0, err
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
+			return kb << 10, err
+		}
+	}
+	return 0, fmt.Errorf("no VmRSS in /proc/%d/status", pid)
+}
+
+// selfCPU returns this process's user + system CPU time so far.
+func selfCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
