@@ -270,10 +270,11 @@ func TestBrowserActions(t *testing.T) {
 }
 
 // newBrowser starts a headless Chromium for the test (skipping without one).
-func newBrowser(t *testing.T) *browser {
+func newBrowser(t *testing.T, extra ...chromedp.ExecAllocatorOption) *browser {
 	exe := chromium(t)
 	opts := append(chromedp.DefaultExecAllocatorOptions[:],
 		chromedp.ExecPath(exe), chromedp.NoSandbox, chromedp.Headless, chromedp.DisableGPU)
+	opts = append(opts, extra...)
 	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
 	t.Cleanup(cancelAlloc)
 	ctx, cancel := chromedp.NewContext(actx)
@@ -318,6 +319,16 @@ func (b *browser) load(what string, action chromedp.Action[chromedp.Void]) {
 	if resp.Status != 200 {
 		b.t.Fatalf("%s: HTTP %d", what, resp.Status)
 	}
+}
+
+// status runs action and returns the HTTP status of the page it loads.
+func (b *browser) status(action chromedp.Action[chromedp.Void]) int64 {
+	b.t.Helper()
+	resp, err := chromedp.RunResponse(b.ctx, action)
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	return resp.Status
 }
 
 func (b *browser) text(css string) string {
