@@ -22,7 +22,7 @@ import (
 // (whose __consumer_offsets partition joins every transaction through
 // AddOffsetsToTxn or TxnOffsetCommit) and the input and output partitions
 // are spread over the nodes, so every commit writes markers to other nodes
-// through WriteTxnMarkers. Member b aborts every third transaction (its
+// through WriteTxnMarkers. Member b aborts every second transaction (its
 // records are read again and written in a later one). Reading "out"
 // read_committed must give every input record exactly once, and the group's committed offsets must reach
 // the end of "in".
@@ -109,7 +109,7 @@ func runClusterTxnETL(t *testing.T, tv int, moveCoordinator bool) {
 				sess.Produce(ctx, &kgo.Record{Key: r.Key, Value: r.Value}, nil)
 			})
 			txns++
-			commit := kgo.TransactionEndTry(id != "b" || txns%3 != 0)
+			commit := kgo.TransactionEndTry(id != "b" || txns%2 != 0)
 			if _, err := sess.End(ctx, commit); err != nil {
 				// A node going away can fail a commit on the client's
 				// side (franz-go: "unknown broker" for a coordinator it
