@@ -111,6 +111,11 @@ type Config struct {
 	ScrubInterval time.Duration
 	// ScrubBytesPerSecond bounds the scrub's reads; zero: 32 MiB/s.
 	ScrubBytesPerSecond int64
+	// MaxOpenLogFiles caps the file descriptors partition logs hold
+	// (segment files and their indexes): past it the least recently used
+	// idle ones are closed and opened again on their next use. Zero: half
+	// the process's open-file limit; negative: no cap.
+	MaxOpenLogFiles int
 	// CleanerDedupeBufferSize is log.cleaner.dedupe.buffer.size: the most
 	// memory the compaction cleaner's offset map takes; a dirty range with
 	// more keys is cleaned over several passes. Default 128 MiB.
@@ -243,6 +248,7 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 		RecoverTopics:           cfg.RecoverTopics,
 		ScrubInterval:           cfg.ScrubInterval,
 		ScrubBytesPerSecond:     cfg.ScrubBytesPerSecond,
+		MaxOpenLogFiles:         cfg.MaxOpenLogFiles,
 		Now:                     cfg.Now,
 
 		GroupInitialRebalanceDelay:     cfg.GroupInitialRebalanceDelay,

@@ -73,6 +73,7 @@ type serveOptions struct {
 	queuedMaxBytes    int64
 	failedAuthDelay   time.Duration
 	scrubInterval     time.Duration
+	maxOpenLogFiles   int
 	scrubRate         int64
 	consoleHosts      []string
 	quorum            string
@@ -186,6 +187,7 @@ func newServeCmd() *cobra.Command {
 	f.StringVar(&o.principalRules, "ssl-principal-mapping-rules", "DEFAULT", "map a mutual-TLS client certificate's subject DN to a principal: RULE:pattern/replacement/[LU],...,DEFAULT (ssl.principal.mapping.rules)")
 	f.DurationVar(&o.failedAuthDelay, "failed-authentication-delay", kafka.DefaultFailedAuthDelay, "hold a connection whose SASL authentication failed this long before answering and closing it (connection.failed.authentication.delay.ms; 0: none)")
 	f.DurationVar(&o.scrubInterval, "scrub-interval", broker.DefaultScrubInterval, "how often every sealed segment's CRCs are verified in the background; a partition whose data fails goes offline (0: never)")
+	f.IntVar(&o.maxOpenLogFiles, "log-max-open-files", 0, "most file descriptors partition logs hold open (segment files and indexes); the least recently used idle ones are closed past it and reopened on use (0: half the process's open-file limit; -1: no cap)")
 	f.Int64Var(&o.scrubRate, "scrub-rate", broker.DefaultScrubBytesPerSecond, "most bytes per second the background scrub reads")
 	f.StringVar(&o.quorum, "controller-quorum", "", `run as one node of a cluster: every node's id and Raft address, the same on each node ("1@127.0.0.1:9193,2@127.0.0.1:9293,3@127.0.0.1:9393"; controller.quorum.voters); this node's entry is where its Raft listener binds`)
 	f.StringVar(&o.internalListen, "internal-listen", "", "with --controller-quorum: address of the internal listener, where other nodes forward admin requests to the controller (default: the --listen host, a free port)")
@@ -414,6 +416,7 @@ func (o *serveOptions) run(ctx context.Context, logOut io.Writer) error {
 		FailedAuthDelay:                orNone(o.failedAuthDelay),
 		ScrubInterval:                  orNone(o.scrubInterval),
 		ScrubBytesPerSecond:            o.scrubRate,
+		MaxOpenLogFiles:                o.maxOpenLogFiles,
 		// strand.Config: zero is Kafka's default, negative is none.
 		GroupInitialRebalanceDelay:     cmp.Or(o.groupDelay, -1),
 		GroupConsumerSessionTimeout:    o.consumerSession,

@@ -111,6 +111,12 @@ type Config struct {
 	ScrubInterval time.Duration
 	// ScrubBytesPerSecond bounds the scrub's reads. Zero: 32 MiB/s.
 	ScrubBytesPerSecond int64
+	// MaxOpenLogFiles caps the descriptors partition logs hold open
+	// (segment files and their indexes, vfs.FDCache): past it, the least
+	// recently used idle files are closed and opened again on their next
+	// use. Zero: half the process's open-file limit (RLIMIT_NOFILE);
+	// negative: no cap, every segment file stays open.
+	MaxOpenLogFiles int
 	// Metadata keeps the cluster metadata (topics, ids, configs); default
 	// a cluster.FileStore over Dir's meta.json. The broker does not close it.
 	// A store that is also a Member (cluster.RaftStore) makes the broker a
@@ -168,6 +174,9 @@ func (c Config) withDefaults() Config {
 	if c.ScrubInterval == 0 {
 		c.ScrubInterval = DefaultScrubInterval
 	}
+	if c.MaxOpenLogFiles == 0 {
+		c.MaxOpenLogFiles = defaultMaxOpenLogFiles()
+	}
 	if c.ScrubBytesPerSecond <= 0 {
 		c.ScrubBytesPerSecond = DefaultScrubBytesPerSecond
 	}
@@ -197,8 +206,12 @@ func (c Config) withDefaults() Config {
 
 // Broker is a single Strand node's topics and partitions.
 type Broker struct {
-	cfg    Config
-	fs     vfs.FS
+	cfg Config
+	fs  vfs.FS
+	// logFS is fs with partition logs' files opened through files, the
+	// descriptor cap (Config.MaxOpenLogFiles); fs itself when uncapped.
+	logFS  vfs.FS
+	files  *vfs.FDCache
 	logger *slog.Logger
 	meta   cluster.Store // topics, ids, configs, tombstones (Config.Metadata)
 	// images feeds the reconciler (reconcile.go); unsubscribe ends its feed.
@@ -277,6 +290,11 @@ func Open(cfg Config) (_ *Broker, err error) {
 		return nil, fmt.Errorf("broker: topic defaults: %w", err)
 	}
 	b := &Broker{cfg: cfg, fs: cfg.FS, logger: cfg.Logger, defaults: defaults, stop: make(chan struct{}), started: cfg.Now()}
+	b.logFS = b.fs
+	if cfg.MaxOpenLogFiles > 0 {
+		b.files = vfs.NewFDCache(cfg.MaxOpenLogFiles)
+		b.logFS = b.files.Wrap(b.fs)
+	}
 	b.mu.topics = make(map[string]*Topic)
 	b.mu.byID = make(map[TopicID]*Topic)
 	b.schemas = newSchemaStore(b)

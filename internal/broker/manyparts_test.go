@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"bytes"
 	"log/slog"
 	"os"
 	"strconv"
@@ -80,4 +81,85 @@ func TestManyPartitionsStartStop(t *testing.T) {
 			t.Errorf("log lacks %q:\n%s", want, out)
 		}
 	}
+}
+
+// TestLogFileCap: with --log-max-open-files at 24, a broker with 40
+// partitions of several segments each (120+ files) never holds more than
+// the cap of log descriptors while every partition is written and read
+// from its first offset, and after a restart under the same cap every
+// batch reads back byte for byte (the segments opened lazily again).
+func TestLogFileCap(t *testing.T) {
+	const parts, batches, capN = 40, 6, 24
+	// Two more than the cap: the background flusher may hold one reopened
+	// file for its fsync at the moment of a check (the cap is soft by the
+	// operations in flight, vfs.FDCache).
+	const slack = 2
+	dir := t.TempDir()
+	withCap := func(c *Config) { c.MaxOpenLogFiles = capN }
+	b := open(t, vfs.Default, dir, withCap)
+	mustCreate(t, b, TopicSpec{Name: "many", Partitions: parts,
+		Configs: map[string]string{ConfigSegmentBytes: "200"}}) // a segment per batch or so
+	check := func(when string) {
+		t.Helper()
+		if n := b.files.Open(); n > capN+slack {
+			t.Fatalf("%s: %d log descriptors open, cap %d", when, n, capN)
+		}
+	}
+	tp, _ := b.Topic("many")
+	var want [parts][][]byte
+	for round := range batches {
+		for i := range parts {
+			p, _ := tp.Partition(PartitionID(i))
+			batch := encode(t, 1+(i+round)%3, record.DefaultBatchOptions())
+			if _, err := p.Append(t.Context(), batch, AcksLeader); err != nil {
+				t.Fatal(err)
+			}
+			want[i] = append(want[i], batch)
+			check("writing")
+		}
+	}
+	readAll := func(when string) {
+		t.Helper()
+		for i := range parts {
+			p, _ := tp.Partition(PartitionID(i))
+			var got [][]byte
+			for from := record.Offset(0); from < p.log.HighWatermark(); {
+				res, err := p.Read(from, 1) // one batch a read
+				if err != nil {
+					t.Fatalf("%s: partition %d from %d: %v", when, i, from, err)
+				}
+				h, err := record.ParseHeader(res.Batches)
+				if err != nil {
+					t.Fatal(err)
+				}
+				got = append(got, res.Batches[:h.Size()])
+				from = h.NextOffset()
+				check(when)
+			}
+			if len(got) != len(want[i]) {
+				t.Fatalf("%s: partition %d has %d batches, want %d", when, i, len(got), len(want[i]))
+			}
+			for j := range got {
+				// From the CRC on, a batch is stored as produced.
+				if !bytes.Equal(got[j][17:], want[i][j][17:]) {
+					t.Fatalf("%s: partition %d batch %d differs", when, i, j)
+				}
+			}
+		}
+	}
+	readAll("reading")
+	if reopens, closes := b.files.Stats(); reopens == 0 || closes == 0 {
+		t.Fatalf("reopens %d, closes %d: the cap never closed a file", reopens, closes)
+	}
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if b.files.Open() != 0 {
+		t.Fatalf("%d log descriptors counted after Close", b.files.Open())
+	}
+	b = open(t, vfs.Default, dir, withCap)
+	defer b.Close()
+	check("after the restart")
+	tp, _ = b.Topic("many")
+	readAll("reading after the restart")
 }

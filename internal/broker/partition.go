@@ -75,7 +75,7 @@ func (b *Broker) openPartition(topic string, tid TopicID, id PartitionID, tc Top
 	if err := b.claimPartitionDir(name, tid); err != nil {
 		return nil, fmt.Errorf("broker: open partition %s: %w", name, err)
 	}
-	l, err := partlog.Open(b.fs, filepath.Join(b.cfg.Dir, name), b.logConfig(tc, name))
+	l, err := partlog.Open(b.logFS, filepath.Join(b.cfg.Dir, name), b.logConfig(tc, name))
 	if err != nil {
 		return nil, fmt.Errorf("broker: open partition %s: %w", name, err)
 	}
