@@ -55,8 +55,11 @@ func run() error {
 	flag.StringVar(&o.dir, "dir", "", "data directory root (default: a temporary directory, removed after)")
 	flag.Parse()
 	var err error
-	if o.bytes, err = parseBytes(bytes); err != nil {
-		return err
+	if o.bytes, err = bench.ParseBytes(bytes); err != nil {
+		return fmt.Errorf("-bytes %w", err)
+	}
+	if o.bytes == 0 {
+		return errors.New("-bytes: want more than none")
 	}
 	if o.dir == "" {
 		if o.dir, err = os.MkdirTemp("", "strand-recovery"); err != nil {
@@ -251,23 +254,6 @@ func waitFor(ctx context.Context, within time.Duration, what string, ok func() (
 		time.Sleep(100 * time.Millisecond)
 	}
 	return errors.New("timed out waiting for " + what)
-}
-
-func parseBytes(s string) (int64, error) {
-	units := []struct {
-		suffix string
-		mult   int64
-	}{{"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}, {"B", 1}}
-	for _, u := range units {
-		if num, ok := strings.CutSuffix(s, u.suffix); ok {
-			v, err := strconv.ParseInt(num, 10, 64)
-			if err != nil || v <= 0 {
-				return 0, fmt.Errorf("-bytes %q: want a positive whole number and a unit (B, KiB, MiB, GiB)", s)
-			}
-			return v * u.mult, nil
-		}
-	}
-	return 0, fmt.Errorf("-bytes %q: want a unit (B, KiB, MiB, GiB)", s)
 }
 
 func ptr(s string) *string { return &s }
