@@ -39,7 +39,8 @@ import (
 
 // CostOptions configures the server-cost workload.
 type CostOptions struct {
-	Peers           []string      // "strand", "kfake", "null"
+	Workload        string        // "produce" or "consume" (plain fetches of what a produce phase wrote)
+	Peers           []string      // "strand", "kfake", "null" (produce only)
 	Conns           []int         // connection counts, one run each
 	InFlight        int           // requests in flight per connection
 	Duration        time.Duration // measured time per run (after Warmup)
@@ -55,6 +56,7 @@ type CostOptions struct {
 
 // CostResult is one measured run.
 type CostResult struct {
+	Workload      string
 	Peer          string
 	Conns, Run    int
 	MBps          float64 // acknowledged record payload, 10^6 bytes per second
@@ -121,7 +123,7 @@ func RunServerCost(ctx context.Context, o CostOptions, progress func(CostResult)
 
 // costRun starts a fresh peer process, loads it and measures it.
 func costRun(ctx context.Context, o CostOptions, peer string, conns int) (CostResult, error) {
-	res := CostResult{Peer: peer, Conns: conns}
+	res := CostResult{Workload: o.Workload, Peer: peer, Conns: conns}
 	dir, err := os.MkdirTemp(o.Dir, "cost-"+peer+"-")
 	if err != nil {
 		return res, err
@@ -153,7 +155,7 @@ func costRun(ctx context.Context, o CostOptions, peer string, conns int) (CostRe
 	if err != nil {
 		return res, err
 	}
-	gen := &loadGen{addr: addr, reqs: reqs, inFlight: o.InFlight}
+	gen := &loadGen{addr: addr, reqs: reqs, inFlight: o.InFlight, check: checkProduceResponse}
 	lctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	errc := make(chan error, 1)
@@ -162,6 +164,28 @@ func costRun(ctx context.Context, o CostOptions, peer string, conns int) (CostRe
 	case err := <-errc:
 		return res, fmt.Errorf("load generator: %w", err)
 	case <-time.After(o.Warmup):
+	}
+	if o.Workload == "consume" {
+		// The produce phase wrote the data; now read it back, again and
+		// again, and measure that.
+		cancel()
+		if err := <-errc; err != nil && !errors.Is(err, context.Canceled) {
+			return res, fmt.Errorf("load generator: %w", err)
+		}
+		perPartition := gen.acked.Load() / int64(o.Partitions) * int64(o.RecordsPerBatch)
+		if perPartition < int64(o.RecordsPerBatch) {
+			return res, errors.New("the produce phase wrote too little to fetch")
+		}
+		gen = &loadGen{addr: addr, reqs: fetchRequests(o, perPartition), inFlight: o.InFlight, check: checkFetchResponse}
+		payload = 1 // check counts the bytes served
+		lctx, cancel = context.WithCancel(ctx)
+		defer cancel()
+		go func() { errc <- gen.run(lctx, conns) }()
+		select {
+		case err := <-errc:
+			return res, fmt.Errorf("load generator: %w", err)
+		case <-time.After(o.Warmup / 2):
+		}
 	}
 	cpu0, sys0, err := procCPU(cmd.Process.Pid)
 	if err != nil {
@@ -263,11 +287,14 @@ func costRequests(o CostOptions) ([][]byte, int, error) {
 }
 
 // loadGen sends the pre-encoded requests over conns connections, each
-// keeping inFlight requests outstanding, and counts acknowledged ones.
+// keeping inFlight requests outstanding; check judges each answer and
+// says what it counts for (1 per produce, the bytes served per fetch),
+// summed in acked.
 type loadGen struct {
 	addr     string
 	reqs     [][]byte
 	inFlight int
+	check    func(resp []byte) (int64, error)
 	acked    atomic.Int64
 }
 
@@ -337,33 +364,90 @@ func (g *loadGen) conn(c net.Conn, i int) error {
 		if _, err := io.ReadFull(r, buf); err != nil {
 			return err
 		}
-		if err := checkProduceResponse(buf); err != nil {
+		counted, err := g.check(buf)
+		if err != nil {
 			return err
 		}
-		g.acked.Add(1)
+		g.acked.Add(counted)
 		<-window
 	}
 }
 
 // checkProduceResponse decodes a Produce v9 answer (correlation id, an
-// empty tagged-field header, the body) and returns its first error.
-func checkProduceResponse(b []byte) error {
+// empty tagged-field header, the body): one acknowledged request, or its
+// first error.
+func checkProduceResponse(b []byte) (int64, error) {
 	if len(b) < 5 {
-		return io.ErrUnexpectedEOF
+		return 0, io.ErrUnexpectedEOF
 	}
 	resp := kmsg.NewPtrProduceResponse()
 	resp.SetVersion(9)
 	if err := resp.ReadFrom(b[5:]); err != nil {
-		return err
+		return 0, err
 	}
 	for _, t := range resp.Topics {
 		for _, p := range t.Partitions {
 			if p.ErrorCode != 0 {
-				return fmt.Errorf("%s-%d: %w", t.Topic, p.Partition, kerr.ErrorForCode(p.ErrorCode))
+				return 0, fmt.Errorf("%s-%d: %w", t.Topic, p.Partition, kerr.ErrorForCode(p.ErrorCode))
 			}
 		}
 	}
-	return nil
+	return 1, nil
+}
+
+// fetchVersion addresses topics by name (v13 uses ids) and is flexible.
+const fetchVersion = 12
+
+// fetchRequests encodes Fetch requests that read each partition from
+// offsets spread over the first perPartition records, 1 MiB at a time:
+// a consumer replaying the log, over and over.
+func fetchRequests(o CostOptions, perPartition int64) [][]byte {
+	var out [][]byte
+	step := int64(4 * o.RecordsPerBatch)
+	for off := int64(0); off+step <= perPartition || off == 0; off += step {
+		for p := range o.Partitions {
+			req := kmsg.NewPtrFetchRequest()
+			req.SetVersion(fetchVersion)
+			req.ReplicaID, req.MaxWaitMillis, req.MinBytes, req.MaxBytes = -1, 0, 1, 1<<20
+			rt := kmsg.NewFetchRequestTopic()
+			rt.Topic = costTopic
+			rp := kmsg.NewFetchRequestTopicPartition()
+			rp.Partition, rp.FetchOffset, rp.PartitionMaxBytes, rp.CurrentLeaderEpoch, rp.LogStartOffset = int32(p), off, 1<<20, -1, -1
+			rt.Partitions = append(rt.Partitions, rp)
+			req.Topics = append(req.Topics, rt)
+			out = append(out, wire.AppendRequest(nil, req, int32(len(out)), "servercost"))
+		}
+	}
+	return out
+}
+
+// checkFetchResponse decodes a Fetch answer and returns the record bytes
+// it served, or its first error.
+func checkFetchResponse(b []byte) (int64, error) {
+	if len(b) < 5 {
+		return 0, io.ErrUnexpectedEOF
+	}
+	resp := kmsg.NewPtrFetchResponse()
+	resp.SetVersion(fetchVersion)
+	if err := resp.ReadFrom(b[5:]); err != nil {
+		return 0, err
+	}
+	if resp.ErrorCode != 0 {
+		return 0, kerr.ErrorForCode(resp.ErrorCode)
+	}
+	var n int64
+	for _, t := range resp.Topics {
+		for _, p := range t.Partitions {
+			if p.ErrorCode != 0 {
+				return 0, fmt.Errorf("fetch %s-%d: %w", t.Topic, p.Partition, kerr.ErrorForCode(p.ErrorCode))
+			}
+			n += int64(len(p.RecordBatches))
+		}
+	}
+	if n == 0 {
+		return 0, errors.New("a fetch served no records")
+	}
+	return n, nil
 }
 
 func freeAddr() (string, error) {

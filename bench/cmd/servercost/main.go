@@ -28,7 +28,8 @@ import (
 func main() {
 	var o bench.CostOptions
 	var peers, conns, servePeer, serveListen, serveDir string
-	flag.StringVar(&peers, "peers", "strand,kfake,null", "peers, comma-separated")
+	flag.StringVar(&peers, "peers", "strand,kfake,null", "peers, comma-separated (consume: strand and kfake; the null broker serves no fetches)")
+	flag.StringVar(&o.Workload, "workload", "produce", "produce, or consume (plain fetches of what a produce phase of -warmup wrote)")
 	flag.StringVar(&conns, "conns", "1,4,8", "connection counts, comma-separated")
 	flag.IntVar(&o.InFlight, "inflight", 4, "requests in flight per connection")
 	flag.DurationVar(&o.Duration, "duration", 8*time.Second, "measured time per run")
@@ -91,8 +92,8 @@ func run(o bench.CostOptions) error {
 			return fmt.Errorf("build strand: %w", err)
 		}
 	}
-	fmt.Printf("servercost: %s, %d-byte records × %d per request, %d partitions, %d in flight per connection, %v per run after %v warm-up, %d runs\n",
-		time.Now().UTC().Format("2006-01-02 15:04 UTC"), o.RecordBytes, o.RecordsPerBatch, o.Partitions, o.InFlight, o.Duration, o.Warmup, o.Runs)
+	fmt.Printf("servercost %s: %s, %d-byte records × %d per request, %d partitions, %d in flight per connection, %v per run after %v warm-up, %d runs\n",
+		o.Workload, time.Now().UTC().Format("2006-01-02 15:04 UTC"), o.RecordBytes, o.RecordsPerBatch, o.Partitions, o.InFlight, o.Duration, o.Warmup, o.Runs)
 	fmt.Printf("%-7s %5s %4s %9s %16s %11s %14s %8s\n", "peer", "conns", "run", "MB/s", "broker CPU-s/GB", "of it sys", "gen CPU-s/GB", "RSS MiB")
 	results, err := bench.RunServerCost(context.Background(), o, func(r bench.CostResult) {
 		fmt.Printf("%-7s %5d %4d %9.0f %16.2f %10.0f%% %14.2f %8.0f\n", r.Peer, r.Conns, r.Run, r.MBps, r.BrokerCPUPerG, 100*r.BrokerSys, r.GenCPUPerG, r.RSSMiB)
