@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -49,9 +50,13 @@ type CostOptions struct {
 	Partitions      int
 	RecordBytes     int
 	RecordsPerBatch int
-	StrandBin       string // the strand binary
-	Self            string // this program, run with ServeArgs for kfake and null
-	Dir             string // parent of the peers' data directories
+	// Fsync makes every acknowledgement wait for an fsync: Strand's
+	// flush.messages=1 on the topic (its group commit), kfake's SyncWrites.
+	// The null broker stores nothing to sync.
+	Fsync     bool
+	StrandBin string // the strand binary
+	Self      string // this program, run with ServeArgs for kfake and null
+	Dir       string // parent of the peers' data directories
 }
 
 // CostResult is one measured run.
@@ -59,11 +64,12 @@ type CostResult struct {
 	Workload      string
 	Peer          string
 	Conns, Run    int
-	MBps          float64 // acknowledged record payload, 10^6 bytes per second
-	BrokerCPUPerG float64 // broker process CPU-seconds per 10^9 payload bytes
-	GenCPUPerG    float64 // load generator CPU-seconds per 10^9 payload bytes
-	RSSMiB        float64 // broker's resident memory at the end of the run
-	BrokerSys     float64 // share of the broker's CPU spent in the kernel
+	MBps          float64       // acknowledged record payload, 10^6 bytes per second
+	BrokerCPUPerG float64       // broker process CPU-seconds per 10^9 payload bytes
+	GenCPUPerG    float64       // load generator CPU-seconds per 10^9 payload bytes
+	RSSMiB        float64       // broker's resident memory at the end of the run
+	BrokerSys     float64       // share of the broker's CPU spent in the kernel
+	P50, P99      time.Duration // request → answer latency in the measured time
 }
 
 // ServeFlag is the flag that makes a program run a peer for the workload:
@@ -71,8 +77,8 @@ type CostResult struct {
 const ServeFlag = "serve-peer"
 
 // ServePeer runs peer name (kfake or null) on addr until the process is
-// killed.
-func ServePeer(name, addr, dir string) error {
+// killed; fsync: kfake syncs every batch.
+func ServePeer(name, addr, dir string, fsync bool) error {
 	switch name {
 	case "kfake":
 		_, port, err := net.SplitHostPort(addr)
@@ -82,7 +88,11 @@ func ServePeer(name, addr, dir string) error {
 		p, _ := strconv.Atoi(port)
 		// DataDir: segments on disk, nothing fsynced per batch (as Strand's
 		// default flush policy and Kafka's).
-		c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.Ports(p), kfake.DataDir(dir))
+		opts := []kfake.Opt{kfake.NumBrokers(1), kfake.Ports(p), kfake.DataDir(dir)}
+		if fsync {
+			opts = append(opts, kfake.SyncWrites())
+		}
+		c, err := kfake.NewCluster(opts...)
 		if err != nil {
 			return err
 		}
@@ -138,7 +148,7 @@ func costRun(ctx context.Context, o CostOptions, peer string, conns int) (CostRe
 		cmd = exec.Command(o.StrandBin, "serve", "--listen", addr, "--data-dir", dir,
 			"--metrics-listen", "", "--console-listen", "", "--schema-registry-listen", "", "--log-level", "warn")
 	} else {
-		cmd = exec.Command(o.Self, "-"+ServeFlag, peer, "-serve-listen", addr, "-serve-dir", dir)
+		cmd = exec.Command(o.Self, "-"+ServeFlag, peer, "-serve-listen", addr, "-serve-dir", dir, "-serve-fsync="+strconv.FormatBool(o.Fsync))
 	}
 	cmd.Stderr = os.Stderr
 	if err := cmd.Start(); err != nil {
@@ -148,7 +158,12 @@ func costRun(ctx context.Context, o CostOptions, peer string, conns int) (CostRe
 		cmd.Process.Kill()
 		cmd.Wait()
 	}()
-	if err := createCostTopic(ctx, addr, o.Partitions); err != nil {
+	var configs map[string]*string
+	if o.Fsync && peer == "strand" {
+		one := "1"
+		configs = map[string]*string{"flush.messages": &one}
+	}
+	if err := createCostTopic(ctx, addr, o.Partitions, configs); err != nil {
 		return res, err
 	}
 	reqs, payload, err := costRequests(o)
@@ -191,6 +206,7 @@ func costRun(ctx context.Context, o CostOptions, peer string, conns int) (CostRe
 	if err != nil {
 		return res, err
 	}
+	gen.measure(true)
 	gen0, acked0, start := selfCPU(), gen.acked.Load(), time.Now()
 	select {
 	case err := <-errc:
@@ -202,6 +218,11 @@ func costRun(ctx context.Context, o CostOptions, peer string, conns int) (CostRe
 		return res, err
 	}
 	gen1, acked1, took := selfCPU(), gen.acked.Load(), time.Since(start)
+	lat := gen.measure(false)
+	slices.Sort(lat)
+	if len(lat) > 0 {
+		res.P50, res.P99 = lat[len(lat)/2], lat[len(lat)*99/100]
+	}
 	rss, err := procRSS(cmd.Process.Pid)
 	if err != nil {
 		return res, err
@@ -225,7 +246,7 @@ func costRun(ctx context.Context, o CostOptions, peer string, conns int) (CostRe
 }
 
 // createCostTopic waits until the peer answers, then creates the topic.
-func createCostTopic(ctx context.Context, addr string, partitions int) error {
+func createCostTopic(ctx context.Context, addr string, partitions int, configs map[string]*string) error {
 	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.RetryTimeout(30*time.Second))
 	if err != nil {
 		return err
@@ -235,7 +256,7 @@ func createCostTopic(ctx context.Context, addr string, partitions int) error {
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		resp, err := adm.CreateTopic(cctx, int32(partitions), 1, nil, costTopic)
+		resp, err := adm.CreateTopic(cctx, int32(partitions), 1, configs, costTopic)
 		cancel()
 		if err == nil {
 			err = resp.Err
@@ -296,6 +317,19 @@ type loadGen struct {
 	inFlight int
 	check    func(resp []byte) (int64, error)
 	acked    atomic.Int64
+
+	mu        sync.Mutex
+	measuring bool            // latencies are kept only while set
+	latencies []time.Duration // request → answer, while measuring
+}
+
+// measure starts (or stops) keeping latencies and returns those kept.
+func (g *loadGen) measure(on bool) []time.Duration {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	out := g.latencies
+	g.measuring, g.latencies = on, nil
+	return out
 }
 
 func (g *loadGen) run(ctx context.Context, conns int) error {
@@ -327,14 +361,14 @@ func (g *loadGen) run(ctx context.Context, conns int) error {
 // … in turn) whenever fewer than inFlight are unanswered; the reader
 // checks each answer's error codes.
 func (g *loadGen) conn(c net.Conn, i int) error {
-	window := make(chan struct{}, g.inFlight)
+	window := make(chan time.Time, g.inFlight) // send times, in order
 	werr := make(chan error, 1)
 	done := make(chan struct{})
 	defer close(done)
 	go func() {
 		for n := i; ; n++ {
 			select {
-			case window <- struct{}{}:
+			case window <- time.Now():
 			case <-done:
 				return
 			}
@@ -369,7 +403,12 @@ func (g *loadGen) conn(c net.Conn, i int) error {
 			return err
 		}
 		g.acked.Add(counted)
-		<-window
+		took := time.Since(<-window)
+		g.mu.Lock()
+		if g.measuring {
+			g.latencies = append(g.latencies, took)
+		}
+		g.mu.Unlock()
 	}
 }
 

@@ -19,7 +19,7 @@ func TestServerCostLoadGenerator(t *testing.T) {
 	o := CostOptions{Partitions: 2, RecordBytes: 100, RecordsPerBatch: 10, InFlight: 2}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if err := createCostTopic(ctx, nb.addr(), o.Partitions); err != nil {
+	if err := createCostTopic(ctx, nb.addr(), o.Partitions, nil); err != nil {
 		t.Fatal(err)
 	}
 	reqs, payload, err := costRequests(o)
@@ -34,6 +34,13 @@ func TestServerCostLoadGenerator(t *testing.T) {
 	}
 	if gen.acked.Load() == 0 {
 		t.Fatal("no produce request acknowledged")
+	}
+	gen.measure(true)
+	mctx, mcancel := context.WithTimeout(ctx, 200*time.Millisecond)
+	defer mcancel()
+	gen.run(mctx, 1)
+	if lat := gen.measure(false); len(lat) == 0 || lat[0] <= 0 {
+		t.Fatalf("%d latencies measured", len(lat))
 	}
 	nb.mu.Lock()
 	next := nb.topics[costTopic].next

@@ -43,9 +43,12 @@ func main() {
 	flag.StringVar(&servePeer, bench.ServeFlag, "", "internal: run this peer (kfake, null) and nothing else")
 	flag.StringVar(&serveListen, "serve-listen", "", "internal: its address")
 	flag.StringVar(&serveDir, "serve-dir", "", "internal: its data directory")
+	var serveFsync bool
+	flag.BoolVar(&serveFsync, "serve-fsync", false, "internal: sync every batch")
+	flag.BoolVar(&o.Fsync, "fsync", false, "every acknowledgement waits for an fsync (Strand flush.messages=1, kfake SyncWrites; null broker: none)")
 	flag.Parse()
 	if servePeer != "" {
-		if err := bench.ServePeer(servePeer, serveListen, serveDir); err != nil {
+		if err := bench.ServePeer(servePeer, serveListen, serveDir, serveFsync); err != nil {
 			fmt.Fprintln(os.Stderr, "servercost:", err)
 			os.Exit(1)
 		}
@@ -94,9 +97,10 @@ func run(o bench.CostOptions) error {
 	}
 	fmt.Printf("servercost %s: %s, %d-byte records × %d per request, %d partitions, %d in flight per connection, %v per run after %v warm-up, %d runs\n",
 		o.Workload, time.Now().UTC().Format("2006-01-02 15:04 UTC"), o.RecordBytes, o.RecordsPerBatch, o.Partitions, o.InFlight, o.Duration, o.Warmup, o.Runs)
-	fmt.Printf("%-7s %5s %4s %9s %16s %11s %14s %8s\n", "peer", "conns", "run", "MB/s", "broker CPU-s/GB", "of it sys", "gen CPU-s/GB", "RSS MiB")
+	fmt.Printf("%-7s %5s %4s %9s %16s %11s %14s %8s %9s %9s\n", "peer", "conns", "run", "MB/s", "broker CPU-s/GB", "of it sys", "gen CPU-s/GB", "RSS MiB", "p50", "p99")
 	results, err := bench.RunServerCost(context.Background(), o, func(r bench.CostResult) {
-		fmt.Printf("%-7s %5d %4d %9.0f %16.2f %10.0f%% %14.2f %8.0f\n", r.Peer, r.Conns, r.Run, r.MBps, r.BrokerCPUPerG, 100*r.BrokerSys, r.GenCPUPerG, r.RSSMiB)
+		fmt.Printf("%-7s %5d %4d %9.1f %16.2f %10.0f%% %14.2f %8.0f %9v %9v\n", r.Peer, r.Conns, r.Run, r.MBps, r.BrokerCPUPerG, 100*r.BrokerSys, r.GenCPUPerG, r.RSSMiB,
+			r.P50.Round(time.Microsecond), r.P99.Round(time.Microsecond))
 	})
 	if err != nil {
 		return err
@@ -114,21 +118,23 @@ func summarize(o bench.CostOptions, rs []bench.CostResult) {
 	med := map[key]bench.CostResult{}
 	for _, c := range o.Conns {
 		for _, p := range o.Peers {
-			var mb, cpu, gen, rss []float64
+			var mb, cpu, gen, rss, p50, p99 []float64
 			for _, r := range rs {
 				if r.Peer == p && r.Conns == c {
 					mb, cpu, gen, rss = append(mb, r.MBps), append(cpu, r.BrokerCPUPerG), append(gen, r.GenCPUPerG), append(rss, r.RSSMiB)
+					p50, p99 = append(p50, float64(r.P50)), append(p99, float64(r.P99))
 				}
 			}
-			med[key{p, c}] = bench.CostResult{Peer: p, Conns: c, MBps: median(mb), BrokerCPUPerG: median(cpu), GenCPUPerG: median(gen), RSSMiB: median(rss)}
+			med[key{p, c}] = bench.CostResult{Peer: p, Conns: c, MBps: median(mb), BrokerCPUPerG: median(cpu), GenCPUPerG: median(gen), RSSMiB: median(rss),
+				P50: time.Duration(median(p50)), P99: time.Duration(median(p99))}
 		}
 	}
 	fmt.Println("\nmedians")
-	fmt.Printf("| peer | conns | MB/s | broker CPU-s/GB | load generator CPU-s/GB | RSS MiB |\n| --- | --- | --- | --- | --- | --- |\n")
+	fmt.Printf("| peer | conns | MB/s | broker CPU-s/GB | load generator CPU-s/GB | RSS MiB | p50 | p99 |\n| --- | --- | --- | --- | --- | --- | --- | --- |\n")
 	for _, c := range o.Conns {
 		for _, p := range o.Peers {
 			m := med[key{p, c}]
-			fmt.Printf("| %s | %d | %.0f | %.2f | %.2f | %.0f |\n", p, c, m.MBps, m.BrokerCPUPerG, m.GenCPUPerG, m.RSSMiB)
+			fmt.Printf("| %s | %d | %.1f | %.2f | %.2f | %.0f | %v | %v |\n", p, c, m.MBps, m.BrokerCPUPerG, m.GenCPUPerG, m.RSSMiB, m.P50.Round(time.Microsecond), m.P99.Round(time.Microsecond))
 		}
 	}
 	fmt.Println("\nStrand vs peers (throughput: Strand/peer; CPU per GB: Strand/peer, lower is better)")
@@ -145,7 +151,7 @@ func summarize(o bench.CostOptions, rs []bench.CostResult) {
 			if m.MBps == 0 {
 				continue
 			}
-			fmt.Printf("%d conns: vs %s throughput %.2f×, CPU/GB %.2f×\n", c, p, s.MBps/m.MBps, s.BrokerCPUPerG/m.BrokerCPUPerG)
+			fmt.Printf("%d conns: vs %s throughput %.2f×, CPU/GB %.2f×, p99 %.2f× (peer/Strand)\n", c, p, s.MBps/m.MBps, s.BrokerCPUPerG/m.BrokerCPUPerG, float64(m.P99)/float64(max(s.P99, 1)))
 		}
 	}
 }
