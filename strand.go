@@ -28,6 +28,7 @@ import (
 	"github.com/strandmq/strand/internal/acl"
 	"github.com/strandmq/strand/internal/broker"
 	"github.com/strandmq/strand/internal/console"
+	"github.com/strandmq/strand/internal/group"
 	"github.com/strandmq/strand/internal/httpauth"
 	"github.com/strandmq/strand/internal/kafka"
 	"github.com/strandmq/strand/internal/metrics"
@@ -88,6 +89,12 @@ type Config struct {
 	// told to heartbeat. Zero: Kafka's defaults (45 s, 5 s).
 	GroupConsumerSessionTimeout    time.Duration
 	GroupConsumerHeartbeatInterval time.Duration
+	// GroupConsumerMigrationPolicy is group.consumer.migration.policy:
+	// whether a live classic group converts to the consumer protocol when a
+	// KIP-848 member joins it ("upgrade"), a consumer group back to classic
+	// when its last KIP-848 member leaves ("downgrade"), both
+	// ("bidirectional", Kafka 4's default, and ""), or neither ("disabled").
+	GroupConsumerMigrationPolicy string
 	// RetentionCheckInterval is log.retention.check.interval.ms: how often
 	// time and size retention run on every partition; default 30 s.
 	RetentionCheckInterval time.Duration
@@ -210,6 +217,10 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 	if cfg.Dir == "" {
 		return nil, errors.New("strand: Config.Dir is empty")
 	}
+	migration, err := group.ParseMigrationPolicy(cfg.GroupConsumerMigrationPolicy)
+	if err != nil {
+		return nil, fmt.Errorf("strand: %w", err)
+	}
 	if cfg.Addr == "" {
 		cfg.Addr = "127.0.0.1:0"
 	}
@@ -254,6 +265,7 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 		GroupInitialRebalanceDelay:     cfg.GroupInitialRebalanceDelay,
 		GroupConsumerSessionTimeout:    cfg.GroupConsumerSessionTimeout,
 		GroupConsumerHeartbeatInterval: cfg.GroupConsumerHeartbeatInterval,
+		GroupConsumerMigrationPolicy:   migration,
 	}
 	var iln net.Listener // a cluster node's internal listener
 	closeIln := func() error {

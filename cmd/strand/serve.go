@@ -65,6 +65,7 @@ type serveOptions struct {
 	groupDelay        time.Duration
 	consumerSession   time.Duration
 	consumerHeartbeat time.Duration
+	migrationPolicy   string
 	maxIdle           time.Duration
 	maxConns          int
 	maxConnsPerIP     int
@@ -101,7 +102,7 @@ log-format, metrics-listen, console-listen, schema-registry-listen, tls-cert, tl
 http-tls-client-ca, http-insecure, sasl-users,
 authorizer, super-users, allow-everyone-if-no-acl-found, ssl-principal-mapping-rules, retention-check-interval, log-cleaner-backoff,
 log-cleaner-dedupe-buffer-size, offsets-retention, group-initial-rebalance-delay,
-group-consumer-session-timeout, group-consumer-heartbeat-interval,
+group-consumer-session-timeout, group-consumer-heartbeat-interval, group-consumer-migration-policy,
 connections-max-idle, max-connections, max-connections-per-ip, max-connection-creation-rate,
 max-connection-creation-rate-per-ip,
 queued-max-request-bytes, failed-authentication-delay, scrub-interval,
@@ -170,6 +171,7 @@ func newServeCmd() *cobra.Command {
 	f.DurationVar(&o.groupDelay, "group-initial-rebalance-delay", 3*time.Second, "how long a consumer group's first rebalance waits for more members (group.initial.rebalance.delay.ms; 0: none)")
 	f.DurationVar(&o.consumerSession, "group-consumer-session-timeout", 45*time.Second, "how long a KIP-848 consumer group member lives without a heartbeat (group.consumer.session.timeout.ms)")
 	f.DurationVar(&o.consumerHeartbeat, "group-consumer-heartbeat-interval", 5*time.Second, "how often KIP-848 consumer group members are told to heartbeat (group.consumer.heartbeat.interval.ms)")
+	f.StringVar(&o.migrationPolicy, "group-consumer-migration-policy", "bidirectional", "which live groups convert between the classic and KIP-848 protocols: bidirectional, upgrade, downgrade or disabled (group.consumer.migration.policy)")
 	f.DurationVar(&o.cleanerBackoff, "log-cleaner-backoff", 15*time.Second, "how often the compaction cleaner looks for dirty compacted partitions (log.cleaner.backoff.ms)")
 	f.DurationVar(&o.txnMaxTimeout, "transaction-max-timeout", 15*time.Minute, "the longest transaction timeout a producer may ask for (transaction.max.timeout.ms)")
 	f.DurationVar(&o.offsetsRetention, "offsets-retention", 7*24*time.Hour, "how long committed offsets outlive their group's consumers; 0 or less keeps them forever (offsets.retention.minutes)")
@@ -421,6 +423,7 @@ func (o *serveOptions) run(ctx context.Context, logOut io.Writer) error {
 		GroupInitialRebalanceDelay:     cmp.Or(o.groupDelay, -1),
 		GroupConsumerSessionTimeout:    o.consumerSession,
 		GroupConsumerHeartbeatInterval: o.consumerHeartbeat,
+		GroupConsumerMigrationPolicy:   o.migrationPolicy,
 	})
 	if err != nil {
 		return err

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/strandmq/strand/internal/cluster"
+	"github.com/strandmq/strand/internal/group"
 	"github.com/strandmq/strand/internal/partlog"
 	"github.com/strandmq/strand/internal/producer"
 	"github.com/strandmq/strand/internal/vfs"
@@ -102,6 +103,9 @@ type Config struct {
 	// Zero: Kafka's defaults (45 s, 5 s).
 	GroupConsumerSessionTimeout    time.Duration
 	GroupConsumerHeartbeatInterval time.Duration
+	// GroupConsumerMigrationPolicy is group.consumer.migration.policy
+	// (bidirectional, upgrade, downgrade, disabled); "": bidirectional.
+	GroupConsumerMigrationPolicy group.MigrationPolicy
 	// RecoverTopics re-registers topics whose partition directories hold
 	// data that meta.json does not list (a lost or older meta.json), with
 	// default configs, instead of refusing to start.

@@ -109,6 +109,7 @@ func (b *Broker) newCoordinator(p *Partition) (*group.Coordinator, error) {
 		GroupMaxSessionTimeout: b.cfg.GroupMaxSessionTimeout,
 		InitialRebalanceDelay:  b.cfg.GroupInitialRebalanceDelay,
 		OffsetsRetention:       b.cfg.OffsetsRetention,
+		MigrationPolicy:        b.cfg.GroupConsumerMigrationPolicy,
 		Consumer: consumer.Config{
 			SessionTimeout:    b.cfg.GroupConsumerSessionTimeout,
 			HeartbeatInterval: b.cfg.GroupConsumerHeartbeatInterval,

@@ -55,6 +55,10 @@ type Config struct {
 	// Consumer holds the group.consumer.* settings of KIP-848 consumer
 	// groups; zero values take Kafka's defaults.
 	Consumer consumer.Config
+	// MigrationPolicy is group.consumer.migration.policy: which live
+	// groups convert between the classic and consumer protocols
+	// (migrate.go). "" is Kafka 4's default, bidirectional.
+	MigrationPolicy MigrationPolicy
 }
 
 // Coordinator is the group coordinator for the classic protocol. Each group

@@ -17,11 +17,11 @@ func (g *group) join(req JoinRequest, reply chan<- JoinResponse) {
 	}
 	if g.cg != nil {
 		// A consumer-protocol group: an empty one becomes classic; one
-		// with members cannot take a classic member (no online
-		// migration), as Kafka answers a member whose protocol the
-		// group cannot use.
+		// with members takes the joiner as a classic member of the
+		// consumer group (migrate.go), unless the migration policy is
+		// disabled or its protocol is not "consumer".
 		if len(g.cg.Members) > 0 {
-			fail(CodeInconsistentGroupProtocol)
+			g.classicJoinConsumer(req, reply)
 			return
 		}
 		if err := g.dropConsumer(); err != nil {

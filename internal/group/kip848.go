@@ -20,10 +20,8 @@ import (
 //
 // Classic and consumer groups share one id namespace: a group is a consumer
 // group while g.cg is set. An Empty group converts either way (Kafka's
-// bidirectional policy for empty groups); a group with members of the other
-// protocol refuses: ConsumerGroupHeartbeat answers GROUP_ID_NOT_FOUND, and
-// JoinGroup INCONSISTENT_GROUP_PROTOCOL. Online migration of a live group
-// (group.consumer.migration.policy) is not implemented.
+// bidirectional policy for empty groups); a live group converts as
+// group.consumer.migration.policy allows (migrate.go).
 
 // historyLen bounds each group's rebalance history (kept in memory).
 const historyLen = 32
@@ -123,31 +121,54 @@ func (g *group) consumerHeartbeat(req consumer.Request) consumer.Response {
 		return consumer.Response{Code: consumer.Code(CodeCoordinatorNotAvailable)}
 	}
 	var pre []StoreRecord
+	now := g.c.cfg.Clock.Now()
+	cg, upgraded := g.cg, false
 	if g.cg == nil {
 		if g.classicInUse() {
-			return consumer.Response{Code: consumer.GroupIDNotFound, Message: fmt.Sprintf(
-				"Group %s is a classic group with members; converting a live classic group to the consumer protocol "+
-					"(group.consumer.migration.policy) is not supported: stop its members first.", g.id)}
-		}
-		if g.generation > 0 || g.protocolType != "" {
+			if req.MemberEpoch != consumer.JoinEpoch {
+				return consumer.Response{Code: consumer.UnknownMemberID, Message: fmt.Sprintf("Member %s is not a member of group %s.", req.MemberID, g.id)}
+			}
+			// Online upgrade (migrate.go): the classic group and its
+			// members become a consumer group, then the member joins it.
+			var recs []consumer.Record
+			var refused consumer.Response
+			if cg, recs, refused = g.upgradeFromClassic(now); cg == nil {
+				return refused
+			}
+			pre = append(pre, StoreRecord{Key: groupKey(g.id)})
+			for _, r := range recs {
+				k, v := r.Encode()
+				pre = append(pre, StoreRecord{Key: k, Value: v})
+			}
+			upgraded = true
+		} else if g.generation > 0 || g.protocolType != "" {
 			// An Empty classic group converts: its metadata goes, its
 			// offsets stay.
 			pre = append(pre, StoreRecord{Key: groupKey(g.id)})
 		}
 	}
-	now := g.c.cfg.Clock.Now()
-	resp, next, recs := g.c.engine.Heartbeat(g.cg, req, now, g.c.cfg.Topics())
+	resp, next, recs := g.c.engine.Heartbeat(cg, req, now, g.c.cfg.Topics())
 	if resp.Code != consumer.None || next == nil {
 		return resp
 	}
 	if err := g.storeConsumer(pre, recs); err != nil {
 		return consumer.Response{Code: consumer.Code(CodeCoordinatorNotAvailable), Message: "storing the group's records failed"}
 	}
-	if len(pre) > 0 {
+	switch {
+	case upgraded:
+		members := len(g.members)
+		g.dropClassic()
+		g.log.Info("classic group converted to a consumer group", "classic members", members, "epoch", cg.Epoch)
+		g.setConsumer(cg, fmt.Sprintf("converted from a classic group of %d members", members))
+	case len(pre) > 0:
 		g.resetMetadata()
 		g.log.Info("empty classic group converted to a consumer group")
 	}
-	g.setConsumer(next, heartbeatReason(g.cg, &req))
+	reason := heartbeatReason(g.cg, &req)
+	g.setConsumer(next, reason)
+	if req.MemberEpoch == consumer.LeaveEpoch || req.MemberEpoch == consumer.StaticLeaveEpoch {
+		g.maybeDowngrade(reason)
+	}
 	return resp
 }
 
@@ -322,7 +343,9 @@ func (g *group) consumerExpire() {
 		return
 	}
 	g.log.Info("consumer group members expired", "members", gone, "epoch", next.Epoch)
-	g.setConsumer(next, fmt.Sprintf("session or rebalance timeout of %v", gone))
+	reason := fmt.Sprintf("session or rebalance timeout of %v", gone)
+	g.setConsumer(next, reason)
+	g.maybeDowngrade(reason)
 }
 
 // consumerCommitCheck validates an OffsetCommit to a consumer group, as
@@ -337,10 +360,19 @@ func (g *group) consumerCommitCheck(req OffsetCommitRequest) (Code, func(TopicPa
 	if req.Generation < 0 && activeMembers(g.cg) == 0 {
 		return CodeNone, nil
 	}
+	m := g.cg.Members[req.MemberID]
+	if m != nil && m.Classic != nil {
+		// A classic member commits as in a classic group, at any
+		// version: its generation is its member epoch (Kafka's
+		// validateOffsetCommit for classic members).
+		if int32(req.Generation) != m.Epoch {
+			return CodeIllegalGeneration, nil
+		}
+		return CodeNone, nil
+	}
 	if req.Version < 9 {
 		return CodeUnsupportedVersion, nil
 	}
-	m := g.cg.Members[req.MemberID]
 	if m == nil {
 		return CodeUnknownMemberID, nil
 	}
@@ -402,12 +434,10 @@ func (g *group) consumerFetchCheck(memberID *string, epoch int32) Code {
 // group-level records (its members have none left).
 func consumerTombstones(id string) []StoreRecord {
 	var out []StoreRecord
-	for _, t := range []consumer.RecordType{consumer.TypeGroupMetadata, consumer.TypeSubscriptionMetadata, consumer.TypeTargetAssignmentMetadata} {
-		k, _ := consumer.Record{Type: t, Group: id, Tombstone: true}.Encode()
+	for _, r := range consumer.Tombstones(consumer.NewGroup(id)) {
+		k, _ := r.Encode()
 		out = append(out, StoreRecord{Key: k})
 	}
-	// The group-metadata tombstone is the one replay acts on: write it last.
-	out[0], out[len(out)-1] = out[len(out)-1], out[0]
 	return out
 }
 

@@ -207,10 +207,13 @@ func TestConsumerGroupOffsetChecks(t *testing.T) {
 	wantAll(t, "admin commit to an empty group", h.commit("", -1, 9, 0), CodeNone)
 }
 
+// TestGroupIDNamespace: with group.consumer.migration.policy=disabled a
+// live group of one protocol refuses members of the other; empty groups
+// convert either way.
 func TestGroupIDNamespace(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	h := new848(t)
+	h := newHarness(t, Config{Topics: func() map[string]int32 { return map[string]int32{"t": 6} }, MigrationPolicy: MigrationDisabled})
 	h.twoMembers()
 
 	// A classic member cannot join a live consumer group.
@@ -287,4 +290,93 @@ func TestConsumerGroupUnownedGap(t *testing.T) {
 	if last := hist[len(hist)-1]; last.HandedOver != 3 || last.MaxUnowned != 1500*time.Millisecond {
 		t.Fatalf("history: %+v", hist)
 	}
+}
+
+// TestClassicMemberInConsumerGroup: under the default (bidirectional)
+// policy a classic member joins a live consumer group and is served by it —
+// its generation is its member epoch, SyncGroup hands out what the server
+// assignor gave it, Heartbeat says when to rejoin — and when the KIP-848
+// members leave, the group turns back into a classic group (records
+// included: a restart finds it classic) that rebalances.
+func TestClassicMemberInConsumerGroup(t *testing.T) {
+	t.Parallel()
+	h := new848(t)
+	epoch := h.twoMembers()
+	j := recv(t, h.joinAsync(joinReq("")))
+	if j.Code != CodeNone || j.Generation != Generation(epoch+1) || j.Protocol != "range" || j.Leader == j.MemberID {
+		t.Fatalf("classic join to a consumer group: %+v", j)
+	}
+	sync := func(gen Generation) SyncResponse {
+		return recv(t, h.syncAsync(SyncRequest{GroupID: testGroup, Generation: gen, MemberID: j.MemberID}))
+	}
+	if r := sync(j.Generation + 1); r.Code != CodeIllegalGeneration {
+		t.Fatalf("sync at a wrong generation: %+v", r)
+	}
+	// a and b still hold everything: the newcomer waits for releases.
+	if r := sync(j.Generation); r.Code != CodeNone || len(mustAssignment(t, r.Assignment)) != 0 {
+		t.Fatalf("sync: %+v", r)
+	}
+	hb := func(gen Generation) Code {
+		return h.c.Heartbeat(context.Background(), HeartbeatRequest{GroupID: testGroup, Generation: gen, MemberID: j.MemberID})
+	}
+	if c := hb(j.Generation); c != CodeRebalanceInProgress {
+		t.Fatalf("heartbeat while partitions are due: %v", c)
+	}
+	// a gives up two partitions: the classic member rejoins and gets them.
+	r := h.beat("a", epoch, nil)
+	h.beat("a", epoch, r.Assignment)
+	r = h.beat("b", epoch, nil)
+	h.beat("b", epoch, r.Assignment)
+	j2 := recv(t, h.joinAsync(joinReq(j.MemberID)))
+	if s := sync(j2.Generation); s.Code != CodeNone || len(mustAssignment(t, s.Assignment)) != 2 {
+		t.Fatalf("rejoin and sync: %+v %+v", j2, s)
+	}
+	if c := hb(j2.Generation); c != CodeNone {
+		t.Fatalf("heartbeat at the target: %v", c)
+	}
+	if d := h.cdescribe(); d.Code != CodeNone || len(d.Group.Members) != 3 || d.Group.Members[j.MemberID].Classic == nil {
+		t.Fatalf("describe: %+v", d)
+	}
+	// A restart restores the classic member (its protocols and session
+	// timeout are in its member record).
+	h.restart()
+	if d := h.cdescribe(); d.Code != CodeNone || len(d.Group.Members) != 3 || d.Group.Members[j.MemberID].Classic == nil ||
+		d.Group.Members[j.MemberID].Classic.SessionTimeout != testSession {
+		t.Fatalf("describe after restart: %+v", d)
+	}
+	if c := hb(j2.Generation); c != CodeNone {
+		t.Fatalf("heartbeat after restart: %v", c)
+	}
+	// The KIP-848 members leave: the group is classic again.
+	h.beat("a", consumer.LeaveEpoch, nil)
+	if d := h.cdescribe(); d.Code != CodeNone {
+		t.Fatalf("a KIP-848 member remains, still a consumer group: %+v", d)
+	}
+	h.beat("b", consumer.LeaveEpoch, nil)
+	if d := h.describe(); d.Code != CodeNone || d.State != StatePreparingRebalance || len(d.Members) != 1 {
+		t.Fatalf("downgraded: %+v", d)
+	}
+	if c := hb(j2.Generation); c != CodeRebalanceInProgress {
+		t.Fatalf("heartbeat after the downgrade: %v", c)
+	}
+	j3 := recv(t, h.joinAsync(joinReq(j.MemberID)))
+	if j3.Code != CodeNone || j3.Leader != j.MemberID {
+		t.Fatalf("rejoin the classic group: %+v", j3)
+	}
+	h.restart()
+	if d := h.cdescribe(); d.Code != CodeGroupIDNotFound {
+		t.Fatalf("after restart: %+v", d)
+	}
+	if d := h.describe(); d.ProtocolType != "consumer" || len(d.Members) != 1 {
+		t.Fatalf("classic group after restart: %+v", d)
+	}
+}
+
+func mustAssignment(t *testing.T, b []byte) []assign.Partition {
+	t.Helper()
+	ps, err := decodeAssignment(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ps
 }

@@ -11,6 +11,10 @@ func (g *group) sync(req SyncRequest, reply chan<- SyncResponse) {
 		fail(CodeCoordinatorNotAvailable)
 		return
 	}
+	if g.cg != nil {
+		reply <- g.classicSyncConsumer(req)
+		return
+	}
 	m, code := g.validateMember(req.MemberID, req.InstanceID)
 	switch {
 	case code != CodeNone:
@@ -89,6 +93,9 @@ func (g *group) heartbeat(req HeartbeatRequest) Code {
 	if g.state == StateDead {
 		return CodeCoordinatorNotAvailable
 	}
+	if g.cg != nil {
+		return g.classicHeartbeatConsumer(req)
+	}
 	m, code := g.validateMember(req.MemberID, req.InstanceID)
 	switch {
 	case code != CodeNone:
@@ -116,7 +123,11 @@ func (g *group) leave(req LeaveRequest) LeaveResponse {
 	var resp LeaveResponse
 	for _, lm := range req.Members {
 		r := LeaveMemberResult{MemberID: lm.MemberID, InstanceID: lm.InstanceID}
-		r.Code = g.leaveOne(lm)
+		if g.cg != nil {
+			r.Code = g.classicLeaveConsumer(lm)
+		} else {
+			r.Code = g.leaveOne(lm)
+		}
 		resp.Members = append(resp.Members, r)
 	}
 	return resp

@@ -19,8 +19,8 @@ import (
 //     assignor in use, and per member (sorted by member id) its ids, rack,
 //     epoch, client id and host, subscription (names and regex), current
 //     assignment and target assignment, by topic id and name.
-//   - v1: MemberType is 1 (consumer protocol) for every member: there are
-//     no classic members in a consumer group without online migration.
+//   - v1: MemberType is 1 for a member on the consumer protocol, 0 for a
+//     classic member of the group (online migration).
 //   - A group that does not exist, or is a classic group:
 //     GROUP_ID_NOT_FOUND with Kafka's message.
 //   - KIP-430 authorized operations of each group answered without an
@@ -70,6 +70,9 @@ func (s *Server) describedConsumerGroup(version int16, d group.ConsumerGroupDesc
 		sm.TargetAssignment = s.describedAssignment(g.Target[m.ID])
 		if version >= 1 {
 			sm.MemberType = 1 // consumer protocol
+			if m.Classic != nil {
+				sm.MemberType = 0 // classic
+			}
 		}
 		sg.Members = append(sg.Members, sm)
 	}

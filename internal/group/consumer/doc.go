@@ -52,7 +52,8 @@
 // epochs. internal/kafka translates ConsumerGroupHeartbeat (68) and
 // ConsumerGroupDescribe (69), topic ids included. Not yet done: regex
 // re-resolution triggered by topic changes (only the metadata refresh
-// interval notices them) and online classic↔consumer migration. The record
+// interval notices them). Classic-protocol members of a consumer group (online
+// migration) are in classic.go. The record
 // schemas are Strand's own (Kafka's key types 3–8, topics by name), not
 // Kafka's byte layout.
 package consumer

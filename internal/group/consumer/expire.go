@@ -55,7 +55,7 @@ func (g *Group) NextDeadline() time.Time {
 func (e *Engine) Restore(g *Group, now time.Time) *Group {
 	g = g.Clone()
 	for _, m := range g.Members {
-		m.SessionDeadline = now.Add(e.cfg.SessionTimeout)
+		m.SessionDeadline = now.Add(e.sessionTimeout(m))
 		m.RebalanceDeadline = time.Time{}
 		if m.State == UnrevokedPartitions {
 			m.RebalanceDeadline = now.Add(m.RebalanceTimeout)

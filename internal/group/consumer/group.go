@@ -97,6 +97,9 @@ type Member struct {
 	Assignor string
 
 	RebalanceTimeout time.Duration
+	// Classic is set for a member speaking the classic protocol (online
+	// migration, classic.go); nil for a ConsumerGroupHeartbeat member.
+	Classic *ClassicMember
 
 	// Epoch is the member epoch: the assignment epoch it has caught up to,
 	// or StaticLeaveEpoch. PreviousEpoch is the one before, accepted once

@@ -83,6 +83,10 @@ type Request struct {
 	// From the connection, not the request body.
 	ClientID   string
 	ClientHost string
+
+	// Classic is set by ClassicJoin: the member speaks the classic
+	// protocol.
+	Classic *ClassicMember
 }
 
 // full reports whether req carries everything (kfake's isFullRequest): then
@@ -321,7 +325,7 @@ func (e *Engine) joinOrBeat(g *Group, req *Request, now time.Time, topics map[st
 	if g.Epoch > g.AssignmentEpoch {
 		recs = append(recs, e.computeTarget(g, topics)...)
 	}
-	m.SessionDeadline = now.Add(e.cfg.SessionTimeout)
+	m.SessionDeadline = now.Add(e.sessionTimeout(m))
 	owned := normalize(req.Owned)
 	if e.reconcile(g, m, owned, now) || joined {
 		recs = append(recs, currentRecord(g, m))
@@ -345,6 +349,10 @@ func (e *Engine) updateMember(m *Member, req *Request) bool {
 		m.RebalanceTimeout = time.Duration(req.RebalanceTimeoutMs) * time.Millisecond
 	}
 	m.ClientID, m.ClientHost = req.ClientID, req.ClientHost
+	if req.Classic != nil {
+		c := *req.Classic
+		m.Classic = &c
+	}
 	if req.Topics != nil {
 		topics := slices.Compact(slices.Sorted(slices.Values(req.Topics)))
 		if !slices.Equal(topics, m.Topics) {

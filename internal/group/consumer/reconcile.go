@@ -262,6 +262,7 @@ func metadataRecord(g *Group, m *Member) Record {
 	return Record{Type: TypeMemberMetadata, Group: g.ID, Member: m.ID, Meta: MemberMetadata{
 		InstanceID: m.InstanceID, Rack: m.Rack, ClientID: m.ClientID, ClientHost: m.ClientHost,
 		Topics: orEmptyStrings(m.Topics), Regex: m.Regex, Assignor: m.Assignor, RebalanceTimeout: m.RebalanceTimeout,
+		Classic: m.Classic,
 	}}
 }
 

@@ -31,6 +31,9 @@ type MemberMetadata struct {
 	Topics                                 []string
 	Regex, Assignor                        string
 	RebalanceTimeout                       time.Duration
+	// Classic (value version 1) is a classic-protocol member's session
+	// timeout and JoinGroup protocols; nil (version 0) for others.
+	Classic *ClassicMember
 }
 
 // CurrentAssignment is the value of a TypeCurrentAssignment record.
@@ -64,6 +67,11 @@ var ErrCorrupt = errors.New("consumer: corrupt group record")
 // works on names), so they are Strand's own, versioned from 0.
 const valueVersion int16 = 0
 
+// classicMemberVersion is the MemberMetadata value version that carries a
+// classic member's session timeout and protocols after the version-0
+// fields.
+const classicMemberVersion int16 = 1
+
 func (t RecordType) hasMember() bool {
 	return t == TypeMemberMetadata || t == TypeTargetAssignment || t == TypeCurrentAssignment
 }
@@ -87,7 +95,11 @@ func (r Record) Encode() (key, value []byte) {
 		return k.b, nil
 	}
 	var v writer
-	v.i16(valueVersion)
+	if r.Type == TypeMemberMetadata && r.Meta.Classic != nil {
+		v.i16(classicMemberVersion)
+	} else {
+		v.i16(valueVersion)
+	}
 	switch r.Type {
 	case TypeGroupMetadata, TypeTargetAssignmentMetadata:
 		v.i32(r.Epoch)
@@ -110,6 +122,14 @@ func (r Record) Encode() (key, value []byte) {
 		v.str(m.Regex)
 		v.str(m.Assignor)
 		v.i32(int32(m.RebalanceTimeout / time.Millisecond))
+		if c := m.Classic; c != nil {
+			v.i32(int32(c.SessionTimeout / time.Millisecond))
+			v.i32(int32(len(c.Protocols)))
+			for _, p := range c.Protocols {
+				v.str(p.Name)
+				v.bytes(p.Metadata)
+			}
+		}
 	case TypeTargetAssignment:
 		v.partitions(r.Partitions)
 	case TypeCurrentAssignment:
@@ -144,7 +164,8 @@ func Decode(key, value []byte) (Record, error) {
 		return r, nil
 	}
 	v := reader{b: value}
-	if ver := v.i16(); v.err == nil && ver != valueVersion {
+	ver := v.i16()
+	if v.err == nil && ver != valueVersion && (r.Type != TypeMemberMetadata || ver != classicMemberVersion) {
 		return Record{}, fmt.Errorf("%w: type %d value version %d", ErrCorrupt, r.Type, ver)
 	}
 	switch r.Type {
@@ -171,6 +192,15 @@ func Decode(key, value []byte) (Record, error) {
 		v.ascending(m.Topics)
 		m.Regex, m.Assignor = v.str(), v.str()
 		m.RebalanceTimeout = time.Duration(v.i32()) * time.Millisecond
+		if ver == classicMemberVersion {
+			c := &ClassicMember{SessionTimeout: time.Duration(v.i32()) * time.Millisecond}
+			n := v.count(6)
+			c.Protocols = make([]ClassicProtocol, 0, n)
+			for range n {
+				c.Protocols = append(c.Protocols, ClassicProtocol{Name: v.str(), Metadata: v.bytes()})
+			}
+			m.Classic = c
+		}
 	case TypeTargetAssignment:
 		r.Partitions = v.partitions()
 	case TypeCurrentAssignment:
@@ -199,6 +229,13 @@ func (w *writer) str(s string) {
 	}
 	w.i16(int16(len(s)))
 	w.b = append(w.b, s...)
+}
+
+// bytes writes b with an int32 length (JoinGroup metadata may pass an
+// int16's reach).
+func (w *writer) bytes(b []byte) {
+	w.i32(int32(len(b)))
+	w.b = append(w.b, b...)
 }
 
 // partitions writes ps (sorted) grouped by topic.
@@ -270,6 +307,12 @@ func (r *reader) str() string {
 		r.err = fmt.Errorf("%w: string length %d", ErrCorrupt, n)
 	}
 	return string(r.need(int(max(n, 0))))
+}
+
+// bytes reads what writer.bytes wrote, as a copy.
+func (r *reader) bytes() []byte {
+	n := r.count(1)
+	return append([]byte{}, r.need(n)...)
 }
 
 // count reads a list count, rejecting one that cannot fit in what is left
@@ -374,6 +417,7 @@ func apply(g *Group, r Record) {
 		m, md := member(), r.Meta
 		m.InstanceID, m.Rack, m.ClientID, m.ClientHost = md.InstanceID, md.Rack, md.ClientID, md.ClientHost
 		m.Topics, m.Regex, m.Assignor, m.RebalanceTimeout = nilIfEmpty(md.Topics), md.Regex, md.Assignor, md.RebalanceTimeout
+		m.Classic = md.Classic
 	case TypeTargetAssignment:
 		if r.Tombstone {
 			delete(g.Target, r.Member)
