@@ -27,7 +27,8 @@ import (
 
 func main() {
 	var o bench.CostOptions
-	var peers, conns, servePeer, serveListen, serveDir string
+	var peers, conns, servePeer, serveListen, serveDir, out string
+	var suite bool
 	flag.StringVar(&peers, "peers", "strand,kfake,null", "peers, comma-separated (consume: strand and kfake; the null broker serves no fetches)")
 	flag.StringVar(&o.Workload, "workload", "produce", "produce, or consume (plain fetches of what a produce phase of -warmup wrote)")
 	flag.StringVar(&conns, "conns", "1,4,8", "connection counts, comma-separated")
@@ -40,6 +41,8 @@ func main() {
 	flag.IntVar(&o.RecordsPerBatch, "records-per-batch", 256, "records per request (one batch)")
 	flag.StringVar(&o.StrandBin, "strand", "", "the strand binary (default: built from ../cmd/strand)")
 	flag.StringVar(&o.Dir, "dir", "", "where peers keep their data (default: the system's temporary directory)")
+	flag.BoolVar(&suite, "suite", false, "run the three tables of issue 19 (produce at 1/4/8 connections; consume, i.e. fan-out, at 1/4/16; produce with an fsync per acknowledgement at 1/8/64 connections of one 1 KB record in flight each) and write them with -out")
+	flag.StringVar(&out, "out", "", "with -suite: the Markdown report to write")
 	flag.StringVar(&servePeer, bench.ServeFlag, "", "internal: run this peer (kfake, null) and nothing else")
 	flag.StringVar(&serveListen, "serve-listen", "", "internal: its address")
 	flag.StringVar(&serveDir, "serve-dir", "", "internal: its data directory")
@@ -63,37 +66,92 @@ func main() {
 		}
 		o.Conns = append(o.Conns, n)
 	}
-	if err := run(o); err != nil {
+	var err error
+	if suite {
+		err = runSuite(o, out)
+	} else {
+		err = run(o)
+	}
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "servercost:", err)
 		os.Exit(1)
 	}
 }
 
-func run(o bench.CostOptions) error {
-	self, err := os.Executable()
+// runSuite runs the three tables with o's runs, durations and binary and
+// writes the report to out (standard output when empty).
+func runSuite(o bench.CostOptions, out string) error {
+	cleanup, err := prepare(&o)
+	defer cleanup()
 	if err != nil {
 		return err
+	}
+	loadStart, start := bench.LoadAvg(), time.Now()
+	produce, consume, durable := o, o, o
+	produce.Workload, produce.Peers, produce.Conns = "produce", []string{"strand", "kfake", "null"}, []int{1, 4, 8}
+	consume.Workload, consume.Peers, consume.Conns = "consume", []string{"strand", "kfake"}, []int{1, 4, 16}
+	durable.Workload, durable.Peers, durable.Conns, durable.Fsync = "produce", []string{"strand", "kfake"}, []int{1, 8, 64}, true
+	durable.RecordsPerBatch, durable.InFlight = 1, 1
+	tables := []bench.CostTable{
+		{Title: "Produce (§1): acks=all, page cache", Options: produce},
+		{Title: "Consume and fan-out (§1, §4): N connections each replaying the log with plain fetches", Options: consume},
+		{Title: "Durable produce (§2): an fsync before every acknowledgement, one 1 KB record per request, one in flight per connection", Options: durable},
+	}
+	for i := range tables {
+		fmt.Fprintf(os.Stderr, "servercost: %s\n", tables[i].Title)
+		rs, err := bench.RunServerCost(context.Background(), tables[i].Options, func(r bench.CostResult) {
+			fmt.Fprintf(os.Stderr, "  %-7s %3d conns run %d: %8.1f MB/s %6.2f CPU-s/GB p99 %v\n", r.Peer, r.Conns, r.Run, r.MBps, r.BrokerCPUPerG, r.P99.Round(time.Microsecond))
+		})
+		if err != nil {
+			return err
+		}
+		tables[i].Results = rs
+	}
+	report := bench.CostReport(tables, "cd bench && go run ./cmd/servercost "+strings.Join(os.Args[1:], " "), loadStart, bench.LoadAvg(), start)
+	if out == "" {
+		fmt.Print(report)
+		return nil
+	}
+	return os.WriteFile(out, []byte(report), 0o644)
+}
+
+// prepare finds this program (peers are run as its children) and builds
+// strand unless -strand names a binary; cleanup removes what it built.
+func prepare(o *bench.CostOptions) (cleanup func(), err error) {
+	cleanup = func() {}
+	self, err := os.Executable()
+	if err != nil {
+		return cleanup, err
 	}
 	o.Self = self
 	if o.StrandBin == "" {
 		tmp, err := os.MkdirTemp("", "servercost-bin-")
 		if err != nil {
-			return err
+			return cleanup, err
 		}
-		defer os.RemoveAll(tmp)
+		cleanup = func() { os.RemoveAll(tmp) }
 		o.StrandBin = filepath.Join(tmp, "strand")
 		// In Strand's own module: the bench module does not carry the
 		// CLI's dependencies.
 		root, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "github.com/strandmq/strand").Output()
 		if err != nil {
-			return fmt.Errorf("find the strand module: %w", err)
+			return cleanup, fmt.Errorf("find the strand module: %w", err)
 		}
 		build := exec.Command("go", "build", "-o", o.StrandBin, "./cmd/strand")
 		build.Dir = strings.TrimSpace(string(root))
 		build.Stdout, build.Stderr = os.Stderr, os.Stderr
 		if err := build.Run(); err != nil {
-			return fmt.Errorf("build strand: %w", err)
+			return cleanup, fmt.Errorf("build strand: %w", err)
 		}
+	}
+	return cleanup, nil
+}
+
+func run(o bench.CostOptions) error {
+	cleanup, err := prepare(&o)
+	defer cleanup()
+	if err != nil {
+		return err
 	}
 	fmt.Printf("servercost %s: %s, %d-byte records × %d per request, %d partitions, %d in flight per connection, %v per run after %v warm-up, %d runs\n",
 		o.Workload, time.Now().UTC().Format("2006-01-02 15:04 UTC"), o.RecordBytes, o.RecordsPerBatch, o.Partitions, o.InFlight, o.Duration, o.Warmup, o.Runs)
