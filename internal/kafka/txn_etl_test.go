@@ -21,8 +21,9 @@ import (
 // as franz-go's own txn test is: 20,000 input records, a group of
 // GroupTransactSession members that read "in" read_committed and, in one
 // transaction per poll, write each record to "out" and commit their input
-// offsets. One member quits after its first transaction, ending with an
-// abort; another joins late. Whatever the rebalances, reading "out"
+// offsets. One member quits after its first transaction and another after
+// its second, each ending with an abort; one never quits, and one joins
+// late. Whatever the rebalances, reading "out"
 // read_committed must give every input record exactly once, and no
 // (partition, offset) of "out" twice.
 //
@@ -150,7 +151,7 @@ func runTxnETL(t *testing.T, balancer string, tv int) {
 	}
 	start("a", 0)
 	start("b", 1)
-	start("c", 0)
+	start("c", 2)
 
 	// Read "out" read_committed until every input record is there.
 	out, err := kgo.NewClient(kgo.SeedBrokers(ts.addr), kgo.ConsumeTopics("out"),
