@@ -107,8 +107,8 @@ serves on its console's JSON API (--console, the broker's --console-listen).`,
 }
 
 // describeGroups describes each group: classic groups by DescribeGroups,
-// and, for an id DescribeGroups reports Dead (as Kafka does for a group of
-// the other protocol), by ConsumerGroupDescribe.
+// and, for an id DescribeGroups reports Dead or (v6) GROUP_ID_NOT_FOUND, as
+// Kafka does for a group of the other protocol, by ConsumerGroupDescribe.
 func describeGroups(ctx context.Context, adm *kadm.Client, groups []string) ([]groupDescription, error) {
 	described, err := adm.DescribeGroups(ctx, groups...)
 	if err != nil {
@@ -120,10 +120,10 @@ func describeGroups(ctx context.Context, adm *kadm.Client, groups []string) ([]g
 		if !ok {
 			return nil, fmt.Errorf("describe group %q: no answer", id)
 		}
-		if d.Err != nil {
+		if d.Err != nil && !errors.Is(d.Err, kerr.GroupIDNotFound) {
 			return nil, fmt.Errorf("describe group %q: %w", id, d.Err)
 		}
-		if d.State != "Dead" {
+		if d.Err == nil && d.State != "Dead" {
 			out = append(out, describeGroup(d))
 			continue
 		}

@@ -2,12 +2,14 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -43,33 +45,9 @@ func newGroupLagCmd(o *clientOptions) *cobra.Command {
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return o.adminRun(cmd, func(ctx context.Context, adm *kadm.Client, asJSON bool) error {
 				group := args[0]
-				lags, err := adm.Lag(ctx, group)
+				rep, err := groupLag(ctx, adm, group)
 				if err != nil {
-					return fmt.Errorf("lag of group %q: %w", group, err)
-				}
-				l, ok := lags[group]
-				if !ok {
-					return fmt.Errorf("lag of group %q: no answer", group)
-				}
-				if err := l.Error(); err != nil {
-					return fmt.Errorf("lag of group %q: %w", group, err)
-				}
-				if l.State == "Dead" && len(l.Lag) == 0 {
-					return errNoGroup(group)
-				}
-				rep := groupLagReport{Group: group, State: l.State, Partitions: []partitionLag{}}
-				for _, ml := range l.Lag.Sorted() {
-					pl := partitionLag{Topic: ml.Topic, Partition: ml.Partition, Committed: ml.Commit.At,
-						Start: ml.Start.Offset, End: ml.End.Offset, Lag: ml.Lag}
-					if ml.Member != nil {
-						pl.Member = ml.Member.ClientID + " " + ml.Member.MemberID
-					}
-					if ml.Err != nil {
-						pl.Error = ml.Err.Error()
-					} else {
-						rep.Total += ml.Lag
-					}
-					rep.Partitions = append(rep.Partitions, pl)
+					return err
 				}
 				o.timeLags(ctx, rep.Partitions)
 				w := cmd.OutOrStdout()
@@ -94,6 +72,123 @@ func newGroupLagCmd(o *clientOptions) *cobra.Command {
 			})
 		},
 	}
+}
+
+// groupLag computes a group's lag: kadm's Lag for a classic group;
+// for a consumer-protocol group, which DescribeGroups v6 answers
+// GROUP_ID_NOT_FOUND (kadm's Lag stops there), consumerGroupLag.
+func groupLag(ctx context.Context, adm *kadm.Client, group string) (groupLagReport, error) {
+	rep := groupLagReport{Group: group, Partitions: []partitionLag{}}
+	lags, err := adm.Lag(ctx, group)
+	if err != nil {
+		return rep, fmt.Errorf("lag of group %q: %w", group, err)
+	}
+	l, ok := lags[group]
+	if !ok {
+		return rep, fmt.Errorf("lag of group %q: no answer", group)
+	}
+	if errors.Is(l.DescribeErr, kerr.GroupIDNotFound) {
+		return consumerGroupLag(ctx, adm, group)
+	}
+	if err := l.Error(); err != nil {
+		return rep, fmt.Errorf("lag of group %q: %w", group, err)
+	}
+	if l.State == "Dead" && len(l.Lag) == 0 {
+		return rep, errNoGroup(group)
+	}
+	rep.State = l.State
+	for _, ml := range l.Lag.Sorted() {
+		pl := partitionLag{Topic: ml.Topic, Partition: ml.Partition, Committed: ml.Commit.At,
+			Start: ml.Start.Offset, End: ml.End.Offset, Lag: ml.Lag}
+		if ml.Member != nil {
+			pl.Member = ml.Member.ClientID + " " + ml.Member.MemberID
+		}
+		if ml.Err != nil {
+			pl.Error = ml.Err.Error()
+		} else {
+			rep.Total += ml.Lag
+		}
+		rep.Partitions = append(rep.Partitions, pl)
+	}
+	return rep, nil
+}
+
+// consumerGroupLag is the lag of a consumer-protocol group (or of an id
+// no group has, which may still hold committed offsets): every partition
+// assigned or committed, end − committed (or − log start with no commit).
+func consumerGroupLag(ctx context.Context, adm *kadm.Client, group string) (groupLagReport, error) {
+	rep := groupLagReport{Group: group, Partitions: []partitionLag{}}
+	cds, err := adm.DescribeConsumerGroups(ctx, group)
+	if err != nil {
+		return rep, fmt.Errorf("describe consumer group %q: %w", group, err)
+	}
+	cd := cds[group]
+	if cd.Err != nil && !errors.Is(cd.Err, kerr.GroupIDNotFound) {
+		return rep, fmt.Errorf("describe consumer group %q: %w", group, cd.Err)
+	}
+	fetched, err := adm.FetchOffsets(ctx, group)
+	if err == nil {
+		err = fetched.Error()
+	}
+	if err != nil {
+		return rep, fmt.Errorf("fetch offsets of group %q: %w", group, err)
+	}
+	if cd.Err != nil && len(fetched) == 0 {
+		return rep, errNoGroup(group)
+	}
+	rep.State = cd.State
+	if cd.Err != nil {
+		rep.State = "Dead"
+	}
+	owner := map[string]map[int32]string{}
+	set := kadm.TopicsSet{}
+	for _, m := range cd.Members {
+		for t, ps := range m.Assignment {
+			if owner[t] == nil {
+				owner[t] = map[int32]string{}
+			}
+			for p := range ps {
+				owner[t][p] = m.ClientID + " " + m.MemberID
+				set.Add(t, p)
+			}
+		}
+	}
+	fetched.Each(func(r kadm.OffsetResponse) { set.Add(r.Topic, r.Partition) })
+	var start, end kadm.ListedOffsets
+	if topics := set.Topics(); len(topics) > 0 {
+		if start, err = adm.ListStartOffsets(ctx, topics...); err != nil {
+			return rep, fmt.Errorf("list start offsets: %w", err)
+		}
+		if end, err = adm.ListEndOffsets(ctx, topics...); err != nil {
+			return rep, fmt.Errorf("list end offsets: %w", err)
+		}
+	}
+	for _, tp := range set.Sorted() {
+		for _, p := range tp.Partitions {
+			pl := partitionLag{Topic: tp.Topic, Partition: p, Committed: -1, Member: owner[tp.Topic][p]}
+			if c, ok := fetched.Lookup(tp.Topic, p); ok {
+				pl.Committed = c.At
+			}
+			s, okS := start.Lookup(tp.Topic, p)
+			e, okE := end.Lookup(tp.Topic, p)
+			switch {
+			case !okS || !okE:
+				pl.Error = "partition missing from the listed offsets"
+			case s.Err != nil || e.Err != nil:
+				pl.Error = errors.Join(s.Err, e.Err).Error()
+			default:
+				pl.Start, pl.End = s.Offset, e.Offset
+				from := pl.Committed
+				if from < 0 {
+					from = s.Offset
+				}
+				pl.Lag = max(e.Offset-from, 0)
+				rep.Total += pl.Lag
+			}
+			rep.Partitions = append(rep.Partitions, pl)
+		}
+	}
+	return rep, nil
 }
 
 // timeLags fills each lagging partition's TimeLagSeconds by reading the

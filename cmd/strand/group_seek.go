@@ -79,7 +79,18 @@ Without --topic, every topic the group has committed offsets for is moved.`,
 				if err != nil {
 					return fmt.Errorf("describe group %q: %w", group, err)
 				}
-				if d := described[group]; d.Err != nil {
+				if d := described[group]; errors.Is(d.Err, kerr.GroupIDNotFound) {
+					// DescribeGroups v6: unknown, or a consumer-protocol
+					// group, whose members must be gone too.
+					cds, err := adm.DescribeConsumerGroups(ctx, group)
+					if err != nil {
+						return fmt.Errorf("describe consumer group %q: %w", group, err)
+					}
+					if cd := cds[group]; cd.Err == nil && len(cd.Members) > 0 {
+						return fmt.Errorf("group %q has %d live member(s) (state %s): stop its consumers before seeking — "+
+							"a live consumer owns its positions and would overwrite the new offsets", group, len(cd.Members), cd.State)
+					}
+				} else if d.Err != nil {
 					return fmt.Errorf("describe group %q: %w", group, d.Err)
 				} else if len(d.Members) > 0 || (d.State != "Empty" && d.State != "Dead") {
 					return fmt.Errorf("group %q has %d live member(s) (state %s): stop its consumers before seeking — "+

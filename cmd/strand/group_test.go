@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -268,5 +269,37 @@ func TestGroupDescribeConsumerGroup(t *testing.T) {
 	t.Logf("strand group assign g848 --preview --add 1:\n%s", out)
 	if _, err := runGroupCLI(t, ctx, addr, "group", "describe", "nope"); err == nil || !strings.Contains(err.Error(), "no group") {
 		t.Fatalf("describe of an unknown group: %v", err)
+	}
+	// Lag of a consumer group (DescribeGroups v6 answers GROUP_ID_NOT_FOUND
+	// for it, where kadm's Lag stops): every partition, its member, and
+	// the records produced but not consumed-and-committed.
+	pcl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.DefaultProduceTopic("orders"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pcl.Close()
+	for i := range 60 {
+		if err := pcl.ProduceSync(ctx, &kgo.Record{Value: []byte(strconv.Itoa(i))}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var rep groupLagReport
+	for {
+		out, err = runGroupCLI(t, ctx, addr, "group", "lag", "g848", "-o", "json")
+		if err != nil || json.Unmarshal([]byte(out), &rep) != nil || len(rep.Partitions) != 6 {
+			t.Fatalf("lag of a consumer group: %v\n%s", err, out)
+		}
+		if rep.Total == 0 || ctx.Err() != nil {
+			break
+		}
+		time.Sleep(200 * time.Millisecond) // autocommit catches up
+	}
+	for _, p := range rep.Partitions {
+		if p.Member == "" || p.Error != "" || p.Lag != 0 {
+			t.Fatalf("lag of a consumer group: %+v", rep)
+		}
+	}
+	if rep.State != "Stable" {
+		t.Fatalf("lag state: %+v", rep)
 	}
 }

@@ -8,7 +8,7 @@ import (
 	"github.com/strandmq/strand/internal/group"
 )
 
-// DescribeGroups: v0-v5.
+// DescribeGroups: v0-v6.
 //
 // Behavior:
 //   - Each group's state (Kafka's names: Empty, PreparingRebalance,
@@ -24,15 +24,10 @@ import (
 //     Kafka 4: v6 answers GROUP_ID_NOT_FOUND "Group X is not a classic
 //     group." (ConsumerGroupDescribe describes it); before v6, Dead with no
 //     error, as for an unknown group.
-//   - v6 (KIP-1043), ready for when it is served: an unknown group is
-//     GROUP_ID_NOT_FOUND with a message, and every error carries its
-//     message.
-//
-// Deviations:
-//   - v6 is not served (Kafka 4 serves it): kadm v1.20's Lag, which the CLI
-//     uses, reads a group through DescribeGroups and gives up on a v6
-//     GROUP_ID_NOT_FOUND, while v5's Dead answer lets it go on to the
-//     group's committed offsets, for consumer-protocol groups too.
+//   - v6 (KIP-1043): an unknown group is GROUP_ID_NOT_FOUND with a
+//     message, and every error carries its message. (kadm v1.20's Lag stops
+//     at that answer; `strand group lag` then computes a consumer group's
+//     lag itself.)
 
 func (s *Server) handleDescribeGroups(ctx context.Context, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.DescribeGroupsRequest)

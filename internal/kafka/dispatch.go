@@ -57,7 +57,7 @@ func init() {
 		12: {0, 4, (*Server).handleHeartbeat},
 		13: {0, 5, (*Server).handleLeaveGroup},
 		14: {0, 5, (*Server).handleSyncGroup},
-		15: {0, 5, (*Server).handleDescribeGroups},
+		15: {0, 6, (*Server).handleDescribeGroups},
 		16: {0, 5, (*Server).handleListGroups},
 		17: {0, 1, (*Server).handleSaslHandshake},
 		18: {0, 5, (*Server).handleApiVersions},

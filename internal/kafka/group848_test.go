@@ -78,11 +78,16 @@ func TestConsumerGroupHeartbeatWire(t *testing.T) {
 		t.Fatalf("describe classic: %+v", d.Groups[2])
 	}
 
-	// DescribeGroups (served up to v5): Dead, as Kafka answers v0-v5.
+	// DescribeGroups: Dead before v6, as Kafka answers v0-v5; v6
+	// GROUP_ID_NOT_FOUND "Group cg is not a classic group.".
 	dg := kmsg.NewPtrDescribeGroupsRequest()
 	dg.Groups = []string{"cg"}
 	if g := c.do(dg, 5).(*kmsg.DescribeGroupsResponse).Groups[0]; g.ErrorCode != 0 || g.State != "Dead" {
 		t.Fatalf("DescribeGroups v5 of a consumer group: %+v", g)
+	}
+	if g := c.do(dg, 6).(*kmsg.DescribeGroupsResponse).Groups[0]; g.ErrorCode != kerr.GroupIDNotFound.Code ||
+		g.ErrorMessage == nil || *g.ErrorMessage != "Group cg is not a classic group." {
+		t.Fatalf("DescribeGroups v6 of a consumer group: %+v", g)
 	}
 
 	// ListGroups: types and states.

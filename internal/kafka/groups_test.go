@@ -32,7 +32,7 @@ func TestGroupAPIsAdvertised(t *testing.T) {
 	_, c := groupServer(t)
 	resp := c.do(kmsg.NewPtrApiVersionsRequest(), 3).(*kmsg.ApiVersionsResponse)
 	want := map[int16][2]int16{8: {0, 9}, 9: {0, 9}, 10: {0, 6}, 11: {0, 9}, 12: {0, 4}, 13: {0, 5},
-		14: {0, 5}, 15: {0, 5}, 16: {0, 5}, 42: {0, 2}, 47: {0, 0}}
+		14: {0, 5}, 15: {0, 6}, 16: {0, 5}, 42: {0, 2}, 47: {0, 0}}
 	for _, k := range resp.ApiKeys {
 		if w, ok := want[k.ApiKey]; ok {
 			if k.MinVersion != w[0] || k.MaxVersion != w[1] {
