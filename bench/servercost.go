@@ -103,6 +103,12 @@ func ServePeer(name, addr, dir string, fsync bool) error {
 			return err
 		}
 		defer b.close()
+	case "jetstream":
+		srv, err := startJetStreamServer(addr, dir, fsync)
+		if err != nil {
+			return err
+		}
+		defer srv.Shutdown()
 	default:
 		return fmt.Errorf("servercost: cannot serve peer %q", name)
 	}
@@ -163,14 +169,27 @@ func costRun(ctx context.Context, o CostOptions, peer string, conns int) (CostRe
 		one := "1"
 		configs = map[string]*string{"flush.messages": &one}
 	}
-	if err := createCostTopic(ctx, addr, o.Partitions, configs); err != nil {
-		return res, err
-	}
+	var gen generator
 	reqs, payload, err := costRequests(o)
 	if err != nil {
 		return res, err
 	}
-	gen := &loadGen{addr: addr, reqs: reqs, inFlight: o.InFlight, check: checkProduceResponse}
+	if peer == "jetstream" {
+		if o.Workload == "consume" {
+			return res, errors.New("the consume workload has no JetStream generator")
+		}
+		js, err := newJSGen(ctx, addr, o)
+		if err != nil {
+			return res, err
+		}
+		defer js.close()
+		gen = js
+	} else {
+		if err := createCostTopic(ctx, addr, o.Partitions, configs); err != nil {
+			return res, err
+		}
+		gen = &loadGen{addr: addr, reqs: reqs, inFlight: o.InFlight, check: checkProduceResponse}
+	}
 	lctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	errc := make(chan error, 1)
@@ -187,7 +206,7 @@ func costRun(ctx context.Context, o CostOptions, peer string, conns int) (CostRe
 		if err := <-errc; err != nil && !errors.Is(err, context.Canceled) {
 			return res, fmt.Errorf("load generator: %w", err)
 		}
-		perPartition := gen.acked.Load() / int64(o.Partitions) * int64(o.RecordsPerBatch)
+		perPartition := gen.acknowledged() / int64(o.Partitions) * int64(o.RecordsPerBatch)
 		if perPartition < int64(o.RecordsPerBatch) {
 			return res, errors.New("the produce phase wrote too little to fetch")
 		}
@@ -207,7 +226,7 @@ func costRun(ctx context.Context, o CostOptions, peer string, conns int) (CostRe
 		return res, err
 	}
 	gen.measure(true)
-	gen0, acked0, start := selfCPU(), gen.acked.Load(), time.Now()
+	gen0, acked0, start := selfCPU(), gen.acknowledged(), time.Now()
 	select {
 	case err := <-errc:
 		return res, fmt.Errorf("load generator: %w", err)
@@ -217,7 +236,7 @@ func costRun(ctx context.Context, o CostOptions, peer string, conns int) (CostRe
 	if err != nil {
 		return res, err
 	}
-	gen1, acked1, took := selfCPU(), gen.acked.Load(), time.Since(start)
+	gen1, acked1, took := selfCPU(), gen.acknowledged(), time.Since(start)
 	lat := gen.measure(false)
 	slices.Sort(lat)
 	if len(lat) > 0 {
@@ -306,6 +325,17 @@ func costRequests(o CostOptions) ([][]byte, int, error) {
 	}
 	return out, o.RecordBytes * o.RecordsPerBatch, nil
 }
+
+// generator is a load generator: run keeps the peer busy over conns
+// connections until ctx ends; acknowledged counts what it was answered;
+// measure starts or stops keeping latencies and returns those kept.
+type generator interface {
+	run(ctx context.Context, conns int) error
+	acknowledged() int64
+	measure(on bool) []time.Duration
+}
+
+func (g *loadGen) acknowledged() int64 { return g.acked.Load() }
 
 // loadGen sends the pre-encoded requests over conns connections, each
 // keeping inFlight requests outstanding; check judges each answer and

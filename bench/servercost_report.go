@@ -101,8 +101,8 @@ func CostReport(tables []CostTable, cmdline, loadStart, loadEnd string, when tim
 	cpu, ncpu := cpuInfo()
 	fmt.Fprintf(&b, "- Machine: %s, %d logical CPUs, %s RAM, %s/%s, %s\n", cpu, ncpu, memTotal(), runtime.GOOS, runtime.GOARCH, runtime.Version())
 	fmt.Fprintf(&b, "- Load average (1/5/15 min) at start: %s; at end: %s\n", loadStart, loadEnd)
-	fmt.Fprintf(&b, "- Peers: `strand serve` (this tree); kfake %s with `DataDir` in its own process; the null broker (reads and answers, stores nothing) in its own process\n",
-		modVersion("github.com/twmb/franz-go/pkg/kfake"))
+	fmt.Fprintf(&b, "- Peers: `strand serve` (this tree); kfake %s with `DataDir` in its own process; the null broker (reads and answers, stores nothing) in its own process; nats-server %s with JetStream file storage in its own process, driven by nats.go publishers (one per connection)\n",
+		modVersion("github.com/twmb/franz-go/pkg/kfake"), modVersion("github.com/nats-io/nats-server/v2"))
 	fmt.Fprintf(&b, "- Command: `%s`\n\n", cmdline)
 	for _, t := range tables {
 		b.WriteString(t.Markdown())

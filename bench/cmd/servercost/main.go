@@ -29,7 +29,7 @@ func main() {
 	var o bench.CostOptions
 	var peers, conns, servePeer, serveListen, serveDir, out string
 	var suite bool
-	flag.StringVar(&peers, "peers", "strand,kfake,null", "peers, comma-separated (consume: strand and kfake; the null broker serves no fetches)")
+	flag.StringVar(&peers, "peers", "strand,kfake,null", "peers, comma-separated: strand, kfake, null, jetstream (consume: strand and kfake only)")
 	flag.StringVar(&o.Workload, "workload", "produce", "produce, or consume (plain fetches of what a produce phase of -warmup wrote)")
 	flag.StringVar(&conns, "conns", "1,4,8", "connection counts, comma-separated")
 	flag.IntVar(&o.InFlight, "inflight", 4, "requests in flight per connection")
@@ -90,7 +90,7 @@ func runSuite(o bench.CostOptions, out string) error {
 	produce, consume, durable := o, o, o
 	produce.Workload, produce.Peers, produce.Conns = "produce", []string{"strand", "kfake", "null"}, []int{1, 4, 8}
 	consume.Workload, consume.Peers, consume.Conns = "consume", []string{"strand", "kfake"}, []int{1, 4, 16}
-	durable.Workload, durable.Peers, durable.Conns, durable.Fsync = "produce", []string{"strand", "kfake"}, []int{1, 8, 64}, true
+	durable.Workload, durable.Peers, durable.Conns, durable.Fsync = "produce", []string{"strand", "kfake", "jetstream"}, []int{1, 8, 64}, true
 	durable.RecordsPerBatch, durable.InFlight = 1, 1
 	tables := []bench.CostTable{
 		{Title: "Produce (§1): acks=all, page cache", Options: produce},
