@@ -137,9 +137,23 @@ func New(cfg Config) (*Coordinator, error) {
 func (c *Coordinator) replay() error {
 	skipped := 0
 	consumers := consumerReplayer{}
+	histories := map[string][]Rebalance{}
 	err := c.cfg.Store.Replay(func(r StoreRecord) error {
 		if r.Txn != nil && r.Txn.Marker {
 			c.replayTxn(r, decodedRecord{})
+			return nil
+		}
+		if id, ok := isHistoryKey(r.Key); ok {
+			if r.Value == nil {
+				delete(histories, id)
+				return nil
+			}
+			h, err := decodeHistory(r.Value)
+			if err != nil {
+				c.cfg.Logger.Error("group: skipping an unreadable rebalance history", "group", id, "err", err)
+				return nil
+			}
+			histories[id] = h
 			return nil
 		}
 		if isConsumerKey(r.Key) {
@@ -186,7 +200,7 @@ func (c *Coordinator) replay() error {
 	if skipped > 0 {
 		c.cfg.Logger.Error("group: replay skipped unreadable records", "skipped", skipped)
 	}
-	c.restoreConsumers(consumers)
+	c.restoreConsumers(consumers, histories)
 	for id, g := range c.mu.groups {
 		if g.disposable() {
 			delete(c.mu.groups, id)

@@ -288,6 +288,7 @@ func (g *group) noteRebalance(reason string) {
 	if len(g.history) > historyLen {
 		g.history = slices.Delete(g.history, 0, len(g.history)-historyLen)
 	}
+	g.storeHistory()
 	g.c.rebalances.Add(1)
 	g.rebalances++
 	g.moved += int64(r.Moved)
@@ -434,6 +435,7 @@ func (g *group) consumerFetchCheck(memberID *string, epoch int32) Code {
 // group-level records (its members have none left).
 func consumerTombstones(id string) []StoreRecord {
 	var out []StoreRecord
+	out = append(out, StoreRecord{Key: historyKey(id)})
 	for _, r := range consumer.Tombstones(consumer.NewGroup(id)) {
 		k, _ := r.Encode()
 		out = append(out, StoreRecord{Key: k})
@@ -509,7 +511,7 @@ func (cr consumerReplayer) add(r consumer.Record) {
 // session (consumer.Engine.Restore), and each partition counts as held
 // since its owner's current epoch (commits at older epochs are refused
 // until the member catches up; the per-partition epochs are not stored).
-func (c *Coordinator) restoreConsumers(cr consumerReplayer) {
+func (c *Coordinator) restoreConsumers(cr consumerReplayer, histories map[string][]Rebalance) {
 	now := c.cfg.Clock.Now()
 	for _, id := range slices.Sorted(maps.Keys(cr)) {
 		cg, err := consumer.Replay(id, cr[id])
@@ -528,6 +530,7 @@ func (c *Coordinator) restoreConsumers(cr consumerReplayer) {
 		g.resetMetadata() // a consumer group has no classic side
 		g.cg = c.engine.Restore(cg, now)
 		g.lastTarget = assign.Assignment(maps.Clone(g.cg.Target))
+		g.history = histories[id]
 		g.assignedAt = map[assign.Partition]int32{}
 		for p, owner := range g.cg.Owners() {
 			g.assignedAt[p] = g.cg.Members[owner].Epoch

@@ -2,6 +2,9 @@ package group
 
 import (
 	"context"
+	"errors"
+	"maps"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -379,4 +382,67 @@ func mustAssignment(t *testing.T, b []byte) []assign.Partition {
 		t.Fatal(err)
 	}
 	return ps
+}
+
+// TestRebalanceHistorySurvivesRestart: the history is stored in
+// __consumer_offsets and replayed; converting the group back (here: deleting
+// it once empty) deletes it.
+func TestRebalanceHistorySurvivesRestart(t *testing.T) {
+	t.Parallel()
+	h := new848(t)
+	h.twoMembers()
+	before := h.cdescribe().History
+	if len(before) < 2 {
+		t.Fatalf("history: %+v", before)
+	}
+	h.restart()
+	after := h.cdescribe().History
+	if len(after) != len(before) {
+		t.Fatalf("history after restart: %d entries, %d before", len(after), len(before))
+	}
+	for i := range before {
+		b, a := before[i], after[i]
+		if !a.Time.Equal(b.Time.Truncate(time.Millisecond)) || a.Reason != b.Reason || a.Epoch != b.Epoch || a.Moved != b.Moved ||
+			a.Members != b.Members || !maps.Equal(a.MovedTo, b.MovedTo) {
+			t.Fatalf("entry %d: %+v after restart, %+v before", i, a, b)
+		}
+	}
+	// A rebalance after the restart appends to the restored history.
+	h.beat("a", consumer.LeaveEpoch, nil)
+	h.beat("b", after[len(after)-1].Epoch, []assign.Partition{})
+	if got := h.cdescribe().History; len(got) != len(before)+1 || !strings.Contains(got[len(got)-1].Reason, "left") {
+		t.Fatalf("history after a leave: %+v", got)
+	}
+	h.beat("b", consumer.LeaveEpoch, nil)
+	if codes := h.c.Delete(context.Background(), []string{testGroup}); codes[testGroup] != CodeNone {
+		t.Fatalf("delete: %v", codes)
+	}
+	h.beat("c", 0, nil)
+	h.restart()
+	if got := h.cdescribe().History; len(got) != 1 || !strings.Contains(got[0].Reason, "member c joined") {
+		t.Fatalf("history of a group made again after a delete: %+v", got)
+	}
+}
+
+func TestHistoryRecordRoundTrip(t *testing.T) {
+	t.Parallel()
+	h := []Rebalance{
+		{Time: time.UnixMilli(1700000000123), Reason: "member x joined", Epoch: 3, Members: 2, Moved: 3,
+			MovedTo: map[string]int{"x": 3}, HandedOver: 3, MaxUnowned: 1500 * time.Millisecond},
+		{Time: time.UnixMilli(1700000001000), Reason: "", Epoch: 4, Members: 0, MovedTo: map[string]int{}},
+	}
+	got, err := decodeHistory(encodeHistory(h))
+	if err != nil || len(got) != 2 || !got[0].Time.Equal(h[0].Time) || got[0].MaxUnowned != h[0].MaxUnowned ||
+		!maps.Equal(got[0].MovedTo, h[0].MovedTo) || got[1].Epoch != 4 {
+		t.Fatalf("round trip: %v %+v", err, got)
+	}
+	b := encodeHistory(h)
+	for _, bad := range [][]byte{b[:len(b)-1], append(slices.Clone(b), 0), {0, 1, 0, 0, 0, 0}} {
+		if _, err := decodeHistory(bad); !errors.Is(err, errBadHistory) {
+			t.Fatalf("corrupt %x: %v", bad, err)
+		}
+	}
+	if id, ok := isHistoryKey(historyKey("g")); !ok || id != "g" {
+		t.Fatalf("key: %q %v", id, ok)
+	}
 }

@@ -365,7 +365,7 @@ func (g *group) maybeDowngrade(reason string) {
 	}
 	g.protocol = g.selectProtocol()
 	g.state = StateStable
-	var out []StoreRecord
+	out := []StoreRecord{{Key: historyKey(g.id)}}
 	for _, r := range consumer.Tombstones(cg) {
 		k, _ := r.Encode()
 		out = append(out, StoreRecord{Key: k})
