@@ -1,6 +1,11 @@
 package group
 
-import "testing"
+import (
+	"bytes"
+	"errors"
+	"testing"
+	"time"
+)
 
 // FuzzDecodeRecord: whatever __consumer_offsets holds (a record written by
 // another Kafka version, a bug, a hand-edited log), decoding it returns a
@@ -18,6 +23,27 @@ func FuzzDecodeRecord(f *testing.F) {
 		d, err := decodeRecord(StoreRecord{Key: key, Value: value})
 		if err == nil && d.offset == nil && d.meta == nil && !d.delete {
 			t.Fatalf("decoded %x=%x into nothing", key, value)
+		}
+	})
+}
+
+// FuzzDecodeHistory: a rebalance history record of any bytes decodes or is
+// errBadHistory, never a panic; what decodes encodes back to the same bytes.
+func FuzzDecodeHistory(f *testing.F) {
+	f.Add(encodeHistory([]Rebalance{{Time: time.UnixMilli(1700000000000), Reason: "member m joined", Epoch: 2, Members: 2,
+		Moved: 3, MovedTo: map[string]int{"m": 3}, HandedOver: 3, MaxUnowned: time.Second}}))
+	f.Add(encodeHistory(nil))
+	f.Add([]byte{0, 0, 0, 0, 0, 1})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		h, err := decodeHistory(b)
+		if err != nil {
+			if !errors.Is(err, errBadHistory) {
+				t.Fatalf("%x: %v", b, err)
+			}
+			return
+		}
+		if again := encodeHistory(h); !bytes.Equal(again, b) {
+			t.Fatalf("%x decoded and encoded to %x", b, again)
 		}
 	})
 }

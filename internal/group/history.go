@@ -109,7 +109,11 @@ func decodeHistory(b []byte) ([]Rebalance, error) {
 	}
 	var h []Rebalance
 	for range n {
-		r := Rebalance{Time: time.UnixMilli(u64())}
+		ms := u64()
+		r := Rebalance{Time: time.UnixMilli(ms)}
+		if r.Time.UnixMilli() != ms {
+			return nil, fmt.Errorf("%w: time %d out of range", errBadHistory, ms)
+		}
 		r.Reason = str()
 		r.Epoch, r.Members, r.Moved = int32(u32()), u32(), u32()
 		k := u32()
@@ -117,12 +121,20 @@ func decodeHistory(b []byte) ([]Rebalance, error) {
 			return nil, errBadHistory
 		}
 		r.MovedTo = make(map[string]int, k)
-		for range k {
+		prev := ""
+		for i := range k {
 			m := str()
+			if i > 0 && m <= prev {
+				return nil, fmt.Errorf("%w: members not in ascending order", errBadHistory) // encodeHistory sorts them
+			}
+			prev = m
 			r.MovedTo[m] = u32()
 		}
 		r.HandedOver = u32()
-		r.MaxUnowned = time.Duration(u64()) * time.Millisecond
+		unowned := u64()
+		if r.MaxUnowned = time.Duration(unowned) * time.Millisecond; r.MaxUnowned.Milliseconds() != unowned {
+			return nil, fmt.Errorf("%w: duration %d ms out of range", errBadHistory, unowned)
+		}
 		h = append(h, r)
 	}
 	if err == nil && len(b) != 0 {

@@ -16,6 +16,10 @@ func sampleRecords() []Record {
 		{Type: TypeMemberMetadata, Group: "g", Member: "m1", Meta: MemberMetadata{
 			InstanceID: "i1", Rack: "r1", ClientID: "c", ClientHost: "/127.0.0.1",
 			Topics: []string{"a", "b"}, Regex: "x.*", Assignor: "range", RebalanceTimeout: 30 * time.Second}},
+		{Type: TypeMemberMetadata, Group: "g", Member: "m2", Meta: MemberMetadata{
+			ClientID: "c", ClientHost: "/127.0.0.1", Topics: []string{"a"}, RebalanceTimeout: time.Minute,
+			Classic: &ClassicMember{SessionTimeout: 45 * time.Second, Protocols: []ClassicProtocol{
+				{Name: "cooperative-sticky", Metadata: []byte{0, 3, 1, 2}}, {Name: "range", Metadata: []byte{9}}}}}},
 		{Type: TypeTargetAssignmentMetadata, Group: "g", Epoch: 7},
 		{Type: TypeTargetAssignment, Group: "g", Member: "m1", Partitions: append(ps("a", 0, 2), ps("b", 0)...)},
 		{Type: TypeCurrentAssignment, Group: "g", Member: "m1", Current: CurrentAssignment{
