@@ -1,22 +1,26 @@
 #!/usr/bin/env bash
-# ACLs and API-managed SCRAM users against `strand serve --authorizer`:
-# the super user creates a SCRAM user over the Kafka API (strand user) and
-# prefixed ACLs (strand acl); kcat (librdkafka, a --sasl-users user) and
-# kafka-python 2.0.2 (the API-made user, SCRAM-SHA-256) produce and consume
-# under the prefix, and are refused TOPIC_AUTHORIZATION_FAILED outside it.
+# ACLs and API-managed SCRAM users against `strand serve --authorizer` on a
+# SASL_SSL listener: the super user creates a SCRAM user over the Kafka API
+# (strand user) and prefixed ACLs (strand acl); kcat (librdkafka, a
+# --sasl-users user) and kafka-python 2.0.2 (the API-made user,
+# SCRAM-SHA-256) produce and consume under the prefix over TLS, and are
+# refused TOPIC_AUTHORIZATION_FAILED outside it.
 #
-#   test/interop/acl.sh PORT BIN   (run.sh starts the broker with the users
-#                                   admin:admin-pw and app:s3cret-pw,
-#                                   --authorizer --super-users User:admin)
+#   test/interop/acl.sh PORT BIN CERTDIR  (run.sh starts the broker with the
+#                                          users admin:admin-pw and
+#                                          app:s3cret-pw, --authorizer
+#                                          --super-users User:admin and
+#                                          --tls-cert/--tls-key from CERTDIR,
+#                                          whose ca.pem signed them)
 set -uo pipefail
-port=$1 bin=$2
+port=$1 bin=$2 certs=$3
 b=127.0.0.1:$port
 PY=/usr/bin/python3
 ok() { echo "ok acl: $*"; }
 fail() { echo "FAIL acl: $*"; }
-as_admin() { STRAND_BROKERS=$b STRAND_SASL_USER=admin STRAND_SASL_PASSWORD=admin-pw timeout 30 "$bin" "$@"; }
-k() { # k kcat-args...: kcat as app over SCRAM-SHA-512
-  timeout 30 kcat -b "$b" -X security.protocol=SASL_PLAINTEXT -X sasl.mechanisms=SCRAM-SHA-512 \
+as_admin() { STRAND_BROKERS=$b STRAND_SASL_USER=admin STRAND_SASL_PASSWORD=admin-pw timeout 30 "$bin" "$@" --tls-ca "$certs/ca.pem"; }
+k() { # k kcat-args...: kcat as app over SCRAM-SHA-512 and TLS
+  timeout 30 kcat -b "$b" -X security.protocol=SASL_SSL -X ssl.ca.location="$certs/ca.pem" -X sasl.mechanisms=SCRAM-SHA-512 \
     -X sasl.username=app -X sasl.password=s3cret-pw "$@"
 }
 
@@ -51,12 +55,12 @@ else
   fail "kcat produce outside the prefix: $(tail -2 /tmp/acl-kcat.err | tr '\n' ' ')"
 fi
 
-"$PY" - "$b" <<'PYEOF'
+"$PY" - "$b" "$certs/ca.pem" <<'PYEOF'
 import sys
 from kafka import KafkaProducer, KafkaConsumer
 from kafka.errors import TopicAuthorizationFailedError
-b = sys.argv[1]
-cfg = dict(bootstrap_servers=b, security_protocol="SASL_PLAINTEXT", sasl_mechanism="SCRAM-SHA-256",
+b, ca = sys.argv[1], sys.argv[2]
+cfg = dict(bootstrap_servers=b, security_protocol="SASL_SSL", ssl_cafile=ca, sasl_mechanism="SCRAM-SHA-256",
            sasl_plain_username="py", sasl_plain_password="py-s3cret-pw")
 try:
     p = KafkaProducer(request_timeout_ms=15000, **cfg)

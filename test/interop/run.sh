@@ -349,13 +349,14 @@ if [[ -n $pid ]]; then
   fi
 fi
 
-# ACLs: the same data directory behind SASL and the authorizer.
+# ACLs: the same data directory behind SASL over TLS (SASL_SSL) and the authorizer.
 if [[ -n $pid ]]; then
   echo "== restarting the broker with --authorizer"
   stop_broker || { echo "FAIL interop: broker exited with non-zero status on SIGTERM"; failed=$((failed + 1)); }
   printf 'admin:admin-pw\napp:s3cret-pw\n' >"$tmp/acl-users"
-  if start_broker --sasl-users "$tmp/acl-users" --authorizer --super-users User:admin; then
-    run_test acl "$here/acl.sh" "$port" "$bin" || true
+  if start_broker --sasl-users "$tmp/acl-users" --authorizer --super-users User:admin \
+    --tls-cert "$certs/server.pem" --tls-key "$certs/server.key"; then
+    run_test acl "$here/acl.sh" "$port" "$bin" "$certs" || true
   fi
 fi
 
