@@ -353,7 +353,10 @@ func (r *reader) valueTags(m *Metadata) {
 		if r.err != nil {
 			return
 		}
-		want := map[uint64]int{0: 8, 1: 8, 2: 2}[tag]
+		// Tag 3 is Kafka's NextProducerEpoch: Strand does not write it
+		// (its records are its own) but, as Kafka, refuses one of the
+		// wrong size.
+		want := map[uint64]int{0: 8, 1: 8, 2: 2, 3: 2}[tag]
 		if want == 0 {
 			continue // unknown tag
 		}
