@@ -29,6 +29,7 @@ func main() {
 	var o bench.CostOptions
 	var peers, conns, servePeer, serveListen, serveDir, out string
 	var suite bool
+	var touchGiB int
 	flag.StringVar(&peers, "peers", "strand,kfake,null", "peers, comma-separated: strand, kfake, null, jetstream (consume: strand and kfake only)")
 	flag.StringVar(&o.Workload, "workload", "produce", "produce, or consume (plain fetches of what a produce phase of -warmup wrote)")
 	flag.StringVar(&conns, "conns", "1,4,8", "connection counts, comma-separated")
@@ -48,6 +49,7 @@ func main() {
 	flag.StringVar(&serveDir, "serve-dir", "", "internal: its data directory")
 	var serveFsync bool
 	flag.BoolVar(&serveFsync, "serve-fsync", false, "internal: sync every batch")
+	flag.IntVar(&touchGiB, "touch-memory", 0, "GiB of memory to write once and release before the runs, so that no peer pays a virtual machine's first-touch faults in its page-cache writes (see docs/SERVERCOST.md)")
 	flag.BoolVar(&o.Fsync, "fsync", false, "every acknowledgement waits for an fsync (Strand flush.messages=1, kfake SyncWrites; null broker: none)")
 	flag.Parse()
 	if servePeer != "" {
@@ -66,9 +68,17 @@ func main() {
 		}
 		o.Conns = append(o.Conns, n)
 	}
+	if touchGiB > 0 {
+		start := time.Now()
+		if err := bench.TouchMemory(touchGiB); err != nil {
+			fmt.Fprintln(os.Stderr, "servercost:", err)
+			os.Exit(1)
+		}
+		fmt.Fprintf(os.Stderr, "servercost: touched %d GiB in %v\n", touchGiB, time.Since(start).Round(time.Millisecond))
+	}
 	var err error
 	if suite {
-		err = runSuite(o, out)
+		err = runSuite(o, out, touchGiB)
 	} else {
 		err = run(o)
 	}
@@ -80,7 +90,7 @@ func main() {
 
 // runSuite runs the three tables with o's runs, durations and binary and
 // writes the report to out (standard output when empty).
-func runSuite(o bench.CostOptions, out string) error {
+func runSuite(o bench.CostOptions, out string, touchedGiB int) error {
 	cleanup, err := prepare(&o)
 	defer cleanup()
 	if err != nil {
@@ -107,7 +117,7 @@ func runSuite(o bench.CostOptions, out string) error {
 		}
 		tables[i].Results = rs
 	}
-	report := bench.CostReport(tables, "cd bench && go run ./cmd/servercost "+strings.Join(os.Args[1:], " "), loadStart, bench.LoadAvg(), start)
+	report := bench.CostReport(tables, "cd bench && go run ./cmd/servercost "+strings.Join(os.Args[1:], " "), loadStart, bench.LoadAvg(), start, touchedGiB)
 	if out == "" {
 		fmt.Print(report)
 		return nil
