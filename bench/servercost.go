@@ -120,8 +120,13 @@ func ServePeer(name, addr, dir string, fsync bool) error {
 func RunServerCost(ctx context.Context, o CostOptions, progress func(CostResult)) ([]CostResult, error) {
 	var out []CostResult
 	for run := 1; run <= o.Runs; run++ {
+		// Each run starts the rotation at the next peer: a peer's run
+		// inherits the page cache and free memory the one before it left
+		// (a deleted data directory's pages are reused cheaply, memory the
+		// VM gave back is not), so no peer may always follow the same one.
+		order := append(slices.Clone(o.Peers[(run-1)%len(o.Peers):]), o.Peers[:(run-1)%len(o.Peers)]...)
 		for _, conns := range o.Conns {
-			for _, peer := range o.Peers {
+			for _, peer := range order {
 				r, err := costRun(ctx, o, peer, conns)
 				if err != nil {
 					return out, fmt.Errorf("%s, %d connections, run %d: %w", peer, conns, run, err)
