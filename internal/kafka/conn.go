@@ -127,7 +127,7 @@ func (c *conn) readLoop() {
 			continue
 		}
 		held = 0
-		frame, err := readFrameMin(br, minFrameSize, c.s.cfg.MaxRequestBytes, &c.s.frames, reserve)
+		frame, err := readFrameMin(br, minFrameSize, c.maxFrame(), &c.s.frames, reserve)
 		if err != nil {
 			c.s.budget.release(held) // the frame never came whole
 			if !c.halted.Load() {

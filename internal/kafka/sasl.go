@@ -44,6 +44,23 @@ func remoteFrom(ctx context.Context) string {
 	return r
 }
 
+// saslMaxReceiveBytes is Kafka's sasl.server.max.receive.size: the largest
+// frame a SASL listener reads before the client has authenticated
+// (CVE-2022-34917). A bigger size prefix closes the connection before
+// anything is reserved or allocated for it.
+const saslMaxReceiveBytes = 512 << 10
+
+// maxFrame is the largest frame the connection reads next:
+// socket.request.max.bytes, or saslMaxReceiveBytes on a SASL listener
+// until the client has authenticated. authUser, not auth, is read: the
+// reader runs beside the handler goroutine that completes the exchange.
+func (c *conn) maxFrame() int32 {
+	if c.s.users != nil && c.authUser.Load() == nil {
+		return min(c.s.cfg.MaxRequestBytes, saslMaxReceiveBytes)
+	}
+	return c.s.cfg.MaxRequestBytes
+}
+
 // checkAuthenticated refuses any request but ApiVersions and the SASL ones
 // before a SASL listener's client has authenticated, as Kafka does (it
 // closes the connection).
@@ -155,7 +172,7 @@ func (s *Server) authFailed(ctx context.Context, user, remote string, err error)
 // the connection without an answer, as Kafka does in this mode. It returns
 // false when the connection must stop.
 func (c *conn) rawAuthStep(r io.Reader) bool {
-	frame, err := readFrameMin(r, 0, c.s.cfg.MaxRequestBytes, &c.s.frames, nil)
+	frame, err := readFrameMin(r, 0, c.maxFrame(), &c.s.frames, nil)
 	if err != nil {
 		c.logEnd(err, "")
 		return false

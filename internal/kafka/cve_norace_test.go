@@ -1,0 +1,6 @@
+//go:build !race
+
+package kafka
+
+// raceDetector: see cve_race_test.go.
+const raceDetector = false
