@@ -145,3 +145,36 @@ func TestParseUsers(t *testing.T) {
 		}
 	}
 }
+
+// TestScramUnknownUserLooksKnown: an unknown user's server-first has the
+// shape of a real user's — a 16-byte salt that is the same on every try
+// and differs from user to user, the usual iteration count — and the
+// exchange then fails like a wrong password.
+func TestScramUnknownUserLooksKnown(t *testing.T) {
+	t.Parallel()
+	u, err := New(map[string]string{"alice": "s3cret"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	serverFirst := func(user string) map[string]string {
+		s, _ := u.Start(ScramSHA256)
+		reply, _, err := s.Step([]byte("n,,n=" + user + ",r=abc"))
+		if err != nil {
+			t.Fatalf("client-first of %s: %v", user, err)
+		}
+		return attributes(string(reply))
+	}
+	alice, mallory1, mallory2, eve := serverFirst("alice"), serverFirst("mallory"), serverFirst("mallory"), serverFirst("eve")
+	if mallory1["s"] != mallory2["s"] {
+		t.Errorf("an unknown user's salt changes between tries (%s, %s): a real user's does not", mallory1["s"], mallory2["s"])
+	}
+	if mallory1["s"] == eve["s"] {
+		t.Error("two unknown users share a salt")
+	}
+	if len(mallory1["s"]) != len(alice["s"]) || mallory1["i"] != alice["i"] {
+		t.Errorf("unknown user answered s=%s,i=%s; a real one s=%s,i=%s", mallory1["s"], mallory1["i"], alice["s"], alice["i"])
+	}
+	if _, err := exchange(t, u, scram.Auth{User: "mallory", Pass: "s3cret"}.AsSha256Mechanism()); !errors.Is(err, ErrAuthFailed) {
+		t.Errorf("unknown user: %v, want ErrAuthFailed", err)
+	}
+}

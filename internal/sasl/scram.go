@@ -43,6 +43,18 @@ func newScramCredential(h func() hash.Hash, password string) (scramCredential, e
 		storedKey: digest(h, clientKey), serverKey: mac(h, salted, "Server Key")}, nil
 }
 
+// decoySecret keys the decoy salts of this process.
+var decoySecret = randomBytes(32)
+
+// decoyCredential is what an unknown user is answered with, so that a client
+// cannot tell which users exist: a salt that, as a real user's, is the same
+// on every try (derived from the name with a per-process key) and the usual
+// iteration count. It has no keys, so no proof verifies, and it costs no
+// PBKDF2: answering it takes as long as answering a real user.
+func decoyCredential(user string) scramCredential {
+	return scramCredential{salt: mac(sha256.New, decoySecret, user)[:16], iterations: scramIterations}
+}
+
 func mac(h func() hash.Hash, key []byte, msg string) []byte {
 	m := hmac.New(h, key)
 	m.Write([]byte(msg))
@@ -116,19 +128,11 @@ func (s *scramSession) first(msg string) (string, error) {
 	}
 	cred, known := s.lookup(user)
 	if !known {
-		// Answer like for a real user, so a client cannot tell which users
-		// exist; the proof will not verify.
-		var err error
-		if cred, err = newScramCredential(s.hash, string(randomBytes(16))); err != nil {
-			return "", err
-		}
+		cred = decoyCredential(user)
 	}
 	s.user, s.cred = user, cred
 	s.nonce = cnonce + base64.RawStdEncoding.EncodeToString(randomBytes(18))
 	s.serverFirst = "r=" + s.nonce + ",s=" + base64.StdEncoding.EncodeToString(cred.salt) + ",i=" + strconv.Itoa(cred.iterations)
-	if !known {
-		s.cred.storedKey = nil // never matches
-	}
 	return s.serverFirst, nil
 }
 
