@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -185,8 +186,15 @@ func (l *Log) openSegments(clean bool) error {
 	if err := l.recoverSwaps(names); err != nil {
 		return err
 	}
-	if names, err = l.fs.ReadDir(l.dir); err != nil {
-		return fmt.Errorf("partlog: list %s: %w", l.dir, err)
+	// List again only if recoverSwaps may have changed the directory: a
+	// listing is one of the few syscalls each of thousands of partitions
+	// makes at start-up.
+	if slices.ContainsFunc(names, func(n string) bool {
+		return strings.HasSuffix(n, swapSuffix) || strings.HasSuffix(n, cleanedSuffix)
+	}) {
+		if names, err = l.fs.ReadDir(l.dir); err != nil {
+			return fmt.Errorf("partlog: list %s: %w", l.dir, err)
+		}
 	}
 	var bases []record.Offset
 	for _, n := range names {

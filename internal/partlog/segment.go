@@ -333,12 +333,18 @@ func openSegment(fs vfs.FS, dir string, base record.Offset, verify, truncate boo
 
 // loadIndexes opens both index files and validates them; when either is missing
 // or invalid it recreates both empty and reports false, so the caller rebuilds.
+// Each file is read through the descriptor it stays open with: at start-up
+// with thousands of partitions, opens are much of the cost.
 func (s *segment) loadIndexes(fs vfs.FS, logSize int64) (bool, error) {
 	ok := true
-	idx, err := vfs.ReadFile(fs, s.path(indexSuffix))
+	var err error
+	s.index.f, err = fs.OpenFile(s.path(indexSuffix), os.O_RDWR|os.O_APPEND, 0)
 	var entries []offsetEntry
 	if err == nil {
-		entries, err = decodeOffsetIndex(idx, logSize)
+		var idx []byte
+		if idx, err = readWhole(s.index.f); err == nil {
+			entries, err = decodeOffsetIndex(idx, logSize)
+		}
 	}
 	if err == nil && len(entries) > 0 {
 		err = s.checkEntry(entries[len(entries)-1], logSize)
@@ -353,32 +359,56 @@ func (s *segment) loadIndexes(fs vfs.FS, logSize int64) (bool, error) {
 		if len(entries) > 0 {
 			maxRel = entries[len(entries)-1].rel
 		}
-		tb, err := vfs.ReadFile(fs, s.path(timeIndexSuffix))
+		s.times.f, err = fs.OpenFile(s.path(timeIndexSuffix), os.O_RDWR|os.O_APPEND, 0)
 		if err == nil {
-			// Time entries may point past the last offset entry (entries are
-			// sparse), so bound them loosely by the log size in offsets.
-			times, err = decodeTimeIndex(tb, maxRel+uint32(min(logSize, 1<<31)))
+			var tb []byte
+			if tb, err = readWhole(s.times.f); err == nil {
+				// Time entries may point past the last offset entry (entries
+				// are sparse), so bound them loosely by the log size in offsets.
+				times, err = decodeTimeIndex(tb, maxRel+uint32(min(logSize, 1<<31)))
+			}
 		}
 		if err != nil {
 			ok = false
 			s.indexRebuilt = "time index: " + err.Error()
 		}
 	}
-	mode := os.O_RDWR | os.O_CREATE | os.O_APPEND
 	if !ok {
-		mode |= os.O_TRUNC
+		for _, f := range []vfs.File{s.index.f, s.times.f} {
+			if f != nil {
+				f.Close()
+			}
+		}
+		s.index.f, s.times.f = nil, nil
 		entries, times = nil, nil
-	}
-	s.index.f, err = fs.OpenFile(s.path(indexSuffix), mode, 0o644)
-	if err == nil {
-		s.times.f, err = fs.OpenFile(s.path(timeIndexSuffix), mode, 0o644)
-	}
-	if err != nil {
-		return false, fmt.Errorf("partlog: open indexes of %s: %w", s.logName(), err)
+		mode := os.O_RDWR | os.O_CREATE | os.O_APPEND | os.O_TRUNC
+		s.index.f, err = fs.OpenFile(s.path(indexSuffix), mode, 0o644)
+		if err == nil {
+			s.times.f, err = fs.OpenFile(s.path(timeIndexSuffix), mode, 0o644)
+		}
+		if err != nil {
+			return false, fmt.Errorf("partlog: open indexes of %s: %w", s.logName(), err)
+		}
 	}
 	s.index.mu.entries = entries
 	s.times.mu.entries = times
 	return ok, nil
+}
+
+// readWhole reads all of f.
+func readWhole(f vfs.File) ([]byte, error) {
+	n, err := f.Size()
+	if err != nil {
+		return nil, err
+	}
+	b := make([]byte, n)
+	if m, err := f.ReadAt(b, 0); int64(m) < n {
+		if err == nil || err == io.EOF {
+			err = io.ErrUnexpectedEOF
+		}
+		return nil, err
+	}
+	return b, nil
 }
 
 // resetIndexes empties both indexes, in memory and on disk, for a walk
