@@ -13,12 +13,15 @@ const ioWorkers = 32
 
 // forEach runs fn(0) … fn(n-1) on up to ioWorkers goroutines and returns
 // their errors joined.
-func forEach(n int, fn func(i int) error) error {
+func forEach(n int, fn func(i int) error) error { return forEachN(n, ioWorkers, fn) }
+
+// forEachN is forEach on up to workers goroutines.
+func forEachN(n, workers int, fn func(i int) error) error {
 	var next atomic.Int64
 	var mu sync.Mutex
 	var errs []error
 	var wg sync.WaitGroup
-	for range min(n, ioWorkers) {
+	for range min(n, workers) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()

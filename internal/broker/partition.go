@@ -71,11 +71,34 @@ type Partition struct {
 }
 
 func (b *Broker) openPartition(topic string, tid TopicID, id PartitionID, tc TopicConfig) (*Partition, error) {
+	return b.openPartitionTaken(topic, tid, id, tc, nil)
+}
+
+// claimAndTakeMarker is the first step of opening a partition at start-up
+// (openTopics): its directory claimed and its log's clean-shutdown marker
+// taken, for openPartitionTaken.
+func (b *Broker) claimAndTakeMarker(topic string, tid TopicID, id PartitionID) (*partlog.CleanMarker, error) {
 	name := partitionDirName(topic, id)
 	if err := b.claimPartitionDir(name, tid); err != nil {
 		return nil, fmt.Errorf("broker: open partition %s: %w", name, err)
 	}
-	l, err := partlog.Open(b.logFS, filepath.Join(b.cfg.Dir, name), b.logConfig(tc, name))
+	m, err := partlog.TakeCleanMarker(b.logFS, filepath.Join(b.cfg.Dir, name))
+	if err != nil {
+		return nil, fmt.Errorf("broker: open partition %s: %w", name, err)
+	}
+	return &m, nil
+}
+
+// openPartitionTaken opens a partition whose directory claimAndTakeMarker
+// claimed and whose marker it took (m); with m nil it does both itself.
+func (b *Broker) openPartitionTaken(topic string, tid TopicID, id PartitionID, tc TopicConfig, m *partlog.CleanMarker) (*Partition, error) {
+	name := partitionDirName(topic, id)
+	if m == nil {
+		if err := b.claimPartitionDir(name, tid); err != nil {
+			return nil, fmt.Errorf("broker: open partition %s: %w", name, err)
+		}
+	}
+	l, err := partlog.OpenTaken(b.logFS, filepath.Join(b.cfg.Dir, name), b.logConfig(tc, name), m)
 	if err != nil {
 		return nil, fmt.Errorf("broker: open partition %s: %w", name, err)
 	}

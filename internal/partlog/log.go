@@ -94,6 +94,12 @@ type Log struct {
 // Open opens (creating if needed) the log in dir and recovers it: a torn or
 // corrupt tail is truncated, invalid indexes are rebuilt.
 func Open(fs vfs.FS, dir string, cfg Config) (*Log, error) {
+	return OpenTaken(fs, dir, cfg, nil)
+}
+
+// OpenTaken is Open with the clean-shutdown marker already taken by
+// TakeCleanMarker (nil: Open takes it).
+func OpenTaken(fs vfs.FS, dir string, cfg Config, m *CleanMarker) (*Log, error) {
 	cfg = cfg.withDefaults()
 	if err := fs.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("partlog: create %s: %w", dir, err)
@@ -105,10 +111,22 @@ func Open(fs vfs.FS, dir string, cfg Config) (*Log, error) {
 	l.epochs.path = filepath.Join(dir, epochFile)
 	l.epochs.fs, l.epochs.dir = fs, dir
 
-	clean, cleanEnd, err := l.takeCleanMarker()
-	if err != nil {
-		return nil, err
+	if m == nil {
+		taken, err := TakeCleanMarker(fs, dir)
+		if err != nil {
+			return nil, err
+		}
+		m = &taken
 	}
+	// The marker's removal is made durable before anything else, so that
+	// a crash from now on is seen as unclean.
+	if m.Clean && !m.Durable {
+		if err := fs.SyncDir(dir); err != nil {
+			return nil, fmt.Errorf("partlog: sync %s: %w", dir, err)
+		}
+	}
+	clean, cleanEnd := m.Clean, m.End
+	var err error
 	l.flush.point = loadRecoveryPoint(fs, dir)
 	// The highest base an empty last segment may have: the end offset at a
 	// clean close, else the recovery point (see dropStraySegment).
@@ -151,31 +169,41 @@ func Open(fs vfs.FS, dir string, cfg Config) (*Log, error) {
 	return l, nil
 }
 
-// takeCleanMarker reports whether the log was closed cleanly, and the end
-// offset the marker recorded (-1 when it holds none: older markers are
-// empty), and removes the marker durably, so that a crash from now on is
-// seen as unclean.
-func (l *Log) takeCleanMarker() (bool, record.Offset, error) {
-	p := filepath.Join(l.dir, cleanFile)
-	b, err := vfs.ReadFile(l.fs, p)
+// CleanMarker is what a log's clean-shutdown marker said, taken (read and
+// removed) by TakeCleanMarker before the log is opened.
+type CleanMarker struct {
+	// Clean: the marker was there; End is the end offset it recorded (-1
+	// when it holds none: older markers are empty).
+	Clean bool
+	End   record.Offset
+	// Durable: the caller already made the removal durable (SyncDir of
+	// the log's directory), so OpenTaken need not.
+	Durable bool
+}
+
+// TakeCleanMarker reads and removes the clean-shutdown marker of the log in
+// dir, without making the removal durable: OpenTaken does that before it
+// returns. A broker opening thousands of logs takes every marker first, so
+// that one directory sync commits all the removals at once instead of one
+// journal commit a log.
+func TakeCleanMarker(fs vfs.FS, dir string) (CleanMarker, error) {
+	p := filepath.Join(dir, cleanFile)
+	b, err := vfs.ReadFile(fs, p)
 	if err != nil {
-		return false, -1, nil
+		return CleanMarker{End: -1}, nil
 	}
 	// The marker is written without an fsync: only content that ends in
 	// its newline arrived whole.
-	end := record.Offset(-1)
+	m := CleanMarker{Clean: true, End: -1}
 	if text, whole := strings.CutSuffix(string(b), "\n"); whole {
 		if n, err := strconv.ParseInt(text, 10, 64); err == nil && n >= 0 {
-			end = record.Offset(n)
+			m.End = record.Offset(n)
 		}
 	}
-	if err := l.fs.Remove(p); err != nil {
-		return false, -1, fmt.Errorf("partlog: remove %s: %w", p, err)
+	if err := fs.Remove(p); err != nil {
+		return CleanMarker{End: -1}, fmt.Errorf("partlog: remove %s: %w", p, err)
 	}
-	if err := l.fs.SyncDir(l.dir); err != nil {
-		return false, -1, fmt.Errorf("partlog: sync %s: %w", l.dir, err)
-	}
-	return true, end, nil
+	return m, nil
 }
 
 func (l *Log) openSegments(clean bool) error {
