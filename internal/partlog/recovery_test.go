@@ -368,3 +368,45 @@ func batchNoT(v string) []byte {
 	}
 	return b
 }
+
+// TestTakenMarkerRemovalDurable: a marker taken by TakeCleanMarker and not
+// yet made durable is made durable by OpenTaken, so a crash after the open
+// returns cannot bring the marker back (and recovery is unclean); with
+// Durable set by a caller that synced the directory itself, the same holds.
+func TestTakenMarkerRemovalDurable(t *testing.T) {
+	for _, durable := range []bool{false, true} {
+		fs := vfs.NewMem()
+		l := mustOpen(t, fs, "/d", Config{})
+		mustAppend(t, l, batch(t, 0, "v0"))
+		if err := l.Close(); err != nil {
+			t.Fatal(err)
+		}
+		// The marker's entry durable, so that only a synced removal keeps
+		// it from coming back after a crash.
+		if err := fs.SyncDir("/d"); err != nil {
+			t.Fatal(err)
+		}
+		m, err := TakeCleanMarker(fs, "/d")
+		if err != nil || !m.Clean || m.End != 1 {
+			t.Fatalf("TakeCleanMarker = %+v, %v; want clean, end 1", m, err)
+		}
+		if durable {
+			if err := fs.SyncDir("/d"); err != nil {
+				t.Fatal(err)
+			}
+			m.Durable = true
+		}
+		l, err = OpenTaken(fs, "/d", Config{}, &m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		crashed := fs.CrashClone(vfs.CrashOptions{})
+		if _, err := crashed.Stat(filepath.Join("/d", cleanFile)); err == nil {
+			t.Fatalf("durable=%v: clean-shutdown marker back after a crash following OpenTaken", durable)
+		}
+		if l.LogEndOffset() != 1 {
+			t.Fatalf("end %d, want 1", l.LogEndOffset())
+		}
+		l.Close()
+	}
+}
