@@ -85,7 +85,7 @@ func runClusterTxnETL(t *testing.T, tv int, moveCoordinator bool) {
 		if err != nil {
 			return err
 		}
-		defer sess.Close()
+		defer func() { sess.Close() }()
 		txns := 0
 		for {
 			select {
@@ -113,13 +113,22 @@ func runClusterTxnETL(t *testing.T, tv int, moveCoordinator bool) {
 			if _, err := sess.End(ctx, commit); err != nil {
 				// A node going away can fail a commit on the client's
 				// side (franz-go: "unknown broker" for a coordinator it
-				// just dropped from its metadata); the session aborts
-				// and reads the input again. Exactly-once is the
-				// output's check; a member that keeps failing is not.
+				// just dropped from its metadata), and the abort that
+				// follows can leave the producer in a fatal state. The
+				// member then does what an application does: it starts
+				// a new session with the same transactional id, whose
+				// InitProducerId fences the old one and aborts what it
+				// left open, and reads the input again from the
+				// committed offsets. Exactly-once is the output's check;
+				// a member that keeps failing is not.
 				if endErrors.Add(1) > 5 || !moveCoordinator {
 					return fmt.Errorf("%s end: %w", id, err)
 				}
-				t.Logf("%s end, aborted and retried: %v", id, err)
+				t.Logf("%s end failed, session restarted: %v", id, err)
+				sess.Close()
+				if sess, err = kgo.NewGroupTransactSession(opts...); err != nil {
+					return err
+				}
 			}
 		}
 	}
