@@ -55,6 +55,9 @@ type CostOptions struct {
 	// The null broker stores nothing to sync.
 	Fsync     bool
 	StrandBin string // the strand binary
+	// StrandFlags are added to `strand serve`'s command line (e.g.
+	// "--pprof-listen 127.0.0.1:6060" to take a trace during a run).
+	StrandFlags []string
 	Self      string // this program, run with ServeArgs for kfake and null
 	Dir       string // parent of the peers' data directories
 }
@@ -158,6 +161,7 @@ func costRun(ctx context.Context, o CostOptions, peer string, conns int) (CostRe
 	if peer == "strand" {
 		cmd = exec.Command(o.StrandBin, "serve", "--listen", addr, "--data-dir", dir,
 			"--metrics-listen", "", "--console-listen", "", "--schema-registry-listen", "", "--log-level", "warn")
+		cmd.Args = append(cmd.Args, o.StrandFlags...)
 	} else {
 		cmd = exec.Command(o.Self, "-"+ServeFlag, peer, "-serve-listen", addr, "-serve-dir", dir, "-serve-fsync="+strconv.FormatBool(o.Fsync))
 	}

@@ -42,6 +42,7 @@ type serveOptions struct {
 	logLevel          string
 	logFormat         string
 	metricsListen     string
+	pprofListen       string
 	consoleListen     string
 	schemaListen      string
 	tlsCert, tlsKey   string
@@ -98,7 +99,7 @@ producer state flushed).
 --config names a file of "key = value" lines ('#' starts a comment). Keys are
 the long flag names (listen, advertised-addr, data-dir, node-id,
 auto-create-topics, default-partitions, max-request-bytes, log-level,
-log-format, metrics-listen, console-listen, schema-registry-listen, tls-cert, tls-key, tls-client-ca, http-tls-cert, http-tls-key,
+log-format, metrics-listen, pprof-listen, console-listen, schema-registry-listen, tls-cert, tls-key, tls-client-ca, http-tls-cert, http-tls-key,
 http-tls-client-ca, http-insecure, sasl-users,
 authorizer, super-users, allow-everyone-if-no-acl-found, ssl-principal-mapping-rules, retention-check-interval, log-cleaner-backoff,
 log-cleaner-dedupe-buffer-size, offsets-retention, group-initial-rebalance-delay,
@@ -157,6 +158,7 @@ func newServeCmd() *cobra.Command {
 	f.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error")
 	f.StringVar(&o.logFormat, "log-format", "text", "text or json")
 	f.StringVar(&o.metricsListen, "metrics-listen", "127.0.0.1:9644", `address serving Prometheus /metrics and /healthz over HTTP ("" disables)`)
+	f.StringVar(&o.pprofListen, "pprof-listen", "", `address serving Go's /debug/pprof profiles and execution traces over plain HTTP, unauthenticated: bind it to loopback ("" disables)`)
 	f.StringVar(&o.tlsCert, "tls-cert", "", "PEM certificate (chain) for the Kafka listener: with --tls-key, clients must connect with TLS (Kafka's SSL listener)")
 	f.StringVar(&o.tlsKey, "tls-key", "", "PEM private key of --tls-cert")
 	f.StringVar(&o.tlsClientCA, "tls-client-ca", "", "PEM CA bundle: with it, clients must present a certificate it signed (mutual TLS)")
@@ -448,6 +450,14 @@ func (o *serveOptions) run(ctx context.Context, logOut io.Writer) error {
 	}
 	if addr := b.SchemaRegistryAddr(); addr != "" {
 		logger.Info("strand: schema registry on "+scheme+addr+"/", "schema_registry", addr)
+	}
+	if o.pprofListen != "" {
+		stopPprof, err := servePprof(o.pprofListen, logger)
+		if err != nil {
+			_ = b.Close()
+			return err
+		}
+		defer stopPprof()
 	}
 	<-ctx.Done()
 	logger.Info("strand: shutting down")

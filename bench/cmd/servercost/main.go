@@ -41,6 +41,10 @@ func main() {
 	flag.IntVar(&o.RecordBytes, "record-bytes", 1024, "bytes per record")
 	flag.IntVar(&o.RecordsPerBatch, "records-per-batch", 256, "records per request (one batch)")
 	flag.StringVar(&o.StrandBin, "strand", "", "the strand binary (default: built from ../cmd/strand)")
+	flag.Func("strand-flags", "extra flags for strand serve, space-separated (e.g. \"--pprof-listen 127.0.0.1:6060\" to take a profile or trace during a run)", func(v string) error {
+		o.StrandFlags = strings.Fields(v)
+		return nil
+	})
 	flag.StringVar(&o.Dir, "dir", "", "where peers keep their data (default: the system's temporary directory)")
 	flag.BoolVar(&suite, "suite", false, "run the three tables of issue 19 (produce at 1/4/8 connections; consume, i.e. fan-out, at 1/4/16; produce with an fsync per acknowledgement at 1/8/64 connections of one 1 KB record in flight each) and write them with -out")
 	flag.StringVar(&out, "out", "", "with -suite: the Markdown report to write")
