@@ -214,10 +214,13 @@ type Broker struct {
 	fs  vfs.FS
 	// logFS is fs with partition logs' files opened through files, the
 	// descriptor cap (Config.MaxOpenLogFiles); fs itself when uncapped.
-	logFS  vfs.FS
-	files  *vfs.FDCache
-	logger *slog.Logger
-	meta   cluster.Store // topics, ids, configs, tombstones (Config.Metadata)
+	logFS vfs.FS
+	files *vfs.FDCache
+	// rollSnapSlots bounds the roll snapshots written at once, so that
+	// many partitions rolling together do not each hold a thread in fsync.
+	rollSnapSlots chan struct{}
+	logger        *slog.Logger
+	meta          cluster.Store // topics, ids, configs, tombstones (Config.Metadata)
 	// images feeds the reconciler (reconcile.go); unsubscribe ends its feed.
 	images      chan *cluster.Image
 	unsubscribe func()
@@ -295,6 +298,7 @@ func Open(cfg Config) (_ *Broker, err error) {
 	}
 	b := &Broker{cfg: cfg, fs: cfg.FS, logger: cfg.Logger, defaults: defaults, stop: make(chan struct{}), started: cfg.Now()}
 	b.logFS = b.fs
+	b.rollSnapSlots = make(chan struct{}, rollSnapWriters)
 	if cfg.MaxOpenLogFiles > 0 {
 		b.files = vfs.NewFDCache(cfg.MaxOpenLogFiles)
 		b.logFS = b.files.Wrap(b.fs)

@@ -59,6 +59,12 @@ type Partition struct {
 	// offset, so that reads without one need not take the lock.
 	txnActive atomic.Bool
 
+	// rollSnaps counts roll snapshots being written in the background
+	// (snapshotAtRollLocked); rollSnapMu makes one write and prune at a
+	// time.
+	rollSnaps  sync.WaitGroup
+	rollSnapMu sync.Mutex
+
 	mu struct {
 		sync.Mutex
 		producers *producer.State
@@ -143,6 +149,7 @@ func (p *Partition) close(snapshot bool) error {
 	if p.b.clustered() {
 		p.b.unfollow(p)
 	}
+	p.rollSnaps.Wait()
 	var errs []error
 	if snapshot {
 		dir := filepath.Join(p.b.cfg.Dir, producerStateDir)
@@ -164,6 +171,7 @@ func (p *Partition) remove() error {
 	if p.b.clustered() {
 		p.b.unfollow(p)
 	}
+	p.rollSnaps.Wait()
 	p.b.removeProducerSnapshot(p.topicID, p.id)
 	if err := p.log.Delete(); err != nil && !errors.Is(err, partlog.ErrClosed) {
 		return fmt.Errorf("broker: delete %s-%d: %w", p.topic, p.id, err)

@@ -37,6 +37,9 @@ import (
 // rollSnapshotsKept is how many roll snapshots a partition keeps.
 const rollSnapshotsKept = 2
 
+// rollSnapWriters is how many roll snapshots a broker writes at once.
+const rollSnapWriters = 4
+
 // Snapshot file names are keyed by topic id, not name: a topic name may be
 // 249 bytes (Kafka's limit), which with a suffix would not fit a 255-byte
 // file name, and a re-created topic must not find its predecessor's state.
@@ -99,13 +102,38 @@ func rollSnapshots(fs vfs.FS, dir string, topic TopicID, p PartitionID) []rollSn
 }
 
 // snapshotAtRollLocked saves the state at the log end offset after the log
-// rolled, and prunes older roll snapshots. A failure costs recovery time
-// only: it is logged, not returned.
+// rolled, and prunes older roll snapshots. The state is encoded here, under
+// the partition's lock; the file is written and fsynced in the background,
+// because under heavy writeback one fsync can take a second, and the
+// partition — with every connection whose next answer waits on it — would
+// stall that long at each roll (as Kafka moved it off the append path,
+// KAFKA-15046). A snapshot not yet durable at a crash costs only recovery
+// time: recovery loads an older one and reads more headers. A failure is
+// logged, not returned, for the same reason.
 func (p *Partition) snapshotAtRollLocked() {
-	fs, dir := p.b.fs, filepath.Join(p.b.cfg.Dir, producerStateDir)
 	at := p.log.LogEndOffset()
 	p.mu.producers.DropAbortedBefore(p.log.LogStartOffset())
-	if err := producer.SaveSnapshot(fs, dir, rollSnapshotName(p.topicID, p.id, at), at, p.mu.producers); err != nil {
+	b, err := producer.EncodeSnapshot(at, p.mu.producers)
+	if err != nil {
+		p.b.logger.Warn("broker: producer snapshot at segment roll", "topic", p.topic, "partition", p.id, "err", err)
+		return
+	}
+	p.rollSnaps.Add(1)
+	go func() {
+		defer p.rollSnaps.Done()
+		p.writeRollSnapshot(at, b)
+	}()
+}
+
+// writeRollSnapshot writes one roll snapshot and prunes the oldest. Close,
+// delete and truncation wait for it (rollSnaps), so none lands after them.
+func (p *Partition) writeRollSnapshot(at record.Offset, b []byte) {
+	p.b.rollSnapSlots <- struct{}{}
+	defer func() { <-p.b.rollSnapSlots }()
+	p.rollSnapMu.Lock()
+	defer p.rollSnapMu.Unlock()
+	fs, dir := p.b.fs, filepath.Join(p.b.cfg.Dir, producerStateDir)
+	if err := producer.WriteSnapshot(fs, dir, rollSnapshotName(p.topicID, p.id, at), b); err != nil {
 		p.b.logger.Warn("broker: producer snapshot at segment roll", "topic", p.topic, "partition", p.id, "err", err)
 		return
 	}
@@ -148,6 +176,7 @@ func (p *Partition) recoverProducers() (*producer.State, error) {
 // header without one), deleting roll snapshots above end: they describe
 // batches the log no longer holds.
 func (p *Partition) rebuildProducers(end record.Offset) (*producer.State, error) {
+	p.rollSnaps.Wait() // a snapshot above a truncation must not land after it
 	fs, dir := p.b.fs, filepath.Join(p.b.cfg.Dir, producerStateDir)
 	var err error
 	s, from := producer.NewState(), record.Offset(0)

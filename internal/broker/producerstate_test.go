@@ -48,6 +48,7 @@ func TestProducerStateFromRollSnapshot(t *testing.T) {
 		}
 	}
 	dir := filepath.Join("/d", producerStateDir)
+	p.rollSnaps.Wait() // roll snapshots are written in the background
 	snaps := rollSnapshots(fs, dir, tp.ID, 0)
 	if len(snaps) != rollSnapshotsKept {
 		t.Fatalf("%d roll snapshots kept, want %d: %v", len(snaps), rollSnapshotsKept, snaps)

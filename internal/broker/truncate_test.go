@@ -28,6 +28,7 @@ func TestTruncateRebuildsProducerState(t *testing.T) {
 			}
 		}
 		snapDir := filepath.Join(dir, producerStateDir)
+		p.rollSnaps.Wait() // roll snapshots are written in the background
 		if snaps := rollSnapshots(fs, snapDir, p.topicID, p.id); len(snaps) == 0 || snaps[len(snaps)-1].at <= 3 {
 			t.Fatalf("roll snapshots %v: want one above offset 3", snaps)
 		}

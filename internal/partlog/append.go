@@ -244,7 +244,12 @@ func (l *Log) rollLocked() (*segment, error) {
 	if err := l.active().flushIndexes(); err != nil {
 		return nil, err
 	}
-	s, err := createSegment(l.fs, l.dir, record.Offset(l.end.Load()), l.mu.cfg.IndexIntervalBytes)
+	// The new segment's directory entry is made durable by the next fsync
+	// of the log (syncDirIfPending), before anything in it is durable: a
+	// directory fsync here, under the log's lock, can take a hundred
+	// milliseconds under heavy writeback, and every append would wait.
+	l.dirPending.Store(true)
+	s, err := createSegment(l.fs, l.dir, record.Offset(l.end.Load()), l.mu.cfg.IndexIntervalBytes, false)
 	if err != nil {
 		return nil, err
 	}

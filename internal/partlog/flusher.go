@@ -62,6 +62,9 @@ func (l *Log) flushErr() error {
 // segment's base as the recovery point. The shared lock on the segment list
 // keeps retention from closing a file under the fsync.
 func (l *Log) flushSealed() error {
+	if err := l.syncDirIfPending(); err != nil {
+		return err
+	}
 	l.segs.RLock()
 	list := l.segs.list
 	var err error

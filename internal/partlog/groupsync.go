@@ -95,8 +95,9 @@ func (l *Log) syncGroup() (uint64, error) {
 	at := durable{end: record.Offset(l.end.Load()), seg: seg, pos: seg.size.Load()}
 	l.mu.Unlock()
 
+	// A roll before at was taken set dirPending before it.
+	err := l.syncDirIfPending()
 	// Readers' lock: no segment is closed or removed while it is fsynced.
-	var err error
 	l.segs.RLock()
 	for _, s := range l.segs.list {
 		if err == nil && s.dirty.Swap(false) {

@@ -72,6 +72,12 @@ type Log struct {
 
 	group groupSync // fsyncs the flush policy asks for, in groups (groupsync.go)
 
+	// dirPending is set when a roll created a segment whose directory
+	// entry is not yet durable: the next fsync of the log syncs the
+	// directory first (syncDirIfPending), instead of the roll doing it
+	// while every append waits.
+	dirPending atomic.Bool
+
 	flush struct {
 		kick    chan struct{}
 		done    chan struct{}
@@ -293,7 +299,7 @@ func (l *Log) openSegments(clean bool) error {
 		}
 	}
 	if len(list) == 0 {
-		s, err := createSegment(l.fs, l.dir, 0, cfg.IndexIntervalBytes)
+		s, err := createSegment(l.fs, l.dir, 0, cfg.IndexIntervalBytes, true)
 		if err != nil {
 			return err
 		}
@@ -507,6 +513,19 @@ func (l *Log) LatestEpoch() record.Epoch {
 	return record.NoEpoch
 }
 
+// syncDirIfPending makes the directory entries of segments created by
+// rolls durable, if any are not yet.
+func (l *Log) syncDirIfPending() error {
+	if !l.dirPending.Swap(false) {
+		return nil
+	}
+	if err := l.fs.SyncDir(l.dir); err != nil {
+		l.dirPending.Store(true)
+		return fmt.Errorf("partlog: sync dir after rolling a segment: %w", err)
+	}
+	return nil
+}
+
 // Sync makes everything appended so far durable.
 func (l *Log) Sync() error {
 	l.mu.Lock()
@@ -522,6 +541,10 @@ func (l *Log) syncLocked() error {
 		return l.refusal()
 	}
 	if err := l.flushErr(); err != nil {
+		l.setFailedLocked(err)
+		return err
+	}
+	if err := l.syncDirIfPending(); err != nil {
 		l.setFailedLocked(err)
 		return err
 	}

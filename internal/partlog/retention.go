@@ -257,7 +257,7 @@ func (l *Log) ResetTo(o record.Offset) error {
 func (l *Log) resetToLocked(o record.Offset) error {
 	// createSegment truncates an existing segment file with base o; that
 	// segment is only closed below, not removed.
-	fresh, err := createSegment(l.fs, l.dir, o, l.mu.cfg.IndexIntervalBytes)
+	fresh, err := createSegment(l.fs, l.dir, o, l.mu.cfg.IndexIntervalBytes, true)
 	if err != nil {
 		return err
 	}

@@ -72,8 +72,10 @@ func (s *segment) path(suffix string) string {
 
 func (s *segment) logName() string { return segmentName(s.base) + logSuffix }
 
-// createSegment makes a new empty segment and makes its existence durable.
-func createSegment(fs vfs.FS, dir string, base record.Offset, indexEvery int64) (*segment, error) {
+// createSegment makes a new empty segment, and makes its existence durable
+// when syncDir is set (otherwise the caller must, before anything in it is
+// called durable: Log.dirPending).
+func createSegment(fs vfs.FS, dir string, base record.Offset, indexEvery int64, syncDir bool) (*segment, error) {
 	s := &segment{dir: dir, base: base, indexEvery: indexEvery, firstTS: -1}
 	s.maxTS.Store(-1)
 	s.maxTSOffset.Store(-1)
@@ -90,6 +92,9 @@ func createSegment(fs vfs.FS, dir string, base record.Offset, indexEvery int64) 
 	if s.times.f, err = fs.OpenFile(s.path(timeIndexSuffix), flags, 0o644); err != nil {
 		s.close()
 		return nil, fmt.Errorf("partlog: create time index: %w", err)
+	}
+	if !syncDir {
+		return s, nil
 	}
 	if err := fs.SyncDir(dir); err != nil {
 		s.close()

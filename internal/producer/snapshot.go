@@ -31,6 +31,16 @@ type snapshotProducer struct {
 // SaveSnapshot atomically writes s, valid at log end offset at, to
 // dir/name.
 func SaveSnapshot(fs vfs.FS, dir, name string, at record.Offset, s *State) error {
+	b, err := EncodeSnapshot(at, s)
+	if err != nil {
+		return err
+	}
+	return WriteSnapshot(fs, dir, name, b)
+}
+
+// EncodeSnapshot encodes s, valid at log end offset at, for WriteSnapshot.
+// It reads s, so the caller holds whatever guards s; the write need not.
+func EncodeSnapshot(at record.Offset, s *State) ([]byte, error) {
 	snap := snapshot{Offset: at, Producers: make([]snapshotProducer, 0, len(s.entries)), Aborted: s.aborted}
 	for id, e := range s.entries {
 		sp := snapshotProducer{ID: id, Epoch: e.epoch, Batches: e.batches}
@@ -42,8 +52,15 @@ func SaveSnapshot(fs vfs.FS, dir, name string, at record.Offset, s *State) error
 	sort.Slice(snap.Producers, func(i, j int) bool { return snap.Producers[i].ID < snap.Producers[j].ID })
 	b, err := json.Marshal(snap)
 	if err != nil {
-		return fmt.Errorf("producer: encode snapshot: %w", err)
+		return nil, fmt.Errorf("producer: encode snapshot: %w", err)
 	}
+	return b, nil
+}
+
+// WriteSnapshot makes an encoded snapshot durable as dir/name: written
+// whole under a temporary name, fsynced, then renamed, so a crash leaves
+// either no file or the whole one.
+func WriteSnapshot(fs vfs.FS, dir, name string, b []byte) error {
 	if err := vfs.WriteFileSync(fs, dir, filepath.Join(dir, name), b); err != nil {
 		return fmt.Errorf("producer: write snapshot %s: %w", name, err)
 	}
