@@ -58,8 +58,8 @@ type CostOptions struct {
 	// StrandFlags are added to `strand serve`'s command line (e.g.
 	// "--pprof-listen 127.0.0.1:6060" to take a trace during a run).
 	StrandFlags []string
-	Self      string // this program, run with ServeArgs for kfake and null
-	Dir       string // parent of the peers' data directories
+	Self        string // this program, run with ServeArgs for kfake and null
+	Dir         string // parent of the peers' data directories
 }
 
 // CostResult is one measured run.
