@@ -400,17 +400,22 @@ func (g *loadGen) run(ctx context.Context, conns int) error {
 // … in turn) whenever fewer than inFlight are unanswered; the reader
 // checks each answer's error codes.
 func (g *loadGen) conn(c net.Conn, i int) error {
-	window := make(chan time.Time, g.inFlight) // send times, in order
+	// A request's clock starts once it has a slot in the window, not when
+	// the writer starts waiting for one: that wait is the previous
+	// request's latency, not this one's.
+	slots := make(chan struct{}, g.inFlight)
+	sent := make(chan time.Time, g.inFlight) // send times, in order
 	werr := make(chan error, 1)
 	done := make(chan struct{})
 	defer close(done)
 	go func() {
 		for n := i; ; n++ {
 			select {
-			case window <- time.Now():
+			case slots <- struct{}{}:
 			case <-done:
 				return
 			}
+			sent <- time.Now()
 			if _, err := c.Write(g.reqs[n%len(g.reqs)]); err != nil {
 				werr <- err
 				return
@@ -442,7 +447,8 @@ func (g *loadGen) conn(c net.Conn, i int) error {
 			return err
 		}
 		g.acked.Add(counted)
-		took := time.Since(<-window)
+		took := time.Since(<-sent)
+		<-slots
 		g.mu.Lock()
 		if g.measuring {
 			g.latencies = append(g.latencies, took)
