@@ -350,6 +350,13 @@ func modVersion(path string) string {
 	return "unknown"
 }
 
+// Machine describes this machine for a report: CPU model and count, RAM,
+// OS/architecture and Go version.
+func Machine() string {
+	cpu, n := cpuInfo()
+	return fmt.Sprintf("%s, %d logical CPUs, %s RAM, %s/%s, %s", cpu, n, memTotal(), runtime.GOOS, runtime.GOARCH, runtime.Version())
+}
+
 // LoadAvg returns the first three fields of /proc/loadavg, or "unknown".
 // Other work on the machine skews every figure, so the report records it.
 func LoadAvg() string {
