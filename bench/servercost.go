@@ -73,6 +73,14 @@ type CostResult struct {
 	RSSMiB        float64       // broker's resident memory at the end of the run
 	BrokerSys     float64       // share of the broker's CPU spent in the kernel
 	P50, P99      time.Duration // request → answer latency in the measured time
+	// MachineBusy is the share of all CPUs busy in the measured time (from
+	// /proc/stat), and OtherCPUPerG the busy CPU-seconds per 10^9 bytes
+	// that were neither the broker's nor the load generator's: the
+	// kernel's writeback and network threads, and anything else running.
+	// Near 100% busy, throughput says how the machine was shared, not what
+	// the broker can do.
+	MachineBusy  float64
+	OtherCPUPerG float64
 }
 
 // ServeFlag is the flag that makes a program run a peer for the workload:
@@ -235,6 +243,7 @@ func costRun(ctx context.Context, o CostOptions, peer string, conns int) (CostRe
 		return res, err
 	}
 	gen.measure(true)
+	busy0, all0 := machineCPU()
 	gen0, acked0, start := selfCPU(), gen.acknowledged(), time.Now()
 	select {
 	case err := <-errc:
@@ -246,6 +255,7 @@ func costRun(ctx context.Context, o CostOptions, peer string, conns int) (CostRe
 		return res, err
 	}
 	gen1, acked1, took := selfCPU(), gen.acknowledged(), time.Since(start)
+	busy1, all1 := machineCPU()
 	lat := gen.measure(false)
 	slices.Sort(lat)
 	if len(lat) > 0 {
@@ -267,6 +277,11 @@ func costRun(ctx context.Context, o CostOptions, peer string, conns int) (CostRe
 	res.BrokerCPUPerG = (cpu1 - cpu0).Seconds() / (bytes / 1e9)
 	res.GenCPUPerG = (gen1 - gen0).Seconds() / (bytes / 1e9)
 	res.RSSMiB = float64(rss) / (1 << 20)
+	if all1 > all0 {
+		res.MachineBusy = float64(busy1-busy0) / float64(all1-all0)
+		other := (busy1 - busy0) - (cpu1 - cpu0) - (gen1 - gen0)
+		res.OtherCPUPerG = max(other.Seconds(), 0) / (bytes / 1e9)
+	}
 	if cpu1 > cpu0 {
 		res.BrokerSys = float64(sys1-sys0) / float64(cpu1-cpu0)
 	}
@@ -582,6 +597,38 @@ func procRSS(pid int) (int64, error) {
 		}
 	}
 	return 0, fmt.Errorf("no VmRSS in /proc/%d/status", pid)
+}
+
+// machineCPU returns the CPU time all CPUs spent busy and in total, from
+// /proc/stat's first line (idle and iowait are not busy); zeros if it
+// cannot be read.
+func machineCPU() (busy, total time.Duration) {
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return 0, 0
+	}
+	line, _, _ := strings.Cut(string(b), "\n")
+	f := strings.Fields(line)
+	if len(f) < 6 || f[0] != "cpu" {
+		return 0, 0
+	}
+	var ticks int64
+	for i, v := range f[1:] {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return 0, 0
+		}
+		if i >= 8 { // guest time is already counted in user
+			break
+		}
+		ticks += n
+		if i == 3 || i == 4 { // idle, iowait
+			continue
+		}
+		busy += time.Duration(n)
+	}
+	// /proc/stat counts in USER_HZ, 100 per second on Linux.
+	return busy * 10 * time.Millisecond, time.Duration(ticks) * 10 * time.Millisecond
 }
 
 // selfCPU returns this process's user + system CPU time so far.

@@ -16,21 +16,23 @@ type CostTable struct {
 	Results []CostResult
 }
 
-// costMedian is the median of every figure of the runs of one (peer, conns).
-func costMedian(rs []CostResult, peer string, conns int) (CostResult, bool) {
-	var mb, cpu, sys, gen, rss, p50, p99 []float64
+// CostMedian is the median of every figure of the runs of one (peer, conns).
+func CostMedian(rs []CostResult, peer string, conns int) (CostResult, bool) {
+	var mb, cpu, sys, gen, rss, p50, p99, busy, other []float64
 	for _, r := range rs {
 		if r.Peer == peer && r.Conns == conns {
 			mb, cpu, sys = append(mb, r.MBps), append(cpu, r.BrokerCPUPerG), append(sys, r.BrokerSys)
 			gen, rss = append(gen, r.GenCPUPerG), append(rss, r.RSSMiB)
 			p50, p99 = append(p50, float64(r.P50)), append(p99, float64(r.P99))
+			busy, other = append(busy, r.MachineBusy), append(other, r.OtherCPUPerG)
 		}
 	}
 	if len(mb) == 0 {
 		return CostResult{}, false
 	}
 	return CostResult{Peer: peer, Conns: conns, MBps: medianOf(mb), BrokerCPUPerG: medianOf(cpu), BrokerSys: medianOf(sys),
-		GenCPUPerG: medianOf(gen), RSSMiB: medianOf(rss), P50: time.Duration(medianOf(p50)), P99: time.Duration(medianOf(p99))}, true
+		GenCPUPerG: medianOf(gen), RSSMiB: medianOf(rss), P50: time.Duration(medianOf(p50)), P99: time.Duration(medianOf(p99)),
+		MachineBusy: medianOf(busy), OtherCPUPerG: medianOf(other)}, true
 }
 
 func medianOf(xs []float64) float64 {
@@ -51,21 +53,21 @@ func (t CostTable) Markdown() string {
 	}
 	fmt.Fprintf(&b, "%d-byte records, %d per request, %d partitions, %d request(s) in flight per connection, %v measured after %v, %s; %d runs, alternated, medians.\n\n",
 		o.RecordBytes, o.RecordsPerBatch, o.Partitions, o.InFlight, o.Duration, o.Warmup, fsync, o.Runs)
-	b.WriteString("| conns | peer | MB/s | broker CPU-s/GB | of it kernel | load generator CPU-s/GB | broker RSS MiB | p50 | p99 |\n| --- | --- | --- | --- | --- | --- | --- | --- | --- |\n")
+	b.WriteString("| conns | peer | MB/s | broker CPU-s/GB | of it kernel | load generator CPU-s/GB | other CPU-s/GB | machine busy | broker RSS MiB | p50 | p99 |\n| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n")
 	for _, c := range o.Conns {
 		for _, p := range o.Peers {
-			m, ok := costMedian(t.Results, p, c)
+			m, ok := CostMedian(t.Results, p, c)
 			if !ok {
 				continue
 			}
-			fmt.Fprintf(&b, "| %d | %s | %.1f | %.2f | %.0f%% | %.2f | %.0f | %s | %s |\n", c, p, m.MBps, m.BrokerCPUPerG, 100*m.BrokerSys,
-				m.GenCPUPerG, m.RSSMiB, dur(float64(m.P50)), dur(float64(m.P99)))
+			fmt.Fprintf(&b, "| %d | %s | %.1f | %.2f | %.0f%% | %.2f | %.2f | %.0f%% | %.0f | %s | %s |\n", c, p, m.MBps, m.BrokerCPUPerG, 100*m.BrokerSys,
+				m.GenCPUPerG, m.OtherCPUPerG, 100*m.MachineBusy, m.RSSMiB, dur(float64(m.P50)), dur(float64(m.P99)))
 		}
 	}
 	b.WriteString("\nStrand against each peer (throughput: Strand/peer, above 1 is better; CPU per GB: Strand/peer, below 1 is better; p99: peer/Strand, above 1 is better):\n\n")
 	b.WriteString("| conns | peer | throughput | CPU per GB | p99 |\n| --- | --- | --- | --- | --- |\n")
 	for _, c := range o.Conns {
-		s, ok := costMedian(t.Results, "strand", c)
+		s, ok := CostMedian(t.Results, "strand", c)
 		if !ok {
 			continue
 		}
@@ -73,17 +75,17 @@ func (t CostTable) Markdown() string {
 			if p == "strand" {
 				continue
 			}
-			m, ok := costMedian(t.Results, p, c)
+			m, ok := CostMedian(t.Results, p, c)
 			if !ok || m.MBps == 0 {
 				continue
 			}
 			fmt.Fprintf(&b, "| %d | %s | %.2f× | %.2f× | %.2f× |\n", c, p, s.MBps/m.MBps, s.BrokerCPUPerG/m.BrokerCPUPerG, float64(m.P99)/float64(max(s.P99, 1)))
 		}
 	}
-	b.WriteString("\n<details><summary>Every run</summary>\n\n| conns | peer | run | MB/s | broker CPU-s/GB | of it kernel | load generator CPU-s/GB | RSS MiB | p50 | p99 |\n| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n")
+	b.WriteString("\n<details><summary>Every run</summary>\n\n| conns | peer | run | MB/s | broker CPU-s/GB | of it kernel | load generator CPU-s/GB | other CPU-s/GB | machine busy | RSS MiB | p50 | p99 |\n| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n")
 	for _, r := range t.Results {
-		fmt.Fprintf(&b, "| %d | %s | %d | %.1f | %.2f | %.0f%% | %.2f | %.0f | %s | %s |\n", r.Conns, r.Peer, r.Run, r.MBps, r.BrokerCPUPerG, 100*r.BrokerSys,
-			r.GenCPUPerG, r.RSSMiB, dur(float64(r.P50)), dur(float64(r.P99)))
+		fmt.Fprintf(&b, "| %d | %s | %d | %.1f | %.2f | %.0f%% | %.2f | %.2f | %.0f%% | %.0f | %s | %s |\n", r.Conns, r.Peer, r.Run, r.MBps, r.BrokerCPUPerG, 100*r.BrokerSys,
+			r.GenCPUPerG, r.OtherCPUPerG, 100*r.MachineBusy, r.RSSMiB, dur(float64(r.P50)), dur(float64(r.P99)))
 	}
 	b.WriteString("\n</details>\n\n")
 	return b.String()

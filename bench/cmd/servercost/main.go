@@ -10,14 +10,12 @@
 package main
 
 import (
-	"cmp"
 	"context"
 	"flag"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -114,7 +112,7 @@ func runSuite(o bench.CostOptions, out string, touchedGiB int) error {
 	for i := range tables {
 		fmt.Fprintf(os.Stderr, "servercost: %s\n", tables[i].Title)
 		rs, err := bench.RunServerCost(context.Background(), tables[i].Options, func(r bench.CostResult) {
-			fmt.Fprintf(os.Stderr, "  %-7s %3d conns run %d: %8.1f MB/s %6.2f CPU-s/GB p99 %v\n", r.Peer, r.Conns, r.Run, r.MBps, r.BrokerCPUPerG, r.P99.Round(time.Microsecond))
+			fmt.Fprintf(os.Stderr, "  %-7s %3d conns run %d: %8.1f MB/s %6.2f CPU-s/GB p99 %v, machine %.0f%% busy\n", r.Peer, r.Conns, r.Run, r.MBps, r.BrokerCPUPerG, r.P99.Round(time.Microsecond), 100*r.MachineBusy)
 		})
 		if err != nil {
 			return err
@@ -183,35 +181,17 @@ func run(o bench.CostOptions) error {
 
 // summarize prints the medians per (peer, conns) and Strand's ratios.
 func summarize(o bench.CostOptions, rs []bench.CostResult) {
-	type key struct {
-		peer  string
-		conns int
-	}
-	med := map[key]bench.CostResult{}
-	for _, c := range o.Conns {
-		for _, p := range o.Peers {
-			var mb, cpu, gen, rss, p50, p99 []float64
-			for _, r := range rs {
-				if r.Peer == p && r.Conns == c {
-					mb, cpu, gen, rss = append(mb, r.MBps), append(cpu, r.BrokerCPUPerG), append(gen, r.GenCPUPerG), append(rss, r.RSSMiB)
-					p50, p99 = append(p50, float64(r.P50)), append(p99, float64(r.P99))
-				}
-			}
-			med[key{p, c}] = bench.CostResult{Peer: p, Conns: c, MBps: median(mb), BrokerCPUPerG: median(cpu), GenCPUPerG: median(gen), RSSMiB: median(rss),
-				P50: time.Duration(median(p50)), P99: time.Duration(median(p99))}
-		}
-	}
 	fmt.Println("\nmedians")
-	fmt.Printf("| peer | conns | MB/s | broker CPU-s/GB | load generator CPU-s/GB | RSS MiB | p50 | p99 |\n| --- | --- | --- | --- | --- | --- | --- | --- |\n")
+	fmt.Printf("| peer | conns | MB/s | broker CPU-s/GB | load generator CPU-s/GB | other CPU-s/GB | machine busy | RSS MiB | p50 | p99 |\n| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n")
 	for _, c := range o.Conns {
 		for _, p := range o.Peers {
-			m := med[key{p, c}]
-			fmt.Printf("| %s | %d | %.1f | %.2f | %.2f | %.0f | %v | %v |\n", p, c, m.MBps, m.BrokerCPUPerG, m.GenCPUPerG, m.RSSMiB, m.P50.Round(time.Microsecond), m.P99.Round(time.Microsecond))
+			m, _ := bench.CostMedian(rs, p, c)
+			fmt.Printf("| %s | %d | %.1f | %.2f | %.2f | %.2f | %.0f%% | %.0f | %v | %v |\n", p, c, m.MBps, m.BrokerCPUPerG, m.GenCPUPerG, m.OtherCPUPerG, 100*m.MachineBusy, m.RSSMiB, m.P50.Round(time.Microsecond), m.P99.Round(time.Microsecond))
 		}
 	}
 	fmt.Println("\nStrand vs peers (throughput: Strand/peer; CPU per GB: Strand/peer, lower is better)")
 	for _, c := range o.Conns {
-		s, ok := med[key{"strand", c}]
+		s, ok := bench.CostMedian(rs, "strand", c)
 		if !ok || s.MBps == 0 {
 			continue
 		}
@@ -219,20 +199,11 @@ func summarize(o bench.CostOptions, rs []bench.CostResult) {
 			if p == "strand" {
 				continue
 			}
-			m := med[key{p, c}]
+			m, _ := bench.CostMedian(rs, p, c)
 			if m.MBps == 0 {
 				continue
 			}
 			fmt.Printf("%d conns: vs %s throughput %.2f×, CPU/GB %.2f×, p99 %.2f× (peer/Strand)\n", c, p, s.MBps/m.MBps, s.BrokerCPUPerG/m.BrokerCPUPerG, float64(m.P99)/float64(max(s.P99, 1)))
 		}
 	}
-}
-
-func median(xs []float64) float64 {
-	if len(xs) == 0 {
-		return 0
-	}
-	xs = slices.Clone(xs)
-	slices.SortFunc(xs, cmp.Compare)
-	return xs[len(xs)/2]
 }
