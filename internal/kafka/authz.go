@@ -388,12 +388,19 @@ func (a *authzCall) filterGroupList(ok func(string) bool, code int16) kmsg.Respo
 			rg.Set(reflect.Append(rg, e))
 		}
 	}
-	if len(keep) == 0 {
-		resp := emptyResponse(a.req)
+	return answerDenied(a, len(keep) == 0, add)
+}
+
+// answerDenied adds the items a request lost to authorization to its
+// answer: to an otherwise empty response returned at once when none is left
+// to serve, else to the response the handler gives.
+func answerDenied[R kmsg.Response](a *authzCall, noneLeft bool, add func(R)) kmsg.Response {
+	if noneLeft {
+		resp := emptyResponse(a.req).(R)
 		add(resp)
 		return resp
 	}
-	a.post = append(a.post, add)
+	a.post = append(a.post, func(r kmsg.Response) { add(r.(R)) })
 	return nil
 }
 

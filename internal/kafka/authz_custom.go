@@ -138,14 +138,8 @@ func (a *authzCall) describeTopicPartitions(rule acl.Rule) kmsg.Response {
 			return cmpStrPtr(x.Topic, y.Topic)
 		})
 	}
-	if len(keep) == 0 {
-		resp := emptyResponse(req).(*kmsg.DescribeTopicPartitionsResponse)
-		add(resp)
-		return resp
-	}
 	req.Topics = keep
-	a.post = append(a.post, func(r kmsg.Response) { add(r.(*kmsg.DescribeTopicPartitionsResponse)) })
-	return nil
+	return answerDenied(a, len(keep) == 0, add)
 }
 
 func cmpStrPtr(x, y *string) int {
@@ -275,14 +269,8 @@ func (a *authzCall) findCoordinator(rule acl.Rule) kmsg.Response {
 			resp.Coordinators = append(resp.Coordinators, c)
 		}
 	}
-	if len(keep) == 0 {
-		resp := emptyResponse(req).(*kmsg.FindCoordinatorResponse)
-		add(resp)
-		return resp
-	}
 	req.CoordinatorKeys = keep
-	a.post = append(a.post, func(r kmsg.Response) { add(r.(*kmsg.FindCoordinatorResponse)) })
-	return nil
+	return answerDenied(a, len(keep) == 0, add)
 }
 
 // listGroups: Cluster:Describe lists every group; otherwise each group is
@@ -330,14 +318,8 @@ func (a *authzCall) deleteTopics(rule acl.Rule) kmsg.Response {
 			resp.Topics = append(resp.Topics, t)
 		}
 	}
-	if len(keep) == 0 {
-		resp := emptyResponse(req).(*kmsg.DeleteTopicsResponse)
-		add(resp)
-		return resp
-	}
 	req.TopicNames = keep
-	a.post = append(a.post, func(r kmsg.Response) { add(r.(*kmsg.DeleteTopicsResponse)) })
-	return nil
+	return answerDenied(a, len(keep) == 0, add)
 }
 
 // describeTransactions: each transactional id needs its Describe (denied
@@ -372,13 +354,7 @@ func (a *authzCall) describeTransactions(rule acl.Rule) kmsg.Response {
 			resp.TransactionStates = append(resp.TransactionStates, st)
 		}
 	}
-	if len(keep) == 0 {
-		resp := req.ResponseKind().(*kmsg.DescribeTransactionsResponse)
-		add(resp)
-		return resp
-	}
-	a.post = append(a.post, func(r kmsg.Response) { add(r.(*kmsg.DescribeTransactionsResponse)) })
-	return nil
+	return answerDenied(a, len(keep) == 0, add)
 }
 
 // listTransactions lists only the transactional ids the principal may
