@@ -8,7 +8,9 @@ import (
 	"path/filepath"
 	"regexp"
 	"strconv"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/strandmq/strand/internal/producer"
 	"github.com/strandmq/strand/internal/record"
@@ -94,5 +96,42 @@ func TestProducerStateFromRollSnapshot(t *testing.T) {
 		if _, err := p.Append(ctx, idempotent(t, pid, rounds*2, 1), AcksAll); err != nil {
 			t.Fatalf("producer %d: next batch after the crash: %v", pid, err)
 		}
+	}
+}
+
+// TestRollSnapshotNotAfterDelete: roll snapshots are written in the
+// background; deleting the topic waits for those in flight, so none lands
+// after the deletion and outlives its topic. The snapshot fsyncs are slowed
+// down so that, without the wait, the writes would finish after it.
+func TestRollSnapshotNotAfterDelete(t *testing.T) {
+	t.Parallel()
+	fs := vfs.NewMem()
+	b := open(t, fs, "/d")
+	defer b.Close()
+	tp := mustCreate(t, b, TopicSpec{Name: "r", Partitions: 1, Configs: map[string]string{ConfigSegmentBytes: "200"}})
+	p, _ := b.Partition("r", 0)
+	fs.InjectError(func(op vfs.Op, path string) error {
+		if op == vfs.OpSync && strings.Contains(path, "@") {
+			time.Sleep(20 * time.Millisecond)
+		}
+		return nil
+	})
+	ctx := context.Background()
+	pid, _, err := b.AllocateProducerID()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for seq := range int32(6) {
+		if _, err := p.Append(ctx, idempotent(t, pid, seq, 1), AcksLeader); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := b.DeleteTopic("r"); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(100 * time.Millisecond) // what a write not waited for would need to land
+	dir := filepath.Join("/d", producerStateDir)
+	if snaps := rollSnapshots(fs, dir, tp.ID, 0); len(snaps) > 0 {
+		t.Fatalf("roll snapshots of a deleted topic: %v", snaps)
 	}
 }
