@@ -21,7 +21,7 @@ import (
 // against a broker writing to disk, so the client costs next to nothing.
 // Compare partition counts with -bench ProduceServer/partitions=.
 func BenchmarkProduceServer(b *testing.B) {
-	for _, parts := range []int{1, 8, 64} {
+	for _, parts := range []int{1, 8, 64, 1024} {
 		b.Run(fmt.Sprintf("partitions=%d", parts), func(b *testing.B) { benchProduceServer(b, parts) })
 	}
 }
