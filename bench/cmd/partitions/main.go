@@ -61,6 +61,7 @@ type options struct {
 	hotBytes  int64
 	size      int
 	spread    int
+	buffered  int
 	killAfter time.Duration
 	bin, dir  string
 	extra     []string
@@ -78,6 +79,7 @@ func run() error {
 	flag.StringVar(&hotBytes, "hot-bytes", "1GiB", "data written to the hot subset before the stops (B, KiB, MiB, GiB)")
 	flag.IntVar(&o.size, "size", 1024, "value bytes of hot and throughput records")
 	flag.IntVar(&o.spread, "throughput-records", 200000, "records of each throughput measurement (over all partitions, and over 8)")
+	flag.IntVar(&o.buffered, "buffered-records", 100000, "records the client buffers: at most this over the partition count go in one partition's batch")
 	flag.DurationVar(&o.killAfter, "kill-after", 2*time.Second, "how long the producer writes to the hot subset before SIGKILL")
 	flag.IntVar(&o.latencyN, "latency-requests", 20, "Metadata and ListOffsets requests timed per run")
 	flag.StringVar(&o.bin, "strand", "", "strand binary (default: built from ../cmd/strand)")
@@ -379,7 +381,7 @@ func measure(o options, n, runNo int) (res result, err error) {
 	}()
 	ctx := context.Background()
 	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ProducerBatchCompression(kgo.NoCompression()),
-		kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.ProducerBatchMaxBytes(1<<20), kgo.MaxBufferedRecords(100000))
+		kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.ProducerBatchMaxBytes(1<<20), kgo.MaxBufferedRecords(o.buffered))
 	if err != nil {
 		return res, err
 	}
