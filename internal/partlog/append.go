@@ -248,11 +248,12 @@ func (l *Log) rollLocked() (*segment, error) {
 	// of the log (syncDirIfPending), before anything in it is durable: a
 	// directory fsync here, under the log's lock, can take a hundred
 	// milliseconds under heavy writeback, and every append would wait.
-	l.dirPending.Store(true)
 	s, err := createSegment(l.fs, l.dir, record.Offset(l.end.Load()), l.mu.cfg.IndexIntervalBytes, false)
 	if err != nil {
 		return nil, err
 	}
+	// Counted once the files exist, and before anything is written to them.
+	l.dirGen.Add(1)
 	l.segs.Lock()
 	l.segs.list = append(l.segs.list, s)
 	l.segs.Unlock()

@@ -95,7 +95,7 @@ func (l *Log) syncGroup() (uint64, error) {
 	at := durable{end: record.Offset(l.end.Load()), seg: seg, pos: seg.size.Load()}
 	l.mu.Unlock()
 
-	// A roll before at was taken set dirPending before it.
+	// A roll before at was taken counted itself in dirGen before it.
 	err := l.syncDirIfPending()
 	// Readers' lock: no segment is closed or removed while it is fsynced.
 	l.segs.RLock()

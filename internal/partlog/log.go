@@ -72,11 +72,15 @@ type Log struct {
 
 	group groupSync // fsyncs the flush policy asks for, in groups (groupsync.go)
 
-	// dirPending is set when a roll created a segment whose directory
-	// entry is not yet durable: the next fsync of the log syncs the
-	// directory first (syncDirIfPending), instead of the roll doing it
-	// while every append waits.
-	dirPending atomic.Bool
+	// dirGen counts segments created by rolls, whose directory entries the
+	// roll did not make durable; the log's next fsync syncs the directory
+	// first (syncDirIfPending) instead of the roll doing it while every
+	// append waits. dirSynced is the count the last directory fsync
+	// covered; dirMu makes a caller wait for an fsync in progress instead
+	// of taking it as done.
+	dirGen    atomic.Uint64
+	dirMu     sync.Mutex
+	dirSynced uint64 // guarded by dirMu
 
 	flush struct {
 		kick    chan struct{}
@@ -516,13 +520,17 @@ func (l *Log) LatestEpoch() record.Epoch {
 // syncDirIfPending makes the directory entries of segments created by
 // rolls durable, if any are not yet.
 func (l *Log) syncDirIfPending() error {
-	if !l.dirPending.Swap(false) {
+	l.dirMu.Lock()
+	defer l.dirMu.Unlock()
+	// Loaded before the fsync: a roll counted after it is synced next time.
+	gen := l.dirGen.Load()
+	if gen == l.dirSynced {
 		return nil
 	}
 	if err := l.fs.SyncDir(l.dir); err != nil {
-		l.dirPending.Store(true)
 		return fmt.Errorf("partlog: sync dir after rolling a segment: %w", err)
 	}
+	l.dirSynced = gen
 	return nil
 }
 

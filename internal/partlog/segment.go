@@ -74,7 +74,7 @@ func (s *segment) logName() string { return segmentName(s.base) + logSuffix }
 
 // createSegment makes a new empty segment, and makes its existence durable
 // when syncDir is set (otherwise the caller must, before anything in it is
-// called durable: Log.dirPending).
+// called durable: Log.dirGen).
 func createSegment(fs vfs.FS, dir string, base record.Offset, indexEvery int64, syncDir bool) (*segment, error) {
 	s := &segment{dir: dir, base: base, indexEvery: indexEvery, firstTS: -1}
 	s.maxTS.Store(-1)
