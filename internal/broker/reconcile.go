@@ -140,7 +140,9 @@ func (b *Broker) openMember(m Member) (*Broker, error) {
 		return nil, err
 	}
 	b.member.previousEpoch = prev
-	if prev == cluster.UncleanShutdown {
+	// A data directory this node never ran on has no marker either: only
+	// one with the node's identity in it stopped uncleanly.
+	if _, ranHere, _ := readNodeMeta(b.fs, b.cfg.Dir); prev == cluster.UncleanShutdown && ranHere {
 		b.logger.Warn("broker: no clean-shutdown marker: the last process did not stop cleanly; the controller keeps this node out of every ISR and ELR until it catches up", "node", b.cfg.NodeID)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
