@@ -51,7 +51,7 @@ func main() {
 	flag.StringVar(&serveDir, "serve-dir", "", "internal: its data directory")
 	var serveFsync bool
 	flag.BoolVar(&serveFsync, "serve-fsync", false, "internal: sync every batch")
-	flag.IntVar(&touchGiB, "touch-memory", 0, "GiB of memory to write once and release before the runs, so that no peer pays a virtual machine's first-touch faults in its page-cache writes (see docs/SERVERCOST.md)")
+	flag.IntVar(&touchGiB, "touch-memory", 0, "GiB of memory to write once and release before the runs, so that no peer pays a virtual machine's first-touch faults in its page-cache writes (see \"First touch\" in docs/BENCHMARKS.md)")
 	flag.BoolVar(&o.Fsync, "fsync", false, "every acknowledgement waits for an fsync (Strand flush.messages=1, kfake SyncWrites; null broker: none)")
 	flag.Parse()
 	if servePeer != "" {
