@@ -206,24 +206,42 @@ func TestFDCacheSyncsDirtyBeforeClosing(t *testing.T) {
 // under -race, with the cache closing descriptors between their calls.
 func TestFDCacheConcurrent(t *testing.T) {
 	c := NewFDCache(4)
-	fs := c.Wrap(OS{})
 	dir := t.TempDir()
 	const files, writes = 16, 200
+	for _, f := range hammerFiles(t, c.Wrap(OS{}), dir, files, writes, 0) {
+		f.Close()
+	}
+	checkFileLengths(t, dir, files, writes)
+}
+
+// hammerFiles opens files files in dir through fs and runs a writer and
+// a reader on each at once: writes one-byte appends (with a Sync every
+// syncEvery, if not 0) against reads and Size calls. It fails the test on
+// any error and returns the files, still open.
+func hammerFiles(t *testing.T, fs FS, dir string, files, writes, syncEvery int) []File {
+	t.Helper()
 	var wg sync.WaitGroup
 	errs := make(chan error, files*2)
+	fh := make([]File, files)
 	for i := range files {
 		f, err := fs.OpenFile(filepath.Join(dir, fmt.Sprint(i)), os.O_RDWR|os.O_CREATE|os.O_APPEND, 0o644)
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer f.Close()
+		fh[i] = f
 		wg.Add(2)
 		go func() {
 			defer wg.Done()
-			for range writes {
+			for w := range writes {
 				if _, err := f.Write([]byte("x")); err != nil {
 					errs <- err
 					return
+				}
+				if syncEvery > 0 && w%syncEvery == syncEvery-1 {
+					if err := f.Sync(); err != nil {
+						errs <- err
+						return
+					}
 				}
 			}
 		}()
@@ -247,6 +265,13 @@ func TestFDCacheConcurrent(t *testing.T) {
 	for err := range errs {
 		t.Fatal(err)
 	}
+	return fh
+}
+
+// checkFileLengths fails the test unless each of the files files in dir
+// holds writes bytes.
+func checkFileLengths(t *testing.T, dir string, files, writes int) {
+	t.Helper()
 	for i := range files {
 		got, err := ReadFile(OS{}, filepath.Join(dir, fmt.Sprint(i)))
 		if err != nil || len(got) != writes {
@@ -480,50 +505,9 @@ func TestFDCacheBackgroundNoLeak(t *testing.T) {
 // closers), under -race; every write is read back and nothing stays open.
 func TestFDCacheConcurrentBackground(t *testing.T) {
 	c := NewFDCache(16)
-	fs := c.Wrap(OS{})
 	dir := t.TempDir()
 	const files, writes = 48, 100
-	var wg sync.WaitGroup
-	errs := make(chan error, files*2)
-	fh := make([]File, files)
-	for i := range files {
-		f, err := fs.OpenFile(filepath.Join(dir, fmt.Sprint(i)), os.O_RDWR|os.O_CREATE|os.O_APPEND, 0o644)
-		if err != nil {
-			t.Fatal(err)
-		}
-		fh[i] = f
-		wg.Add(2)
-		go func() {
-			defer wg.Done()
-			for w := range writes {
-				if _, err := f.Write([]byte("x")); err != nil {
-					errs <- err
-					return
-				}
-				if w%10 == 9 {
-					if err := f.Sync(); err != nil {
-						errs <- err
-						return
-					}
-				}
-			}
-		}()
-		go func() {
-			defer wg.Done()
-			b := make([]byte, 1)
-			for range writes {
-				if _, err := f.ReadAt(b, 0); err != nil && err != io.EOF {
-					errs <- err
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Fatal(err)
-	}
+	fh := hammerFiles(t, c.Wrap(OS{}), dir, files, writes, 10)
 	var cwg sync.WaitGroup
 	for i, f := range fh {
 		cwg.Add(1)
@@ -538,10 +522,5 @@ func TestFDCacheConcurrentBackground(t *testing.T) {
 	if c.Open() != 0 || c.pending.Load() != 0 {
 		t.Fatalf("%d open, %d pending after every file closed", c.Open(), c.pending.Load())
 	}
-	for i := range files {
-		got, err := ReadFile(OS{}, filepath.Join(dir, fmt.Sprint(i)))
-		if err != nil || len(got) != writes {
-			t.Fatalf("file %d: %d bytes, %v; want %d", i, len(got), err, writes)
-		}
-	}
+	checkFileLengths(t, dir, files, writes)
 }
