@@ -65,6 +65,20 @@ func (x *offsetIndex) lookup(rel uint32) (uint32, uint32) {
 	return e[i-1].rel, e[i-1].pos
 }
 
+// floor returns the last entry at or before byte position pos whose
+// relative offset is below rel; ok is false when there is none. Entries
+// rise in both offset and position, so both bounds cut the same prefix.
+func (x *offsetIndex) floor(pos, rel uint32) (offsetEntry, bool) {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	e := x.mu.entries
+	i := sort.Search(len(e), func(i int) bool { return e[i].pos > pos || e[i].rel >= rel })
+	if i == 0 {
+		return offsetEntry{}, false
+	}
+	return e[i-1], true
+}
+
 func (x *offsetIndex) last() (offsetEntry, bool) {
 	x.mu.RLock()
 	defer x.mu.RUnlock()

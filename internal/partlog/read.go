@@ -4,10 +4,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"sort"
 	"sync"
 
 	"github.com/strandmq/strand/internal/record"
+	"github.com/strandmq/strand/internal/vfs"
 )
 
 // Read returns whole batches, concatenated, starting with the batch that holds
@@ -32,20 +34,65 @@ func (l *Log) ReadUpTo(from record.Offset, maxBytes int, limit record.Offset) ([
 // serving many fetches can reuse its buffers instead of allocating one per
 // read. The result aliases buf (or a new slice when buf was too small).
 func (l *Log) ReadInto(buf []byte, from record.Offset, maxBytes int, limit record.Offset) ([]byte, error) {
+	var b []byte
+	err := l.locate(from, limit, func(s *segment, pos int64, h record.Header) (err error) {
+		b, err = s.readBatches(buf, pos, h, maxBytes, limit)
+		return err
+	})
+	return b, err
+}
+
+// Span is a run of whole batches in a segment file, as ReadSpan finds it:
+// bytes to hand the kernel (sendfile) rather than read.
+type Span struct {
+	// File is a duplicate descriptor of the segment's log file, owned by
+	// the caller, who closes it. It reads the same bytes after the segment
+	// is deleted, compacted away or its descriptor cached out.
+	File *os.File
+	Pos  int64 // where the first batch starts in File
+	Len  int   // bytes, whole batches only
+	// First and Last are the first batch's base offset and the last
+	// batch's last offset.
+	First, Last record.Offset
+}
+
+// ReadSpan is ReadInto without reading: it finds the same batches (the one
+// holding from, then whole batches below limit within maxBytes) and
+// returns where they lie, reading only batch headers at its two ends. A
+// Span with Len 0 means nothing to read; vfs.ErrNoDescriptor means the
+// log's files cannot be sent from (the caller reads them instead).
+//
+// The batches between the ends are not parsed, so damage inside a span is
+// sent as it is (as Kafka's sendfile does); a client's CRC check catches it,
+// and the next read that starts there finds it.
+func (l *Log) ReadSpan(from record.Offset, maxBytes int, limit record.Offset) (Span, error) {
+	var sp Span
+	err := l.locate(from, limit, func(s *segment, pos int64, h record.Header) (err error) {
+		sp, err = s.span(pos, h, maxBytes, limit)
+		return err
+	})
+	return sp, err
+}
+
+// locate finds the first batch holding offsets at or after from in the
+// segments, and calls read with its segment, position and header while the
+// segment list is held (so no segment is closed under it). It returns
+// without calling read when there is nothing below limit to read.
+func (l *Log) locate(from, limit record.Offset, read func(s *segment, pos int64, h record.Header) error) error {
 	if l.closed.Load() {
-		return nil, ErrClosed
+		return ErrClosed
 	}
 	if err := l.Damaged(); err != nil {
-		return nil, err
+		return err
 	}
 	l.segs.RLock()
 	defer l.segs.RUnlock()
 	start, end := record.Offset(l.start.Load()), record.Offset(l.end.Load())
 	if from < start || from > end {
-		return nil, &OutOfRangeError{Offset: from, Start: start, End: end}
+		return &OutOfRangeError{Offset: from, Start: start, End: end}
 	}
 	if from >= limit {
-		return nil, nil
+		return nil
 	}
 	list := l.segs.list
 	i := sort.Search(len(list), func(i int) bool { return list[i].base > from }) - 1
@@ -53,18 +100,17 @@ func (l *Log) ReadInto(buf []byte, from record.Offset, maxBytes int, limit recor
 		s := list[i]
 		pos, h, ok, err := l.find(s, from, i == len(list)-1)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		if !ok {
 			continue // from lies in a gap after this segment's last batch
 		}
 		if h.BaseOffset >= limit {
-			return nil, nil
+			return nil
 		}
-		b, err := s.readBatches(buf, pos, h, maxBytes, limit)
-		return b, l.readFailed(err)
+		return l.readFailed(read(s, pos, h))
 	}
-	return nil, nil
+	return nil
 }
 
 // find is segment.find with a wrong index entry repaired (index.go) and
@@ -167,6 +213,48 @@ func (s *segment) readBatches(buf []byte, pos int64, first record.Header, maxByt
 		return nil, &CorruptionError{File: s.logName(), Pos: pos, Err: record.ErrShortBatch}
 	}
 	return buf[:keep], nil
+}
+
+// span finds the batches readBatches would read, from the headers at the
+// far end only: it starts at the last index entry before the byte budget
+// runs out (or at first) and walks headers forward from there.
+func (s *segment) span(pos int64, first record.Header, maxBytes int, limit record.Offset) (Span, error) {
+	size := s.size.Load()
+	bound := min(pos+int64(max(maxBytes, first.Size())), size)
+	start, last := pos, first.BaseOffset-1
+	if !s.indexBad.Load() {
+		limitRel := uint32(min(max(int64(limit-s.base), 0), 1<<32-1))
+		if e, ok := s.index.floor(uint32(min(bound, 1<<32-1)), limitRel); ok && int64(e.pos) > pos {
+			// Every batch before the entry's lies whole below bound and
+			// below limit (the entry's batch starts below limit).
+			start, last = int64(e.pos), s.base+record.Offset(e.rel)-1
+		}
+	}
+	buf := findBufs.Get().(*[]byte)
+	defer findBufs.Put(buf)
+	sc := scanner{f: s.log, name: s.logName(), limit: size, pos: start, chunk: findChunk, buf: (*buf)[:0]}
+	for {
+		err := sc.next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return Span{}, err
+		}
+		if sc.hdr.BaseOffset >= limit || sc.pos+int64(sc.hdr.Size()) > bound {
+			break
+		}
+		last = sc.hdr.LastOffset()
+		sc.advance()
+	}
+	if sc.pos == pos {
+		return Span{}, &CorruptionError{File: s.logName(), Pos: pos, Err: record.ErrShortBatch}
+	}
+	f, err := vfs.Dup(s.log)
+	if err != nil {
+		return Span{}, err
+	}
+	return Span{File: f, Pos: pos, Len: int(sc.pos - pos), First: first.BaseOffset, Last: last}, nil
 }
 
 // headerChunk is the read-ahead of a header-only scan: enough for a run of
