@@ -11,6 +11,7 @@ import (
 	"github.com/strandmq/strand/internal/partlog"
 	"github.com/strandmq/strand/internal/producer"
 	"github.com/strandmq/strand/internal/record"
+	"github.com/strandmq/strand/internal/vfs"
 )
 
 // Acks is a produce request's acknowledgement level.
@@ -609,6 +610,55 @@ func (p *Partition) ReadInto(buf []byte, from record.Offset, maxBytes int) (Read
 	res := ReadResult{Batches: b, HighWatermark: p.log.HighWatermark(), LogStartOffset: p.log.LogStartOffset()}
 	if err != nil {
 		return res, p.readError(from, err)
+	}
+	return res, nil
+}
+
+// ErrNoSpan is ReadSpan's answer when the batches must be read as bytes
+// instead: the log's files have no descriptor to send from (an in-memory
+// file system), or a read_committed reader needs aborted transactions
+// matched against every batch.
+var ErrNoSpan = errors.New("broker: read the batches as bytes")
+
+// SpanResult is ReadResult with the batches left in the log: a span of a
+// segment file for the caller to send (and close), not bytes.
+type SpanResult struct {
+	partlog.Span
+	HighWatermark  record.Offset
+	LogStartOffset record.Offset
+	LastStable     record.Offset
+}
+
+// ReadSpan finds what ReadInto (committed false) or ReadCommittedInto
+// (committed true) would read, without reading it. It fails with ErrNoSpan
+// when the caller must read the bytes instead; the offsets in the result
+// are valid even then.
+func (p *Partition) ReadSpan(from record.Offset, maxBytes int, committed bool) (SpanResult, error) {
+	if err := p.notLeader(); err != nil {
+		return SpanResult{}, err
+	}
+	lso := p.LastStableOffset()
+	limit := p.log.HighWatermark()
+	if committed {
+		limit = lso
+	}
+	sp, err := p.log.ReadSpan(from, maxBytes, limit)
+	res := SpanResult{Span: sp, HighWatermark: p.log.HighWatermark(), LogStartOffset: p.log.LogStartOffset(), LastStable: lso}
+	switch {
+	case errors.Is(err, vfs.ErrNoDescriptor):
+		return res, ErrNoSpan
+	case err != nil:
+		return res, p.readError(from, err)
+	}
+	if committed && sp.Len > 0 {
+		p.mu.Lock()
+		aborted := p.mu.producers.Aborted(from, sp.Last)
+		p.mu.Unlock()
+		if len(aborted) > 0 {
+			sp.File.Close()
+			res.Span = partlog.Span{}
+			return res, ErrNoSpan
+		}
 	}
 	return res, nil
 }

@@ -64,6 +64,14 @@ func (p *Partition) CountOut(batches []byte) {
 	p.traffic.recordsOut.Add(n)
 }
 
+// CountOutSpan is CountOut for batches sent from a segment file unread
+// (ReadSpan): records are counted as the offsets the batches cover, which
+// is exact but for offsets compaction removed and transaction markers.
+func (p *Partition) CountOutSpan(sp SpanResult) {
+	p.traffic.bytesOut.Add(int64(sp.Len))
+	p.traffic.recordsOut.Add(int64(sp.Last - sp.First + 1))
+}
+
 // Stats returns every topic's traffic counters, sorted by topic.
 func (b *Broker) Stats() []TopicStats {
 	var out []TopicStats

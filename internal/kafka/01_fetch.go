@@ -2,6 +2,7 @@ package kafka
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"time"
 
@@ -9,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strandmq/strand/internal/broker"
+	"github.com/strandmq/strand/internal/partlog"
 	"github.com/strandmq/strand/internal/producer"
 	"github.com/strandmq/strand/internal/record"
 )
@@ -245,6 +247,9 @@ func (s *Server) fetchPartition(resp *fetchResponse, p *broker.Partition, rp kms
 		}
 		limit = 1 // KIP-74: at least one batch for the first partition with data
 	}
+	if n, ok := s.fetchSpan(resp, p, rp, committed, limit, first, sp); ok {
+		return n
+	}
 	buf := getReadBuf(limit)
 	var res broker.ReadResult
 	var err error
@@ -273,12 +278,44 @@ func (s *Server) fetchPartition(resp *fetchResponse, p *broker.Partition, rp kms
 	return len(res.Batches)
 }
 
-// fetchResponse is a FetchResponse plus the pooled read buffers its record
-// sets live in: the connection's writer recycles them once the response is
-// written (never earlier: the writev reads them).
+// fetchSpan is fetchPartition's zero-copy path: the batches stay in the
+// segment file and the connection's writer sends them from there (spans in
+// splice.go). It reports false when the batches must be read instead
+// (broker.ErrNoSpan) and nothing was filled in.
+func (s *Server) fetchSpan(resp *fetchResponse, p *broker.Partition, rp kmsg.FetchRequestTopicPartition, committed bool, limit int, first bool, sp *kmsg.FetchResponseTopicPartition) (int, bool) {
+	res, err := p.ReadSpan(record.Offset(rp.FetchOffset), limit, committed)
+	if errors.Is(err, broker.ErrNoSpan) {
+		return 0, false
+	}
+	sp.HighWatermark = int64(res.HighWatermark)
+	sp.LastStableOffset = int64(min(res.LastStable, res.HighWatermark))
+	sp.LogStartOffset = int64(res.LogStartOffset)
+	if err != nil {
+		sp.ErrorCode = errorCode(err)
+		s.logUnknown("fetch", err)
+		return 0, true
+	}
+	if res.Len == 0 {
+		return 0, true
+	}
+	if !first && res.Len > limit {
+		res.File.Close()
+		return 0, true // (an oversized batch is only for the first partition)
+	}
+	sp.RecordBatches = resp.addSpan(res.Span)
+	p.CountOutSpan(res)
+	return res.Len, true
+}
+
+// fetchResponse is a FetchResponse plus what its record sets live in: the
+// pooled read buffers of those read, and the segment-file spans of those to
+// be sent from the file (each partition's RecordBatches is then the span's
+// marker, spanMarker). The connection's writer recycles both once the
+// response is written (never earlier: the writes read them).
 type fetchResponse struct {
 	*kmsg.FetchResponse
-	bufs [][]byte
+	bufs  [][]byte
+	spans []partlog.Span
 }
 
 // keep records the buffer a read used, whichever of the pooled buffer or a
@@ -291,13 +328,40 @@ func (r *fetchResponse) keep(pooled, got []byte) {
 	r.bufs = append(r.bufs, pooled)
 }
 
-// recycle returns the response's buffers to the pool; the response must not
-// be used afterwards.
+// addSpan takes sp (and its descriptor) into the response and returns the
+// marker that stands for it in RecordBatches.
+func (r *fetchResponse) addSpan(sp partlog.Span) []byte {
+	r.spans = append(r.spans, sp)
+	return spanMarker(len(r.spans) - 1)
+}
+
+// recordBytes is the size of the record sets the response carries, spans
+// counted at their length (a consumer's fetch quota counts these bytes).
+func (r *fetchResponse) recordBytes() int {
+	n := 0
+	for _, t := range r.Topics {
+		for _, p := range t.Partitions {
+			if k, ok := spanIndex(p.RecordBatches); ok && k < len(r.spans) {
+				n += r.spans[k].Len
+			} else {
+				n += len(p.RecordBatches)
+			}
+		}
+	}
+	return n
+}
+
+// recycle returns the response's buffers to the pool and closes its spans'
+// descriptors; the response must not be used afterwards.
 func (r *fetchResponse) recycle() {
 	for _, b := range r.bufs {
 		putReadBuf(b)
 	}
 	r.bufs = nil
+	for _, sp := range r.spans {
+		sp.File.Close()
+	}
+	r.spans = nil
 }
 
 // Read buffers are pooled: one fetch reads up to a partition's max bytes (1

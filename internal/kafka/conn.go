@@ -237,7 +237,7 @@ const directWrite = 64 << 10
 // goroutine serves requests at a time, and unwritten counts what the writer
 // still has, so a direct write never races the writer.
 func (c *conn) send(b outbound) bool {
-	if c.unwritten.Load() == 0 && outboundLen(b) <= directWrite {
+	if c.unwritten.Load() == 0 && b.len() <= directWrite {
 		return c.write(b) == nil
 	}
 	c.unwritten.Add(1)
@@ -249,17 +249,9 @@ func (c *conn) send(b outbound) bool {
 	}
 }
 
-func outboundLen(b outbound) int {
-	n := 0
-	for _, p := range b.bufs {
-		n += len(p)
-	}
-	return n
-}
-
 // write writes one response; a failure closes the connection.
 func (c *conn) write(b outbound) error {
-	_, err := b.bufs.WriteTo(c.nc)
+	err := b.writeTo(c.nc)
 	if b.recycle != nil {
 		b.recycle.recycle() // written (or failed): the log bytes are free
 	}

@@ -607,34 +607,8 @@ func TestCVE_2022_34917_HugePreAuthFrames(t *testing.T) {
 func TestKAFKA_4090_TLSPlaintextConfusion(t *testing.T) {
 	certs := testcert.MustSet(t, "client")
 	plain := startServer(t, broker.Config{}, Config{})
-	// A TLS listener: startServer's, over tls.NewListener.
-	b, err := broker.Open(broker.Config{Dir: t.TempDir(), Logger: testLogger()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := NewServer(Config{Broker: b, Logger: testLogger()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	raw, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln := tls.NewListener(raw, &tls.Config{Certificates: []tls.Certificate{certs.Server.TLS}, MinVersion: tls.VersionTLS12})
-	done := make(chan error, 1)
-	go func() { done <- s.Serve(ln) }()
-	t.Cleanup(func() {
-		if err := s.Close(); err != nil {
-			t.Error(err)
-		}
-		if err := <-done; err != nil {
-			t.Error(err)
-		}
-		if err := b.Close(); err != nil {
-			t.Error(err)
-		}
-	})
-	tlsAddr := raw.Addr().String()
+	tlsAddr := startServerTLS(t, broker.Config{}, Config{},
+		&tls.Config{Certificates: []tls.Certificate{certs.Server.TLS}, MinVersion: tls.VersionTLS12}).addr
 	clientTLS := &tls.Config{RootCAs: certs.CA.Pool(), ServerName: "localhost", MinVersion: tls.VersionTLS12}
 	if h, _, err := net.SplitHostPort(tlsAddr); err == nil {
 		clientTLS.ServerName = h

@@ -5,12 +5,16 @@ import (
 	"encoding/binary"
 	"io"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"runtime"
 	"strconv"
 	"testing"
 	"testing/iotest"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strandmq/strand/internal/partlog"
 )
 
 // allocBudget is what decoding a request of n bytes may allocate: kmsg sizes
@@ -104,18 +108,30 @@ func TestReadFrameAllocatesAsBytesArrive(t *testing.T) {
 }
 
 // TestEncodeFetchSplicesExactly: the spliced fetch response is byte for byte
-// kmsg's own encoding, in every served version.
+// kmsg's own encoding, in every served version, with record sets spliced
+// from memory and sent from file spans (over a pipe, so writeSpan's copy
+// path; TestFetchSendfile drives sendfile).
 func TestEncodeFetchSplicesExactly(t *testing.T) {
 	t.Parallel()
 	rng := rand.New(rand.NewPCG(3, 4))
+	file, err := os.Create(filepath.Join(t.TempDir(), "segment"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer file.Close()
+	var filePos int64
 	for v := apis[1].min; v <= apis[1].max; v++ {
 		for round := range 20 {
-			resp := kmsg.NewPtrFetchResponse()
+			resp := kmsg.NewPtrFetchResponse() // with the record sets
 			resp.SetVersion(v)
+			var spans []partlog.Span
+			withSpans := kmsg.NewPtrFetchResponse() // with span markers for some
+			withSpans.SetVersion(v)
 			for ti := range rng.IntN(3) + 1 {
 				st := kmsg.NewFetchResponseTopic()
 				st.Topic = "topic-" + strconv.Itoa(ti)
 				st.TopicID[0] = byte(ti + 1)
+				sst := st // Partitions still nil: the two grow apart
 				for pi := range rng.IntN(4) + 1 {
 					sp := kmsg.NewFetchResponseTopicPartition()
 					sp.Partition, sp.HighWatermark = int32(pi), rng.Int64N(1<<40)
@@ -125,19 +141,30 @@ func TestEncodeFetchSplicesExactly(t *testing.T) {
 						sp.RecordBatches[i] = byte(rng.Uint32())
 					}
 					st.Partitions = append(st.Partitions, sp)
+					if size > 0 && rng.IntN(2) == 0 {
+						pos := filePos + rng.Int64N(100) // spans never overlap
+						filePos = pos + int64(size)
+						if _, err := file.WriteAt(sp.RecordBatches, pos); err != nil {
+							t.Fatal(err)
+						}
+						spans = append(spans, partlog.Span{File: file, Pos: pos, Len: size})
+						sp.RecordBatches = spanMarker(len(spans) - 1)
+					}
+					sst.Partitions = append(sst.Partitions, sp)
 				}
 				resp.Topics = append(resp.Topics, st)
+				withSpans.Topics = append(withSpans.Topics, sst)
 			}
 			want := appendResponse(nil, int32(round), resp)
+			before := appendResponse(nil, int32(round), withSpans)
 			var got bytes.Buffer
-			bufs := encodeFetch(int32(round), resp)
-			if _, err := bufs.WriteTo(&got); err != nil {
+			if err := encodeFetch(int32(round), withSpans, spans).writeTo(&got); err != nil {
 				t.Fatal(err)
 			}
 			if !bytes.Equal(got.Bytes(), want) {
 				t.Fatalf("v%d round %d: spliced encoding differs from kmsg's (%d vs %d bytes)", v, round, got.Len(), len(want))
 			}
-			if again := appendResponse(nil, int32(round), resp); !bytes.Equal(again, want) {
+			if again := appendResponse(nil, int32(round), withSpans); !bytes.Equal(again, before) {
 				t.Fatalf("v%d: encodeFetch did not restore the response", v)
 			}
 		}

@@ -1,6 +1,7 @@
 package kafka
 
 import (
+	"crypto/tls"
 	"encoding/binary"
 	"io"
 	"log/slog"
@@ -44,6 +45,12 @@ type testServer struct {
 // test cleanup.
 func startServer(t testing.TB, bcfg broker.Config, scfg Config) *testServer {
 	t.Helper()
+	return startServerTLS(t, bcfg, scfg, nil)
+}
+
+// startServerTLS is startServer with a TLS listener when tlsCfg is not nil.
+func startServerTLS(t testing.TB, bcfg broker.Config, scfg Config, tlsCfg *tls.Config) *testServer {
+	t.Helper()
 	if bcfg.Dir == "" {
 		bcfg.Dir = t.TempDir()
 	}
@@ -64,6 +71,10 @@ func startServer(t testing.TB, bcfg broker.Config, scfg Config) *testServer {
 	if err != nil {
 		t.Fatal(err)
 	}
+	addr := ln.Addr().String()
+	if tlsCfg != nil {
+		ln = tls.NewListener(ln, tlsCfg)
+	}
 	done := make(chan error, 1)
 	go func() { done <- s.Serve(ln) }()
 	t.Cleanup(func() {
@@ -77,7 +88,7 @@ func startServer(t testing.TB, bcfg broker.Config, scfg Config) *testServer {
 			t.Error(err)
 		}
 	})
-	return &testServer{b: b, s: s, addr: ln.Addr().String()}
+	return &testServer{b: b, s: s, addr: addr}
 }
 
 // rawClient speaks the protocol over one connection with kmsg.

@@ -220,19 +220,17 @@ func (c *conn) throttle(req *request, frameLen int, resp kmsg.Response, cpu time
 		// Percent-seconds: the meter's rate is then a percentage of a core.
 		d = q.record(quotaRequest, user, client, cpu.Seconds()*100)
 	}
+	var fetched *fetchResponse
 	switch r := resp.(type) {
 	case *kmsg.ProduceResponse:
 		d = max(d, q.record(quotaProduce, user, client, float64(frameLen)))
+	case *fetchResponse:
+		fetched = r
 	case *kmsg.FetchResponse:
-		if f, ok := req.kreq.(*kmsg.FetchRequest); ok && f.ReplicaID < 0 && (f.Version < 15 || f.ReplicaState.ID < 0) {
-			n := 0
-			for _, t := range r.Topics {
-				for _, p := range t.Partitions {
-					n += len(p.RecordBatches)
-				}
-			}
-			d = max(d, q.record(quotaFetch, user, client, float64(n)))
-		}
+		fetched = &fetchResponse{FetchResponse: r}
+	}
+	if f, ok := req.kreq.(*kmsg.FetchRequest); ok && fetched != nil && f.ReplicaID < 0 && (f.Version < 15 || f.ReplicaState.ID < 0) {
+		d = max(d, q.record(quotaFetch, user, client, float64(fetched.recordBytes())))
 	}
 	if d > 0 {
 		setThrottle(resp, d)

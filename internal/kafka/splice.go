@@ -2,11 +2,17 @@ package kafka
 
 import (
 	"bytes"
+	"cmp"
 	"crypto/rand"
 	"encoding/binary"
+	"fmt"
+	"io"
 	"net"
+	"sync/atomic"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strandmq/strand/internal/partlog"
 )
 
 // Fetch responses carry the log's bytes. Rather than copying every batch into
@@ -23,33 +29,72 @@ import (
 // alternative rejected is a hand-written Fetch encoder: more code to keep in
 // step with every new Fetch version.
 //
-// Markers are 16 bytes: a per-process random prefix no client can know
-// (clients echo 16-byte topic ids back into responses) and a counter.
+// Markers are 16 bytes: a per-process random prefix and a counter.
+
+// A record set can also stay in its segment file (a partlog.Span, for
+// consumer fetches): the handler puts a span marker in RecordBatches, and
+// the writer sends the span's bytes with sendfile(2) between the buffers
+// (writeSpan), so the log's bytes are never read into the process at all.
+// Where the connection has no descriptor to sendfile to (TLS, a wrapped
+// connection), the writer reads the span in chunks and writes those.
 
 // spliceMin is the smallest record set worth splicing instead of copying.
 const spliceMin = 4 << 10
 
 const markerLen = 16
 
+// markerPrefix starts every marker: a per-process random prefix no client
+// can know (clients echo 16-byte topic ids back into responses). Byte 1
+// tells the two kinds apart: a spliced record set's marker (encodeFetch,
+// while it encodes) and a span's (the handler's, until the response is
+// written).
 var markerPrefix = func() [12]byte {
 	var p [12]byte
 	_, _ = rand.Read(p[:])
 	p[0] = 0xff // never in a topic name
+	p[1] &^= 1
 	return p
 }()
 
-func marker(i int) []byte {
+var spanPrefix = func() [12]byte {
+	p := markerPrefix
+	p[1] |= 1
+	return p
+}()
+
+func marker(i int) []byte { return markerOf(markerPrefix, i) }
+
+// spanMarker is the RecordBatches of a partition whose record set is the
+// response's span i.
+func spanMarker(i int) []byte { return markerOf(spanPrefix, i) }
+
+func markerOf(prefix [12]byte, i int) []byte {
 	m := make([]byte, markerLen)
-	copy(m, markerPrefix[:])
+	copy(m, prefix[:])
 	binary.BigEndian.PutUint32(m[12:], uint32(i))
 	return m
 }
 
-// outbound is an encoded response: the buffers to write in order, and the
-// pooled read buffers to recycle once they are written.
+// spanIndex returns the span a RecordBatches marker stands for.
+func spanIndex(b []byte) (int, bool) {
+	if len(b) != markerLen || !bytes.HasPrefix(b, spanPrefix[:]) {
+		return 0, false
+	}
+	return int(binary.BigEndian.Uint32(b[12:])), true
+}
+
+// outbound is an encoded response: the buffers to write in order, the
+// spans to send between them, and what to recycle once it is written.
 type outbound struct {
 	bufs    net.Buffers
+	spans   []spanAt
 	recycle *fetchResponse
+}
+
+// spanAt is a span to send after bufs[:at].
+type spanAt struct {
+	at   int
+	span partlog.Span
 }
 
 // encodeResponse returns the whole response frame as buffers to write in
@@ -57,36 +102,59 @@ type outbound struct {
 func encodeResponse(correlationID int32, resp kmsg.Response) outbound {
 	switch r := resp.(type) {
 	case *fetchResponse:
-		return outbound{bufs: encodeFetch(correlationID, r.FetchResponse), recycle: r}
+		out := encodeFetch(correlationID, r.FetchResponse, r.spans)
+		out.recycle = r
+		return out
 	case *kmsg.FetchResponse:
-		return outbound{bufs: encodeFetch(correlationID, r)}
+		return encodeFetch(correlationID, r, nil)
 	}
 	return outbound{bufs: net.Buffers{appendResponse(nil, correlationID, resp)}}
 }
 
-// encodeFetch encodes a fetch response, splicing large record sets in
-// without copying them. It leaves resp as it found it.
-func encodeFetch(correlationID int32, resp *kmsg.FetchResponse) net.Buffers {
-	var records [][]byte
+// piece is a record set spliced into a fetch response: log bytes in memory,
+// or a span of a segment file.
+type piece struct {
+	b    []byte
+	span *partlog.Span
+	// was is the partition's RecordBatches, put back after encoding.
+	was []byte
+}
+
+func (p piece) len() int {
+	if p.span != nil {
+		return p.span.Len
+	}
+	return len(p.b)
+}
+
+// encodeFetch encodes a fetch response, splicing large record sets and the
+// spans in without copying them. It leaves resp as it found it.
+func encodeFetch(correlationID int32, resp *kmsg.FetchResponse, spans []partlog.Span) outbound {
+	var pieces []piece
 	for ti := range resp.Topics {
 		ps := resp.Topics[ti].Partitions
 		for pi := range ps {
-			if len(ps[pi].RecordBatches) >= spliceMin {
-				records = append(records, ps[pi].RecordBatches)
-				ps[pi].RecordBatches = marker(len(records) - 1)
+			rb := ps[pi].RecordBatches
+			if k, ok := spanIndex(rb); ok && k < len(spans) {
+				pieces = append(pieces, piece{span: &spans[k], was: rb})
+			} else if len(rb) >= spliceMin {
+				pieces = append(pieces, piece{b: rb, was: rb})
+			} else {
+				continue
 			}
+			ps[pi].RecordBatches = marker(len(pieces) - 1)
 		}
 	}
 	frame := appendResponse(nil, correlationID, resp)
-	if len(records) == 0 {
-		return net.Buffers{frame}
+	if len(pieces) == 0 {
+		return outbound{bufs: net.Buffers{frame}}
 	}
 	i := 0
 	for ti := range resp.Topics {
 		ps := resp.Topics[ti].Partitions
 		for pi := range ps {
 			if len(ps[pi].RecordBatches) == markerLen && bytes.HasPrefix(ps[pi].RecordBatches, markerPrefix[:]) {
-				ps[pi].RecordBatches = records[i]
+				ps[pi].RecordBatches = pieces[i].was
 				i++
 			}
 		}
@@ -96,27 +164,105 @@ func encodeFetch(correlationID int32, resp *kmsg.FetchResponse) net.Buffers {
 	if resp.IsFlexible() {
 		prefixLen = 1 // uvarint(16+1)
 	}
-	bufs := make(net.Buffers, 0, 3*len(records)+2)
-	bufs = append(bufs, nil) // the frame size, below
+	out := outbound{bufs: make(net.Buffers, 0, 3*len(pieces)+2)}
+	out.bufs = append(out.bufs, nil) // the frame size, below
 	size := 0
 	pos := 4
-	for i, rec := range records {
+	for i, pc := range pieces {
 		at := pos + bytes.Index(frame[pos:], marker(i))
 		if at < pos+prefixLen {
 			panic("kafka: fetch response marker not found") // broken invariant: kmsg writes every field
 		}
+		n := pc.len()
 		var prefix []byte
 		if resp.IsFlexible() {
-			prefix = binary.AppendUvarint(nil, uint64(len(rec))+1)
+			prefix = binary.AppendUvarint(nil, uint64(n)+1)
 		} else {
-			prefix = binary.BigEndian.AppendUint32(nil, uint32(len(rec)))
+			prefix = binary.BigEndian.AppendUint32(nil, uint32(n))
 		}
-		bufs = append(bufs, frame[pos:at-prefixLen], prefix, rec)
-		size += at - prefixLen - pos + len(prefix) + len(rec)
+		out.bufs = append(out.bufs, frame[pos:at-prefixLen], prefix)
+		if pc.span != nil {
+			out.spans = append(out.spans, spanAt{at: len(out.bufs), span: *pc.span})
+		} else {
+			out.bufs = append(out.bufs, pc.b)
+		}
+		size += at - prefixLen - pos + len(prefix) + n
 		pos = at + markerLen
 	}
-	bufs = append(bufs, frame[pos:])
+	out.bufs = append(out.bufs, frame[pos:])
 	size += len(frame) - pos
-	bufs[0] = binary.BigEndian.AppendUint32(nil, uint32(size))
-	return bufs
+	out.bufs[0] = binary.BigEndian.AppendUint32(nil, uint32(size))
+	return out
+}
+
+// len is the response's size on the wire.
+func (o outbound) len() int {
+	n := 0
+	for _, p := range o.bufs {
+		n += len(p)
+	}
+	for _, sp := range o.spans {
+		n += sp.span.Len
+	}
+	return n
+}
+
+// writeTo writes the response: the buffers with writev, each span (after
+// the buffers before it) from its file.
+func (o outbound) writeTo(nc io.Writer) error {
+	prev := 0
+	for _, sp := range o.spans {
+		if prev < sp.at {
+			b := o.bufs[prev:sp.at:sp.at]
+			if _, err := b.WriteTo(nc); err != nil {
+				return err
+			}
+		}
+		prev = sp.at
+		if err := writeSpan(nc, sp.span); err != nil {
+			return err
+		}
+	}
+	if prev < len(o.bufs) {
+		rest := o.bufs[prev:]
+		_, err := rest.WriteTo(nc)
+		return err
+	}
+	return nil
+}
+
+// spanStats counts the span bytes written by each path; tests read it to
+// know which one served them.
+var spanStats struct{ sendfile, copied atomic.Int64 }
+
+// writeSpan sends a span's bytes: with sendfile(2) where nc is a TCP
+// socket, read and written in chunks otherwise. A span cut short (its file
+// truncated since it was found: a replica truncating to its new leader)
+// fails the write, which closes the connection — its frame's length is
+// already on the wire.
+func writeSpan(nc io.Writer, sp partlog.Span) error {
+	if tc, ok := nc.(*net.TCPConn); ok {
+		if done, err := sendFile(tc, sp); done || err != nil {
+			if err == nil {
+				spanStats.sendfile.Add(int64(sp.Len))
+			}
+			return err
+		}
+	}
+	spanStats.copied.Add(int64(sp.Len))
+	buf := getReadBuf(0)
+	defer putReadBuf(buf)
+	buf = buf[:cap(buf)]
+	for pos, end := sp.Pos, sp.Pos+int64(sp.Len); pos < end; {
+		n := int(min(int64(len(buf)), end-pos))
+		m, err := sp.File.ReadAt(buf[:n], pos)
+		if m < n {
+			return fmt.Errorf("kafka: span of %s cut short at %d: %w", sp.File.Name(), pos+int64(m), cmp.Or(err, io.ErrUnexpectedEOF))
+		}
+		if _, err := nc.Write(buf[:n]); err != nil {
+			return err
+		}
+		pos += int64(n)
+	}
+	return nil
 }

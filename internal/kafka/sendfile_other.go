@@ -1,0 +1,12 @@
+//go:build !linux
+
+package kafka
+
+import (
+	"net"
+
+	"github.com/strandmq/strand/internal/partlog"
+)
+
+// sendFile is not used on this platform: writeSpan copies.
+func sendFile(*net.TCPConn, partlog.Span) (bool, error) { return false, nil }
