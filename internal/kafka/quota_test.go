@@ -138,8 +138,29 @@ func TestClientQuotasOverTheWire(t *testing.T) {
 	if r := quiet.doAs(req, 9, "quiet").(*kmsg.ProduceResponse); r.ThrottleMillis != 0 {
 		t.Fatalf("a client without a quota throttled %d ms", r.ThrottleMillis)
 	}
-	res, err = adm.AlterClientQuotas(ctx, []kadm.AlterClientQuotaEntry{{Entity: noisy, Ops: []kadm.AlterClientQuotaOp{{Key: "producer_byte_rate", Remove: true}}}})
-	if err != nil || res[0].Err != nil {
+	// A consumer held to 25 KB/s that fetches the 100 KB back in one
+	// response is throttled for it (whether the records were read or
+	// sent from the segment file).
+	reader := kadm.ClientQuotaEntity{kadm.ClientQuotaEntityComponent{Type: "client-id", Name: kmsg.StringPtr("reader")}}
+	if res, err := adm.AlterClientQuotas(ctx, []kadm.AlterClientQuotaEntry{{Entity: reader, Ops: []kadm.AlterClientQuotaOp{{Key: "consumer_byte_rate", Value: 25000}}}}); err != nil || res[0].Err != nil {
+		t.Fatalf("alter: %v %+v", err, res)
+	}
+	fetch := kmsg.NewPtrFetchRequest()
+	fetch.ReplicaID, fetch.MaxBytes = -1, 1<<20
+	ft := kmsg.NewFetchRequestTopic()
+	ft.Topic = "q"
+	fp := kmsg.NewFetchRequestTopicPartition()
+	fp.PartitionMaxBytes = 1 << 20
+	ft.Partitions = append(ft.Partitions, fp)
+	fetch.Topics = append(fetch.Topics, ft)
+	fr := dial(t, ts.addr).doAs(fetch, 11, "reader").(*kmsg.FetchResponse)
+	if got := len(fr.Topics[0].Partitions[0].RecordBatches); got < 100_000 || fr.ThrottleMillis == 0 {
+		t.Fatalf("a fetch of %d bytes at a 25 KB/s consumer_byte_rate: throttle %d ms, want > 0", got, fr.ThrottleMillis)
+	}
+	res, err = adm.AlterClientQuotas(ctx, []kadm.AlterClientQuotaEntry{
+		{Entity: noisy, Ops: []kadm.AlterClientQuotaOp{{Key: "producer_byte_rate", Remove: true}}},
+		{Entity: reader, Ops: []kadm.AlterClientQuotaOp{{Key: "consumer_byte_rate", Remove: true}}}})
+	if err != nil || res[0].Err != nil || res[1].Err != nil {
 		t.Fatalf("remove: %v %+v", err, res)
 	}
 	if desc, err := adm.DescribeClientQuotas(ctx, false, nil); err != nil || len(desc) != 0 {
