@@ -114,6 +114,15 @@ func runClusterTxnETL(t *testing.T, tv int, moveCoordinator bool) {
 			// member before the other joins; b goes on aborting every
 			// other one.
 			commit := kgo.TransactionEndTry(txns > 1 && (id != "b" || txns%2 == 0))
+			if !commit {
+				// Send the batch first: End drops records still
+				// buffered, and a transaction that never produced
+				// sends no EndTxn at all, so its abort would not
+				// reach the coordinator (CI: "0 aborted").
+				if err := sess.Client().Flush(ctx); err != nil {
+					return fmt.Errorf("%s flush: %w", id, err)
+				}
+			}
 			if _, err := sess.End(ctx, commit); err != nil {
 				// A node going away can fail a commit on the client's
 				// side (franz-go: "unknown broker" for a coordinator it
