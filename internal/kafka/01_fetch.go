@@ -61,7 +61,7 @@ func (s *Server) handleFetch(ctx context.Context, kreq kmsg.Request) (kmsg.Respo
 	}
 	fol := s.follower(req)
 	if req.MaxWaitMillis <= 0 {
-		resp, _, _ := s.fetchOnce(req, fol, nil)
+		resp, _, _ := s.fetchOnce(req, fol, nil, zeroCopy(ctx))
 		return resp, nil
 	}
 	until := time.Now().Add(time.Duration(req.MaxWaitMillis) * time.Millisecond)
@@ -72,7 +72,7 @@ func (s *Server) handleFetch(ctx context.Context, kreq kmsg.Request) (kmsg.Respo
 	wake := make(chan struct{}, 1)
 	var deadline *time.Timer
 	for {
-		resp, waited, done := s.fetchOnce(req, fol, wake)
+		resp, waited, done := s.fetchOnce(req, fol, wake, zeroCopy(ctx))
 		if done || len(waited) == 0 {
 			stopNotify(waited, wake)
 			return resp, nil
@@ -91,7 +91,7 @@ func (s *Server) handleFetch(ctx context.Context, kreq kmsg.Request) (kmsg.Respo
 			}
 		case <-deadline.C:
 			stopNotify(waited, wake)
-			resp, _, _ := s.fetchOnce(req, fol, nil)
+			resp, _, _ := s.fetchOnce(req, fol, nil, zeroCopy(ctx))
 			return resp, nil
 		case <-ctx.Done():
 			stopNotify(waited, wake)
@@ -112,8 +112,8 @@ func stopNotify(waited []*broker.Partition, wake chan<- struct{}) {
 // append racing the read still wakes the waiter) and returns those
 // partitions; and it reports whether the response should be sent at once
 // (MinBytes reached, or an error to report).
-func (s *Server) fetchOnce(req *kmsg.FetchRequest, fol *broker.FollowerFetch, wake chan<- struct{}) (*fetchResponse, []*broker.Partition, bool) {
-	resp := &fetchResponse{FetchResponse: req.ResponseKind().(*kmsg.FetchResponse)}
+func (s *Server) fetchOnce(req *kmsg.FetchRequest, fol *broker.FollowerFetch, wake chan<- struct{}, spans bool) (*fetchResponse, []*broker.Partition, bool) {
+	resp := &fetchResponse{FetchResponse: req.ResponseKind().(*kmsg.FetchResponse), zeroCopy: spans}
 	budget := int(req.MaxBytes)
 	if req.Version < 3 || budget <= 0 {
 		budget = int(^uint32(0) >> 1)
@@ -247,8 +247,10 @@ func (s *Server) fetchPartition(resp *fetchResponse, p *broker.Partition, rp kms
 		}
 		limit = 1 // KIP-74: at least one batch for the first partition with data
 	}
-	if n, ok := s.fetchSpan(resp, p, rp, committed, limit, first, sp); ok {
-		return n
+	if resp.zeroCopy {
+		if n, ok := s.fetchSpan(resp, p, rp, committed, limit, first, sp); ok {
+			return n
+		}
 	}
 	buf := getReadBuf(limit)
 	var res broker.ReadResult
@@ -316,6 +318,9 @@ type fetchResponse struct {
 	*kmsg.FetchResponse
 	bufs  [][]byte
 	spans []partlog.Span
+	// zeroCopy: the connection sends spans with sendfile (zeroCopyTo), so
+	// a consumer's batches may stay in the segment files.
+	zeroCopy bool
 }
 
 // keep records the buffer a read used, whichever of the pooled buffer or a

@@ -89,6 +89,9 @@ func (s *Server) startConn(nc net.Conn) {
 	}
 	c := &conn{s: s, nc: nc, ip: ip, in: make(chan inbound, inQueue), out: make(chan outbound, outQueue)}
 	c.ctx, c.cancel = context.WithCancel(s.ctx)
+	if zeroCopyTo(nc) {
+		c.ctx = context.WithValue(c.ctx, zeroCopyKey{}, true)
+	}
 	s.mu.conns[c] = struct{}{}
 	// The goroutines are counted before the lock is released: Close sets
 	// closed under it and then waits, so a WaitGroup.Add after that

@@ -12,6 +12,8 @@ import (
 	"github.com/strandmq/strand/internal/partlog"
 )
 
+const haveSendfile = true
+
 // sendFile sends sp to the socket with sendfile(2), from the span's own
 // offset (the descriptor's file position, which it shares with the
 // segment's writer, is neither used nor moved). done is false when the

@@ -8,5 +8,7 @@ import (
 	"github.com/strandmq/strand/internal/partlog"
 )
 
+const haveSendfile = false
+
 // sendFile is not used on this platform: writeSpan copies.
 func sendFile(*net.TCPConn, partlog.Span) (bool, error) { return false, nil }

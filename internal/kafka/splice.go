@@ -3,6 +3,7 @@ package kafka
 import (
 	"bytes"
 	"cmp"
+	"context"
 	"crypto/rand"
 	"encoding/binary"
 	"fmt"
@@ -230,6 +231,32 @@ func (o outbound) writeTo(nc io.Writer) error {
 	}
 	return nil
 }
+
+// zeroCopyKey marks the context of a connection whose consumer fetches
+// leave their batches in the segment files, as spans sent with sendfile.
+type zeroCopyKey struct{}
+
+func zeroCopy(ctx context.Context) bool { return ctx.Value(zeroCopyKey{}) != nil }
+
+// zeroCopyTo reports whether consumer fetches on nc are sent as spans: on a
+// plain TCP connection to another host, where sendfile(2) lets the socket
+// take page-cache pages instead of a copy. Over TLS the bytes must be
+// encrypted in user space anyway. To a loopback peer the reader has to copy
+// the bytes out of the socket whatever the broker does, and measured here
+// the pages sendfile hands over cost that reader more than the broker saves
+// (docs/BENCHMARKS.md, "Fan-out and sendfile"): the pair does better when
+// the broker reads into buffers and writes them with one writev.
+func zeroCopyTo(nc net.Conn) bool {
+	tc, ok := nc.(*net.TCPConn)
+	if !ok || !haveSendfile {
+		return false
+	}
+	a, ok := tc.RemoteAddr().(*net.TCPAddr)
+	return zeroCopyLoopback.Load() || !ok || !a.IP.IsLoopback()
+}
+
+// zeroCopyLoopback sends spans to loopback peers too; tests set it.
+var zeroCopyLoopback atomic.Bool
 
 // spanStats counts the span bytes written by each path; tests read it to
 // know which one served them.
