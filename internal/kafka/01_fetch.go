@@ -264,12 +264,7 @@ func (s *Server) fetchPartition(resp *fetchResponse, p *broker.Partition, rp kms
 		res.LastStable = p.LastStableOffset()
 	}
 	resp.keep(buf, res.Batches)
-	sp.HighWatermark = int64(res.HighWatermark)
-	sp.LastStableOffset = int64(min(res.LastStable, res.HighWatermark))
-	sp.LogStartOffset = int64(res.LogStartOffset)
-	if err != nil {
-		sp.ErrorCode = errorCode(err)
-		s.logUnknown("fetch", err)
+	if !s.readMarks(sp, res.HighWatermark, res.LastStable, res.LogStartOffset, err) {
 		return 0
 	}
 	if len(res.Batches) == 0 || !first && len(res.Batches) > limit {
@@ -289,12 +284,7 @@ func (s *Server) fetchSpan(resp *fetchResponse, p *broker.Partition, rp kmsg.Fet
 	if errors.Is(err, broker.ErrNoSpan) {
 		return 0, false
 	}
-	sp.HighWatermark = int64(res.HighWatermark)
-	sp.LastStableOffset = int64(min(res.LastStable, res.HighWatermark))
-	sp.LogStartOffset = int64(res.LogStartOffset)
-	if err != nil {
-		sp.ErrorCode = errorCode(err)
-		s.logUnknown("fetch", err)
+	if !s.readMarks(sp, res.HighWatermark, res.LastStable, res.LogStartOffset, err) {
 		return 0, true
 	}
 	if res.Len == 0 {
@@ -307,6 +297,21 @@ func (s *Server) fetchSpan(resp *fetchResponse, p *broker.Partition, rp kmsg.Fet
 	sp.RecordBatches = resp.addSpan(res.Span)
 	p.CountOutSpan(res)
 	return res.Len, true
+}
+
+// readMarks fills in a partition's watermarks after a read and, when the
+// read failed, its error code (the error is logged); it reports whether the
+// read succeeded.
+func (s *Server) readMarks(sp *kmsg.FetchResponseTopicPartition, hw, lastStable, logStart record.Offset, err error) bool {
+	sp.HighWatermark = int64(hw)
+	sp.LastStableOffset = int64(min(lastStable, hw))
+	sp.LogStartOffset = int64(logStart)
+	if err != nil {
+		sp.ErrorCode = errorCode(err)
+		s.logUnknown("fetch", err)
+		return false
+	}
+	return true
 }
 
 // fetchResponse is a FetchResponse plus what its record sets live in: the

@@ -139,21 +139,13 @@ func TestClientQuotasOverTheWire(t *testing.T) {
 		t.Fatalf("a client without a quota throttled %d ms", r.ThrottleMillis)
 	}
 	// A consumer held to 25 KB/s that fetches the 100 KB back in one
-	// response is throttled for it (whether the records were read or
-	// sent from the segment file).
+	// response is throttled for it (spans are counted alike:
+	// TestFetchRecordBytesCountsSpans).
 	reader := kadm.ClientQuotaEntity{kadm.ClientQuotaEntityComponent{Type: "client-id", Name: kmsg.StringPtr("reader")}}
 	if res, err := adm.AlterClientQuotas(ctx, []kadm.AlterClientQuotaEntry{{Entity: reader, Ops: []kadm.AlterClientQuotaOp{{Key: "consumer_byte_rate", Value: 25000}}}}); err != nil || res[0].Err != nil {
 		t.Fatalf("alter: %v %+v", err, res)
 	}
-	fetch := kmsg.NewPtrFetchRequest()
-	fetch.ReplicaID, fetch.MaxBytes = -1, 1<<20
-	ft := kmsg.NewFetchRequestTopic()
-	ft.Topic = "q"
-	fp := kmsg.NewFetchRequestTopicPartition()
-	fp.PartitionMaxBytes = 1 << 20
-	ft.Partitions = append(ft.Partitions, fp)
-	fetch.Topics = append(fetch.Topics, ft)
-	fr := dial(t, ts.addr).doAs(fetch, 11, "reader").(*kmsg.FetchResponse)
+	fr := dial(t, ts.addr).doAs(fetchFromStart("q", 0), 11, "reader").(*kmsg.FetchResponse)
 	if got := len(fr.Topics[0].Partitions[0].RecordBatches); got < 100_000 || fr.ThrottleMillis == 0 {
 		t.Fatalf("a fetch of %d bytes at a 25 KB/s consumer_byte_rate: throttle %d ms, want > 0", got, fr.ThrottleMillis)
 	}
@@ -340,17 +332,23 @@ func TestRequestPercentageQuota(t *testing.T) {
 
 	poller := dial(t, ts.addr)
 	for i := range 3 {
-		req := kmsg.NewPtrFetchRequest()
-		req.ReplicaID, req.MaxWaitMillis, req.MinBytes, req.MaxBytes = -1, 400, 1, 1<<20
-		tp := kmsg.NewFetchRequestTopic()
-		tp.Topic = "rp"
-		p := kmsg.NewFetchRequestTopicPartition()
-		p.PartitionMaxBytes = 1 << 20
-		tp.Partitions = append(tp.Partitions, p)
-		req.Topics = append(req.Topics, tp)
-		r := poller.doAs(req, 11, "poller").(*kmsg.FetchResponse)
+		r := poller.doAs(fetchFromStart("rp", 400), 11, "poller").(*kmsg.FetchResponse)
 		if r.ThrottleMillis != 0 {
 			t.Fatalf("long poll %d of a 5%% consumer throttled %d ms: waiting was counted as CPU", i, r.ThrottleMillis)
 		}
 	}
+}
+
+// fetchFromStart is a consumer's Fetch of partition 0 of topic from offset
+// 0, up to 1 MiB, waiting up to maxWaitMillis for at least a byte.
+func fetchFromStart(topic string, maxWaitMillis int32) *kmsg.FetchRequest {
+	req := kmsg.NewPtrFetchRequest()
+	req.ReplicaID, req.MaxWaitMillis, req.MinBytes, req.MaxBytes = -1, maxWaitMillis, 1, 1<<20
+	tp := kmsg.NewFetchRequestTopic()
+	tp.Topic = topic
+	p := kmsg.NewFetchRequestTopicPartition()
+	p.PartitionMaxBytes = 1 << 20
+	tp.Partitions = append(tp.Partitions, p)
+	req.Topics = append(req.Topics, tp)
+	return req
 }

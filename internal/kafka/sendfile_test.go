@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strandmq/strand/internal/broker"
 	"github.com/strandmq/strand/internal/partlog"
@@ -132,5 +133,22 @@ func TestWriteSpanCutShort(t *testing.T) {
 	}
 	if err := writeSpan(io.Discard, sp); err == nil {
 		t.Fatal("copying a span cut short: no error")
+	}
+}
+
+// TestFetchRecordBytesCountsSpans: a fetch quota meters a response's record
+// bytes, and a partition sent from the segment file counts its span's
+// length, not its marker's.
+func TestFetchRecordBytesCountsSpans(t *testing.T) {
+	t.Parallel()
+	resp := &fetchResponse{FetchResponse: kmsg.NewPtrFetchResponse()}
+	rt := kmsg.NewFetchResponseTopic()
+	read, sent := kmsg.NewFetchResponseTopicPartition(), kmsg.NewFetchResponseTopicPartition()
+	read.RecordBatches = make([]byte, 300)
+	sent.RecordBatches = resp.addSpan(partlog.Span{Len: 5000})
+	rt.Partitions = append(rt.Partitions, read, sent)
+	resp.Topics = append(resp.Topics, rt)
+	if got := resp.recordBytes(); got != 5300 {
+		t.Fatalf("recordBytes = %d, want 300 read + 5000 in a span", got)
 	}
 }
