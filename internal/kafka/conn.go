@@ -114,12 +114,12 @@ func (c *conn) readLoop() {
 	br := bufio.NewReaderSize(c.idleReader(), 32<<10)
 	var clientID string
 	var held int64 // budget bytes reserved for the frame being read
-	reserve := func(n int) bool {
+	reserve := func(n int) (int64, bool) {
 		if !c.s.budget.acquire(c.ctx, c.s.budget.cost(n)) {
-			return false
+			return 0, false
 		}
 		held = c.s.budget.cost(n)
-		return true
+		return held, true
 	}
 	for {
 		if c.auth.raw {

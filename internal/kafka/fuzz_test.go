@@ -107,6 +107,29 @@ func TestReadFrameAllocatesAsBytesArrive(t *testing.T) {
 	}
 }
 
+// TestReadFrameCoveredByBudgetAllocatesOnce: a large frame whose bytes
+// queued.max.request.bytes reserved whole is read into one buffer of its
+// size class, not grown fourfold from readChunk (which allocates 256 KiB +
+// 1 MiB + 4 MiB for this 3 MiB frame and copies 1.25 MiB again). Not
+// parallel: it reads the process's allocation counter.
+func TestReadFrameCoveredByBudgetAllocatesOnce(t *testing.T) {
+	const size = 3 << 20
+	body := bytes.Repeat([]byte("strand"), size/6+1)[:size]
+	input := append(binary.BigEndian.AppendUint32(nil, size), body...)
+	reserved := 0
+	covered := func(n int) (int64, bool) { reserved = n; return int64(n), true }
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	frame, err := readFrameMin(bytes.NewReader(input), minFrameSize, DefaultMaxRequestBytes, new(framePool), covered)
+	runtime.ReadMemStats(&after)
+	if err != nil || !bytes.Equal(frame, body) || reserved != size {
+		t.Fatalf("read %d bytes (err %v, reserved %d), want the %d-byte frame", len(frame), err, reserved, size)
+	}
+	if got := after.TotalAlloc - before.TotalAlloc; got > 4<<20+64<<10 {
+		t.Fatalf("reading a %d-byte frame the budget covers allocated %d bytes, want one 4 MiB buffer", size, got)
+	}
+}
+
 // TestEncodeFetchSplicesExactly: the spliced fetch response is byte for byte
 // kmsg's own encoding, in every served version, with record sets spliced
 // from memory and sent from file spans (over a pipe, so writeSpan's copy
