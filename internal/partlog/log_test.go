@@ -233,6 +233,23 @@ func TestWaitWakesOnAppend(t *testing.T) {
 		case <-time.After(10 * time.Second):
 			t.Fatal("not woken by append")
 		}
+		// Appends that nobody waits for keep no channel closed for the
+		// next waiter: its channel closes at the first append after it.
+		for range 3 {
+			mustAppend(t, l, batch(t, 1, "y"))
+		}
+		ch = l.Wait()
+		select {
+		case <-ch:
+			t.Fatal("a Wait after the appends returned a closed channel")
+		default:
+		}
+		mustAppend(t, l, batch(t, 1, "z"))
+		select {
+		case <-ch:
+		default:
+			t.Fatal("not woken by the append after Wait")
+		}
 	})
 }
 
