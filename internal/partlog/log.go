@@ -97,8 +97,8 @@ type Log struct {
 	// open: a new channel per append was 4% of the broker's CPU when
 	// produce spread over 10,000 partitions that nobody long-polled.
 	waitTaken bool
-	hwSubs notifiers // NotifyHighWatermark's (notify.go), under waitMu
-	ends   endWake   // wakes on appends (hwm.go)
+	hwSubs    notifiers // NotifyHighWatermark's (notify.go), under waitMu
+	ends      endWake   // wakes on appends (hwm.go)
 	// hwmSaved is the high watermark last checkpointed (manual mode).
 	hwmSaved atomic.Int64
 
