@@ -385,12 +385,15 @@ func (c Commit) Wait(ctx context.Context) error {
 		defer p.b.parked.Add(-1)
 	}
 	for {
+		// Checked before taking the channel too: a channel taken is
+		// replaced at the next append (partlog.Log.Wait), which a batch
+		// already committed need not cost.
+		if p.log.HighWatermark() > res.last {
+			return c.committed()
+		}
 		ch := p.log.Wait()
 		if p.log.HighWatermark() > res.last {
-			if c.state != nil && c.state.partitionEpoch >= 0 {
-				return p.checkEnoughReplicas()
-			}
-			return nil
+			return c.committed()
 		}
 		if s := p.state(); c.state != nil && (s.role != RoleLeader || s.epoch != c.state.epoch) {
 			return c.leadershipLost(c.state.epoch)
@@ -417,6 +420,16 @@ func (c Commit) Wait(ctx context.Context) error {
 			return fmt.Errorf("broker: %s-%d: waiting for the high watermark: %w", p.topic, p.id, ctx.Err())
 		}
 	}
+}
+
+// committed is Wait's answer once the high watermark passed the batch: in
+// a cluster, NOT_ENOUGH_REPLICAS_AFTER_APPEND if the ISR shrank below
+// min.insync.replicas meanwhile.
+func (c *Commit) committed() error {
+	if c.state != nil && c.state.partitionEpoch >= 0 {
+		return c.p.checkEnoughReplicas()
+	}
+	return nil
 }
 
 // leadershipLost is the error of a batch appended at epoch whose

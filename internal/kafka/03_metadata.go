@@ -92,6 +92,7 @@ func (s *Server) metadataTopic(t *broker.Topic) kmsg.MetadataResponseTopic {
 	name := t.Name
 	mt.Topic, mt.TopicID = &name, t.ID
 	mt.IsInternal = broker.IsInternalTopic(name)
+	mt.Partitions = make([]kmsg.MetadataResponseTopicPartition, 0, t.Partitions())
 	for i := range t.Partitions() {
 		info := s.b.PartitionInfo(t, broker.PartitionID(i))
 		mp := kmsg.NewMetadataResponseTopicPartition()
