@@ -84,7 +84,11 @@ func (s *Server) handleProduce(ctx context.Context, kreq kmsg.Request) (kmsg.Res
 	// First resolve every partition, then append: in parallel when the
 	// request names each partition once (appends to different partitions
 	// are independent; their write syscalls overlap).
-	var jobs []produceJob
+	nparts := 0
+	for _, rt := range req.Topics {
+		nparts += len(rt.Partitions)
+	}
+	jobs := make([]produceJob, 0, nparts)
 	var errs map[*kmsg.ProduceResponseTopicPartition]error // rare: allocated on first error
 	resp.Topics = make([]kmsg.ProduceResponseTopic, len(req.Topics))
 	for i, rt := range req.Topics {
