@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"regexp"
 	"strconv"
 	"strings"
@@ -54,10 +55,20 @@ func newTopicCreateCmd(o *clientOptions) *cobra.Command {
 			return o.clientRun(cmd, func(ctx context.Context, cl *kgo.Client, _ bool) error {
 				var resps kadm.CreateTopicResponses
 				var err error
+				// The broker answers once every partition exists; a topic of
+				// thousands takes seconds. The request's own timeout is
+				// --timeout, so the client does not give up first and
+				// retry into "already exists".
+				millis := int32(min(o.timeout.Milliseconds(), math.MaxInt32))
 				if replicas != nil {
-					resps, err = createAssigned(ctx, cl, replicas, cfg, topics)
+					resps, err = createAssigned(ctx, cl, millis, replicas, cfg, topics)
 				} else {
-					resps, err = kadm.NewClient(cl).CreateTopics(ctx, partitions, replication, cfg, topics...)
+					adm := kadm.NewClient(cl)
+					adm.SetTimeoutMillis(millis)
+					resps, err = adm.CreateTopics(ctx, partitions, replication, cfg, topics...)
+				}
+				if errors.Is(err, context.DeadlineExceeded) {
+					return fmt.Errorf("create topics: no answer within --timeout %v: the broker may still be creating them — check with \"strand topic describe\", and give topics of thousands of partitions a longer --timeout: %w", o.timeout, err)
 				}
 				if err != nil {
 					return fmt.Errorf("create topics: %w", err)
@@ -135,9 +146,9 @@ func parseAssignment(s string) ([][]int32, error) {
 
 // createAssigned creates topics with the partitions and replicas given
 // (CreateTopics' ReplicaAssignment, which kadm does not expose).
-func createAssigned(ctx context.Context, cl *kgo.Client, replicas [][]int32, cfg map[string]*string, topics []string) (kadm.CreateTopicResponses, error) {
+func createAssigned(ctx context.Context, cl *kgo.Client, timeoutMillis int32, replicas [][]int32, cfg map[string]*string, topics []string) (kadm.CreateTopicResponses, error) {
 	req := kmsg.NewPtrCreateTopicsRequest()
-	req.TimeoutMillis = 30000
+	req.TimeoutMillis = timeoutMillis
 	for _, name := range topics {
 		t := kmsg.NewCreateTopicsRequestTopic()
 		t.Topic, t.NumPartitions, t.ReplicationFactor = name, -1, -1
