@@ -50,6 +50,11 @@ type CostOptions struct {
 	Partitions      int
 	RecordBytes     int
 	RecordsPerBatch int
+	// PartitionsPerRequest is how many partitions one produce request
+	// carries a batch for (consecutive ones; 0 means 1): a client that
+	// spreads its records over many partitions packs many small batches
+	// into each request.
+	PartitionsPerRequest int
 	// Fsync makes every acknowledgement wait for an fsync: Strand's
 	// flush.messages=1 on the topic (its group commit), kfake's SyncWrites.
 	// The null broker stores nothing to sync.
@@ -153,6 +158,37 @@ func RunServerCost(ctx context.Context, o CostOptions, progress func(CostResult)
 	return out, nil
 }
 
+// RunSpread measures Strand with the same load in two shapes, alternated
+// run by run: narrow (few partitions, a big batch each) and wide (the same
+// request bytes spread as small batches over many partitions). Results
+// carry the shape's label as their Peer.
+func RunSpread(ctx context.Context, narrow, wide CostOptions, progress func(CostResult)) ([]CostResult, error) {
+	var out []CostResult
+	for run := 1; run <= narrow.Runs; run++ {
+		shapes := []CostOptions{narrow, wide}
+		if run%2 == 0 {
+			shapes[0], shapes[1] = wide, narrow
+		}
+		for _, conns := range narrow.Conns {
+			for _, o := range shapes {
+				r, err := costRun(ctx, o, "strand", conns)
+				if err != nil {
+					return out, fmt.Errorf("%d partitions, %d connections, run %d: %w", o.Partitions, conns, run, err)
+				}
+				r.Peer, r.Run = SpreadLabel(o), run
+				out = append(out, r)
+				if progress != nil {
+					progress(r)
+				}
+			}
+		}
+	}
+	return out, nil
+}
+
+// SpreadLabel names a shape of RunSpread.
+func SpreadLabel(o CostOptions) string { return fmt.Sprintf("%d partitions", o.Partitions) }
+
 // costRun starts a fresh peer process, loads it and measures it.
 func costRun(ctx context.Context, o CostOptions, peer string, conns int) (CostResult, error) {
 	res := CostResult{Workload: o.Workload, Peer: peer, Conns: conns}
@@ -195,6 +231,9 @@ func costRun(ctx context.Context, o CostOptions, peer string, conns int) (CostRe
 		if o.Workload == "consume" {
 			return res, errors.New("the consume workload has no JetStream generator")
 		}
+		if o.PartitionsPerRequest > 1 {
+			return res, errors.New("the JetStream generator publishes one message at a time: no partitions per request")
+		}
 		js, err := newJSGen(ctx, addr, o)
 		if err != nil {
 			return res, err
@@ -223,7 +262,7 @@ func costRun(ctx context.Context, o CostOptions, peer string, conns int) (CostRe
 		if err := <-errc; err != nil && !errors.Is(err, context.Canceled) {
 			return res, fmt.Errorf("load generator: %w", err)
 		}
-		perPartition := gen.acknowledged() / int64(o.Partitions) * int64(o.RecordsPerBatch)
+		perPartition := gen.acknowledged() * int64(max(o.PartitionsPerRequest, 1)) / int64(o.Partitions) * int64(o.RecordsPerBatch)
 		if perPartition < int64(o.RecordsPerBatch) {
 			return res, errors.New("the produce phase wrote too little to fetch")
 		}
@@ -296,9 +335,12 @@ func createCostTopic(ctx context.Context, addr string, partitions int, configs m
 	}
 	defer cl.Close()
 	adm := kadm.NewClient(cl)
-	deadline := time.Now().Add(30 * time.Second)
+	// Creating thousands of partitions takes seconds (a directory and
+	// files each): give each attempt time in proportion.
+	attempt := 5*time.Second + time.Duration(partitions)*10*time.Millisecond
+	deadline := time.Now().Add(25*time.Second + attempt)
 	for {
-		cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		cctx, cancel := context.WithTimeout(ctx, attempt)
 		resp, err := adm.CreateTopic(cctx, int32(partitions), 1, configs, costTopic)
 		cancel()
 		if err == nil {
@@ -316,12 +358,16 @@ func createCostTopic(ctx context.Context, addr string, partitions int, configs m
 
 const costTopic = "cost"
 
-// costRequests encodes one acks=all Produce v9 request per partition,
-// each carrying one batch of o.RecordsPerBatch records of o.RecordBytes
-// random-looking bytes (non-idempotent, so the same bytes may be sent
-// again and again), framed and ready to write; payload is the record bytes
-// one request carries.
+// costRequests encodes acks=all Produce v9 requests, each carrying one
+// batch of o.RecordsPerBatch records of o.RecordBytes random-looking bytes
+// (non-idempotent, so the same bytes may be sent again and again) for each
+// of o.PartitionsPerRequest consecutive partitions, framed and ready to
+// write; payload is the record bytes one request carries.
 func costRequests(o CostOptions) ([][]byte, int, error) {
+	per := max(o.PartitionsPerRequest, 1)
+	if o.Partitions%per != 0 {
+		return nil, 0, fmt.Errorf("%d partitions do not divide into requests of %d", o.Partitions, per)
+	}
 	val := make([]byte, o.RecordBytes)
 	for i := range val {
 		val[i] = byte(i*131 + i>>7) // incompressible enough; nothing compresses here anyway
@@ -334,20 +380,22 @@ func costRequests(o CostOptions) ([][]byte, int, error) {
 	if err != nil {
 		return nil, 0, err
 	}
-	out := make([][]byte, o.Partitions)
-	for p := range out {
+	out := make([][]byte, o.Partitions/per)
+	for r := range out {
 		req := kmsg.NewPtrProduceRequest()
 		req.SetVersion(9)
 		req.Acks, req.TimeoutMillis = -1, 30_000
 		rt := kmsg.NewProduceRequestTopic()
 		rt.Topic = costTopic
-		rp := kmsg.NewProduceRequestTopicPartition()
-		rp.Partition, rp.Records = int32(p), batch
-		rt.Partitions = append(rt.Partitions, rp)
+		for p := r * per; p < (r+1)*per; p++ {
+			rp := kmsg.NewProduceRequestTopicPartition()
+			rp.Partition, rp.Records = int32(p), batch
+			rt.Partitions = append(rt.Partitions, rp)
+		}
 		req.Topics = append(req.Topics, rt)
-		out[p] = wire.AppendRequest(nil, req, int32(p), "servercost")
+		out[r] = wire.AppendRequest(nil, req, int32(r), "servercost")
 	}
-	return out, o.RecordBytes * o.RecordsPerBatch, nil
+	return out, o.RecordBytes * o.RecordsPerBatch * per, nil
 }
 
 // generator is a load generator: run keeps the peer busy over conns

@@ -37,14 +37,15 @@ func main() {
 	flag.IntVar(&o.Runs, "runs", 3, "runs of each peer and connection count, alternated")
 	flag.IntVar(&o.Partitions, "partitions", 8, "partitions of the topic")
 	flag.IntVar(&o.RecordBytes, "record-bytes", 1024, "bytes per record")
-	flag.IntVar(&o.RecordsPerBatch, "records-per-batch", 256, "records per request (one batch)")
+	flag.IntVar(&o.RecordsPerBatch, "records-per-batch", 256, "records per batch (one batch per partition in a request)")
+	flag.IntVar(&o.PartitionsPerRequest, "partitions-per-request", 1, "partitions each produce request carries a batch for (consecutive ones; must divide -partitions)")
 	flag.StringVar(&o.StrandBin, "strand", "", "the strand binary (default: built from ../cmd/strand)")
 	flag.Func("strand-flags", "extra flags for strand serve, space-separated (e.g. \"--pprof-listen 127.0.0.1:6060\" to take a profile or trace during a run)", func(v string) error {
 		o.StrandFlags = strings.Fields(v)
 		return nil
 	})
 	flag.StringVar(&o.Dir, "dir", "", "where peers keep their data (default: the system's temporary directory)")
-	flag.BoolVar(&suite, "suite", false, "run the three tables of issue 19 (produce at 1/4/8 connections; consume, i.e. fan-out, at 1/4/16; produce with an fsync per acknowledgement at 1/8/64 connections of one 1 KB record in flight each) and write them with -out")
+	flag.BoolVar(&suite, "suite", false, "run the four tables of issue 19 (produce at 1/4/8 connections; consume, i.e. fan-out, at 1/4/16; produce with an fsync per acknowledgement at 1/8/64 connections of one 1 KB record in flight each; Strand's produce over 8 partitions against the same requests spread over 10,000 partitions at 1/4/8) and write them with -out")
 	flag.StringVar(&out, "out", "", "with -suite: the Markdown report to write")
 	flag.StringVar(&servePeer, bench.ServeFlag, "", "internal: run this peer (kfake, null) and nothing else")
 	flag.StringVar(&serveListen, "serve-listen", "", "internal: its address")
@@ -90,7 +91,7 @@ func main() {
 	}
 }
 
-// runSuite runs the three tables with o's runs, durations and binary and
+// runSuite runs the four tables with o's runs, durations and binary and
 // writes the report to out (standard output when empty).
 func runSuite(o bench.CostOptions, out string, touchedGiB int) error {
 	cleanup, err := prepare(&o)
@@ -109,17 +110,35 @@ func runSuite(o bench.CostOptions, out string, touchedGiB int) error {
 		{Title: "Consume and fan-out (§1, §4): N connections each replaying the log with plain fetches", Options: consume},
 		{Title: "Durable produce (§2): an fsync before every acknowledgement, one 1 KB record per request, one in flight per connection", Options: durable},
 	}
+	progress := func(r bench.CostResult) {
+		fmt.Fprintf(os.Stderr, "  %-7s %3d conns run %d: %8.1f MB/s %6.2f CPU-s/GB p99 %v, machine %.0f%% busy\n", r.Peer, r.Conns, r.Run, r.MBps, r.BrokerCPUPerG, r.P99.Round(time.Microsecond), 100*r.MachineBusy)
+	}
 	for i := range tables {
 		fmt.Fprintf(os.Stderr, "servercost: %s\n", tables[i].Title)
-		rs, err := bench.RunServerCost(context.Background(), tables[i].Options, func(r bench.CostResult) {
-			fmt.Fprintf(os.Stderr, "  %-7s %3d conns run %d: %8.1f MB/s %6.2f CPU-s/GB p99 %v, machine %.0f%% busy\n", r.Peer, r.Conns, r.Run, r.MBps, r.BrokerCPUPerG, r.P99.Round(time.Microsecond), 100*r.MachineBusy)
-		})
+		rs, err := bench.RunServerCost(context.Background(), tables[i].Options, progress)
 		if err != nil {
 			return err
 		}
 		tables[i].Results = rs
 	}
-	report := bench.CostReport(tables, "cd bench && go run ./cmd/servercost "+strings.Join(os.Args[1:], " "), loadStart, bench.LoadAvg(), start, touchedGiB)
+	// §3's spread without the client's cost: the produce table's shape
+	// against the same request bytes as batches of 10 records (what
+	// franz-go builds at 10,000 partitions with its default buffer) over
+	// 10,000 partitions, 25 to a request.
+	spread := bench.SpreadTable{Title: "Produce spread over 10,000 partitions (§3): the broker's share, without the client", Narrow: produce, Wide: produce}
+	spread.Narrow.Peers, spread.Wide.Peers = []string{"strand"}, []string{"strand"}
+	spread.Wide.Partitions, spread.Wide.RecordsPerBatch = 10000, 10
+	spread.Wide.PartitionsPerRequest = max(produce.RecordsPerBatch/10, 1)
+	for spread.Wide.Partitions%spread.Wide.PartitionsPerRequest != 0 {
+		spread.Wide.PartitionsPerRequest-- // requests cycle over whole groups of partitions
+	}
+	fmt.Fprintf(os.Stderr, "servercost: %s\n", spread.Title)
+	rs, err := bench.RunSpread(context.Background(), spread.Narrow, spread.Wide, progress)
+	if err != nil {
+		return err
+	}
+	spread.Results = rs
+	report := bench.CostReport(tables, &spread, "cd bench && go run ./cmd/servercost "+strings.Join(os.Args[1:], " "), loadStart, bench.LoadAvg(), start, touchedGiB)
 	if out == "" {
 		fmt.Print(report)
 		return nil
@@ -165,8 +184,8 @@ func run(o bench.CostOptions) error {
 	if err != nil {
 		return err
 	}
-	fmt.Printf("servercost %s: %s, %d-byte records × %d per request, %d partitions, %d in flight per connection, %v per run after %v warm-up, %d runs\n",
-		o.Workload, time.Now().UTC().Format("2006-01-02 15:04 UTC"), o.RecordBytes, o.RecordsPerBatch, o.Partitions, o.InFlight, o.Duration, o.Warmup, o.Runs)
+	fmt.Printf("servercost %s: %s, %d-byte records × %d per batch, %d partitions, %d partition(s) per request, %d in flight per connection, %v per run after %v warm-up, %d runs\n",
+		o.Workload, time.Now().UTC().Format("2006-01-02 15:04 UTC"), o.RecordBytes, o.RecordsPerBatch, o.Partitions, max(o.PartitionsPerRequest, 1), o.InFlight, o.Duration, o.Warmup, o.Runs)
 	fmt.Printf("%-7s %5s %4s %9s %16s %11s %14s %8s %9s %9s\n", "peer", "conns", "run", "MB/s", "broker CPU-s/GB", "of it sys", "gen CPU-s/GB", "RSS MiB", "p50", "p99")
 	results, err := bench.RunServerCost(context.Background(), o, func(r bench.CostResult) {
 		fmt.Printf("%-7s %5d %4d %9.1f %16.2f %10.0f%% %14.2f %8.0f %9v %9v\n", r.Peer, r.Conns, r.Run, r.MBps, r.BrokerCPUPerG, 100*r.BrokerSys, r.GenCPUPerG, r.RSSMiB,
