@@ -128,3 +128,61 @@ func TestFlushEachAcknowledgesAfterFsync(t *testing.T) {
 		}
 	}
 }
+
+// TestDurableWaitBehindHungFsync: on a flush.messages=1 topic whose disk
+// stops answering an fsync, a producer queued behind the append that runs
+// it gets its own request's timeout instead of hanging, and nothing is
+// visible; once the disk answers, both batches become durable and visible
+// (the timed-out one too: its fsync still runs).
+func TestDurableWaitBehindHungFsync(t *testing.T) {
+	t.Parallel()
+	fs, p := durablePartition(t)
+	entered, release := make(chan struct{}), make(chan struct{})
+	var held atomic.Bool
+	fs.InjectError(func(op vfs.Op, path string) error {
+		if op == vfs.OpSync && strings.HasSuffix(path, ".log") && held.CompareAndSwap(false, true) {
+			close(entered)
+			<-release
+		}
+		return nil
+	})
+	defer func() {
+		select {
+		case <-release:
+		default:
+			close(release)
+		}
+	}()
+	first := make(chan error, 1)
+	go func() {
+		_, err := p.Append(context.Background(), idempotent(t, 1, 0, 1), AcksAll)
+		first <- err
+	}()
+	select {
+	case <-entered:
+	case <-time.After(time.Minute):
+		t.Fatal("the first append never reached its fsync")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	if _, err := p.Append(ctx, idempotent(t, 2, 0, 1), AcksAll); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("append queued behind a hung fsync: %v, want its timeout", err)
+	}
+	select {
+	case err := <-first:
+		t.Fatalf("the append running the hung fsync returned before the fsync did: %v", err)
+	default:
+	}
+	if hw := p.HighWatermark(); hw != 0 {
+		t.Fatalf("high watermark %d before any fsync completed", hw)
+	}
+	close(release)
+	if err := <-first; err != nil {
+		t.Fatalf("the append whose fsync completed: %v", err)
+	}
+	for deadline := time.Now().Add(time.Minute); p.HighWatermark() != 2; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("high watermark %d after the disk answered, want 2 (the timed-out batch's fsync still runs)", p.HighWatermark())
+		}
+	}
+}
