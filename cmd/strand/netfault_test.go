@@ -450,10 +450,13 @@ type creates struct {
 	stop func() []createResult
 }
 
-// createLoop creates a topic (2 partitions, RF 3) named prefix<k> through
+// createLoop creates a topic (2 partitions, RF 2) named prefix<k> through
 // node n every interval, each call on its own so a call stuck on a lost
 // controller holds up none of the next, until stop, which waits for the
-// calls in flight.
+// calls in flight. RF 2, not 3: once the new controller fences the cut-off
+// node, two brokers are live, and a create asking for three replicas is
+// refused INVALID_REPLICATION_FACTOR (as Kafka refuses it), which is not
+// the unavailability S5 looks for.
 func (c *procCluster) createLoop(ctx context.Context, t *testing.T, n int, prefix string, interval time.Duration) creates {
 	t.Helper()
 	cl, err := kgo.NewClient(kgo.SeedBrokers(c.addrs[n]), kgo.RequestTimeoutOverhead(20*time.Second))
@@ -477,7 +480,7 @@ func (c *procCluster) createLoop(ctx context.Context, t *testing.T, n int, prefi
 			go func() {
 				defer calls.Done()
 				r := createResult{started: time.Now()}
-				r.resp, r.err = adm.CreateTopic(ctx, 2, 3, nil, fmt.Sprint(prefix, k))
+				r.resp, r.err = adm.CreateTopic(ctx, 2, 2, nil, fmt.Sprint(prefix, k))
 				if r.err == nil {
 					r.err = r.resp.Err
 				}
