@@ -362,3 +362,63 @@ func TestSingleVoterStartsFast(t *testing.T) {
 		}
 	}
 }
+
+// TestApplyMovesOffCutOffLeader: a follower forwarding a change to a leader
+// that was just cut off (its connection stays open, its bytes are dropped)
+// sends it to the new leader once one is elected, instead of waiting out
+// the whole call on the old one: the change commits within the apply's
+// timeout, which the old leader alone would have used up.
+func TestApplyMovesOffCutOffLeader(t *testing.T) {
+	nw := vnet.New()
+	voters := []Voter{{1, freeAddr(t)}, {2, freeAddr(t)}, {3, freeAddr(t)}}
+	nodes := map[int32]*RaftStore{}
+	for _, v := range voters {
+		s, err := OpenRaftStore(RaftConfig{NodeID: v.ID, Dir: t.TempDir(), Bind: v.Addr, Voters: voters, Network: nw, Controller: ControllerConfig{ClusterID: "c1"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		nodes[v.ID] = s
+	}
+	t.Cleanup(func() {
+		nw.Heal()
+		for _, s := range nodes {
+			s.Close()
+		}
+	})
+	var old int32
+	eventually(t, "a leader", 20*time.Second, func() bool {
+		for id, s := range nodes {
+			if lid, _, ok := s.Leader(); ok && lid == id {
+				old = id
+				return true
+			}
+		}
+		return false
+	})
+	if _, err := nodes[old].ApplyWithin(5*time.Second, ClusterInit{ClusterID: "c1"}, PutTopic{Topic: Topic{Name: "a", ID: NewTopicID(), Partitions: 1}}); err != nil {
+		t.Fatal(err)
+	}
+	var follower int32
+	var rest []string
+	for id := range nodes {
+		if id != old {
+			follower = id
+			rest = append(rest, fmt.Sprint(id))
+		}
+	}
+	// Every node knows the leader; the follower's first attempt goes to it.
+	eventually(t, "the follower to know the leader", 10*time.Second, func() bool {
+		lid, _, ok := nodes[follower].Leader()
+		return ok && lid == old
+	})
+	nw.Isolate(fmt.Sprint(old), rest...)
+	start := time.Now()
+	_, err := nodes[follower].ApplyWithin(8*time.Second, PutTopic{Topic: Topic{Name: "b", ID: NewTopicID(), Partitions: 1}})
+	t.Logf("forwarded change answered after %v", time.Since(start).Round(time.Millisecond))
+	if err != nil {
+		t.Fatalf("a change forwarded while the leader was cut off: %v", err)
+	}
+	if _, ok := nodes[follower].Image().Topic("b"); !ok {
+		t.Fatal("the change committed but the follower's image lacks it")
+	}
+}

@@ -355,7 +355,10 @@ func (s *RaftStore) callController(req rpcRequest, timeout time.Duration) (rpcRe
 			if strconv.Itoa(int(id)) == s.node {
 				resp = s.ctl.serve(req)
 			} else {
-				resp, err = call(s.nw, s.node, addr, req, min(time.Until(deadline), 10*time.Second))
+				resp, err = call(s.nw, s.node, addr, req, min(time.Until(deadline), 10*time.Second), func() bool {
+					now, _, ok := s.Leader()
+					return ok && now != id
+				})
 			}
 			switch {
 			case err != nil:

@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -109,24 +110,56 @@ func readFrame(r io.Reader, v any) error {
 	return json.Unmarshal(b, v)
 }
 
-// call sends one controller RPC to the raft address addr.
-func call(nw Network, from, addr string, req rpcRequest, timeout time.Duration) (rpcResponse, error) {
+// call sends one controller RPC to the raft address addr. gone, polled
+// while the call waits, reports that the callee no longer leads the
+// quorum: the call then ends at once with errNotLeading. A leader cut off
+// from the network (not crashed: nothing resets the connection) answers
+// nothing until the timeout, while a new leader would answer now.
+func call(nw Network, from, addr string, req rpcRequest, timeout time.Duration, gone func() bool) (rpcResponse, error) {
 	var resp rpcResponse
-	c, err := nw.Dial(from, addr, timeout)
+	c, err := nw.Dial(from, addr, min(timeout, maxControllerDial))
 	if err != nil {
 		return resp, err
 	}
 	defer c.Close()
+	var abandoned atomic.Bool
+	stop := make(chan struct{})
+	defer close(stop)
+	go func() {
+		tick := time.NewTicker(100 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-tick.C:
+			}
+			if gone() {
+				abandoned.Store(true)
+				c.Close()
+				return
+			}
+		}
+	}()
 	_ = c.SetDeadline(time.Now().Add(timeout))
-	if _, err := c.Write([]byte{rpcMagic}); err != nil {
-		return resp, err
+	if _, err = c.Write([]byte{rpcMagic}); err == nil {
+		if err = writeFrame(c, req); err == nil {
+			err = readFrame(c, &resp)
+		}
 	}
-	if err := writeFrame(c, req); err != nil {
-		return resp, err
+	if err != nil && abandoned.Load() {
+		err = fmt.Errorf("%w: %w", errNotLeading, err)
 	}
-	err = readFrame(c, &resp)
 	return resp, err
 }
+
+// errNotLeading ends a call to a node that stopped leading meanwhile.
+var errNotLeading = errors.New("cluster: the node asked stopped leading the quorum")
+
+// maxControllerDial bounds connecting to the controller: a leader whose
+// host stopped answering (packets dropped) would otherwise hold the call
+// for its whole timeout before a new leader is tried.
+const maxControllerDial = time.Second
 
 // connSet holds a node's raft connections, both ways, so Close can end
 // them: raft's transport leaves inbound connections to their dialer and
