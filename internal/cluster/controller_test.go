@@ -12,10 +12,16 @@ import (
 // returns them by node id, and the leader's id.
 func quorum(t *testing.T, session time.Duration) (map[int32]*RaftStore, int32) {
 	t.Helper()
+	return quorumOn(t, nil, session)
+}
+
+// quorumOn is quorum over nw (nil: plain TCP).
+func quorumOn(t *testing.T, nw Network, session time.Duration) (map[int32]*RaftStore, int32) {
+	t.Helper()
 	voters := []Voter{{1, freeAddr(t)}, {2, freeAddr(t)}, {3, freeAddr(t)}}
 	nodes := map[int32]*RaftStore{}
 	for _, v := range voters {
-		s, err := OpenRaftStore(RaftConfig{NodeID: v.ID, Dir: t.TempDir(), Bind: v.Addr, Voters: voters,
+		s, err := OpenRaftStore(RaftConfig{NodeID: v.ID, Dir: t.TempDir(), Bind: v.Addr, Voters: voters, Network: nw,
 			Controller: ControllerConfig{ClusterID: "c1", SessionTimeout: session}})
 		if err != nil {
 			t.Fatal(err)

@@ -370,31 +370,8 @@ func TestSingleVoterStartsFast(t *testing.T) {
 // timeout, which the old leader alone would have used up.
 func TestApplyMovesOffCutOffLeader(t *testing.T) {
 	nw := vnet.New()
-	voters := []Voter{{1, freeAddr(t)}, {2, freeAddr(t)}, {3, freeAddr(t)}}
-	nodes := map[int32]*RaftStore{}
-	for _, v := range voters {
-		s, err := OpenRaftStore(RaftConfig{NodeID: v.ID, Dir: t.TempDir(), Bind: v.Addr, Voters: voters, Network: nw, Controller: ControllerConfig{ClusterID: "c1"}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		nodes[v.ID] = s
-	}
-	t.Cleanup(func() {
-		nw.Heal()
-		for _, s := range nodes {
-			s.Close()
-		}
-	})
-	var old int32
-	eventually(t, "a leader", 20*time.Second, func() bool {
-		for id, s := range nodes {
-			if lid, _, ok := s.Leader(); ok && lid == id {
-				old = id
-				return true
-			}
-		}
-		return false
-	})
+	nodes, old := quorumOn(t, nw, 0)
+	t.Cleanup(nw.Heal) // before the nodes close
 	if _, err := nodes[old].ApplyWithin(5*time.Second, ClusterInit{ClusterID: "c1"}, PutTopic{Topic: Topic{Name: "a", ID: NewTopicID(), Partitions: 1}}); err != nil {
 		t.Fatal(err)
 	}
