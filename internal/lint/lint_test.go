@@ -30,6 +30,7 @@ var layers = [][]string{
 	{"internal/record"},
 	{"internal/httpauth"},
 	{"internal/assign", "internal/acl", "internal/schemareg", "internal/partitioner", "internal/vfs", "internal/vnet", "internal/testcert", "internal/testnet", "internal/sasl", "internal/wire"},
+	{"internal/nodetls"},
 	{"internal/lint"},
 }
 
