@@ -5,6 +5,7 @@
 package testcert
 
 import (
+	"cmp"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -15,7 +16,12 @@ import (
 	"fmt"
 	"math/big"
 	"net"
+	"net/url"
+	"os"
+	"path/filepath"
 	"time"
+
+	"github.com/strandmq/strand/internal/nodetls"
 )
 
 // CA is a certificate authority that signs leaf certificates.
@@ -66,17 +72,49 @@ func (ca *CA) Pool() *x509.CertPool {
 
 // Server signs a server certificate for localhost and 127.0.0.1.
 func (ca *CA) Server() (*Leaf, error) {
-	return ca.leaf("localhost", x509.ExtKeyUsageServerAuth)
+	return ca.leaf(leafSpec{cn: "localhost", usages: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}})
 }
 
 // Client signs a client certificate with common name cn.
 func (ca *CA) Client(cn string) (*Leaf, error) {
-	return ca.leaf(cn, x509.ExtKeyUsageClientAuth)
+	return ca.leaf(leafSpec{cn: cn, usages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}})
+}
+
+// Node signs cluster node id's certificate (both ends of a connection,
+// naming the node as internal/nodetls reads it), valid for validFor from
+// now (zero: a day).
+func (ca *CA) Node(id int32, validFor time.Duration) (*Leaf, error) {
+	return ca.leaf(leafSpec{cn: nodetls.NodeCommonName(id), uris: []*url.URL{nodetls.NodeURI(id)}, validFor: validFor,
+		usages: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth}})
+}
+
+// WriteFiles writes the leaf's certificate and key as dir/name.crt and
+// dir/name.key, and returns their paths.
+func (l *Leaf) WriteFiles(dir, name string) (cert, key string, err error) {
+	cert, key = filepath.Join(dir, name+".crt"), filepath.Join(dir, name+".key")
+	if err = os.WriteFile(cert, l.CertPEM, 0o644); err == nil {
+		err = os.WriteFile(key, l.KeyPEM, 0o600)
+	}
+	return cert, key, err
+}
+
+// WriteFile writes the CA's certificate as dir/name.crt and returns its
+// path.
+func (ca *CA) WriteFile(dir, name string) (string, error) {
+	p := filepath.Join(dir, name+".crt")
+	return p, os.WriteFile(p, ca.CertPEM, 0o644)
+}
+
+type leafSpec struct {
+	cn       string
+	uris     []*url.URL
+	usages   []x509.ExtKeyUsage
+	validFor time.Duration
 }
 
 var serial = big.NewInt(1)
 
-func (ca *CA) leaf(cn string, usage x509.ExtKeyUsage) (*Leaf, error) {
+func (ca *CA) leaf(spec leafSpec) (*Leaf, error) {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		return nil, err
@@ -87,11 +125,12 @@ func (ca *CA) leaf(cn string, usage x509.ExtKeyUsage) (*Leaf, error) {
 	}
 	tmpl := &x509.Certificate{
 		SerialNumber: sn,
-		Subject:      pkix.Name{CommonName: cn},
+		Subject:      pkix.Name{CommonName: spec.cn},
 		NotBefore:    time.Now().Add(-time.Hour),
-		NotAfter:     time.Now().Add(24 * time.Hour),
+		NotAfter:     time.Now().Add(cmp.Or(spec.validFor, 24*time.Hour)),
 		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{usage},
+		ExtKeyUsage:  spec.usages,
+		URIs:         spec.uris,
 		DNSNames:     []string{"localhost"},
 		IPAddresses:  []net.IP{net.IPv4(127, 0, 0, 1)},
 	}
