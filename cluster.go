@@ -14,6 +14,7 @@ import (
 	"github.com/strandmq/strand/internal/broker"
 	"github.com/strandmq/strand/internal/cluster"
 	"github.com/strandmq/strand/internal/kafka"
+	"github.com/strandmq/strand/internal/nodetls"
 	"github.com/strandmq/strand/internal/wire"
 )
 
@@ -70,6 +71,85 @@ type ClusterConfig struct {
 	// elects one (heartbeat timeout too; the leader lease is half);
 	// default 1 s, 100 ms for a quorum of one.
 	ElectionTimeout time.Duration
+	// TLS, if set, is mutual TLS on every connection between nodes: Raft,
+	// the controller RPCs, the internal listener, replica fetches and
+	// forwarded requests. A peer must present a certificate the cluster CA
+	// signed that names a node (`strand cert create-node`); this node's
+	// must name Config.NodeID.
+	TLS *InterNodeTLS
+	// Insecure lets a node whose Raft, internal or advertised addresses
+	// are not all loopback start without TLS (--insecure-inter-node):
+	// anyone who reaches those ports can then act as a node. Without it,
+	// Start refuses such a node. A WARN says so at every start.
+	Insecure bool
+}
+
+// InterNodeTLS names the files of a node's inter-node mutual TLS. They are
+// read again on Broker.ReloadCertificates and when they change, so renewed
+// certificates need no restart.
+type InterNodeTLS struct {
+	CertFile, KeyFile, CAFile string
+	// ReloadInterval is how often the files are checked for changes;
+	// default 30 s, negative: only on ReloadCertificates.
+	ReloadInterval time.Duration
+}
+
+// loadTLS reads the inter-node certificates (nil without TLS) and refuses
+// a node reachable beyond loopback without them unless Insecure.
+func (c *ClusterConfig) loadTLS(cfg Config, client net.Addr) (*nodetls.Source, error) {
+	if c.TLS == nil {
+		exposed := c.exposedAddrs(cfg, client)
+		switch {
+		case len(exposed) > 0 && !c.Insecure:
+			return nil, fmt.Errorf("strand: node %d is reachable beyond loopback (%s) and its traffic with other nodes would be "+
+				"plaintext and unauthenticated: anyone who reaches those ports could act as a node. Give it a node certificate "+
+				"(--inter-node-tls-cert, --inter-node-tls-key, --inter-node-tls-ca; `strand cert create-ca` and `strand cert create-node` make them), "+
+				"or accept the risk with --insecure-inter-node", cfg.NodeID, strings.Join(exposed, ", "))
+		case len(exposed) > 0:
+			cfg.Logger.Warn("strand: inter-node traffic is plaintext and unauthenticated (--insecure-inter-node): anyone who reaches "+
+				"these addresses can act as a node", "addresses", strings.Join(exposed, ", "))
+		}
+		return nil, nil
+	}
+	src, err := nodetls.Load(nodetls.Files{Cert: c.TLS.CertFile, Key: c.TLS.KeyFile, CA: c.TLS.CAFile}, cfg.NodeID, cfg.Logger)
+	if err != nil {
+		return nil, fmt.Errorf("strand: inter-node TLS: %w", err)
+	}
+	return src, nil
+}
+
+// exposedAddrs lists the node's addresses other nodes use that are not
+// loopback: its quorum entries, its internal listener and its advertised
+// client address (each defaulting as Start does).
+func (c *ClusterConfig) exposedAddrs(cfg Config, client net.Addr) []string {
+	var out []string
+	check := func(what, addr string) {
+		host, _, err := net.SplitHostPort(addr)
+		if err != nil {
+			host = addr
+		}
+		if host == "localhost" {
+			return
+		}
+		if ip := net.ParseIP(host); ip != nil && ip.IsLoopback() {
+			return
+		}
+		out = append(out, what+" "+addr)
+	}
+	for _, v := range c.Quorum {
+		check(fmt.Sprintf("raft (node %d)", v.ID), v.Addr)
+	}
+	clientAddr := client.String()
+	if cfg.AdvertisedAddr != "" {
+		clientAddr = cfg.AdvertisedAddr
+	}
+	check("advertised", clientAddr)
+	internal := c.InternalAddr
+	if internal == "" {
+		internal = clientAddr
+	}
+	check("internal", internal)
+	return out
 }
 
 // Voter is one member of the metadata quorum.
@@ -118,7 +198,7 @@ func (c *ClusterConfig) listenInternal(ctx context.Context, lc net.ListenConfig,
 // configure makes bcfg a cluster member's: its client and internal
 // endpoints, and the Raft store it opens once its data directory is
 // locked.
-func (c *ClusterConfig) configure(bcfg *broker.Config, cfg Config, ln, internal net.Addr) error {
+func (c *ClusterConfig) configure(bcfg *broker.Config, cfg Config, ln, internal net.Addr, tlsSrc *nodetls.Source) error {
 	var self *Voter
 	voters := make([]cluster.Voter, len(c.Quorum))
 	for i, v := range c.Quorum {
@@ -146,9 +226,9 @@ func (c *ClusterConfig) configure(bcfg *broker.Config, cfg Config, ln, internal 
 		HeartbeatTimeout: election, ElectionTimeout: election, LeaderLease: election / 2,
 		Controller: cluster.ControllerConfig{SessionTimeout: c.SessionTimeout, LeaderImbalanceCheckInterval: c.imbalanceCheck(),
 			DisableELR: c.DisableELR, DefaultMinISR: defaultMinISR(cfg.TopicDefaults)},
-		Join: c.Join, Network: cluster.TCPNetwork{LocalIP: c.SourceIP},
+		Join: c.Join, Network: cluster.TCPNetwork{LocalIP: c.SourceIP, TLS: tlsSrc, Voters: voterAddrs(voters)},
 	}
-	bcfg.Dialer = wire.Dialer{LocalIP: c.SourceIP}
+	bcfg.Dialer = wire.Dialer{LocalIP: c.SourceIP, TLS: tlsSrc}
 	bcfg.OpenMetadata = func() (cluster.Store, error) {
 		// A directory that was a cluster member (meta.properties) but has
 		// no raft log lost it: bootstrapping afresh could roll back the
@@ -171,6 +251,14 @@ func (c *ClusterConfig) configure(bcfg *broker.Config, cfg Config, ln, internal 
 	return nil
 }
 
+func voterAddrs(voters []cluster.Voter) map[string]cluster.NodeID {
+	m := make(map[string]cluster.NodeID, len(voters))
+	for _, v := range voters {
+		m[v.Addr] = v.ID
+	}
+	return m
+}
+
 // defaultMinISR is the brokers' min.insync.replicas default, which the
 // controller's ELR rules must agree with (0: Kafka's 1).
 func defaultMinISR(defaults map[string]string) int {
@@ -189,3 +277,7 @@ func (c *ClusterConfig) imbalanceCheck() time.Duration {
 	}
 	return c.LeaderImbalanceCheckInterval
 }
+
+// InternalAddr is a cluster node's internal listener address ("" for a
+// single node): where other nodes fetch replicas and forward requests.
+func (b *Broker) InternalAddr() string { return b.internalAddr }

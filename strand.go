@@ -16,6 +16,7 @@
 package strand
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -32,6 +33,7 @@ import (
 	"github.com/strandmq/strand/internal/httpauth"
 	"github.com/strandmq/strand/internal/kafka"
 	"github.com/strandmq/strand/internal/metrics"
+	"github.com/strandmq/strand/internal/nodetls"
 	"github.com/strandmq/strand/internal/sasl"
 	"github.com/strandmq/strand/internal/schemareg"
 )
@@ -200,8 +202,13 @@ type Broker struct {
 	b        *broker.Broker
 	srv      *kafka.Server
 	internal *kafka.Server // a cluster node's internal listener (Envelope)
-	ln       net.Listener
-	served   chan error
+	// interTLS is the inter-node certificates (nil without), which
+	// stopReload ends the watching of.
+	interTLS     *nodetls.Source
+	stopReload   chan struct{}
+	internalAddr string // a cluster node's internal listener
+	ln           net.Listener
+	served       chan error
 
 	metricsLn  net.Listener // nil without Config.MetricsAddr
 	metricsSrv *http.Server
@@ -268,6 +275,7 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 		GroupConsumerMigrationPolicy:   migration,
 	}
 	var iln net.Listener // a cluster node's internal listener
+	var interTLS *nodetls.Source
 	closeIln := func() error {
 		if iln == nil {
 			return nil
@@ -279,10 +287,13 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 			return nil, err
 		}
 		var err error
+		if interTLS, err = cfg.Cluster.loadTLS(cfg, ln.Addr()); err != nil {
+			return nil, errors.Join(err, ln.Close())
+		}
 		if iln, err = cfg.Cluster.listenInternal(ctx, lc, ln.Addr()); err != nil {
 			return nil, errors.Join(err, ln.Close())
 		}
-		if err := cfg.Cluster.configure(&bcfg, cfg, ln.Addr(), iln.Addr()); err != nil {
+		if err := cfg.Cluster.configure(&bcfg, cfg, ln.Addr(), iln.Addr(), interTLS); err != nil {
 			return nil, errors.Join(err, ln.Close(), iln.Close())
 		}
 	}
@@ -344,6 +355,14 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 		if sb.internal, err = kafka.NewServer(kafka.Config{Broker: b, Internal: true, Logger: cfg.Logger, MaxRequestBytes: cfg.MaxRequestBytes}); err != nil {
 			return nil, errors.Join(fmt.Errorf("strand: internal listener: %w", err), ln.Close(), iln.Close(), srv.Close(), b.Close())
 		}
+		sb.internalAddr = iln.Addr().String()
+		if interTLS != nil {
+			iln = interTLS.Listener(iln)
+			sb.interTLS, sb.stopReload = interTLS, make(chan struct{})
+			if every := cfg.Cluster.TLS.ReloadInterval; every >= 0 {
+				go interTLS.Watch(cmp.Or(every, 30*time.Second), sb.stopReload)
+			}
+		}
 		go func() { _ = sb.internal.Serve(iln) }() // ends when Close closes the server
 	}
 	guard := func(name, addr string) httpauth.Config {
@@ -360,6 +379,10 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 	}
 	if m != nil {
 		m.ObserveListener(srv)
+		if interTLS != nil {
+			m.ObserveCertificate("inter-node", interTLS.NotAfter)
+			m.ObserveCertificate("inter-node-ca", interTLS.CANotAfter)
+		}
 		// /healthz stays open: a liveness probe carries no credentials and
 		// learns only that the process answers.
 		open := httpauth.Open{"/healthz": true}
@@ -476,6 +499,13 @@ func (b *Broker) Dir() string { return b.b.Dir() }
 // Close stops serving (closing client connections), then closes every
 // partition cleanly. It returns the first error of either.
 func (b *Broker) Close() error {
+	if b.stopReload != nil {
+		select {
+		case <-b.stopReload:
+		default:
+			close(b.stopReload)
+		}
+	}
 	err := errors.Join(b.closeHTTP(), b.srv.Close())
 	if b.internal != nil {
 		err = errors.Join(err, b.internal.Close())
@@ -483,6 +513,28 @@ func (b *Broker) Close() error {
 	serveErr := <-b.served
 	b.served <- serveErr // a second Close gets the same answer
 	return errors.Join(err, serveErr, b.b.Close())
+}
+
+// ReloadCertificates reads the inter-node certificate, key and CA files
+// again (on SIGHUP); new connections use them, and connections made before
+// close when their certificates expire. A file that does not load leaves
+// the certificates in use and returns the error. Without inter-node TLS it
+// does nothing.
+func (b *Broker) ReloadCertificates() error {
+	if b.interTLS == nil {
+		return nil
+	}
+	_, err := b.interTLS.Reload()
+	return err
+}
+
+// InterNodeCertificateExpiry is when this node's inter-node certificate
+// and its CA expire (zero times without inter-node TLS).
+func (b *Broker) InterNodeCertificateExpiry() (cert, ca time.Time) {
+	if b.interTLS == nil {
+		return time.Time{}, time.Time{}
+	}
+	return b.interTLS.NotAfter(), b.interTLS.CANotAfter()
 }
 
 // CreateTopic creates a topic with partitions partitions (0: the default)

@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -79,6 +80,8 @@ type serveOptions struct {
 	scrubRate         int64
 	consoleHosts      []string
 	quorum            string
+	interTLS          [3]string // --inter-node-tls-cert, -key, -ca
+	insecureInterNode bool
 	join              bool
 	internalListen    string
 	sourceIP          string
@@ -196,6 +199,10 @@ func newServeCmd() *cobra.Command {
 	f.StringVar(&o.quorum, "controller-quorum", "", `run as one node of a cluster: every node's id and Raft address, the same on each node ("1@127.0.0.1:9193,2@127.0.0.1:9293,3@127.0.0.1:9393"; controller.quorum.voters); this node's entry is where its Raft listener binds`)
 	f.StringVar(&o.internalListen, "internal-listen", "", "with --controller-quorum: address of the internal listener, where other nodes forward admin requests to the controller (default: the --listen host, a free port)")
 	f.StringVar(&o.sourceIP, "source-ip", "", "with --controller-quorum: IP address this node's connections to other nodes leave from (default: the OS chooses); nodes sharing a host on 127.0.0.2, 127.0.0.3, … set their own, so a firewall rule can cut one pair")
+	f.StringVar(&o.interTLS[0], "inter-node-tls-cert", "", "with --controller-quorum: this node's certificate (`strand cert create-node`): mutual TLS on Raft, controller calls, the internal listener and replica fetches; reloaded on SIGHUP and when the file changes")
+	f.StringVar(&o.interTLS[1], "inter-node-tls-key", "", "with --controller-quorum: the key of --inter-node-tls-cert")
+	f.StringVar(&o.interTLS[2], "inter-node-tls-ca", "", "with --controller-quorum: the cluster CA (`strand cert create-ca`): a peer node must present a certificate it signed that names a node")
+	f.BoolVar(&o.insecureInterNode, "insecure-inter-node", false, "with --controller-quorum: start without inter-node TLS although this node's Raft, internal or advertised address is not loopback (anyone who reaches them can act as a node)")
 	f.BoolVar(&o.join, "join", false, "with --controller-quorum: join a running cluster instead of forming one; the node waits until `strand cluster add-voter` adds it")
 	f.DurationVar(&o.heartbeat, "broker-heartbeat-interval", broker.DefaultHeartbeatInterval, "how often a cluster node heartbeats the controller (broker.heartbeat.interval.ms)")
 	f.DurationVar(&o.session, "broker-session-timeout", broker.DefaultSessionTimeout, "a cluster node not heard from this long is fenced and its partitions lose their leader (broker.session.timeout.ms)")
@@ -380,6 +387,12 @@ func (o *serveOptions) run(ctx context.Context, logOut io.Writer) error {
 		if o.imbalanceCheck == 0 {
 			clusterCfg.LeaderImbalanceCheckInterval = -1
 		}
+		if clusterCfg.TLS, err = o.interNodeTLS(); err != nil {
+			return err
+		}
+		clusterCfg.Insecure = o.insecureInterNode
+	} else if o.interTLS != [3]string{} || o.insecureInterNode {
+		return usageErr("--inter-node-tls-* and --insecure-inter-node need --controller-quorum")
 	}
 	b, err := strand.Start(ctx, strand.Config{
 		Cluster:                 clusterCfg,
@@ -451,6 +464,8 @@ func (o *serveOptions) run(ctx context.Context, logOut io.Writer) error {
 	if addr := b.SchemaRegistryAddr(); addr != "" {
 		logger.Info("strand: schema registry on "+scheme+addr+"/", "schema_registry", addr)
 	}
+	stopHUP := reloadOnHUP(b, logger)
+	defer stopHUP()
 	if o.pprofListen != "" {
 		stopPprof, err := servePprof(o.pprofListen, logger)
 		if err != nil {
@@ -467,6 +482,43 @@ func (o *serveOptions) run(ctx context.Context, logOut io.Writer) error {
 	}
 	logger.Info("strand: stopped", "took", time.Since(stopping).Round(time.Millisecond))
 	return nil
+}
+
+// interNodeTLS reads the --inter-node-tls-* flags: all three or none.
+func (o *serveOptions) interNodeTLS() (*strand.InterNodeTLS, error) {
+	switch n := len(slices.DeleteFunc(o.interTLS[:], func(s string) bool { return s == "" })); {
+	case n == 0:
+		return nil, nil
+	case n < 3:
+		return nil, usageErr("inter-node TLS needs all of --inter-node-tls-cert, --inter-node-tls-key and --inter-node-tls-ca")
+	}
+	if o.insecureInterNode {
+		return nil, usageErr("--insecure-inter-node contradicts --inter-node-tls-*: give one or the other")
+	}
+	return &strand.InterNodeTLS{CertFile: o.interTLS[0], KeyFile: o.interTLS[1], CAFile: o.interTLS[2]}, nil
+}
+
+// reloadOnHUP reloads the inter-node certificates on every SIGHUP until
+// the returned function is called.
+func reloadOnHUP(b *strand.Broker, logger *slog.Logger) (stop func()) {
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	done := make(chan struct{})
+	go func() {
+		for {
+			select {
+			case <-done:
+				return
+			case <-hup:
+			}
+			if err := b.ReloadCertificates(); err != nil {
+				logger.Error("strand: SIGHUP: certificates not reloaded; the ones in use stay", "err", err)
+			} else {
+				logger.Info("strand: SIGHUP: certificates read again")
+			}
+		}
+	}()
+	return func() { signal.Stop(hup); close(done) }
 }
 
 // superUsers splits a super.users value ("User:a;User:b").

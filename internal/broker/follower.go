@@ -241,7 +241,7 @@ func (f *fetcher) roundTrip(req kmsg.Request, timeout time.Duration) (kmsg.Respo
 			return nil, err
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
-		c, err = f.b.cfg.Dialer.Dial(ctx, addr, "strand-replica-"+strconv.Itoa(int(f.b.cfg.NodeID)))
+		c, err = f.b.cfg.Dialer.DialNode(ctx, int32(f.leader), addr, "strand-replica-"+strconv.Itoa(int(f.b.cfg.NodeID)))
 		cancel()
 		if err != nil {
 			return nil, err

@@ -55,7 +55,7 @@ func (b *Broker) roundTrip(ctx context.Context, node NodeID, req kmsg.Request) (
 	}
 	ctx, cancel := context.WithTimeout(ctx, remoteProduceTimeout)
 	defer cancel()
-	c, err := b.cfg.Dialer.Dial(ctx, addr, "strand-"+strconv.Itoa(int(b.cfg.NodeID)))
+	c, err := b.cfg.Dialer.DialNode(ctx, int32(node), addr, "strand-"+strconv.Itoa(int(b.cfg.NodeID)))
 	if err != nil {
 		return nil, err
 	}

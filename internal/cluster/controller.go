@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
+
+	"github.com/strandmq/strand/internal/nodetls"
 )
 
 // The controller is the quorum leader's decision loop (REPLICATION.md
@@ -377,7 +379,11 @@ func (c *controller) alterPartition(r AlterPartition) (PartitionReg, error) {
 }
 
 // serve answers one controller RPC.
-func (c *controller) serve(req rpcRequest) rpcResponse {
+func (c *controller) serve(peer NodeID, req rpcRequest) rpcResponse {
+	if err := checkSender(peer, req); err != nil {
+		c.logger.Warn("cluster: refused a controller RPC from a node speaking for another", "err", err)
+		return rpcFailure(err)
+	}
 	c.mu.Lock()
 	ready := c.ready
 	c.mu.Unlock()
@@ -433,6 +439,35 @@ func (c *controller) serve(req rpcRequest) rpcResponse {
 		return rpcResponse{Heartbeat: &reply, Index: c.s.AppliedIndex()}
 	}
 	return rpcFailure(errors.New("empty controller request"))
+}
+
+// ErrNotTheSender: a controller RPC speaks for a node other than the one
+// its connection authenticated as (node 2's certificate registering node
+// 3, say).
+var ErrNotTheSender = errors.New("cluster: a node may speak only for itself")
+
+// checkSender refuses a request that registers, heartbeats or changes an
+// ISR on behalf of a node other than peer, the node the connection's
+// certificate names (nodetls.AnyNode without inter-node TLS: trusted).
+// Forwarded metadata changes, elections and reassignments are any node's
+// to forward: their authority is the client's, checked where it arrived.
+func checkSender(peer NodeID, req rpcRequest) error {
+	if peer == nodetls.AnyNode {
+		return nil
+	}
+	var claims NodeID = peer
+	switch {
+	case req.Register != nil:
+		claims = req.Register.ID
+	case req.Heartbeat != nil:
+		claims = req.Heartbeat.ID
+	case req.AlterPartition != nil:
+		claims = req.AlterPartition.Broker
+	}
+	if claims != peer {
+		return fmt.Errorf("%w: node %d's connection spoke for node %d", ErrNotTheSender, peer, claims)
+	}
+	return nil
 }
 
 // VoterStatus is one voter as the controller sees it.

@@ -353,7 +353,7 @@ func (s *RaftStore) callController(req rpcRequest, timeout time.Duration) (rpcRe
 			var resp rpcResponse
 			var err error
 			if strconv.Itoa(int(id)) == s.node {
-				resp = s.ctl.serve(req)
+				resp = s.ctl.serve(s.self, req)
 			} else {
 				resp, err = call(s.nw, s.node, addr, req, min(time.Until(deadline), 10*time.Second), func() bool {
 					now, _, ok := s.Leader()

@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"bufio"
+	"context"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -11,6 +12,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/strandmq/strand/internal/nodetls"
 )
 
 // Controller RPCs — forwarded metadata changes, broker registration and
@@ -65,6 +68,7 @@ var rpcCodes = map[string]error{
 	"preferred_not_available": ErrPreferredLeaderNotAvailable,
 	"eligible_not_available":  ErrEligibleLeadersNotAvailable,
 	"no_reassignment":         ErrNoReassignmentInProgress,
+	"not_the_sender":          ErrNotTheSender,
 	"invalid_assignment":      ErrInvalidReplicaAssignment,
 }
 
@@ -199,14 +203,14 @@ func (s *connSet) closeAll() {
 // controller RPCs to handle.
 type muxListener struct {
 	net.Listener
-	handle  func(rpcRequest) rpcResponse
+	handle  func(peer NodeID, req rpcRequest) rpcResponse
 	conns   chan net.Conn
 	done    chan struct{}
 	closeMu sync.Once
 	all     *connSet
 }
 
-func newMuxListener(ln net.Listener, handle func(rpcRequest) rpcResponse, all *connSet) *muxListener {
+func newMuxListener(ln net.Listener, handle func(NodeID, rpcRequest) rpcResponse, all *connSet) *muxListener {
 	m := &muxListener{Listener: ln, handle: handle, conns: make(chan net.Conn), done: make(chan struct{}), all: all}
 	go m.acceptLoop()
 	return m
@@ -263,7 +267,7 @@ func (m *muxListener) serveRPC(c net.Conn, r io.Reader) {
 		return
 	}
 	_ = c.SetReadDeadline(time.Time{})
-	resp := m.handle(req)
+	resp := m.handle(peerNode(c), req)
 	_ = c.SetWriteDeadline(time.Now().Add(10 * time.Second))
 	_ = writeFrame(c, resp)
 }
@@ -287,6 +291,16 @@ func (m *muxListener) Close() error {
 	return err
 }
 
+// peerNode is the node an authenticated connection's certificate names,
+// or nodetls.AnyNode on a network without inter-node TLS (where every peer
+// is trusted as the node it says it is).
+func peerNode(c net.Conn) NodeID {
+	if pc, ok := c.(interface{ PeerNode() int32 }); ok {
+		return pc.PeerNode()
+	}
+	return nodetls.AnyNode
+}
+
 // peekedConn replays the byte route peeked.
 type peekedConn struct {
 	net.Conn
@@ -295,19 +309,44 @@ type peekedConn struct {
 
 func (c *peekedConn) Read(p []byte) (int, error) { return c.r.Read(p) }
 
-// TCPNetwork is Network over plain TCP, the default.
+// TCPNetwork is Network over TCP, the default: plain, or mutual TLS
+// between nodes when TLS is set.
 type TCPNetwork struct {
 	// LocalIP, if set, is the address this node's raft and controller
 	// connections leave from (see wire.Dialer.LocalIP).
 	LocalIP net.IP
+	// TLS, if set, wraps every raft and controller connection, both ways:
+	// a peer must present a certificate of the cluster CA naming a node,
+	// and it is refused before raft or a controller RPC reads a byte.
+	TLS *nodetls.Source
+	// Voters maps the raft addresses this node knows to their node ids: a
+	// connection dialled to one of them must reach that node (its
+	// certificate must name it). Addresses not in it (voters added later)
+	// must reach some node.
+	Voters map[string]NodeID
 }
 
-func (TCPNetwork) Listen(_, addr string) (net.Listener, error) { return net.Listen("tcp", addr) }
+func (n TCPNetwork) Listen(_, addr string) (net.Listener, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil || n.TLS == nil {
+		return ln, err
+	}
+	return n.TLS.Listener(ln), nil
+}
 
 func (n TCPNetwork) Dial(_, addr string, timeout time.Duration) (net.Conn, error) {
 	d := net.Dialer{Timeout: timeout}
 	if n.LocalIP != nil {
 		d.LocalAddr = &net.TCPAddr{IP: n.LocalIP}
 	}
-	return d.Dial("tcp", addr)
+	if n.TLS == nil {
+		return d.Dial("tcp", addr)
+	}
+	expect, ok := n.Voters[addr]
+	if !ok {
+		expect = nodetls.AnyNode
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	return n.TLS.Dial(ctx, &d, addr, expect)
 }

@@ -129,6 +129,17 @@ func (m *Metrics) ObserveListener(l Listener) {
 	)
 }
 
+// ObserveCertificate exports when a certificate expires, read at scrape
+// time so a reloaded certificate shows at once; name says which
+// ("inter-node", "inter-node-ca").
+func (m *Metrics) ObserveCertificate(name string, notAfter func() time.Time) {
+	m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name:        "strand_tls_certificate_expiry_timestamp_seconds",
+		Help:        "When a certificate this node presents or trusts expires (Unix seconds); alert well before it, and renew by replacing the files (they are reloaded).",
+		ConstLabels: prometheus.Labels{"certificate": name},
+	}, func() float64 { return float64(notAfter().Unix()) }))
+}
+
 // Registry returns the registry, to gather from or add to.
 func (m *Metrics) Registry() *prometheus.Registry { return m.reg }
 

@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strandmq/strand/internal/nodetls"
 )
 
 // MaxResponseBytes bounds a response frame (a replica fetch's is at most
@@ -45,11 +47,27 @@ type Dialer struct {
 	// share a host on distinct addresses (127.0.0.2, 127.0.0.3, …) each
 	// send from their own, so a firewall rule can name a pair of nodes.
 	LocalIP net.IP
+	// TLS, if set, makes every connection mutual TLS between nodes: the
+	// peer must present a certificate of the cluster CA naming a node.
+	TLS *nodetls.Source
 }
 
-// Dial connects to addr; clientID names this node in the peer's logs.
+// Dial connects to addr, which must be some node's; clientID names this
+// node in the peer's logs.
 func (d Dialer) Dial(ctx context.Context, addr, clientID string) (*Conn, error) {
-	nc, err := d.net().DialContext(ctx, "tcp", addr)
+	return d.DialNode(ctx, nodetls.AnyNode, addr, clientID)
+}
+
+// DialNode connects to node's listener at addr: with TLS, a peer whose
+// certificate names another node is refused.
+func (d Dialer) DialNode(ctx context.Context, node int32, addr, clientID string) (*Conn, error) {
+	var nc net.Conn
+	var err error
+	if d.TLS != nil {
+		nc, err = d.TLS.Dial(ctx, d.net(), addr, node)
+	} else {
+		nc, err = d.net().DialContext(ctx, "tcp", addr)
+	}
 	if err != nil {
 		return nil, err
 	}
