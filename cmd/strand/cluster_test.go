@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/strandmq/strand/internal/testcert"
 	"github.com/strandmq/strand/internal/testnet"
 )
 
@@ -29,6 +30,10 @@ type procCluster struct {
 	extra  []string   // more serve flags, on every start
 	own    [][]string // flags of one node, on every start
 	load   *checker   // the scenario's load, once started
+	// certs, if set, is a directory of a cluster CA (ca.crt) and node
+	// certificates (node-N.crt, node-N.key): the nodes talk mutual TLS.
+	certs string
+	ca    *testcert.CA // signed certs
 }
 
 // newCluster is an unstarted procCluster of size nodes.
@@ -46,7 +51,21 @@ func newProcCluster(t *testing.T, extra ...string) *procCluster {
 
 func newProcClusterN(t *testing.T, size int, extra ...string) *procCluster {
 	t.Helper()
+	return startProcCluster(t, newCluster(size, extra))
+}
+
+// newSecureProcClusterN is newProcClusterN with mutual TLS between the
+// nodes, as a cluster spanning machines runs.
+func newSecureProcClusterN(t *testing.T, size int, extra ...string) *procCluster {
+	t.Helper()
 	c := newCluster(size, extra)
+	c.secure(t)
+	return startProcCluster(t, c)
+}
+
+func startProcCluster(t *testing.T, c *procCluster) *procCluster {
+	t.Helper()
+	size := c.size
 	var voters []string
 	root := t.TempDir()
 	for n := 1; n <= size; n++ {
@@ -84,8 +103,12 @@ func (c *procCluster) start(t *testing.T) {
 
 func (c *procCluster) launch(t *testing.T, n int) *serveProc {
 	t.Helper()
-	return launchServe(t, 0, append([]string{"--node-id", fmt.Sprint(n), "--listen", c.addrs[n], "--data-dir", c.dirs[n],
-		"--controller-quorum", c.quorum, "--broker-heartbeat-interval", "200ms", "--broker-session-timeout", "3s"}, append(c.own[n], c.extra...)...)...)
+	args := []string{"--node-id", fmt.Sprint(n), "--listen", c.addrs[n], "--data-dir", c.dirs[n],
+		"--controller-quorum", c.quorum, "--broker-heartbeat-interval", "200ms", "--broker-session-timeout", "3s"}
+	if c.certs != "" {
+		args = append(args, c.tlsFlags(n)...)
+	}
+	return launchServe(t, 0, append(args, append(c.own[n], c.extra...)...)...)
 }
 
 func (c *procCluster) brokers(except int) string {

@@ -378,7 +378,7 @@ func TestS1LeaderKills(t *testing.T) {
 	}
 	rng := rand.New(rand.NewPCG(seed, 1))
 	t.Logf("seed %d, %d kills", seed, kills)
-	c := newProcCluster(t, "--replica-lag-time-max", "3s")
+	c := newSecureProcClusterN(t, 3, "--replica-lag-time-max", "3s")
 	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(kills)*30*time.Second+2*time.Minute)
 	defer cancel()
 	const topic, partitions = "s1", int32(3)

@@ -100,6 +100,7 @@ func host(n int) string { return fmt.Sprintf("127.0.0.%d", n+1) }
 func newNetCluster(t *testing.T, extra ...string) *procCluster {
 	t.Helper()
 	c := newCluster(3, extra)
+	c.secure(t) // the scenarios run as a cluster spanning machines would
 	root := t.TempDir()
 	var voters []string
 	for n := 1; n <= 3; n++ {

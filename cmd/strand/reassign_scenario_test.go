@@ -23,7 +23,7 @@ import (
 // record lost, duplicated or moved, and every replica identical below the
 // high watermark.
 func TestS7Reassignment(t *testing.T) {
-	c := newProcClusterN(t, 4, "--replica-lag-time-max", "3s")
+	c := newSecureProcClusterN(t, 4, "--replica-lag-time-max", "3s")
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	ch, prod, stopLoad := c.startLoad(ctx, t, "sc", 300)

@@ -17,7 +17,7 @@ import (
 // duplicated or moved, nothing read that the final log lacks, replicas
 // identical below the high watermark.
 func scenario(t *testing.T, rounds int, fault func(ctx context.Context, c *procCluster, i int)) {
-	scenarioOn(t, newProcCluster(t, "--replica-lag-time-max", "3s"), rounds, fault)
+	scenarioOn(t, newSecureProcClusterN(t, 3, "--replica-lag-time-max", "3s"), rounds, fault)
 }
 
 // scenarioOn is scenario on a cluster already started.
