@@ -16,9 +16,9 @@ import (
 // __consumer_offsets partition; when that node stops, the partition's new
 // leader replays the group's records and the members carry on at their
 // epochs with their partitions: no record is consumed twice and every one
-// is committed.
+// is committed. The nodes talk mutual TLS (startTLSCluster).
 func TestCluster848Group(t *testing.T) {
-	c := startCluster(t)
+	c, _ := startTLSCluster(t, 3, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	seeds := kgo.SeedBrokers(c.addrs[1], c.addrs[2], c.addrs[3])

@@ -42,7 +42,12 @@ func TestClusterTxnETL(t *testing.T) {
 
 func runClusterTxnETL(t *testing.T, tv int, moveCoordinator bool) {
 	const n = 3_000
-	c := startCluster(t)
+	var c *testCluster
+	if moveCoordinator { // the runs with the most traffic between nodes: over mutual TLS
+		c, _ = startTLSCluster(t, 3, nil)
+	} else {
+		c = startCluster(t)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	seeds := kgo.SeedBrokers(c.addrs[1], c.addrs[2], c.addrs[3])
