@@ -36,7 +36,7 @@ func newRootCmd() *cobra.Command {
 	root.AddCommand(newTopicCmd(), newProduceCmd(), newConsumeCmd(), newGroupCmd())
 	root.AddCommand(newDLQCmd(), newSchemaCmd(), newTxnCmd())
 	root.AddCommand(newClusterCmd())
-	root.AddCommand(newACLCmd(), newUserCmd(), newQuotaCmd())
+	root.AddCommand(newACLCmd(), newUserCmd(), newQuotaCmd(), newCertCmd())
 	root.AddCommand(newVersionCmd())
 	requireSubcommands(root)
 	markUsageErrors(root)
