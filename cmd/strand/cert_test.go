@@ -16,6 +16,7 @@ import (
 	"math/big"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -475,5 +476,40 @@ func TestCLICertServe(t *testing.T) {
 	node2 := []string{"--tls-ca", p(dir, "ca.crt"), "--tls-cert", p(dir, "node-2.crt"), "--tls-key", p(dir, "node-2.key"), "--timeout", "5s"}
 	if r := runCLI(t, srv.addr, "", append([]string{"topic", "create", "other"}, node2...)...); r.code == 0 || !strings.Contains(strings.ToLower(r.stderr), "authoriz") {
 		t.Errorf("node-2's certificate created a topic under the authorizer: exit %d\n%s", r.code, r.stderr)
+	}
+}
+
+// TestSecurityDocCertificates runs the commands of docs/SECURITY.md's
+// "Certificates with strand cert" section in a scratch directory and
+// checks each prints what the page says after it.
+func TestSecurityDocCertificates(t *testing.T) {
+	t.Parallel()
+	raw, err := os.ReadFile("../../docs/SECURITY.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	steps := sectionSteps(t, string(raw), "Certificates with strand cert")
+	if len(steps) < 6 {
+		t.Fatalf("the section has %d commands, want at least 6", len(steps))
+	}
+	bin, dir := strandBin(t), t.TempDir()
+	for _, s := range steps {
+		if !strings.HasPrefix(s.cmd, "strand cert ") {
+			continue // strand serve and client commands: TestCLICertServe runs their like
+		}
+		cmd := exec.Command("bash", "-o", "pipefail", "-c", bin+strings.TrimPrefix(s.cmd, "strand"))
+		cmd.Dir = dir
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("SECURITY.md command failed (%v): %s\n%s", err, s.cmd, out)
+		}
+		if missing := missingOutput(string(out), append(s.want, s.fuzzy...), strings.NewReplacer()); len(missing) > 0 {
+			t.Errorf("SECURITY.md command %s\nprinted:\n%s\nwithout the page's %q", s.cmd, out, missing)
+		}
+	}
+	for _, f := range []string{"ca.crt", "node-1.crt", "node-2.crt", "node-3.crt", "client-admin.crt"} {
+		if _, err := os.Stat(filepath.Join(dir, "certs", f)); err != nil {
+			t.Errorf("after the section's commands: %v", err)
+		}
 	}
 }
