@@ -111,7 +111,7 @@ func listCerts(dir string, now time.Time) ([]certRow, error) {
 	}
 	have := map[string]bool{}
 	for _, e := range entries {
-		if e.Type().IsRegular() {
+		if fi, err := os.Stat(filepath.Join(dir, e.Name())); err == nil && fi.Mode().IsRegular() { // symlinks followed
 			have[e.Name()] = true
 		}
 	}
@@ -185,6 +185,13 @@ func describeCert(name string, c *x509.Certificate, cas []*x509.Certificate, now
 		row.Kind, row.order = "invalid", certOrder{rank: 3, name: name}
 		row.Problems = append(row.Problems, "names a node badly: "+err.Error())
 	}
+	// A node's certificate under another name, or a file named as strand
+	// cert names them holding another's: a server started with it would
+	// have the wrong identity. Other names (other tools') are left be.
+	claimsName := err == nil || strings.HasPrefix(name, "node-") || strings.HasPrefix(name, "client-")
+	if want := certFileName(c, id, err); want != "" && name != want && claimsName {
+		row.Problems = append(row.Problems, "its file would be "+want)
+	}
 	if now.Before(c.NotBefore) {
 		row.Problems = append(row.Problems, "not valid before "+c.NotBefore.UTC().Format(time.RFC3339))
 	}
@@ -209,6 +216,20 @@ func keyProblem(path, name string, c *x509.Certificate) string {
 	}
 	if fi, err := os.Stat(path); err == nil && fi.Mode().Perm()&0o077 != 0 {
 		return fmt.Sprintf("%s is readable by others (mode %04o): chmod 600 %s", name, fi.Mode().Perm(), path)
+	}
+	return ""
+}
+
+// certFileName is the file strand cert writes c to ("" for a CA or a
+// certificate that names a node badly).
+func certFileName(c *x509.Certificate, id int32, nodeErr error) string {
+	switch {
+	case c.IsCA:
+		return ""
+	case nodeErr == nil:
+		return nodetls.NodeCommonName(id) + ".crt"
+	case errors.Is(nodeErr, nodetls.ErrNotANode):
+		return "client-" + c.Subject.CommonName + ".crt"
 	}
 	return ""
 }

@@ -380,6 +380,12 @@ func TestCLICertList(t *testing.T) {
 	copyFile(t, filepath.Join(stranger, "client-admin.crt"), filepath.Join(dir, "client-intruder.crt"))
 	copyFile(t, filepath.Join(stranger, "client-admin.key"), filepath.Join(dir, "client-intruder.key"))
 	writeExpiredClient(t, dir, "old")
+	// A pair kept elsewhere and linked in is listed like any other.
+	for _, ext := range []string{".crt", ".key"} {
+		if err := os.Symlink(filepath.Join(stranger, "node-1"+ext), filepath.Join(dir, "node-9"+ext)); err != nil {
+			t.Fatal(err)
+		}
+	}
 
 	r := runCLI(t, "", "", "cert", "list", "--certs-dir", dir)
 	if r.code != 0 {
@@ -393,6 +399,9 @@ func TestCLICertList(t *testing.T) {
 		"not signed by ca.crt",
 		"client-old.crt client old old - ",
 		" EXPIRED ",
+		"node-9.crt node 1 node-1 ",
+		"its file would be node-1.crt",
+		"its file would be client-admin.crt", // client-intruder.crt
 	} {
 		if !strings.Contains(have, want) {
 			t.Errorf("cert list lacks %q:\n%s", want, r.stdout)
@@ -406,7 +415,8 @@ func TestCLICertList(t *testing.T) {
 		kinds[row.File], problems[row.File] = row.Kind, len(row.Problems)
 	}
 	wantKinds := map[string]string{"ca.crt": "ca", "node-1.crt": "node 1", "node-2.crt": "node 2", "client-admin.crt": "client admin",
-		"client-intruder.crt": "client admin", "client-old.crt": "client old", "stray.key": "key"}
+		"client-intruder.crt": "client admin", "client-old.crt": "client old", "stray.key": "key",
+		"node-9.crt": "node 1"}
 	for f, k := range wantKinds {
 		if kinds[f] != k {
 			t.Errorf("cert list -o json: %s is %q, want %q", f, kinds[f], k)
