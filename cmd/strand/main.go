@@ -36,7 +36,7 @@ func newRootCmd() *cobra.Command {
 	root.AddCommand(newTopicCmd(), newProduceCmd(), newConsumeCmd(), newGroupCmd())
 	root.AddCommand(newDLQCmd(), newSchemaCmd(), newTxnCmd())
 	root.AddCommand(newClusterCmd())
-	root.AddCommand(newACLCmd(), newUserCmd(), newQuotaCmd())
+	root.AddCommand(newACLCmd(), newUserCmd(), newQuotaCmd(), newCertCmd())
 	root.AddCommand(newVersionCmd())
 	requireSubcommands(root)
 	markUsageErrors(root)
@@ -45,7 +45,8 @@ func newRootCmd() *cobra.Command {
 
 const rootLong = `Strand: a Kafka-wire-compatible partitioned-log broker.
 
-"strand serve" runs a broker. Every other command is a Kafka client: it
+"strand serve" runs a broker; "strand cert" makes the TLS certificates of a
+cluster, offline. Every other command is a Kafka client: it
 talks to --brokers (default 127.0.0.1:9092, or $STRAND_BROKERS), so it works
 against Apache Kafka and Redpanda as well; -o json prints JSON for scripts.
 
