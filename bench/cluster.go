@@ -19,13 +19,26 @@ import (
 // The replicated peer, "strand-rf3": three Strand nodes in this process,
 // every topic with replication factor 3 and min.insync.replicas 2, the
 // clients' acks=all waiting for two copies. Its ratios to "strand" (one
-// node, one copy) are what replication costs on this machine.
+// node, one copy) are what replication costs on this machine;
+// "strand-rf3-tls" is the same with mutual TLS between the nodes, and its
+// ratio to "strand-rf3" is what securing the cluster costs.
 
 const clusterNodes = 3
 
 // startStrandCluster starts three nodes in dir and returns the first
-// node's Kafka address and a function that stops them all.
-func startStrandCluster(ctx context.Context, dir string) (string, func() error, error) {
+// node's Kafka address and a function that stops them all. With secure,
+// the nodes talk mutual TLS ("strand-rf3-tls").
+func startStrandCluster(ctx context.Context, dir string, secure bool) (string, func() error, error) {
+	var certs []*strand.InterNodeTLS
+	if secure {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return "", nil, err
+		}
+		var err error
+		if certs, err = clusterTLS(dir, clusterNodes); err != nil {
+			return "", nil, fmt.Errorf("inter-node certificates: %w", err)
+		}
+	}
 	var voters []strand.Voter
 	var addrs []string
 	for id := int32(1); id <= clusterNodes; id++ {
@@ -47,11 +60,15 @@ func startStrandCluster(ctx context.Context, dir string) (string, func() error, 
 	results := make(chan started, clusterNodes)
 	for i := range clusterNodes { // together: each waits for a quorum
 		go func() {
+			cc := &strand.ClusterConfig{Quorum: voters, DefaultReplicationFactor: clusterNodes}
+			if certs != nil {
+				cc.TLS = certs[i]
+			}
 			b, err := strand.Start(ctx, strand.Config{
 				Dir: filepath.Join(dir, fmt.Sprint("n", i+1)), Addr: addrs[i], NodeID: int32(i + 1),
 				Logger:        slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
 				TopicDefaults: map[string]string{"min.insync.replicas": "2"},
-				Cluster:       &strand.ClusterConfig{Quorum: voters, DefaultReplicationFactor: clusterNodes},
+				Cluster:       cc,
 			})
 			results <- started{b, err}
 		}()

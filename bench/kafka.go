@@ -59,8 +59,8 @@ func startKafka(ctx context.Context, o Options, name, dir string) (*kafkaPeer, e
 			return nil, err
 		}
 		p.addr, p.stop = b.Addr(), b.Close
-	case "strand-rf3":
-		addr, stop, err := startStrandCluster(ctx, dir)
+	case "strand-rf3", "strand-rf3-tls":
+		addr, stop, err := startStrandCluster(ctx, dir, name == "strand-rf3-tls")
 		if err != nil {
 			return nil, err
 		}

@@ -25,7 +25,7 @@ import (
 )
 
 // AllPeers are the peers Run knows, in report order.
-var AllPeers = []string{"strand", "strand-rf3", "kfake", "jetstream", "null"}
+var AllPeers = []string{"strand", "strand-rf3", "strand-rf3-tls", "kfake", "jetstream", "null"}
 
 // Options configures a Run. Zero fields take the defaults in DefaultOptions.
 type Options struct {
@@ -186,7 +186,7 @@ type target interface {
 
 func startTarget(ctx context.Context, o Options, name, dir string) (target, error) {
 	switch name {
-	case "strand", "strand-rf3", "kfake":
+	case "strand", "strand-rf3", "strand-rf3-tls", "kfake":
 		return startKafka(ctx, o, name, dir)
 	case "jetstream":
 		return startJetStream(ctx, o, dir)

@@ -57,7 +57,7 @@ func run() error {
 	flag.IntVar(&o.E2ERate, "e2e-rate", d.E2ERate, "records/s of the end-to-end latency workload")
 	flag.DurationVar(&o.E2EDuration, "e2e-duration", d.E2EDuration, "how long the end-to-end workload sends")
 	flag.IntVar(&o.Runs, "runs", d.Runs, "runs per peer (fresh broker each); figures are medians")
-	flag.StringVar(&peers, "peers", strings.Join(d.Peers, ","), "comma-separated peers: strand, strand-rf3 (three nodes, replication factor 3, min.insync.replicas 2), kfake, jetstream, null")
+	flag.StringVar(&peers, "peers", strings.Join(d.Peers, ","), "comma-separated peers: strand, strand-rf3 (three nodes, replication factor 3, min.insync.replicas 2), strand-rf3-tls (the same with mutual TLS between nodes), kfake, jetstream, null")
 	flag.IntVar(&o.LatencyRecords, "latency-records", d.LatencyRecords, "sequential single-record produces in workload C")
 	flag.IntVar(&o.Warmup, "warmup", d.Warmup, "untimed records produced and consumed before workload A")
 	flag.IntVar(&o.Window, "window", d.Window, "most produced records not yet acknowledged")
