@@ -36,7 +36,7 @@ func (s *syncBuf) String() string {
 }
 
 // nodeFiles writes node id's certificate from ca and the CA into dir.
-func nodeFiles(t *testing.T, ca *testcert.CA, dir string, id int32, validFor time.Duration) nodetls.Files {
+func nodeFiles(t testing.TB, ca *testcert.CA, dir string, id int32, validFor time.Duration) nodetls.Files {
 	t.Helper()
 	leaf, err := ca.Node(id, validFor)
 	if err != nil {
@@ -53,7 +53,7 @@ func nodeFiles(t *testing.T, ca *testcert.CA, dir string, id int32, validFor tim
 	return nodetls.Files{Cert: cert, Key: key, CA: caFile}
 }
 
-func mustCA(t *testing.T) *testcert.CA {
+func mustCA(t testing.TB) *testcert.CA {
 	t.Helper()
 	ca, err := testcert.NewCA()
 	if err != nil {
@@ -62,7 +62,7 @@ func mustCA(t *testing.T) *testcert.CA {
 	return ca
 }
 
-func load(t *testing.T, f nodetls.Files, self int32, log io.Writer) *nodetls.Source {
+func load(t testing.TB, f nodetls.Files, self int32, log io.Writer) *nodetls.Source {
 	t.Helper()
 	s, err := nodetls.Load(f, self, slog.New(slog.NewTextHandler(log, nil)))
 	if err != nil {
