@@ -22,8 +22,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/strandmq/strand/internal/acl"
@@ -169,6 +171,10 @@ type Config struct {
 	// HTTPInsecure. With Authorizer on, every request is a principal's and
 	// the console shows only what it may describe (internal/httpauth).
 	HTTPTLS *tls.Config
+	// CertificateExpiry names certificates whose expiry /metrics shows
+	// (strand_tls_certificate_expiry_timestamp_seconds), read at each
+	// scrape: `strand serve` passes its listeners' ("tls", "http-tls").
+	CertificateExpiry map[string]func() time.Time
 	// HTTPInsecure lets an HTTP listener bound beyond loopback start
 	// without a way to authenticate: everyone is User:ANONYMOUS.
 	HTTPInsecure bool
@@ -379,6 +385,9 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 	}
 	if m != nil {
 		m.ObserveListener(srv)
+		for _, name := range slices.Sorted(maps.Keys(cfg.CertificateExpiry)) {
+			m.ObserveCertificate(name, cfg.CertificateExpiry[name])
+		}
 		if interTLS != nil {
 			m.ObserveCertificate("inter-node", interTLS.NotAfter)
 			m.ObserveCertificate("inter-node-ca", interTLS.CANotAfter)

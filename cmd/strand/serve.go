@@ -17,6 +17,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -27,6 +28,7 @@ import (
 	"github.com/strandmq/strand/internal/acl"
 	"github.com/strandmq/strand/internal/broker"
 	"github.com/strandmq/strand/internal/kafka"
+	"github.com/strandmq/strand/internal/nodetls"
 	"github.com/strandmq/strand/internal/sasl"
 )
 
@@ -313,19 +315,55 @@ func serverTLS(flag, certFile, keyFile, clientCA string, clientAuth tls.ClientAu
 	if certFile == "" || keyFile == "" {
 		return nil, usageErr("%s-cert and %s-key go together", flag, flag)
 	}
-	cert, err := tls.LoadX509KeyPair(certFile, keyFile)
+	if clientCA == "" {
+		clientAuth = tls.NoClientCert
+	}
+	l, err := nodetls.LoadListener(certFile, keyFile, clientCA, clientAuth, nil)
 	if err != nil {
-		return nil, fmt.Errorf("%s-cert/%s-key: %w", flag, flag, err)
+		return nil, fmt.Errorf("%s-cert/%s-key/%s-client-ca: %w", flag, flag, flag, err)
 	}
-	cfg := &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
-	if clientCA != "" {
-		pool, err := loadCertPool(clientCA)
-		if err != nil {
-			return nil, fmt.Errorf("%s-client-ca: %w", flag, err)
+	reloadable.add(flag, l)
+	return l.Config(), nil
+}
+
+// reloadable holds the listeners' certificates that SIGHUP reads again.
+var reloadable listenerCerts
+
+type listenerCerts struct {
+	mu    sync.Mutex
+	names []string
+	certs []*nodetls.ListenerTLS
+}
+
+func (r *listenerCerts) add(name string, l *nodetls.ListenerTLS) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.names, r.certs = append(r.names, name), append(r.certs, l)
+}
+
+// reload reads every listener's files again; the first error is returned
+// after all were tried.
+func (r *listenerCerts) reload() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var errs []error
+	for i, l := range r.certs {
+		if _, err := l.Reload(); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", r.names[i], err))
 		}
-		cfg.ClientCAs, cfg.ClientAuth = pool, clientAuth
 	}
-	return cfg, nil
+	return errors.Join(errs...)
+}
+
+// expiry is each listener certificate's expiry, for /metrics.
+func (r *listenerCerts) expiry() map[string]func() time.Time {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := map[string]func() time.Time{}
+	for i, l := range r.certs {
+		out[strings.TrimPrefix(r.names[i], "--")] = l.NotAfter
+	}
+	return out
 }
 
 // minCleanerMapBytes is the least offset-map memory serve accepts: room
@@ -412,6 +450,7 @@ func (o *serveOptions) run(ctx context.Context, logOut io.Writer) error {
 		TLS:                     tlsCfg,
 		HTTPTLS:                 httpTLS,
 		HTTPInsecure:            o.httpInsecure,
+		CertificateExpiry:       reloadable.expiry(),
 		SASLUsers:               users,
 		Authorizer:              o.authorizer,
 		SuperUsers:              superUsers(o.superUsers),
@@ -511,7 +550,7 @@ func reloadOnHUP(b *strand.Broker, logger *slog.Logger) (stop func()) {
 				return
 			case <-hup:
 			}
-			if err := b.ReloadCertificates(); err != nil {
+			if err := errors.Join(b.ReloadCertificates(), reloadable.reload()); err != nil {
 				logger.Error("strand: SIGHUP: certificates not reloaded; the ones in use stay", "err", err)
 			} else {
 				logger.Info("strand: SIGHUP: certificates read again")

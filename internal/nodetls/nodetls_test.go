@@ -3,6 +3,7 @@ package nodetls_test
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"errors"
 	"io"
 	"log/slog"
@@ -314,5 +315,72 @@ func TestConnectionClosesWhenCertificateExpires(t *testing.T) {
 	case <-serverErr:
 	case <-time.After(30 * time.Second):
 		t.Fatal("the server side kept a connection whose peer certificate expired")
+	}
+}
+
+// TestListenerReload: a client-facing listener serves a renewed
+// certificate to new connections after Reload, and keeps the old one when
+// the new files do not load.
+func TestListenerReload(t *testing.T) {
+	ca := mustCA(t)
+	dir := t.TempDir()
+	server, err := ca.Server()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert, key, err := server.WriteFiles(dir, "server")
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := nodetls.LoadListener(cert, key, "", tls.RequireAndVerifyClientCert, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln := tls.NewListener(raw, l.Config())
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			_ = c.(*tls.Conn).Handshake()
+			c.Close()
+		}
+	}()
+	serial := func() string {
+		c, err := tls.Dial("tcp", raw.Addr().String(), &tls.Config{RootCAs: ca.Pool(), ServerName: "localhost"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		return c.ConnectionState().PeerCertificates[0].SerialNumber.String()
+	}
+	before := serial()
+	if err := os.WriteFile(key, []byte("half a key"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Reload(); err == nil {
+		t.Fatal("a broken key loaded")
+	}
+	if serial() != before {
+		t.Fatal("a failed reload changed the certificate served")
+	}
+	renewed, err := ca.Server()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := renewed.WriteFiles(dir, "server"); err != nil {
+		t.Fatal(err)
+	}
+	if changed, err := l.Reload(); err != nil || !changed {
+		t.Fatalf("reload: %v %v", changed, err)
+	}
+	if serial() == before {
+		t.Fatal("a new connection got the certificate from before the reload")
 	}
 }
