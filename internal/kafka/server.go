@@ -37,8 +37,8 @@ type Config struct {
 	SASL *sasl.Users
 	// OAuthBearer, if set, also offers SASL OAUTHBEARER (KIP-255): a
 	// client authenticates as User:<the token's principal claim>. Without
-	// SASL it is the listener's only mechanism. Server.Close closes it
-	// (the caller does if NewServer fails).
+	// SASL it is the listener's only mechanism. The server owns it: Close
+	// closes it, and so does NewServer when it fails.
 	OAuthBearer *sasl.OAuthValidator
 	// FailedAuthDelay is connection.failed.authentication.delay.ms: how
 	// long a failed SASL authentication waits before its answer and the
@@ -127,7 +127,12 @@ type endpoint struct {
 }
 
 // NewServer returns a server for cfg.Broker; call Serve to accept clients.
-func NewServer(cfg Config) (*Server, error) {
+func NewServer(cfg Config) (_ *Server, err error) {
+	defer func() {
+		if err != nil && cfg.OAuthBearer != nil {
+			cfg.OAuthBearer.Close()
+		}
+	}()
 	if cfg.Broker == nil {
 		return nil, errors.New("kafka: Config.Broker is nil")
 	}
