@@ -232,7 +232,8 @@ func TestOAuthBearerSessionEnds(t *testing.T) {
 	t.Parallel()
 	key := mustKey(t, testcert.NewECJWTKey, "k1")
 	p := newIDP(t, key)
-	ts := startServer(t, broker.Config{}, Config{OAuthBearer: oauthValidator(t, p.srv.URL, -1)})
+	var logs lockedBuffer
+	ts := startServer(t, broker.Config{}, Config{OAuthBearer: oauthValidator(t, p.srv.URL, -1), Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	c := dial(t, ts.addr)
 	hs := kmsg.NewPtrSASLHandshakeRequest()
 	hs.Mechanism = "OAUTHBEARER"
@@ -246,4 +247,7 @@ func TestOAuthBearerSessionEnds(t *testing.T) {
 	}
 	c.do(kmsg.NewPtrMetadataRequest(), 9) // served while the token is valid
 	c.expectClosed()
+	if !strings.Contains(logs.String(), "SASL token expired") || !strings.Contains(logs.String(), "user=svc") {
+		t.Errorf("the close is not logged as the token's expiry:\n%s", logs.String())
+	}
 }
