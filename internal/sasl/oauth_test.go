@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"errors"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -324,13 +325,16 @@ func TestOAuthExchange(t *testing.T) {
 // FuzzOAuthMessages: no first message or token, however malformed, panics
 // the exchange or authenticates without a valid signature.
 func FuzzOAuthMessages(f *testing.F) {
-	k := testKeys()
-	dir := f.TempDir()
-	path := filepath.Join(dir, "jwks.json")
-	if err := os.WriteFile(path, testcert.JWKS(k.rsa, k.ec), 0o600); err != nil {
+	// An EC key only: RSA key generation would slow every fuzz worker's start.
+	ec, err := testcert.NewECJWTKey("ec-1")
+	if err != nil {
 		f.Fatal(err)
 	}
-	fk, err := NewFileKeys(path, nil)
+	path := filepath.Join(f.TempDir(), "jwks.json")
+	if err := os.WriteFile(path, testcert.JWKS(ec), 0o600); err != nil {
+		f.Fatal(err)
+	}
+	fk, err := NewFileKeys(path, slog.New(slog.DiscardHandler))
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -338,8 +342,8 @@ func FuzzOAuthMessages(f *testing.F) {
 	if err != nil {
 		f.Fatal(err)
 	}
-	f.Add([]byte("n,,\x01auth=Bearer " + k.rsa.Sign(claims(map[string]any{"sub": "x"})) + "\x01\x01"))
-	f.Add([]byte("n,a=x,\x01auth=Bearer " + k.ec.Sign(claims(nil)) + "\x01k=v\x01\x01"))
+	f.Add([]byte("n,,\x01auth=Bearer " + ec.Sign(claims(map[string]any{"sub": "x"})) + "\x01\x01"))
+	f.Add([]byte("n,a=x,\x01auth=Bearer " + ec.Sign(claims(nil)) + "\x01k=v\x01\x01"))
 	f.Add([]byte("n,,\x01auth=Bearer " + testcert.Unsecured(claims(nil)) + "\x01\x01"))
 	f.Add([]byte("n,,\x01\x01"))
 	f.Fuzz(func(t *testing.T, msg []byte) {
