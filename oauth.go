@@ -1,10 +1,12 @@
 package strand
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/url"
 	"time"
@@ -80,6 +82,9 @@ func (c *OAuthBearerConfig) validator(ctx context.Context, logger *slog.Logger) 
 	}
 	if c.AllowUnsecured {
 		logger.Warn("strand: SASL OAUTHBEARER accepts unsecured tokens (alg none): any client can claim any principal; for development only")
+	} else {
+		logger.Info("strand: SASL OAUTHBEARER on", "jwks", cmp.Or(c.JWKSURL, c.JWKSFile), "issuer", c.Issuer, "audience", c.Audience,
+			"principal_claim", cmp.Or(c.PrincipalClaim, sasl.DefaultPrincipalClaim))
 	}
 	return v, nil
 }
@@ -110,6 +115,9 @@ func (c *OAuthBearerConfig) keys(ctx context.Context, logger *slog.Logger) (sasl
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, fmt.Errorf("strand: OAUTHBEARER: JWKS URL %q is not an http(s) URL", c.JWKSURL)
 	}
+	if u.Scheme == "http" && !isLoopback(u.Hostname()) {
+		logger.Warn("strand: the OAUTHBEARER JWKS is fetched over plain HTTP from another host: whoever can tamper with that traffic can sign tokens the broker accepts; use https", "url", c.JWKSURL)
+	}
 	refresh := c.JWKSRefresh
 	switch {
 	case refresh == 0:
@@ -122,4 +130,14 @@ func (c *OAuthBearerConfig) keys(ctx context.Context, logger *slog.Logger) (sasl
 		return nil, fmt.Errorf("strand: OAUTHBEARER: %w", err)
 	}
 	return k, nil
+}
+
+// isLoopback reports whether host names this machine: "localhost" or a
+// loopback address.
+func isLoopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
