@@ -14,6 +14,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/sasl/oauth"
+
 	"github.com/strandmq/strand/internal/testcert"
 )
 
@@ -165,7 +169,7 @@ func TestServeRefusesOAuthMisconfiguration(t *testing.T) {
 		{[]string{"--oauth-issuer", "https://idp"}, "need --oauth-jwks"},
 		{[]string{"--oauth-jwks", jwks, "--oauth-allow-unsecured"}, "exclude each other"},
 		{[]string{"--oauth-allow-unsecured", "--oauth-audience", "strand"}, "need --oauth-jwks"},
-		{[]string{"--oauth-jwks", jwks, "--oauth-jwks-refresh", "5m"}, "applies to a JWKS URL"},
+		{[]string{"--oauth-jwks", "file://" + jwks, "--oauth-jwks-refresh", "5m"}, "applies to a JWKS URL"},
 		{[]string{"--oauth-jwks", jwks, "--oauth-clock-skew", "-1s"}, "negative"},
 		{[]string{"--oauth-jwks", "https://", "--oauth-principal-claim", " "}, "--oauth-principal-claim is empty"},
 		{[]string{"--oauth-jwks", filepath.Join(t.TempDir(), "missing.json")}, "JWKS file"},
@@ -180,5 +184,36 @@ func TestServeRefusesOAuthMisconfiguration(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%v: %v, want an error saying %q", tc.args, err, tc.want)
 		}
+	}
+}
+
+// TestServeOAuthJWKSFile: `strand serve --oauth-jwks file:///…` (Kafka's
+// file URL form) serves OAUTHBEARER alone, and a franz-go client with a
+// token signed by the file's key is User:<sub>, the only super user.
+func TestServeOAuthJWKSFile(t *testing.T) {
+	t.Parallel()
+	key, err := testcert.NewECJWTKey("file-key")
+	if err != nil {
+		t.Fatal(err)
+	}
+	jwks := filepath.Join(t.TempDir(), "jwks.json")
+	if err := os.WriteFile(jwks, testcert.JWKS(key), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	srv := startServe(t, "--data-dir", t.TempDir(), "--oauth-jwks", "file://"+jwks, "--authorizer", "--super-users", "User:ops")
+	if srv.addr == "" || !srv.contains("SASL OAUTHBEARER on") {
+		t.Fatalf("strand serve:\n%s", srv.logs.String())
+	}
+	now := time.Now()
+	tok := key.Sign(map[string]any{"sub": "ops", "iat": now.Unix(), "exp": now.Add(time.Hour).Unix()})
+	cl, err := kgo.NewClient(kgo.SeedBrokers(srv.addr), kgo.SASL(oauth.Auth{Token: tok}.AsMechanism()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if _, err := kadm.NewClient(cl).CreateTopic(ctx, 1, 1, nil, "ops-topic"); err != nil {
+		t.Errorf("User:ops creates a topic: %v", err)
 	}
 }

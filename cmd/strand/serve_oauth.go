@@ -23,7 +23,7 @@ type oauthOptions struct {
 }
 
 func (o *oauthOptions) addFlags(f *pflag.FlagSet) {
-	f.StringVar(&o.jwks, "oauth-jwks", "", "offer SASL OAUTHBEARER: tokens must be JWTs signed by a key of this JWKS, an http(s) URL of the identity provider (sasl.oauthbearer.jwks.endpoint.url) or a file read again when it changes; without --sasl-users it is the only mechanism")
+	f.StringVar(&o.jwks, "oauth-jwks", "", "offer SASL OAUTHBEARER: tokens must be JWTs signed by a key of this JWKS, an http(s) URL of the identity provider (sasl.oauthbearer.jwks.endpoint.url) or a file (path or file: URL) read again when it changes; without --sasl-users it is the only mechanism")
 	f.StringVar(&o.issuer, "oauth-issuer", "", `with --oauth-jwks, the "iss" a token must have (sasl.oauthbearer.expected.issuer)`)
 	f.StringVar(&o.audience, "oauth-audience", "", `with --oauth-jwks, audiences separated by ',' of which a token's "aud" must name one (sasl.oauthbearer.expected.audience)`)
 	f.StringVar(&o.principalClaim, "oauth-principal-claim", sasl.DefaultPrincipalClaim, "the token claim a client's principal User:<value> comes from (sasl.oauthbearer.sub.claim.name)")
@@ -71,7 +71,8 @@ func (o *oauthOptions) config() (*strand.OAuthBearerConfig, error) {
 	case isURL:
 		cfg.JWKSURL = o.jwks
 	case o.jwks != "":
-		cfg.JWKSFile = strings.TrimPrefix(o.jwks, "file:")
+		// Kafka's file: URLs too: file:///etc/jwks.json or file:jwks.json.
+		cfg.JWKSFile = strings.TrimPrefix(strings.TrimPrefix(o.jwks, "file://"), "file:")
 	}
 	return cfg, nil
 }
