@@ -184,6 +184,10 @@ type Config struct {
 	// TLS that is Kafka's SASL_SSL; without, SASL_PLAINTEXT (PLAIN then
 	// sends the password in the clear: prefer SCRAM, or TLS).
 	SASLUsers map[string]string
+	// OAuthBearer, if set, makes the Kafka listener offer SASL OAUTHBEARER
+	// (KIP-255, tokens validated as KIP-768 does: see OAuthBearerConfig),
+	// beside SASLUsers' mechanisms or, without them, alone.
+	OAuthBearer *OAuthBearerConfig
 	// Authorizer turns on authorization (authorizer.class.name = Kafka's
 	// StandardAuthorizer): every request is checked against the ACLs,
 	// which are managed with CreateAcls/DeleteAcls and kept in the cluster
@@ -343,6 +347,9 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 	if cfg.MetricsAddr != "" {
 		m = metrics.New(b)
 		kcfg.Observer = m
+	}
+	if kcfg.OAuthBearer, err = cfg.OAuthBearer.validator(ctx, cfg.Logger); err != nil {
+		return nil, errors.Join(err, closeLn(), b.Close())
 	}
 	srv, err := kafka.NewServer(kcfg)
 	if err != nil {

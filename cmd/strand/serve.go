@@ -55,6 +55,7 @@ type serveOptions struct {
 	httpTLSClientCA   string
 	httpInsecure      bool
 	saslUsers         string
+	oauth             oauthOptions // serve_oauth.go
 	authorizer        bool
 	superUsers        string
 	allowIfNoACL      bool
@@ -172,6 +173,7 @@ func newServeCmd() *cobra.Command {
 	f.StringVar(&o.httpTLSClientCA, "http-tls-client-ca", "", "PEM CA bundle: HTTP clients presenting a certificate it signed are authenticated by it (mutual TLS, principal by --ssl-principal-mapping-rules); others may use HTTP basic")
 	f.BoolVar(&o.httpInsecure, "http-insecure", false, "let the console, metrics and schema registry listen beyond loopback without authentication (everyone is User:ANONYMOUS); without it such a listener needs --http-tls-cert with --sasl-users or --http-tls-client-ca")
 	f.StringVar(&o.saslUsers, "sasl-users", "", `file of "user:password" lines: clients must authenticate as one of them with SASL PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512`)
+	o.oauth.addFlags(f)
 	f.StringVar(&o.consoleListen, "console-listen", "127.0.0.1:9645", `address serving the read-only web console and its JSON API over HTTP ("" disables)`)
 	f.StringVar(&o.schemaListen, "schema-registry-listen", "127.0.0.1:8081", `address serving the Confluent-compatible schema registry API over HTTP ("" disables)`)
 	f.DurationVar(&o.retentionCheck, "retention-check-interval", 30*time.Second, "how often retention.ms and retention.bytes are applied (log.retention.check.interval.ms)")
@@ -401,6 +403,10 @@ func (o *serveOptions) run(ctx context.Context, logOut io.Writer) error {
 			return fmt.Errorf("--sasl-users %s: no users", o.saslUsers)
 		}
 	}
+	oauthCfg, err := o.oauth.config()
+	if err != nil {
+		return err
+	}
 	if !o.authorizer && (o.superUsers != "" || o.allowIfNoACL) {
 		return usageErr("--super-users and --allow-everyone-if-no-acl-found need --authorizer")
 	}
@@ -452,6 +458,7 @@ func (o *serveOptions) run(ctx context.Context, logOut io.Writer) error {
 		HTTPInsecure:            o.httpInsecure,
 		CertificateExpiry:       reloadable.expiry(),
 		SASLUsers:               users,
+		OAuthBearer:             oauthCfg,
 		Authorizer:              o.authorizer,
 		SuperUsers:              superUsers(o.superUsers),
 		AllowEveryoneIfNoACL:    o.allowIfNoACL,

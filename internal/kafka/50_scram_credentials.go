@@ -72,7 +72,7 @@ func (s *Server) closeSessionsOfDeletedUsers(users map[string][]string) {
 	defer s.mu.Unlock()
 	for c := range s.mu.conns {
 		u := c.authUser.Load()
-		if u == nil || s.users.IsFixed(*u) || len(users[*u]) > 0 {
+		if u == nil || c.tokenAuth.Load() || s.users.IsFixed(*u) || len(users[*u]) > 0 {
 			continue
 		}
 		s.logger.Info("kafka: closing a connection of a deleted user", "user", *u, "remote", c.nc.RemoteAddr().String())

@@ -56,6 +56,9 @@ type conn struct {
 	// authUser is the SASL user once authenticated, for other goroutines
 	// (closeSessionsOfDeletedUsers).
 	authUser atomic.Pointer[string]
+	// tokenAuth is set when authUser came from an OAUTHBEARER token: not
+	// a SCRAM user, so not closed when SCRAM users change.
+	tokenAuth atomic.Bool
 	// mute is how long to stop reading after the response being sent
 	// (a client over its quota); only the serving goroutine touches it.
 	mute time.Duration

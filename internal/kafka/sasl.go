@@ -55,7 +55,7 @@ const saslMaxReceiveBytes = 512 << 10
 // until the client has authenticated. authUser, not auth, is read: the
 // reader runs beside the handler goroutine that completes the exchange.
 func (c *conn) maxFrame() int32 {
-	if c.s.users != nil && c.authUser.Load() == nil {
+	if c.s.saslOn() && c.authUser.Load() == nil {
 		return min(c.s.cfg.MaxRequestBytes, saslMaxReceiveBytes)
 	}
 	return c.s.cfg.MaxRequestBytes
@@ -65,7 +65,7 @@ func (c *conn) maxFrame() int32 {
 // before a SASL listener's client has authenticated, as Kafka does (it
 // closes the connection).
 func (c *conn) checkAuthenticated(key int16) error {
-	if c.s.users == nil || c.auth.done {
+	if !c.s.saslOn() || c.auth.done {
 		return nil
 	}
 	switch key {
@@ -79,9 +79,10 @@ func (c *conn) checkAuthenticated(key int16) error {
 //
 // Behavior:
 //
-//   - Reports the enabled mechanisms (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512)
-//     and starts an exchange for the one asked, which SaslAuthenticate
-//     carries; an unknown mechanism is UNSUPPORTED_SASL_MECHANISM.
+//   - Reports the enabled mechanisms (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512
+//     with users; OAUTHBEARER when configured) and starts an exchange for
+//     the one asked, which SaslAuthenticate carries; an unknown mechanism
+//     is UNSUPPORTED_SASL_MECHANISM.
 //
 //   - On a listener without SASL, or a second handshake on one connection,
 //     ILLEGAL_SASL_STATE.
@@ -93,12 +94,12 @@ func (s *Server) handleSaslHandshake(ctx context.Context, kreq kmsg.Request) (km
 	req := kreq.(*kmsg.SASLHandshakeRequest)
 	resp := req.ResponseKind().(*kmsg.SASLHandshakeResponse)
 	auth, _ := ctx.Value(authKey{}).(*authState)
-	if s.users == nil || auth == nil || auth.done || auth.session != nil {
+	if !s.saslOn() || auth == nil || auth.done || auth.session != nil {
 		resp.ErrorCode = kerr.IllegalSaslState.Code
 		return resp, nil
 	}
-	resp.SupportedMechanisms = s.users.Mechanisms()
-	sess, err := s.users.Start(req.Mechanism)
+	resp.SupportedMechanisms = s.saslMechanisms()
+	sess, err := s.startSASL(req.Mechanism)
 	if err != nil {
 		resp.ErrorCode = kerr.UnsupportedSaslMechanism.Code
 		return resp, nil
@@ -118,6 +119,14 @@ func (s *Server) handleSaslHandshake(ctx context.Context, kreq kmsg.Request) (km
 //     connection is closed after the answer, as Kafka does.
 //   - Without a prior handshake: ILLEGAL_SASL_STATE.
 //   - v1+: SessionLifetimeMillis 0 (no re-authentication, KIP-368).
+//
+// Deviation: Kafka tells an OAUTHBEARER client its token's remaining
+// lifetime as SessionLifetimeMillis and expects it to re-authenticate on
+// the connection before then (KIP-368). Strand does not yet serve
+// re-authentication, so it answers 0 (a KIP-368 client would otherwise
+// send a SaslHandshake on an authenticated connection) and closes the
+// connection when the token expires; the client reconnects with a fresh
+// token, as it does after any broker disconnect.
 func (s *Server) handleSaslAuthenticate(ctx context.Context, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.SASLAuthenticateRequest)
 	resp := req.ResponseKind().(*kmsg.SASLAuthenticateResponse)
@@ -132,14 +141,16 @@ func (s *Server) handleSaslAuthenticate(ctx context.Context, kreq kmsg.Request) 
 		s.authFailed(ctx, auth.session.Claimed(), remoteFrom(ctx), err)
 		auth.failed, auth.session = true, nil
 		resp.ErrorCode = kerr.SaslAuthenticationFailed.Code
-		resp.ErrorMessage = kmsg.StringPtr(err.Error())
+		resp.ErrorMessage = kmsg.StringPtr(sasl.ClientMessage(err))
 		return resp, nil
 	}
 	resp.SASLAuthBytes = reply
 	if done {
-		auth.done, auth.user = true, auth.session.User()
+		sess := auth.session
+		auth.done, auth.user = true, sess.User()
 		auth.session = nil
 		if c, ok := ctx.Value(connKey{}).(*conn); ok {
+			c.endSessionAtExpiry(sess) // before authUser: closeSessionsOfDeletedUsers reads both
 			c.authUser.Store(&auth.user)
 		}
 		s.logger.Debug("kafka: SASL authenticated", "user", auth.user, "remote", remoteFrom(ctx))
@@ -152,7 +163,15 @@ func (s *Server) handleSaslAuthenticate(ctx context.Context, kreq kmsg.Request) 
 // so a client guessing passwords gets about ten tries a second per
 // connection instead of thousands.
 func (s *Server) authFailed(ctx context.Context, user, remote string, err error) {
-	if !errors.Is(err, sasl.ErrAuthFailed) {
+	if te, ok := errors.AsType[*sasl.TokenError](err); ok {
+		// A token's refusal says why in the log (the client is told only
+		// invalid_token); one line per check every 10 s, so a client
+		// retrying a stale token does not flood it.
+		if ok, suppressed := s.tokenLines.allow(te.Check, 10*time.Second); ok {
+			s.logger.Info("kafka: SASL OAUTHBEARER token refused", "user", user, "remote", remote,
+				"check", te.Check, "reason", te.Reason.Error(), "repeats_not_logged", suppressed)
+		}
+	} else if !errors.Is(err, sasl.ErrAuthFailed) {
 		s.logger.Warn("kafka: SASL exchange failed", "user", user, "remote", remote, "err", err)
 	} else {
 		s.logger.Info("kafka: SASL authentication failed", "user", user, "remote", remote)
@@ -185,9 +204,58 @@ func (c *conn) rawAuthStep(r io.Reader) bool {
 	}
 	if done {
 		c.auth.done, c.auth.raw, c.auth.user = true, false, c.auth.session.User()
-		c.auth.session = nil
+		c.endSessionAtExpiry(c.auth.session)
 		c.authUser.Store(&c.auth.user)
+		c.auth.session = nil
 	}
 	out := binary.BigEndian.AppendUint32(make([]byte, 0, 4+len(reply)), uint32(len(reply)))
 	return c.send(outbound{bufs: net.Buffers{append(out, reply...)}})
+}
+
+// saslOn reports whether the listener requires SASL authentication.
+func (s *Server) saslOn() bool { return s.users != nil || s.oauth != nil }
+
+// saslMechanisms lists the enabled mechanisms, as SaslHandshake reports
+// them.
+func (s *Server) saslMechanisms() []string {
+	var out []string
+	if s.users != nil {
+		out = append(out, s.users.Mechanisms()...)
+	}
+	if s.oauth != nil {
+		out = append(out, sasl.OAuthBearer)
+	}
+	return out
+}
+
+// startSASL begins an exchange for mechanism.
+func (s *Server) startSASL(mechanism string) (sasl.Session, error) {
+	if mechanism == sasl.OAuthBearer && s.oauth != nil {
+		return s.oauth.Start(), nil
+	}
+	if s.users == nil {
+		return nil, fmt.Errorf("%w: %q", sasl.ErrUnsupportedMechanism, mechanism)
+	}
+	return s.users.Start(mechanism)
+}
+
+// endSessionAtExpiry closes the connection when sess's credential (an
+// OAUTHBEARER token) expires, as Kafka ends a session past its lifetime,
+// and marks the connection as a token's, not a SCRAM user's.
+func (c *conn) endSessionAtExpiry(sess sasl.Session) {
+	e, ok := sess.(sasl.Expiring)
+	if !ok {
+		return
+	}
+	c.tokenAuth.Store(true)
+	if e.Expiry().IsZero() {
+		return
+	}
+	user, remote := sess.User(), c.nc.RemoteAddr().String()
+	t := time.AfterFunc(time.Until(e.Expiry()), func() {
+		c.s.logger.Info("kafka: closing a connection whose SASL token expired", "user", user, "remote", remote)
+		c.cancel()
+		c.nc.Close()
+	})
+	context.AfterFunc(c.ctx, func() { t.Stop() })
 }

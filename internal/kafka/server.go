@@ -35,6 +35,11 @@ type Config struct {
 	// SaslHandshake + SaslAuthenticate before anything but ApiVersions
 	// (Kafka's SASL_PLAINTEXT or, over TLS, SASL_SSL listener).
 	SASL *sasl.Users
+	// OAuthBearer, if set, also offers SASL OAUTHBEARER (KIP-255): a
+	// client authenticates as User:<the token's principal claim>. Without
+	// SASL it is the listener's only mechanism. The server owns it: Close
+	// closes it, and so does NewServer when it fails.
+	OAuthBearer *sasl.OAuthValidator
 	// FailedAuthDelay is connection.failed.authentication.delay.ms: how
 	// long a failed SASL authentication waits before its answer and the
 	// close. Zero: Kafka's 100 ms; negative: none.
@@ -94,14 +99,16 @@ type Server struct {
 	connRate   connRateLimiter
 	errLines   keyedRateLimit // logUnknown's lines
 	denials    keyedRateLimit // logDenied's lines
+	tokenLines keyedRateLimit // refused OAUTHBEARER tokens' lines
 
 	aclMu      sync.Mutex // serializes loadACLs
 	aclLoaded  bool
 	aclVersion int64  // the metadata's ACL version the authorizer holds
 	aclCancel  func() // stops watchACLs; nil without an authorizer
 
-	users       *sasl.Users // cfg.SASL with the metadata's SCRAM users; nil: no SASL
-	quotas      *quotas     // client quotas; nil on the internal listener
+	users       *sasl.Users          // cfg.SASL with the metadata's SCRAM users; nil: no PLAIN or SCRAM
+	oauth       *sasl.OAuthValidator // cfg.OAuthBearer; nil: no OAUTHBEARER
+	quotas      *quotas              // client quotas; nil on the internal listener
 	quotaCancel func()
 	scramCancel func() // stops watching for deleted users; nil without SASL
 
@@ -120,7 +127,12 @@ type endpoint struct {
 }
 
 // NewServer returns a server for cfg.Broker; call Serve to accept clients.
-func NewServer(cfg Config) (*Server, error) {
+func NewServer(cfg Config) (_ *Server, err error) {
+	defer func() {
+		if err != nil && cfg.OAuthBearer != nil {
+			cfg.OAuthBearer.Close()
+		}
+	}()
 	if cfg.Broker == nil {
 		return nil, errors.New("kafka: Config.Broker is nil")
 	}
@@ -142,7 +154,7 @@ func NewServer(cfg Config) (*Server, error) {
 	if cfg.MaxConnections < 0 || cfg.MaxConnectionsPerIP < 0 || cfg.MaxConnectionRate < 0 || cfg.MaxConnectionRatePerIP < 0 {
 		return nil, errors.New("kafka: a connection limit is negative")
 	}
-	s := &Server{cfg: cfg, b: cfg.Broker, logger: cfg.Logger}
+	s := &Server{cfg: cfg, b: cfg.Broker, logger: cfg.Logger, oauth: cfg.OAuthBearer}
 	s.connRate.rate, s.connRate.perIP = cfg.MaxConnectionRate, cfg.MaxConnectionRatePerIP
 	if cfg.QueuedMaxRequestBytes > 0 {
 		s.budget = newByteBudget(cfg.QueuedMaxRequestBytes)
@@ -308,6 +320,9 @@ func (s *Server) Close() error {
 	}
 	if s.quotaCancel != nil {
 		s.quotaCancel()
+	}
+	if s.oauth != nil {
+		s.oauth.Close()
 	}
 	return errors.Join(errs...)
 }

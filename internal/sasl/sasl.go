@@ -4,10 +4,12 @@
 // users whose SCRAM credentials are managed at run time (kept in the
 // cluster metadata by the wire server's AlterUserScramCredentials; a
 // PLAIN login of such a user is checked against its SCRAM credential with
-// one PBKDF2). It is pure: it parses
-// and produces the mechanisms' messages; the wire server carries them in
-// SaslHandshake and SaslAuthenticate. It must never do I/O or speak the
-// Kafka protocol.
+// one PBKDF2), and OAUTHBEARER (RFC 7628, Kafka's KIP-255) with tokens
+// validated as Kafka's KIP-768 validator does: signed JWTs checked against
+// a JWKS (oauth.go, jwt.go, jwks.go). It parses and produces the
+// mechanisms' messages; the wire server carries them in SaslHandshake and
+// SaslAuthenticate. It must never speak the Kafka protocol; its only I/O
+// is reading a JWKS, from a file or an identity provider's URL.
 //
 // Passwords are kept only as SCRAM credentials (salted, iterated, hashed)
 // and, for PLAIN, as a SHA-256 digest compared in constant time.

@@ -1,5 +1,6 @@
 // Package testcert makes throwaway TLS certificates for tests: a CA, and
-// server and client certificates it signs, for loopback. It is for tests
+// server and client certificates it signs, for loopback; and an identity
+// provider's JWT signing keys and JWKS, for OAUTHBEARER (jwt.go). It is for tests
 // only: keys are generated per call and never leave memory unless a test
 // writes them out.
 package testcert
