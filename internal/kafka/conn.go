@@ -65,6 +65,9 @@ type conn struct {
 	// tlsPrincipal is the mapped subject of a verified client
 	// certificate, once principal has looked.
 	tlsPrincipal acl.Principal
+	// coalesce buffers the writes of a connection without writev (TLS):
+	// see coalescer.
+	coalesce *bufio.Writer
 }
 
 // inbound is a decoded request and the pooled frame its fields point into.
@@ -257,7 +260,14 @@ func (c *conn) send(b outbound) bool {
 
 // write writes one response; a failure closes the connection.
 func (c *conn) write(b outbound) error {
-	err := b.writeTo(c.nc)
+	var err error
+	if w := c.coalescer(); w != nil {
+		if err = b.writeTo(w); err == nil {
+			err = w.Flush()
+		}
+	} else {
+		err = b.writeTo(c.nc)
+	}
 	if b.recycle != nil {
 		b.recycle.recycle() // written (or failed): the log bytes are free
 	}
@@ -268,6 +278,26 @@ func (c *conn) write(b outbound) error {
 	}
 	return err
 }
+
+// coalescer is the buffer a connection without writev (TLS) writes its
+// responses through, or nil for a TCP connection. net.Buffers falls back
+// to one Write per piece where there is no writev, and over TLS each Write
+// is a record and a syscall of its own: a replica fetch's response of many
+// batches became hundreds of small records. Only the one goroutine that
+// writes uses it (see send).
+func (c *conn) coalescer() *bufio.Writer {
+	if c.coalesce == nil {
+		if _, plain := c.nc.(*net.TCPConn); plain {
+			return nil
+		}
+		c.coalesce = bufio.NewWriterSize(c.nc, coalesceBytes)
+	}
+	return c.coalesce
+}
+
+// coalesceBytes is a little more than a TLS record's payload (16 KiB)
+// times four: pieces are gathered into few, full records.
+const coalesceBytes = 64 << 10
 
 // handle runs the request's handler and encodes its response (nil: none to
 // send), turning a panic in either into an error that closes this
