@@ -124,7 +124,8 @@ func (ec *envelopeCluster) sendEnvelope(ctx context.Context, topic string, princ
 // Kafka's EnvelopeUtils and KafkaApis do): none (or one that does not
 // decode) is PRINCIPAL_DESERIALIZATION_FAILURE, User:alice, who may not
 // delete, gets TOPIC_AUTHORIZATION_FAILED, and in both cases the topic
-// stays; User:admin, a super user, deletes it.
+// stays; User:admin, a super user, deletes it. The same DeleteTopics sent
+// bare to the internal listener is not served at all.
 func TestClusterEnvelopeAuthorizesItsPrincipal(t *testing.T) {
 	t.Parallel()
 	ec := startEnvelopeCluster(t)
@@ -147,6 +148,24 @@ func TestClusterEnvelopeAuthorizesItsPrincipal(t *testing.T) {
 	}
 	if !ec.exists(ctl, "victim") {
 		t.Fatal("an Envelope without a principal deleted the topic")
+	}
+
+	// Bare, without an Envelope: the internal listener serves only what
+	// nodes send each other, so the connection closes unanswered.
+	_, addr := ec.controller()
+	conn, err := wire.Dialer{}.Dial(ctx, addr, "attacker")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bare := kmsg.NewPtrDeleteTopicsRequest()
+	bare.SetVersion(6)
+	bare.Topics, bare.TimeoutMillis = []kmsg.DeleteTopicsRequestTopic{{Topic: kmsg.StringPtr("victim")}}, 10000
+	if resp, err := conn.RoundTrip(bare, time.Now().Add(20*time.Second)); err == nil {
+		t.Errorf("a bare DeleteTopics on the internal listener was answered: %+v", resp)
+	}
+	conn.Close()
+	if !ec.exists(ctl, "victim") {
+		t.Fatal("a bare DeleteTopics on the internal listener, without credentials, deleted the topic")
 	}
 
 	code, resp := ec.sendEnvelope(ctx, "victim", principalBytes("alice"))

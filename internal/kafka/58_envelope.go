@@ -55,7 +55,10 @@ import (
 //     ForwardingManager), rather than retry a refusal or handle the request
 //     itself.
 //   - On a client listener Envelope is neither advertised nor served (the
-//     connection is closed, before authorization).
+//     connection is closed, before authorization). The internal listener
+//     serves only what nodes send each other (nodeAPIs, dispatch.go): an
+//     admin request sent there bare closes the connection, so the only way
+//     in for one is an Envelope and its principal.
 
 const apiKeyEnvelope = 58
 

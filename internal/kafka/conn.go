@@ -296,10 +296,10 @@ func (c *conn) handle(req *request, frameLen int) (out outbound, err error) {
 	if req.unsupportedApiVersions {
 		return encodeResponse(req.correlationID, c.s.apiVersionsUnsupported()), nil
 	}
-	if internalOnly[req.key] && !c.s.cfg.Internal {
+	if !c.s.serves(req.key) {
 		// Before authorization: Kafka closes the connection whoever asks,
 		// rather than answer CLUSTER_AUTHORIZATION_FAILED.
-		return outbound{}, fmt.Errorf("kafka: %s on a client listener", kmsg.NameForKey(req.key))
+		return outbound{}, fmt.Errorf("kafka: %s is not served on this listener", kmsg.NameForKey(req.key))
 	}
 	var post func(kmsg.Response)
 	if c.s.cfg.Authorizer != nil && !c.node {

@@ -61,6 +61,9 @@ func TestInternalListenerRequiresNodes(t *testing.T) {
 	envelope := false
 	for _, k := range versions.ApiKeys {
 		envelope = envelope || k.ApiKey == apiKeyEnvelope
+		if !nodeAPIs[k.ApiKey] {
+			t.Errorf("the internal listener advertises %s, which nodes do not send each other", kmsg.NameForKey(k.ApiKey))
+		}
 	}
 	if versions.ErrorCode != 0 || !envelope {
 		t.Fatalf("node-2's ApiVersions: %v, Envelope listed: %v", kerr.ErrorForCode(versions.ErrorCode), envelope)
@@ -96,6 +99,13 @@ func TestInternalListenerRequiresNodes(t *testing.T) {
 	// node-2's connection is unaffected by the refusals.
 	if v := node.do(kmsg.NewPtrApiVersionsRequest(), 2).(*kmsg.ApiVersionsResponse); v.ErrorCode != 0 {
 		t.Fatalf("node-2 after the refusals: %v", kerr.ErrorForCode(v.ErrorCode))
+	}
+	// An admin request, even from a node, is not served bare (only inside
+	// an Envelope, as the client's principal).
+	node.send(kmsg.NewPtrCreateACLsRequest(), 3)
+	_ = node.conn.SetReadDeadline(time.Now().Add(30 * time.Second))
+	if got, _ := io.ReadAll(node.conn); len(got) != 0 {
+		t.Fatalf("a bare CreateAcls on the internal listener was answered (%d bytes)", len(got))
 	}
 
 	var plainLogs lockedBuffer
