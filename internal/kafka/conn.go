@@ -118,7 +118,9 @@ func (c *conn) readLoop() {
 	defer close(c.in)
 	if c.s.cfg.Internal {
 		if err := c.admitPeer(); err != nil {
-			c.s.logRefusedPeer(c, err)
+			if c.ctx.Err() == nil { // not the server closing
+				c.s.logRefusedPeer(c, err)
+			}
 			return // the writer closes the socket
 		}
 	}

@@ -70,6 +70,8 @@ func (c *conn) admitPeer() error {
 	if c.tlsPrincipal, ok = c.s.cfg.PrincipalRules.Map(subject); !ok {
 		c.tlsPrincipal = acl.User(subject)
 	}
+	c.s.logger.Debug("kafka: internal listener admitted a node", "remote", c.nc.RemoteAddr().String(),
+		"node", id, "principal", string(c.tlsPrincipal))
 	return nil
 }
 
