@@ -333,13 +333,19 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 			return nil, errors.Join(fmt.Errorf("strand: %w", err), closeLn(), b.Close())
 		}
 	}
-	if cfg.Authorizer {
+	// newAuthorizer: each kafka.Server keeps its own authorizer's ACLs in
+	// step with the metadata.
+	newAuthorizer := func() *acl.Authorizer {
+		if !cfg.Authorizer {
+			return nil
+		}
 		supers := make([]acl.Principal, len(cfg.SuperUsers))
 		for i, p := range cfg.SuperUsers {
 			supers[i] = acl.Principal(p)
 		}
-		kcfg.Authorizer = acl.New(acl.Config{SuperUsers: supers, AllowIfNoACL: cfg.AllowEveryoneIfNoACL})
+		return acl.New(acl.Config{SuperUsers: supers, AllowIfNoACL: cfg.AllowEveryoneIfNoACL})
 	}
+	kcfg.Authorizer = newAuthorizer()
 	if kcfg.PrincipalRules, err = acl.ParsePrincipalRules(cfg.PrincipalMappingRules); err != nil {
 		return nil, errors.Join(fmt.Errorf("strand: %w", err), closeLn(), b.Close())
 	}
@@ -365,7 +371,11 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 	}
 	sb := &Broker{b: b, srv: srv, ln: ln, served: make(chan error, 1)}
 	if iln != nil {
-		if sb.internal, err = kafka.NewServer(kafka.Config{Broker: b, Internal: true, Logger: cfg.Logger, MaxRequestBytes: cfg.MaxRequestBytes}); err != nil {
+		// The internal listener authorizes the requests inside Envelopes
+		// (forwarded from other nodes) as the client that sent them.
+		icfg := kafka.Config{Broker: b, Internal: true, Logger: cfg.Logger, MaxRequestBytes: cfg.MaxRequestBytes,
+			Authorizer: newAuthorizer(), PrincipalRules: kcfg.PrincipalRules}
+		if sb.internal, err = kafka.NewServer(icfg); err != nil {
 			return nil, errors.Join(fmt.Errorf("strand: internal listener: %w", err), ln.Close(), iln.Close(), srv.Close(), b.Close())
 		}
 		sb.internalAddr = iln.Addr().String()

@@ -24,7 +24,8 @@ import (
 //     an empty list from v1.
 //   - An unknown topic is created when auto.create.topics.enable is on and
 //     the request allows it (always before v4; AllowAutoTopicCreation from
-//     v4). Creation is synchronous, so the answer already has leaders, where
+//     v4), never on an internal listener (its peers are not authorized).
+//     Creation is synchronous, so the answer already has leaders, where
 //     Kafka would first answer LEADER_NOT_AVAILABLE.
 //   - v10+: topic ids; a topic requested by id only is looked up by id
 //     (UNKNOWN_TOPIC_ID if none).
@@ -58,7 +59,8 @@ func (s *Server) handleMetadata(_ context.Context, kreq kmsg.Request) (kmsg.Resp
 		}
 		return resp, nil
 	}
-	autoCreate := req.Version < 4 || req.AllowAutoTopicCreation
+	// Never from an internal listener: its peers are not authorized.
+	autoCreate := (req.Version < 4 || req.AllowAutoTopicCreation) && !s.cfg.Internal
 	for _, rt := range req.Topics {
 		t, err := s.lookupMetadataTopic(rt, autoCreate)
 		if err != nil {

@@ -88,8 +88,8 @@ func (s *Server) apiVersionsUnsupported() kmsg.Response {
 func (s *Server) advertisedKeys() []kmsg.ApiVersionsResponseApiKey {
 	keys := make([]kmsg.ApiVersionsResponseApiKey, 0, len(apis))
 	for key, a := range apis {
-		if internalOnly[key] && !s.cfg.Internal {
-			continue // served on the internal listener only
+		if !s.serves(key) {
+			continue // not on this listener
 		}
 		k := kmsg.NewApiVersionsResponseApiKey()
 		k.ApiKey, k.MinVersion, k.MaxVersion = key, a.min, a.max

@@ -4,11 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
+	"strings"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/strandmq/strand/internal/acl"
 	"github.com/strandmq/strand/internal/broker"
 	"github.com/strandmq/strand/internal/wire"
 )
@@ -32,9 +35,30 @@ import (
 //     (REQUEST_TIMED_OUT while there is no controller). A retried create
 //     may find TOPIC_ALREADY_EXISTS, as in Kafka.
 //   - An inner request that does not parse, or is not one of the five, is
-//     INVALID_REQUEST. RequestPrincipal is not used: Strand has no ACLs yet.
+//     INVALID_REQUEST.
+//   - The forwarding node puts its client's principal in RequestPrincipal,
+//     serialized as Kafka's DefaultKafkaPrincipalBuilder does (a
+//     DefaultPrincipalData, prefixed by its version, 0), and the client's
+//     IP address in ClientHostAddress (4 or 16 bytes, Java's
+//     InetAddress.getAddress).
+//   - With an authorizer, the controller authorizes the inner request as
+//     RequestPrincipal from ClientHostAddress, through the rules every
+//     client request passes (authz.go): a topic that principal may not
+//     delete answers TOPIC_AUTHORIZATION_FAILED, the others are deleted.
+//     A RequestPrincipal that is missing or does not decode answers
+//     PRINCIPAL_DESERIALIZATION_FAILURE, a ClientHostAddress that is not an
+//     address INVALID_REQUEST (as Kafka's EnvelopeUtils). The sender needs
+//     ClusterAction, which a node holds implicitly (node.go). Without an
+//     authorizer neither field is read.
+//   - An Envelope error other than NOT_CONTROLLER is final: the forwarding
+//     node answers its client UNKNOWN_SERVER_ERROR (Kafka's
+//     ForwardingManager), rather than retry a refusal or handle the request
+//     itself.
 //   - On a client listener Envelope is neither advertised nor served (the
-//     connection is closed).
+//     connection is closed, before authorization). The internal listener
+//     serves only what nodes send each other (nodeAPIs, dispatch.go): an
+//     admin request sent there bare closes the connection, so the only way
+//     in for one is an Envelope and its principal.
 
 const apiKeyEnvelope = 58
 
@@ -51,12 +75,27 @@ func (s *Server) handleEnvelope(ctx context.Context, kreq kmsg.Request) (kmsg.Re
 		resp.ErrorCode = kerr.NotController.Code
 		return resp, nil
 	}
+	var client clientInfo
+	if s.cfg.Authorizer != nil {
+		p, err := decodePrincipal(req.RequestPrincipal)
+		if err != nil {
+			s.logger.Warn("kafka: a forwarded request's principal does not decode", "err", err)
+			resp.ErrorCode = kerr.PrincipalDeserializationFailure.Code
+			return resp, nil
+		}
+		ip := net.IP(req.ClientHostAddress)
+		if len(ip) != net.IPv4len && len(ip) != net.IPv6len {
+			resp.ErrorCode = kerr.InvalidRequest.Code
+			return resp, nil
+		}
+		client = clientInfo{ip: ip.String(), principal: p}
+	}
 	inner, err := parseRequest(req.RequestData)
 	if err != nil || inner.kreq == nil || !forwardable[inner.key] {
 		resp.ErrorCode = kerr.InvalidRequest.Code
 		return resp, nil
 	}
-	out, err := apis[inner.key].handle(s, ctx, inner.kreq)
+	out, err := s.handleForwarded(ctx, inner, client)
 	if err != nil || out == nil {
 		s.logger.Warn("kafka: a forwarded request failed", "api", kmsg.NameForKey(inner.key), "err", err)
 		resp.ErrorCode = kerr.UnknownServerError.Code
@@ -64,6 +103,73 @@ func (s *Server) handleEnvelope(ctx context.Context, kreq kmsg.Request) (kmsg.Re
 	}
 	resp.ResponseData = appendResponse(nil, inner.correlationID, out)[4:]
 	return resp, nil
+}
+
+// handleForwarded runs a forwarded request: authorized first as client's
+// principal and IP when there is an authorizer, as the client listener
+// would.
+func (s *Server) handleForwarded(ctx context.Context, inner *request, client clientInfo) (kmsg.Response, error) {
+	if s.cfg.Authorizer == nil {
+		return apis[inner.key].handle(s, ctx, inner.kreq)
+	}
+	early, post, err := s.authorizeAs(client.principal, client.ip, inner)
+	if err != nil || early != nil {
+		return early, err
+	}
+	// Should this node have to forward it again (it lost the quorum's
+	// lead meanwhile), the client's principal and IP go along.
+	ctx = context.WithValue(ctx, clientKey{}, client)
+	out, err := apis[inner.key].handle(s, ctx, inner.kreq)
+	if err == nil && out != nil && post != nil {
+		post(out)
+	}
+	return out, err
+}
+
+// encodePrincipal serializes p as Kafka's DefaultKafkaPrincipalBuilder
+// does for an Envelope (MessageUtil.toVersionPrefixedBytes of a
+// DefaultPrincipalData): the version (int16, 0), then the flexible v0
+// body. Strand has no delegation tokens, so TokenAuthenticated is false.
+//
+//	00 00 | 05 'U' 's' 'e' 'r' | 06 'a' 'l' 'i' 'c' 'e' | 00 | 00
+//	version  type (compact)       name (compact)           token tags
+func encodePrincipal(p acl.Principal) []byte {
+	typ, name, _ := strings.Cut(string(p), ":")
+	d := kmsg.NewDefaultPrincipalData()
+	d.Version, d.Type, d.Name = 0, typ, name
+	return d.AppendTo(nil)
+}
+
+// decodePrincipal reads an Envelope's RequestPrincipal: only version 0, as
+// Kafka's deserialize; a missing principal is an error too, and (stricter
+// than Kafka, which takes any strings) so is an empty type or name, which
+// no authenticated client has. TokenAuthenticated changes no ACL decision.
+func decodePrincipal(b []byte) (acl.Principal, error) {
+	if b == nil {
+		return "", errors.New("kafka: the Envelope carries no RequestPrincipal")
+	}
+	var d kmsg.DefaultPrincipalData
+	if err := d.ReadFrom(b); err != nil {
+		return "", fmt.Errorf("kafka: RequestPrincipal: %w", err)
+	}
+	if d.Version != 0 {
+		return "", fmt.Errorf("kafka: RequestPrincipal version %d, want 0", d.Version)
+	}
+	if d.Type == "" || d.Name == "" {
+		return "", fmt.Errorf("kafka: RequestPrincipal %q:%q has an empty part", d.Type, d.Name)
+	}
+	return acl.Principal(d.Type + ":" + d.Name), nil
+}
+
+// clientAddress is an IP address's bytes as Java's
+// InetAddress.getAddress gives them: 4 for IPv4, 16 for IPv6; nil when ip
+// does not parse.
+func clientAddress(ip string) []byte {
+	a := net.ParseIP(ip)
+	if v4 := a.To4(); v4 != nil {
+		return v4
+	}
+	return a
 }
 
 // forward sends a metadata-changing admin request to the controller when
@@ -81,8 +187,10 @@ func (s *Server) forward(ctx context.Context, kreq kmsg.Request, timeoutMillis i
 	defer cancel()
 	env := kmsg.NewPtrEnvelopeRequest()
 	env.RequestData = wire.AppendRequest(nil, kreq, 1, "strand-forward")[4:]
-	if ci := clientFrom(ctx); ci.host != "" {
-		env.ClientHostAddress = []byte(ci.host)
+	ci := clientFrom(ctx)
+	env.ClientHostAddress = clientAddress(ci.ip)
+	if ci.principal != "" {
+		env.RequestPrincipal = encodePrincipal(ci.principal)
 	}
 	var last error
 	for ctx.Err() == nil {
@@ -97,6 +205,14 @@ func (s *Server) forward(ctx context.Context, kreq kmsg.Request, timeoutMillis i
 			stop()
 			if err == nil && er.ErrorCode == 0 {
 				return s.unwrap(ctx, kreq, er.ResponseData)
+			}
+			if err == nil && er.ErrorCode != kerr.NotController.Code {
+				// A refusal (CLUSTER_AUTHORIZATION_FAILED,
+				// PRINCIPAL_DESERIALIZATION_FAILURE, …) means a
+				// misconfigured cluster: retrying would not change it.
+				s.logger.Warn("kafka: the controller refused a forwarded request", "api", kmsg.NameForKey(kreq.Key()),
+					"controller", id, "err", kerr.ErrorForCode(er.ErrorCode))
+				return failAll(kreq, kerr.UnknownServerError.Code), true, nil
 			}
 			if err == nil {
 				err = fmt.Errorf("controller %d: %w", id, kerr.ErrorForCode(er.ErrorCode))

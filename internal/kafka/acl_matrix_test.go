@@ -245,6 +245,14 @@ func matrixRows(b *broker.Broker) []matrixRow {
 			r.Topics = []kmsg.OffsetForLeaderEpochRequestTopic{{Topic: mxTopic, Partitions: []kmsg.OffsetForLeaderEpochRequestTopicPartition{{Partition: 0, CurrentLeaderEpoch: -1, LeaderEpoch: 0}}}}
 			return r
 		}, []matrixNeed{topicNeed(mxTopic, acl.OpDescribe)}, codeTopic, nil},
+		// A replica's OffsetForLeaderEpoch: ClusterAction alone answers
+		// every topic (Kafka's alternative to Topic:Describe).
+		{"OffsetForLeaderEpoch as a replica", 23, func() kmsg.Request {
+			r := kmsg.NewPtrOffsetForLeaderEpochRequest()
+			r.ReplicaID = 7
+			r.Topics = []kmsg.OffsetForLeaderEpochRequestTopic{{Topic: mxTopic, Partitions: []kmsg.OffsetForLeaderEpochRequestTopicPartition{{Partition: 0, CurrentLeaderEpoch: -1, LeaderEpoch: 0}}}}
+			return r
+		}, []matrixNeed{clusterNeed(acl.OpClusterAction)}, codeTopic, nil},
 		{"DescribeAcls", 29, func() kmsg.Request {
 			r := kmsg.NewPtrDescribeACLsRequest()
 			r.ResourceType, r.ResourcePatternType, r.Operation, r.PermissionType = kmsg.ACLResourceTypeAny, kmsg.ACLResourcePatternTypeAny, kmsg.ACLOperationAny, kmsg.ACLPermissionTypeAny
@@ -383,7 +391,7 @@ var matrixExempt = map[int16]string{
 	17: "SaslHandshake: no authorization",
 	18: "ApiVersions: no authorization",
 	36: "SaslAuthenticate: no authorization",
-	58: "Envelope: internal listener only, which has no authorizer",
+	58: "Envelope: a client listener closes the connection (TestEnvelopeNotServedOnClientListener); on the internal listener its inner request is authorized (TestClusterEnvelopeAuthorizesItsPrincipal)",
 	60: "DescribeCluster: no check in Kafka",
 }
 

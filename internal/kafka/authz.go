@@ -35,9 +35,16 @@ import (
 // authzCustom. Either way the checks come from the rule table, so a rule
 // and its enforcement cannot drift apart.
 //
-// Handlers never ask the authorizer themselves. The internal listener of a
-// cluster node (Envelope) carries no authorizer: its requests were
-// authorized on the node the client reached.
+// Handlers never ask the authorizer themselves.
+//
+// On a cluster node's internal listener the peers are nodes (node.go): a
+// node holds ClusterAction implicitly, as Kafka's inter-broker principal in
+// super.users does, so its own requests (replica fetches, transaction
+// markers, Envelope) are not checked. The request inside an Envelope is a
+// client's, forwarded: the controller authorizes it here, through the same
+// rules, as the principal and host the Envelope carries (58_envelope.go),
+// so a forwarded request gets exactly the answer the client listener would
+// give that principal.
 
 // authzCall is one request being authorized.
 type authzCall struct {
@@ -86,7 +93,13 @@ func (c *conn) authorize(req *request) (early kmsg.Response, post func(kmsg.Resp
 	if err != nil {
 		return nil, nil, err
 	}
-	a := &authzCall{s: c.s, key: req.key, version: req.version, req: req.kreq, principal: p, host: c.ip}
+	return c.s.authorizeAs(p, c.ip, req)
+}
+
+// authorizeAs is authorize for principal p connecting from host: the
+// connection's own, or those an Envelope carries.
+func (s *Server) authorizeAs(p acl.Principal, host string, req *request) (early kmsg.Response, post func(kmsg.Response), err error) {
+	a := &authzCall{s: s, key: req.key, version: req.version, req: req.kreq, principal: p, host: host}
 	rule, ok := acl.RuleFor(req.key)
 	if !ok { // TestACLTable keeps this from happening
 		return nil, nil, fmt.Errorf("kafka: %s has no authorization rule", kmsg.NameForKey(req.key))

@@ -69,7 +69,7 @@ func (c *conn) authorizedOps(r acl.Resource) int32 {
 // answer to kreq.
 func (c *conn) fillAuthorizedOps(kreq kmsg.Request, resp kmsg.Response) {
 	if c.s.cfg.Internal {
-		return // Envelope: authorized where the client connected
+		return // its peers are nodes; no forwardable response has the fields
 	}
 	ops := func(asked bool, r acl.Resource) int32 {
 		if !asked {

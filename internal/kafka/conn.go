@@ -68,6 +68,11 @@ type conn struct {
 	// coalesce buffers the writes of a connection without writev (TLS):
 	// see coalescer.
 	coalesce *bufio.Writer
+	// node is set on an internal listener once the peer is admitted as a
+	// cluster node (node.go), nodeID to the node its certificate names
+	// (-1: trusted without one). Set before the first request is read.
+	node   bool
+	nodeID int32
 }
 
 // inbound is a decoded request and the pooled frame its fields point into.
@@ -93,7 +98,7 @@ func (s *Server) startConn(nc net.Conn) {
 		}
 		return
 	}
-	c := &conn{s: s, nc: nc, ip: ip, in: make(chan inbound, inQueue), out: make(chan outbound, outQueue)}
+	c := &conn{s: s, nc: nc, ip: ip, in: make(chan inbound, inQueue), out: make(chan outbound, outQueue), nodeID: -1}
 	c.ctx, c.cancel = context.WithCancel(s.ctx)
 	if zeroCopyTo(nc) {
 		c.ctx = context.WithValue(c.ctx, zeroCopyKey{}, true)
@@ -117,6 +122,14 @@ func (s *Server) startConn(nc net.Conn) {
 // request, and there is no transfer for it to overlap with.
 func (c *conn) readLoop() {
 	defer close(c.in)
+	if c.s.cfg.Internal {
+		if err := c.admitPeer(); err != nil {
+			if c.ctx.Err() == nil { // not the server closing
+				c.s.logRefusedPeer(c, err)
+			}
+			return // the writer closes the socket
+		}
+	}
 	br := bufio.NewReaderSize(c.idleReader(), 32<<10)
 	var clientID string
 	var held int64 // budget bytes reserved for the frame being read
@@ -318,8 +331,13 @@ func (c *conn) handle(req *request, frameLen int) (out outbound, err error) {
 	if req.unsupportedApiVersions {
 		return encodeResponse(req.correlationID, c.s.apiVersionsUnsupported()), nil
 	}
+	if !c.s.serves(req.key) {
+		// Before authorization: Kafka closes the connection whoever asks,
+		// rather than answer CLUSTER_AUTHORIZATION_FAILED.
+		return outbound{}, fmt.Errorf("kafka: %s is not served on this listener", kmsg.NameForKey(req.key))
+	}
 	var post func(kmsg.Response)
-	if c.s.cfg.Authorizer != nil && !c.s.cfg.Internal {
+	if c.s.cfg.Authorizer != nil && !c.node {
 		if resp, post, err = c.authorize(req); err != nil {
 			return outbound{}, err
 		}
@@ -395,12 +413,20 @@ func (c *conn) logEnd(err error, clientID string) {
 	}
 }
 
-// clientKey carries a request's client id and host to the handlers that
-// record them (JoinGroup and ConsumerGroupHeartbeat: DescribeGroups and
-// ConsumerGroupDescribe report them per member).
+// clientKey carries a request's client to the handlers that record it
+// (JoinGroup and ConsumerGroupHeartbeat: DescribeGroups and
+// ConsumerGroupDescribe report id and host per member) or pass it on (the
+// requests a node forwards to the controller: principal and IP).
 type clientKey struct{}
 
-type clientInfo struct{ id, host string }
+type clientInfo struct {
+	id, host string
+	// ip is the client's address as the authorizer matches hosts
+	// ("127.0.0.1"), and principal who it authenticated as ("" when
+	// that failed); both set for the forwardable requests only.
+	ip        string
+	principal acl.Principal
+}
 
 // handlerContext is the connection's context, with the client's id and host
 // for the API keys that need them.
@@ -412,20 +438,25 @@ func (c *conn) handlerContext(req *request) context.Context {
 		return context.WithValue(ctx, authKey{}, &c.auth)
 	case apiKeyJoinGroup, apiKeyConsumerGroupHeartbeat:
 	default:
-		return c.ctx
+		if !forwardable[req.key] {
+			return c.ctx
+		}
 	}
 	// Kafka reports the host as Java's InetAddress.toString: "/127.0.0.1".
-	ci := clientInfo{host: c.nc.RemoteAddr().String()}
+	ci := clientInfo{host: c.nc.RemoteAddr().String(), ip: c.ip}
 	if h, _, err := net.SplitHostPort(ci.host); err == nil {
 		ci.host = "/" + h
 	}
 	if req.clientID != nil {
 		ci.id = *req.clientID
 	}
+	if forwardable[req.key] {
+		ci.principal, _ = c.principal() // a failure: the controller refuses the empty principal
+	}
 	return context.WithValue(c.ctx, clientKey{}, ci)
 }
 
-// clientFrom returns the client id and host handlerContext stored.
+// clientFrom returns the client handlerContext stored.
 func clientFrom(ctx context.Context) clientInfo {
 	ci, _ := ctx.Value(clientKey{}).(clientInfo)
 	return ci

@@ -29,6 +29,26 @@ type api struct {
 // internal listener only.
 var internalOnly = map[int16]bool{apiKeyEnvelope: true}
 
+// nodeAPIs are the only keys an internal listener serves and advertises:
+// what nodes send each other — a DLQ or _schemas write led elsewhere
+// (Produce), replica Fetch and OffsetForLeaderEpoch, transaction
+// verification (AddPartitionsToTxn v4+) and markers, Envelope — and
+// ApiVersions and Metadata (without auto-creation) to look around. Its
+// peers hold ClusterAction and skip the ACL checks (node.go), so an admin
+// request sent there bare would be done as no one; like Kafka's listeners,
+// which each serve their own set of APIs, it closes the connection
+// instead. Admin requests reach the controller inside an Envelope, as the
+// client's principal.
+var nodeAPIs = map[int16]bool{0: true, 1: true, 3: true, 18: true, 23: true, 24: true, 27: true, apiKeyEnvelope: true}
+
+// serves reports whether this server serves API key on its listener.
+func (s *Server) serves(key int16) bool {
+	if s.cfg.Internal {
+		return nodeAPIs[key]
+	}
+	return !internalOnly[key]
+}
+
 // Served reports whether this server answers API key (on some listener):
 // metrics keep series for these only.
 func Served(key int16) bool {

@@ -65,7 +65,11 @@ type Config struct {
 	// Authorizer, if set, decides every request (authz.go) with Kafka's
 	// per-API rules, and serves DescribeAcls, CreateAcls and DeleteAcls;
 	// nil: every client may do everything, and the ACL APIs answer
-	// SECURITY_DISABLED.
+	// SECURITY_DISABLED. The server loads the metadata's ACLs into it and
+	// keeps them current, remembering the version it loaded: give each
+	// Server its own (two servers replacing one authorizer's ACLs could
+	// put an older set back). On an internal listener it decides the
+	// requests inside Envelopes (58_envelope.go).
 	Authorizer *acl.Authorizer
 	// PrincipalRules maps a verified TLS client certificate's subject to
 	// its principal (ssl.principal.mapping.rules); nil: the whole DN.
@@ -75,6 +79,22 @@ type Config struct {
 	// serves Envelope (admin requests other nodes forward to the
 	// controller). Never set on a listener clients use.
 	Internal bool
+	// RequireNodePeers, on an internal listener, admits only other nodes:
+	// every connection must be TLS (a *tls.Conn, or a type that embeds
+	// one and offers ConnectionState and HandshakeContext) whose verified
+	// client certificate names a node (nodetls.NodeID); any other is
+	// closed before a request is read, with a WARN line per remote
+	// address (rate-limited). The listener's tls.Config must verify client
+	// certificates itself (tls.RequireAndVerifyClientCert against the
+	// cluster CA): a certificate without a verified chain is refused.
+	//
+	// Without it, every peer of the internal listener is trusted as a
+	// node, as a cluster on loopback without inter-node TLS (or run with
+	// --insecure-inter-node) must: anyone who can reach the port may then
+	// fetch replicas and write transaction markers. Either way a
+	// forwarded request inside an Envelope is authorized as the principal
+	// it carries.
+	RequireNodePeers bool
 	// QueuedMaxRequestBytes is queued.max.request.bytes: the bytes of
 	// large request frames (above 64 KiB) read or waiting to be handled,
 	// over all connections; a reader that would pass it stops reading its
@@ -100,6 +120,7 @@ type Server struct {
 	errLines   keyedRateLimit // logUnknown's lines
 	denials    keyedRateLimit // logDenied's lines
 	tokenLines keyedRateLimit // refused OAUTHBEARER tokens' lines
+	refusals   keyedRateLimit // refused peers of an internal listener, by remote IP
 
 	aclMu      sync.Mutex // serializes loadACLs
 	aclLoaded  bool
@@ -179,7 +200,10 @@ func NewServer(cfg Config) (_ *Server, err error) {
 		s.users = cfg.SASL.WithSource(s.scramCredential)
 		s.scramCancel = s.b.WatchScramUsers(s.closeSessionsOfDeletedUsers)
 	}
-	if cfg.Authorizer != nil && !cfg.Internal {
+	if cfg.RequireNodePeers && !cfg.Internal {
+		return nil, errors.New("kafka: RequireNodePeers is for an internal listener")
+	}
+	if cfg.Authorizer != nil {
 		if err := s.watchACLs(); err != nil {
 			if s.scramCancel != nil {
 				s.scramCancel()
