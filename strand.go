@@ -374,7 +374,7 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 		// The internal listener authorizes the requests inside Envelopes
 		// (forwarded from other nodes) as the client that sent them.
 		icfg := kafka.Config{Broker: b, Internal: true, Logger: cfg.Logger, MaxRequestBytes: cfg.MaxRequestBytes,
-			Authorizer: newAuthorizer(), PrincipalRules: kcfg.PrincipalRules}
+			Authorizer: newAuthorizer(), PrincipalRules: kcfg.PrincipalRules, RequireNodePeers: interTLS != nil}
 		if sb.internal, err = kafka.NewServer(icfg); err != nil {
 			return nil, errors.Join(fmt.Errorf("strand: internal listener: %w", err), ln.Close(), iln.Close(), srv.Close(), b.Close())
 		}

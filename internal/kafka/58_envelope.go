@@ -201,7 +201,7 @@ func (s *Server) forward(ctx context.Context, kreq kmsg.Request, timeoutMillis i
 		case err == nil:
 			var er *kmsg.EnvelopeResponse
 			attempt, stop := s.whileController(ctx, id)
-			er, err = roundTrip(attempt, s.b.Dialer(), addr, env)
+			er, err = roundTrip(attempt, s.b.Dialer(), int32(id), addr, env)
 			stop()
 			if err == nil && er.ErrorCode == 0 {
 				return s.unwrap(ctx, kreq, er.ResponseData)
@@ -279,10 +279,11 @@ func (s *Server) unwrap(ctx context.Context, kreq kmsg.Request, data []byte) (km
 	return resp, true, nil
 }
 
-// roundTrip sends one Envelope to addr on a fresh connection and reads
-// its response.
-func roundTrip(ctx context.Context, d wire.Dialer, addr string, req *kmsg.EnvelopeRequest) (*kmsg.EnvelopeResponse, error) {
-	c, err := d.Dial(ctx, addr, "strand-forward")
+// roundTrip sends one Envelope to the controller's internal listener at
+// addr on a fresh connection (with inter-node TLS, refused unless the peer
+// is that node) and reads its response.
+func roundTrip(ctx context.Context, d wire.Dialer, controller int32, addr string, req *kmsg.EnvelopeRequest) (*kmsg.EnvelopeResponse, error) {
+	c, err := d.DialNode(ctx, controller, addr, "strand-forward")
 	if err != nil {
 		return nil, err
 	}

@@ -124,7 +124,7 @@ func (c *conn) readLoop() {
 	defer close(c.in)
 	if c.s.cfg.Internal {
 		if err := c.admitPeer(); err != nil {
-			if c.ctx.Err() == nil { // not the server closing
+			if c.ctx.Err() == nil && !errors.Is(err, errRefusalLogged) { // not the server closing, nor logged
 				c.s.logRefusedPeer(c, err)
 			}
 			return // the writer closes the socket

@@ -37,6 +37,10 @@ type tlsPeer interface {
 // errNotTLS: a RequireNodePeers listener accepted a connection without TLS.
 var errNotTLS = errors.New("not a TLS connection; this internal listener admits only nodes with a certificate from the cluster CA")
 
+// errRefusalLogged: the peer failed a handshake that nodetls has logged
+// (once per peer and reason); a second line would say the same.
+var errRefusalLogged = errors.New("TLS handshake refused")
+
 // admitPeer decides, before any request is read, whether the peer of an
 // internal listener's connection is a node; an error refuses it.
 func (c *conn) admitPeer() error {
@@ -51,6 +55,9 @@ func (c *conn) admitPeer() error {
 	ctx, cancel := context.WithTimeout(c.ctx, nodeHandshakeTimeout)
 	defer cancel()
 	if err := tc.HandshakeContext(ctx); err != nil {
+		if _, logs := tc.(*nodetls.Conn); logs {
+			return fmt.Errorf("%w: %w", errRefusalLogged, err)
+		}
 		return fmt.Errorf("TLS handshake: %w", err)
 	}
 	st := tc.ConnectionState()
