@@ -88,6 +88,8 @@ type serveOptions struct {
 	replicationFactor int
 	imbalanceCheck    time.Duration
 	elr               bool
+
+	pidFile string
 }
 
 const serveLong = `Run a Strand broker: Kafka clients connect to --listen; data lives in --data-dir.
@@ -107,7 +109,7 @@ group-consumer-session-timeout, group-consumer-heartbeat-interval, group-consume
 connections-max-idle, max-connections, max-connections-per-ip, max-connection-creation-rate,
 max-connection-creation-rate-per-ip,
 queued-max-request-bytes, failed-authentication-delay, scrub-interval,
-scrub-rate, console-allowed-hosts, controller-quorum, internal-listen, source-ip, join, broker-heartbeat-interval,
+scrub-rate, console-allowed-hosts, pid-file, controller-quorum, internal-listen, source-ip, join, broker-heartbeat-interval,
 broker-session-timeout, replica-lag-time-max, default-replication-factor,
 leader-imbalance-check-interval), and "topic.<config>" sets a broker-wide default for a topic
 config, e.g.:
@@ -204,6 +206,9 @@ func newServeCmd() *cobra.Command {
 	f.DurationVar(&o.imbalanceCheck, "leader-imbalance-check-interval", 5*time.Minute, "how often leadership moves back to each partition's preferred (first) replica when it is in sync (leader.imbalance.check.interval.seconds; 0: never, auto.leader.rebalance.enable=false)")
 	f.IntVar(&o.replicationFactor, "default-replication-factor", 1, "replicas of a topic created without a replication factor, auto-created ones included (default.replication.factor)")
 	f.StringSliceVar(&o.consoleHosts, "console-allowed-hosts", nil, `host names the console answers to besides IP addresses, localhost and this machine's name (DNS rebinding guard; "*": any)`)
+
+	// Process management.
+	f.StringVar(&o.pidFile, "pid-file", "", "write this process's id to this file once it serves, and remove it at a clean stop (stop exactly this broker with kill $(cat FILE))")
 	return cmd
 }
 
@@ -450,6 +455,17 @@ func (o *serveOptions) run(ctx context.Context, logOut io.Writer) error {
 	}
 	if addr := b.SchemaRegistryAddr(); addr != "" {
 		logger.Info("strand: schema registry on "+scheme+addr+"/", "schema_registry", addr)
+	}
+	if o.pidFile != "" {
+		if err := writePidFile(o.pidFile); err != nil {
+			_ = b.Close()
+			return err
+		}
+		defer func() {
+			if err := removePidFile(o.pidFile); err != nil {
+				logger.Warn("strand: "+err.Error(), "pid_file", o.pidFile)
+			}
+		}()
 	}
 	if o.pprofListen != "" {
 		stopPprof, err := servePprof(o.pprofListen, logger)
