@@ -70,7 +70,7 @@ prints keys and values that way, as consume's --encoding does.`,
 			fmt.Fprintln(tw, "PARTITION\tOFFSET\tSOURCE\tKEY\tVALUE\tREASON")
 			for _, r := range rows {
 				fmt.Fprintf(tw, "%d\t%d\t%s-%d@%d\t%s\t%s\t%s\n", r.Partition, r.Offset,
-					r.SourceTopic, r.SourcePartition, r.SourceOffset, clip(deref(r.Key), 20), clip(r.Value, 40), r.Reason)
+					r.SourceTopic, r.SourcePartition, r.SourceOffset, orDash(clip(deref(r.Key), 20)), clip(r.Value, 40), r.Reason)
 			}
 			return tw.Flush()
 		},
