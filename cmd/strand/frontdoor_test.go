@@ -88,3 +88,14 @@ func TestServePidFileFreshCluster(t *testing.T) {
 	default:
 	}
 }
+
+// TestRemoveLiveVoterWarns: removing a voter that still serves is allowed
+// (as in Kafka) but said plainly: the process keeps running until it is
+// stopped.
+func TestRemoveLiveVoterWarns(t *testing.T) {
+	c := newProcClusterN(t, 1)
+	r := runCLI(t, c.addrs[1], "", "cluster", "remove-voter", "--node-id", "1")
+	if !strings.Contains(r.stderr, "warning: node 1 is still running") {
+		t.Fatalf("remove-voter of a live node (exit %d) did not warn:\n%s%s", r.code, r.stdout, r.stderr)
+	}
+}

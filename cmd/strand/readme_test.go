@@ -275,7 +275,7 @@ func (r *readmeRun) run(c readmeCmd, blockLine int) bool {
 		if !ok {
 			return false
 		}
-		return r.awaitServing(c.text, out)
+		return r.awaitServing(c.text, out, want)
 	}
 	wantsErr := len(want) > 0 && strings.HasPrefix(want[0], "error:")
 	deadline := time.Now().Add(time.Minute)
@@ -368,11 +368,12 @@ func (r *readmeRun) stopTerminal() {
 	r.terminal = nil
 }
 
-// awaitServing waits until a broker started with & logs that it serves.
-func (r *readmeRun) awaitServing(cmd, outFile string) bool {
+// awaitServing waits until a broker started with & logs that it serves,
+// and the lines the README shows under it.
+func (r *readmeRun) awaitServing(cmd, outFile string, want []string) bool {
 	for deadline := time.Now().Add(time.Minute); ; time.Sleep(50 * time.Millisecond) {
 		log, _ := os.ReadFile(outFile)
-		if servingRE.Match(log) {
+		if servingRE.Match(log) && matchLines(string(log), want) == "" {
 			return true
 		}
 		if time.Now().After(deadline) {

@@ -385,6 +385,9 @@ func (o *serveOptions) run(ctx context.Context, logOut io.Writer) error {
 		if o.imbalanceCheck == 0 {
 			clusterCfg.LeaderImbalanceCheckInterval = -1
 		}
+		if o.join {
+			logger.Info(joinHint(voters, o.nodeID))
+		}
 	}
 	b, err := strand.Start(ctx, strand.Config{
 		Cluster:                 clusterCfg,
