@@ -169,7 +169,7 @@ func newServeCmd() *cobra.Command {
 	f.StringVar(&o.httpTLSClientCA, "http-tls-client-ca", "", "PEM CA bundle: HTTP clients presenting a certificate it signed are authenticated by it (mutual TLS, principal by --ssl-principal-mapping-rules); others may use HTTP basic")
 	f.BoolVar(&o.httpInsecure, "http-insecure", false, "let the console, metrics and schema registry listen beyond loopback without authentication (everyone is User:ANONYMOUS); without it such a listener needs --http-tls-cert with --sasl-users or --http-tls-client-ca")
 	f.StringVar(&o.saslUsers, "sasl-users", "", `file of "user:password" lines: clients must authenticate as one of them with SASL PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512`)
-	f.StringVar(&o.consoleListen, "console-listen", "127.0.0.1:9645", `address serving the read-only web console and its JSON API over HTTP ("" disables)`)
+	f.StringVar(&o.consoleListen, "console-listen", "127.0.0.1:9645", `address serving the web console and its JSON API over HTTP; its actions answer loopback clients only ("" disables)`)
 	f.StringVar(&o.schemaListen, "schema-registry-listen", "127.0.0.1:8081", `address serving the Confluent-compatible schema registry API over HTTP ("" disables)`)
 	f.DurationVar(&o.retentionCheck, "retention-check-interval", 30*time.Second, "how often retention.ms and retention.bytes are applied (log.retention.check.interval.ms)")
 	f.DurationVar(&o.groupDelay, "group-initial-rebalance-delay", 3*time.Second, "how long a consumer group's first rebalance waits for more members (group.initial.rebalance.delay.ms; 0: none)")
