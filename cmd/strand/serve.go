@@ -438,6 +438,19 @@ func (o *serveOptions) run(ctx context.Context, logOut io.Writer) error {
 	if err != nil {
 		return err
 	}
+	// Before the line that says it serves: whoever waits for that line
+	// (a script, a test) finds the file there.
+	if o.pidFile != "" {
+		if err := writePidFile(o.pidFile); err != nil {
+			_ = b.Close()
+			return err
+		}
+		defer func() {
+			if err := removePidFile(o.pidFile); err != nil {
+				logger.Warn("strand: "+err.Error(), "pid_file", o.pidFile)
+			}
+		}()
+	}
 	advertised := o.advertised
 	if advertised == "" {
 		advertised = b.Addr()
@@ -458,17 +471,6 @@ func (o *serveOptions) run(ctx context.Context, logOut io.Writer) error {
 	}
 	if addr := b.SchemaRegistryAddr(); addr != "" {
 		logger.Info("strand: schema registry on "+scheme+addr+"/", "schema_registry", addr)
-	}
-	if o.pidFile != "" {
-		if err := writePidFile(o.pidFile); err != nil {
-			_ = b.Close()
-			return err
-		}
-		defer func() {
-			if err := removePidFile(o.pidFile); err != nil {
-				logger.Warn("strand: "+err.Error(), "pid_file", o.pidFile)
-			}
-		}()
 	}
 	if o.pprofListen != "" {
 		stopPprof, err := servePprof(o.pprofListen, logger)
