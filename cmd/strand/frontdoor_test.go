@@ -99,3 +99,21 @@ func TestRemoveLiveVoterWarns(t *testing.T) {
 		t.Fatalf("remove-voter of a live node (exit %d) did not warn:\n%s%s", r.code, r.stdout, r.stderr)
 	}
 }
+
+// TestClassicGroupSaysWhatItLacks: a classic group has no rebalance
+// history, and an empty group nothing to preview; both are said in words,
+// not shown as an empty table or "no members" alone.
+func TestClassicGroupSaysWhatItLacks(t *testing.T) {
+	addr := startBroker(t).Addr()
+	ok(t, addr, "", "topic", "create", "clicks", "--partitions", "2")
+	ok(t, addr, "a\nb\n", "produce", "clicks")
+	ok(t, addr, "", "consume", "clicks", "--group", "classic-etl")
+	r := ok(t, addr, "", "group", "describe", "classic-etl", "--history")
+	if !strings.Contains(r.stdout, "no rebalance history") || !strings.Contains(r.stdout, "--group-protocol consumer") {
+		t.Fatalf("group describe --history of a classic group:\n%s", r.stdout)
+	}
+	r = runCLI(t, addr, "", "group", "assign", "classic-etl", "--preview", "--add", "1")
+	if r.code != exitError || !strings.Contains(r.stderr, "has no members to preview a change of: the preview starts from the live members' assignment") {
+		t.Fatalf("group assign --preview of an empty group: exit %d\n%s", r.code, r.stderr)
+	}
+}
