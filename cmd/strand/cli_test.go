@@ -372,7 +372,8 @@ func TestCLIElectLeaders(t *testing.T) {
 
 // TestCLIProduceSaysNotEnoughReplicas: kgo retries NOT_ENOUGH_REPLICAS
 // until its timeout and reports only the timeout; strand produce then says
-// what the metadata shows — too few in-sync replicas — and what to do.
+// what the metadata shows — too few in-sync replicas — and what to do,
+// before the timeout.
 func TestCLIProduceSaysNotEnoughReplicas(t *testing.T) {
 	t.Parallel()
 	addr := startBroker(t).Addr()
@@ -382,6 +383,10 @@ func TestCLIProduceSaysNotEnoughReplicas(t *testing.T) {
 		!strings.Contains(r.stderr, "partition 0 has 1 replica in sync (0) and min.insync.replicas is 2") ||
 		!strings.Contains(r.stderr, "NOT_ENOUGH_REPLICAS") {
 		t.Fatalf("exit %d, stderr:\n%s", r.code, r.stderr)
+	}
+	// The cause comes before the timeout it led to.
+	if cause, timeout := strings.Index(r.stderr, "min.insync.replicas is 2"), strings.Index(r.stderr, "--timeout ran out"); timeout < cause {
+		t.Fatalf("the timeout is told before its cause:\n%s", r.stderr)
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -30,7 +31,7 @@ type clusterInfo struct {
 type clusterBroker struct {
 	ID           int32  `json:"node_id"`
 	Address      string `json:"address,omitempty"`
-	State        string `json:"state"` // live, fenced, or absent (a voter that never registered)
+	State        string `json:"state"` // live, fenced, absent (a voter that never registered) or removed (a fenced node out of the quorum)
 	Controller   bool   `json:"controller"`
 	Voter        bool   `json:"voter"`
 	AppliedIndex int64  `json:"applied_index"` // -1: unknown
@@ -114,6 +115,7 @@ func changeVoter(ctx context.Context, cmd *cobra.Command, cl *kgo.Client, id int
 	var code int16
 	var msg *string
 	if remove {
+		warnRemovingLive(ctx, cmd, cl, id)
 		req := kmsg.NewPtrRemoveRaftVoterRequest()
 		req.VoterID = id
 		resp, err := req.RequestWith(ctx, cl)
@@ -154,6 +156,35 @@ func changeVoter(ctx context.Context, cmd *cobra.Command, cl *kgo.Client, id int
 	}
 	fmt.Fprintf(cmd.OutOrStdout(), verb, id)
 	return nil
+}
+
+// warnRemovingLive says so when the voter about to be removed still
+// serves: it leaves the quorum, but the process keeps running, holding
+// its ports and partitions, until it is stopped. The removal goes on, as
+// Kafka's does; the warning is for the operator who meant another node.
+func warnRemovingLive(ctx context.Context, cmd *cobra.Command, cl *kgo.Client, id int32) {
+	info, err := describeCluster(ctx, cl)
+	if err != nil {
+		return
+	}
+	for _, b := range info.Brokers {
+		// A node stopped a moment ago is still "live" until its session
+		// lapses: only one whose Kafka listener answers is running.
+		if b.ID == id && b.State == "live" && listening(ctx, b.Address) {
+			fmt.Fprintf(cmd.ErrOrStderr(), "warning: node %d is still running (live at %s): it leaves the metadata quorum but keeps serving its partitions until you stop it; stop a node before removing it\n", id, b.Address)
+		}
+	}
+}
+
+// listening reports whether something accepts connections at addr.
+func listening(ctx context.Context, addr string) bool {
+	d := net.Dialer{Timeout: time.Second}
+	c, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return false
+	}
+	_ = c.Close()
+	return true
 }
 
 func describeCluster(ctx context.Context, cl kmsg.Requestor) (clusterInfo, error) {
@@ -197,7 +228,14 @@ func describeCluster(ctx context.Context, cl kmsg.Requestor) (clusterInfo, error
 		b.Voter, b.AppliedIndex = true, v.LogEndOffset
 	}
 	for i := range info.Brokers {
-		info.Brokers[i].Controller = info.Brokers[i].ID == info.ControllerID
+		b := &info.Brokers[i]
+		b.Controller = b.ID == info.ControllerID
+		// Every node is a voter (Strand has no broker-only nodes): a
+		// fenced registration outside the quorum is a removed voter's,
+		// not a node that may come back, as "fenced" would suggest.
+		if b.State == "fenced" && !b.Voter && len(qp.CurrentVoters) > 0 {
+			b.State = "removed"
+		}
 	}
 	slices.SortFunc(info.Brokers, func(a, b clusterBroker) int { return int(a.ID - b.ID) })
 	return info, nil

@@ -37,6 +37,7 @@ type consumeOptions struct {
 	registry   registryOptions
 	decoder    *schemaDecoder // with --decode
 	isolation  string
+	protocol   string // --group-protocol
 }
 
 const consumeLong = `Print a topic's records, one per --format line, from --from on.
@@ -55,7 +56,11 @@ the start. With --follow, --to waits for its bound.
 
 With --group, consume joins that consumer group: it reads only the partitions
 the group assigns it, starts at the group's committed offsets (--from applies
-to partitions without one), and commits what it printed.
+to partitions without one), and commits what it printed. --group-protocol
+consumer joins it with the KIP-848 protocol (the broker assigns partitions,
+with its uniform or range assignor, and hands them over incrementally);
+classic, the default, with the JoinGroup/SyncGroup protocol and a
+cooperative-sticky assignment made by the group's leader.
 
 --format is like kcat's -f: %t topic, %p partition, %o offset, %k key,
 %s value, %K / %S key / value length, %h headers (k=v,k=v), %T timestamp
@@ -94,6 +99,7 @@ func newConsumeCmd() *cobra.Command {
 	f.StringVar(&o.encoding, "encoding", "raw", "how keys, values and header values are printed: raw, hex or base64 (JSON prints bytes that are not UTF-8 as base64 and says so)")
 	f.StringVar(&o.to, "to", "", "stop before this offset or time (@<unix-ms>, RFC 3339), or at the end offsets of the start (end)")
 	f.StringVarP(&o.group, "group", "g", "", "consume as a member of this consumer group, committing offsets")
+	f.StringVar(&o.protocol, "group-protocol", "classic", "with --group: classic (JoinGroup/SyncGroup, client-side assignment) or consumer (KIP-848, server-side assignment; Kafka's group.protocol)")
 	f.StringVarP(&o.format, "format", "f", `%s\n`, "output format, like kcat -f")
 	f.IntVarP(&o.count, "count", "c", 0, "stop after this many records (0: no limit)")
 	f.BoolVar(&o.follow, "follow", false, "keep waiting for new records instead of stopping at the end")
@@ -189,6 +195,11 @@ func (o *consumeOptions) run(ctx context.Context, stdout, stderr io.Writer, topi
 	if o.group != "" && len(o.partitions) > 0 {
 		return usageErr("--partition and --group exclude each other: the group assigns partitions")
 	}
+	switch o.protocol {
+	case "classic", "consumer":
+	default:
+		return usageErr("--group-protocol: want classic or consumer (KIP-848), got %q", o.protocol)
+	}
 	to, err := parseTo(o.to)
 	if err != nil {
 		return err
@@ -222,6 +233,12 @@ func (o *consumeOptions) run(ctx context.Context, stdout, stderr io.Writer, topi
 	if o.group != "" {
 		opts = append(opts, kgo.ConsumerGroup(o.group), kgo.ConsumeTopics(topic),
 			kgo.ConsumeResetOffset(sp.resetOffset()), kgo.AutoCommitMarks())
+		if o.protocol == "consumer" {
+			// franz-go speaks KIP-848 when asked and its first balancer is
+			// a sticky or range one (the server assigns; the balancer is
+			// only its fallback against a broker without the protocol).
+			opts = append(opts, kgo.ServerSideBalancer(), kgo.Balancers(kgo.CooperativeStickyBalancer()))
+		}
 	} else {
 		offsets := make(map[int32]kgo.Offset, len(starts))
 		for p, s := range starts {

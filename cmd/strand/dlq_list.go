@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/spf13/cobra"
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -36,21 +37,28 @@ type dlqEntry struct {
 
 func newDLQListCmd(o *clientOptions) *cobra.Command {
 	var limit int
+	var encName string
 	cmd := &cobra.Command{
 		Use:   "list <topic>",
 		Short: "Print a topic's quarantined records with the reason each was rejected",
 		Long: `Print the records of a topic's DLQ (strand.dlq.topic, default <topic>.dlq):
 where each came from (source partition and offset, now a gap in the topic),
-its key and value, and why validation rejected it.`,
+its key and value, and why validation rejected it. A quarantined value is
+often not text (a payload in the wrong wire format): --encoding hex or base64
+prints keys and values that way, as consume's --encoding does.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			asJSON, err := o.json()
 			if err != nil {
 				return err
 			}
+			enc, err := parseEncoding(encName)
+			if err != nil {
+				return err
+			}
 			ctx, cancel := o.ctx(cmd.Context())
 			defer cancel()
-			rows, err := listDLQ(ctx, o, args[0], limit)
+			rows, err := listDLQ(ctx, o, args[0], limit, enc)
 			if err != nil {
 				return err
 			}
@@ -62,20 +70,24 @@ its key and value, and why validation rejected it.`,
 			fmt.Fprintln(tw, "PARTITION\tOFFSET\tSOURCE\tKEY\tVALUE\tREASON")
 			for _, r := range rows {
 				fmt.Fprintf(tw, "%d\t%d\t%s-%d@%d\t%s\t%s\t%s\n", r.Partition, r.Offset,
-					r.SourceTopic, r.SourcePartition, r.SourceOffset, clip(deref(r.Key), 20), clip(r.Value, 40), r.Reason)
+					r.SourceTopic, r.SourcePartition, r.SourceOffset, orDash(clip(deref(r.Key), 20)), clip(r.Value, 40), r.Reason)
 			}
 			return tw.Flush()
 		},
 	}
 	cmd.Flags().IntVar(&limit, "limit", 0, "print at most this many records (0: all)")
+	cmd.Flags().StringVar(&encName, "encoding", "raw", "how keys and values are printed: raw, hex or base64 (JSON prints bytes that are not UTF-8 as base64 and says so)")
 	return cmd
 }
 
 // clip shortens s for a table cell and keeps it on one line.
 func clip(s string, n int) string {
 	s = strings.Map(func(r rune) rune {
-		if r == '\n' || r == '\t' || r == '\r' {
+		switch {
+		case r == '\n' || r == '\t' || r == '\r':
 			return ' '
+		case unicode.IsControl(r): // a NUL or a backspace would garble the terminal
+			return '.'
 		}
 		return r
 	}, s)
@@ -86,7 +98,7 @@ func clip(s string, n int) string {
 }
 
 // listDLQ reads the DLQ from its start to its current end.
-func listDLQ(ctx context.Context, o *clientOptions, topic string, limit int) ([]dlqEntry, error) {
+func listDLQ(ctx context.Context, o *clientOptions, topic string, limit int, enc encoding) ([]dlqEntry, error) {
 	adm, err := o.admin(ctx)
 	if err != nil {
 		return nil, err
@@ -109,7 +121,7 @@ func listDLQ(ctx context.Context, o *clientOptions, topic string, limit int) ([]
 			if limit > 0 && len(rows) >= limit {
 				return errStopReading
 			}
-			rows = append(rows, dlqRow(r))
+			rows = append(rows, dlqRow(r, enc))
 		}
 		return nil
 	})
@@ -125,7 +137,7 @@ func listDLQ(ctx context.Context, o *clientOptions, topic string, limit int) ([]
 	return rows, nil
 }
 
-func dlqRow(r *kgo.Record) dlqEntry {
+func dlqRow(r *kgo.Record, enc encoding) dlqEntry {
 	q := ingest.Inspect(recordHeaders(r))
 	row := dlqEntry{
 		Partition: r.Partition, Offset: r.Offset,
@@ -133,8 +145,8 @@ func dlqRow(r *kgo.Record) dlqEntry {
 		Timestamp: jsonTime(r.Timestamp), TimestampMs: r.Timestamp.UnixMilli(),
 		Reason: q.Reason,
 	}
-	row.Key, row.KeyEncoding = encRaw.nullable(r.Key)
-	row.Value, row.ValueEncoding = encRaw.text(r.Value)
+	row.Key, row.KeyEncoding = enc.nullable(r.Key)
+	row.Value, row.ValueEncoding = enc.text(r.Value)
 	return row
 }
 

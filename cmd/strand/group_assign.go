@@ -63,7 +63,7 @@ Every member is taken to subscribe to every topic the group is assigned now
 				}
 				d := ds[0]
 				if len(d.Members) == 0 {
-					return fmt.Errorf("group %q has no members to preview a change of", d.Group)
+					return fmt.Errorf("group %q (%s, %s) has no members to preview a change of: the preview starts from the live members' assignment", d.Group, d.Type, d.State)
 				}
 				rows, err := previewMoves(ctx, adm, d, add, remove)
 				if err != nil {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -9,6 +10,7 @@ import (
 	"maps"
 	"net/http"
 	"net/url"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -102,7 +104,7 @@ serves on its console's JSON API (--console, the broker's --console-listen).`,
 		},
 	}
 	cmd.Flags().BoolVar(&history, "history", false, "show each consumer group's last rebalances (read from the broker's console)")
-	cmd.Flags().StringVar(&console, "console", "127.0.0.1:9645", "the broker's console address (its --console-listen), for --history")
+	cmd.Flags().StringVar(&console, "console", cmp.Or(os.Getenv("STRAND_CONSOLE"), "127.0.0.1:9645"), "the broker's console address (its --console-listen), for --history (env STRAND_CONSOLE)")
 	return cmd
 }
 
@@ -181,6 +183,9 @@ func printGroups(w io.Writer, out []groupDescription, history bool) error {
 				return err
 			}
 		}
+		if history && d.Type != "consumer" {
+			fmt.Fprintf(w, "\n%s\n", classicNoHistory)
+		}
 		if history && d.Type == "consumer" {
 			fmt.Fprintln(w)
 			tw = newTable(w)
@@ -199,6 +204,12 @@ func printGroups(w io.Writer, out []groupDescription, history bool) error {
 	}
 	return nil
 }
+
+// classicNoHistory is what --history says of a classic group, rather than
+// an empty table that reads as "no rebalances happened".
+const classicNoHistory = "no rebalance history: Strand records the rebalances of KIP-848 consumer groups only, and this is a classic group\n" +
+	"(its members assign partitions among themselves with JoinGroup/SyncGroup); members that join with\n" +
+	"`strand consume --group-protocol consumer` or Kafka's group.protocol=consumer make a consumer group"
 
 // groupHistory reads a consumer group's rebalances from the console's JSON
 // API: the history is the broker's own (no Kafka API carries it).

@@ -158,13 +158,16 @@ func (o *produceOptions) run(ctx context.Context, cmd *cobra.Command, topic stri
 		readErr = o.produceLines(ctx, cl, counter, topic, hdrs, onDone)
 	}
 	flushErr := cl.Flush(context.WithoutCancel(ctx))
+	aborted := false
 	if o.txnID != "" {
 		commit := !o.abort && firstErr == nil && flushErr == nil && readErr == nil
 		if err := cl.EndTransaction(context.WithoutCancel(ctx), kgo.TransactionEndTry(commit)); err != nil {
 			flushErr = errors.Join(flushErr, fmt.Errorf("end the transaction: %w", err))
 		} else if !commit && firstErr == nil {
-			records.Store(0) // aborted: none of them will be read committed
-			fmt.Fprintf(cmd.ErrOrStderr(), "aborted the transaction of %q\n", o.txnID)
+			aborted = true
+			// What was written is not produced: none of it will be read
+			// committed. One line says so, not a "produced 0 records".
+			fmt.Fprintf(cmd.ErrOrStderr(), "aborted the transaction of %q (%s written, none will be read committed)\n", o.txnID, plural(int(records.Swap(0)), "record"))
 		}
 	}
 	bar.finish()
@@ -179,6 +182,7 @@ func (o *produceOptions) run(ctx context.Context, cmd *cobra.Command, topic stri
 		if err := writeJSON(cmd.OutOrStdout(), produceSummary{Topic: topic, Produced: n, Failed: failed, Seconds: elapsed.Seconds()}); err != nil {
 			return err
 		}
+	case aborted: // the abort line said it
 	case !interactive && (n > 0 || firstErr == nil): // nothing produced and an error: the error says it all
 		fmt.Fprintf(cmd.ErrOrStderr(), "produced %s in %.2f s (%.0f rec/s)\n",
 			plural(int(n), "record"), elapsed.Seconds(), float64(n)/max(elapsed.Seconds(), 1e-9))
@@ -188,8 +192,10 @@ func (o *produceOptions) run(ctx context.Context, cmd *cobra.Command, topic stri
 		if errors.Is(firstErr, kgo.ErrRecordTimeout) || errors.Is(firstErr, context.DeadlineExceeded) {
 			// kgo retried a retriable error until the timeout and kept no
 			// trace of it: say what the cluster shows instead.
+			// The cause first, the timeout it led to after: a first line
+			// blaming the timeout reads as a slow broker.
 			if why := diagnoseTopic(cl, topic); why != "" {
-				err = fmt.Errorf("%w\n%s", err, why)
+				err = fmt.Errorf("%s not produced: topic %q cannot take them now\n%s\n(gave up when --timeout ran out: %w)", plural(int(failed), "record"), topic, why, firstErr)
 			}
 		}
 		return err

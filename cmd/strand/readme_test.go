@@ -1,146 +1,433 @@
 package main
 
 import (
+	"bufio"
+	"fmt"
+	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
+	"sync"
+	"syscall"
 	"testing"
 	"time"
 )
 
-// TestReadmeTour runs every command of the README's "Five-minute tour", so
-// the tour cannot rot. The broker is one the test starts, so the tour's
-// addresses (127.0.0.1:9092 for Kafka, 127.0.0.1:9644 for metrics,
-// 127.0.0.1:9645 for the console) become
-// its own; "./strand" and "go run ./cmd/strand" become the binary built
-// from this source. "strand serve" and "go build" are skipped (the test
-// did both), and so are kcat and curl lines when they are not installed.
-// A "# …" comment line right after a command is its expected output: each
-// comment line without an ellipsis must appear in what the command printed.
-func TestReadmeTour(t *testing.T) {
-	raw, err := os.ReadFile("../../README.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	steps := sectionSteps(t, string(raw), "Five-minute tour")
-	if len(steps) < 10 {
-		t.Fatalf("the tour has only %d commands: is the section still there?", len(steps))
-	}
-	runSectionSteps(t, steps)
+// The README test runs every shell block of README.md, in order, as a
+// newcomer would in a fresh directory, and checks what each command prints
+// against the "# …" lines under it. A README change that breaks a command,
+// or an output that drifts from what the README shows, fails it.
+//
+// How the README is read:
+//
+//   - A section is a "## " heading with what follows it ("### " subsections
+//     included). Every ```sh block is run, in README order, in one bash
+//     session (the reader's second terminal): variables exported, jobs
+//     started with & and files written stay for the blocks after.
+//   - A block preceded by <!-- readme-test: skip (why) --> is not run; the
+//     reason is required, and there may be at most maxSkippedBlocks.
+//   - Lines starting with "#" right after a command are its expected
+//     output, in order, each matching one whole output line (blanks
+//     collapsed) with "…" standing for anything. A command whose expected
+//     output starts with "error:" must fail; any other must succeed.
+//   - Every 127.0.0.1:PORT the README names is a free loopback port of the
+//     test's choosing, so the test never touches another broker on a
+//     shared machine; the defaults a command falls back to (--brokers, the
+//     registry, the console; serve's listeners) point at the README's
+//     default addresses, mapped the same way.
+//   - "unset STRAND_BROKERS" (back to the default broker) sets it to the
+//     test's stand-in for the default again.
+//   - ./strand (and strand on the PATH) is the binary built from this
+//     tree; "go build … ./cmd/strand" is therefore not run.
+//   - A "strand serve" without & is the reader's other terminal: the test
+//     starts it beside the session and waits until it serves; a later one
+//     replaces it (Ctrl-C), and so does a section's first "strand serve
+//     … &" (the README says to stop the tour's broker first).
+//   - "sleep N" waits for the cluster to notice something: the next
+//     command is instead retried until it prints what the README shows,
+//     for at most a minute (a loaded machine takes longer).
+//   - A command that runs kcat or curl is skipped when the tool is not
+//     installed (CI installs both).
+
+// maxSkippedBlocks bounds the blocks the test does not run: a README that
+// cannot be followed unattended is a README that can drift.
+const maxSkippedBlocks = 5
+
+// readmeBlock is one ```sh block.
+type readmeBlock struct {
+	section string
+	line    int    // of the opening fence, 1-based
+	skip    string // the marker's reason; "" runs the block
+	cmds    []readmeCmd
 }
 
-// TestReadmeSchemas runs every command of the README's "Schemas" section:
-// register with curl, produce with kcat, a record to the DLQ with its
-// reason, a compatible evolution, a redrive.
-func TestReadmeSchemas(t *testing.T) {
-	raw, err := os.ReadFile("../../README.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	steps := sectionSteps(t, string(raw), "Schemas")
-	if len(steps) < 8 {
-		t.Fatalf("the Schemas section has only %d commands: is it still there?", len(steps))
-	}
-	runSectionSteps(t, steps)
+type readmeCmd struct {
+	text string   // continuation lines joined
+	want []string // expected output lines
 }
 
-// runSectionSteps runs README commands against a broker of the test's, in
-// order, and checks each prints what the README says after it.
-func runSectionSteps(t *testing.T, steps []tourStep) {
+var (
+	skipMarkerRE = regexp.MustCompile(`^<!-- readme-test: skip \((.*)\) -->$`)
+	loopbackRE   = regexp.MustCompile(`127\.0\.0\.1:\d+`)
+)
+
+// parseReadme returns the README's shell blocks in order, and the sections
+// that have any.
+func parseReadme(t *testing.T, readme string) []readmeBlock {
 	t.Helper()
-	b := startBroker(t)
-	bin := strandBin(t)
-	dir := t.TempDir()
-	replacer := strings.NewReplacer(
-		"127.0.0.1:9092", b.Addr(),
-		"127.0.0.1:9644", b.MetricsAddr(),
-		"127.0.0.1:9645", b.ConsoleAddr(),
-		"127.0.0.1:8081", b.SchemaRegistryAddr(),
-		"go run ./cmd/strand ", bin+" ",
-		"./strand ", bin+" ",
+	var (
+		blocks   []readmeBlock
+		section  string
+		fence    string // "" outside a code block
+		cur      *readmeBlock
+		lastText string // the last non-blank line outside code blocks
+		cont     string // a command continued with a trailing backslash
 	)
-	for _, s := range steps {
-		switch {
-		case strings.Contains(s.cmd, "strand serve"):
-			continue // the test's broker stands in for it
-		case strings.HasPrefix(s.cmd, "go build"):
-			if !strings.Contains(s.cmd, "./cmd/strand") {
-				t.Errorf("tour builds something other than ./cmd/strand: %s", s.cmd)
-			}
-			continue // built by strandBin from the same source
-		}
-		if tool := missingTool(s.cmd, "kcat", "curl"); tool != "" {
-			t.Logf("skipped (no %s installed): %s", tool, s.cmd)
-			continue
-		}
-		line := replacer.Replace(s.cmd)
-		cmd := exec.Command("bash", "-o", "pipefail", "-c", line)
-		cmd.Dir = dir
-		cmd.Env = append(os.Environ(), "STRAND_BROKERS="+b.Addr(), "STRAND_SCHEMA_REGISTRY=http://"+b.SchemaRegistryAddr())
-		out, err := cmd.CombinedOutput()
-		t.Logf("$ %s\n%s", s.cmd, out)
-		if err != nil {
-			t.Fatalf("README command failed (%v): %s\n%s", err, s.cmd, out)
-		}
-		have := normalize(string(out))
-		for _, want := range s.want {
-			if !strings.Contains(have, normalize(want)) {
-				t.Errorf("README command %s\nprinted:\n%s\nwithout the README's %q", s.cmd, out, want)
-			}
-		}
-	}
-}
-
-type tourStep struct {
-	cmd  string
-	want []string // expected output lines (comments after the command)
-	// fuzzy are expected lines with "…" standing for what varies; each
-	// piece between them must appear.
-	fuzzy []string
-}
-
-// sectionSteps extracts the commands of the fenced sh blocks of the
-// README section with this heading.
-func sectionSteps(t *testing.T, readme, heading string) []tourStep {
-	t.Helper()
-	_, section, ok := strings.Cut(readme, "\n## "+heading+"\n")
-	if !ok {
-		t.Fatalf(`README.md has no "## %s" section`, heading)
-	}
-	if end := strings.Index(section, "\n## "); end >= 0 {
-		section = section[:end]
-	}
-	var steps []tourStep
-	inBlock := false
-	for _, line := range strings.Split(section, "\n") {
+	for i, line := range strings.Split(readme, "\n") {
 		trimmed := strings.TrimSpace(line)
 		switch {
-		case strings.HasPrefix(trimmed, "```"):
-			inBlock = !inBlock && trimmed == "```sh"
-		case !inBlock || trimmed == "":
-		case strings.HasPrefix(trimmed, "#"):
-			text := strings.TrimSpace(strings.TrimPrefix(trimmed, "#"))
-			if len(steps) > 0 && text != "" {
-				last := &steps[len(steps)-1]
-				if strings.Contains(text, "…") {
-					last.fuzzy = append(last.fuzzy, text)
-				} else {
-					last.want = append(last.want, text)
+		case fence == "" && strings.HasPrefix(trimmed, "```"):
+			fence = trimmed
+			if trimmed == "```sh" {
+				cur = &readmeBlock{section: section, line: i + 1}
+				if strings.HasPrefix(lastText, "<!-- readme-test") {
+					m := skipMarkerRE.FindStringSubmatch(lastText)
+					if m == nil || strings.TrimSpace(m[1]) == "" {
+						t.Fatalf("README.md:%d: marker %q: want <!-- readme-test: skip (the reason) -->", i, lastText)
+					}
+					cur.skip = m[1]
 				}
 			}
-		default:
-			steps = append(steps, tourStep{cmd: trimmed})
+		case fence != "" && trimmed == "```":
+			if cur != nil {
+				blocks = append(blocks, *cur)
+			}
+			fence, cur = "", nil
+		case fence != "":
+			if cur == nil || trimmed == "" {
+				continue
+			}
+			if cont != "" {
+				trimmed = cont + " " + trimmed
+				cont = ""
+			}
+			if c, ok := strings.CutSuffix(trimmed, `\`); ok {
+				cont = strings.TrimSpace(c)
+				continue
+			}
+			if strings.HasPrefix(trimmed, "#") {
+				if len(cur.cmds) > 0 {
+					last := &cur.cmds[len(cur.cmds)-1]
+					last.want = append(last.want, strings.TrimSpace(strings.TrimPrefix(trimmed, "#")))
+				}
+				continue
+			}
+			cur.cmds = append(cur.cmds, readmeCmd{text: trimmed})
+		case strings.HasPrefix(trimmed, "## "):
+			section = strings.TrimPrefix(trimmed, "## ")
+		case trimmed != "":
+			lastText = trimmed
 		}
 	}
-	return steps
+	return blocks
+}
+
+// TestReadme runs the README: see the comment above.
+func TestReadme(t *testing.T) {
+	raw, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	blocks := parseReadme(t, string(raw))
+	var skipped []string
+	sections := map[string]int{} // runnable commands per section with shell blocks
+	for _, b := range blocks {
+		if _, ok := sections[b.section]; !ok {
+			sections[b.section] = 0
+		}
+		if b.skip != "" {
+			skipped = append(skipped, fmt.Sprintf("README.md:%d (%s): %s", b.line, b.section, b.skip))
+			continue
+		}
+		sections[b.section] += len(b.cmds)
+	}
+	t.Logf("blocks not run:\n  %s", strings.Join(skipped, "\n  "))
+	if len(skipped) > maxSkippedBlocks {
+		t.Fatalf("%d README blocks are marked skip, at most %d may be", len(skipped), maxSkippedBlocks)
+	}
+	for s, n := range sections {
+		if n == 0 {
+			t.Errorf("README section %q has shell blocks but no command the test runs", s)
+		}
+	}
+	for _, want := range []string{"Five-minute tour", "Schemas", "Exactly-once: transactions",
+		"Consumer groups: KIP-848, and rebalances you can see", "A three-node cluster on one machine"} {
+		if sections[want] == 0 {
+			t.Errorf("README section %q is gone or has no command the test runs", want)
+		}
+	}
+	if t.Failed() {
+		return
+	}
+	r := newReadmeRun(t, string(raw))
+	for _, b := range blocks {
+		if b.skip != "" {
+			continue
+		}
+		if r.section != b.section {
+			r.section, r.stoppedTerminal = b.section, false
+			t.Logf("=== section %q", b.section)
+		}
+		for _, c := range b.cmds {
+			if !r.run(c, b.line) {
+				return
+			}
+		}
+	}
+}
+
+// readmeRun is the state of one walk through the README.
+type readmeRun struct {
+	t        *testing.T
+	dir      string
+	addrs    *strings.Replacer
+	defaults map[string]string // README default address → the test's
+	session  *shellSession
+	terminal *serveProc // the "other terminal"'s broker
+	settle   bool       // a "sleep" came before the next command
+	section  string
+	// stoppedTerminal: this section has started a background broker, so
+	// the terminal's was stopped.
+	stoppedTerminal bool
+}
+
+func newReadmeRun(t *testing.T, readme string) *readmeRun {
+	dir := t.TempDir()
+	bin := strandBin(t)
+	if err := os.Symlink(bin, filepath.Join(dir, "strand")); err != nil {
+		t.Fatal(err)
+	}
+	var pairs []string
+	seen := map[string]bool{}
+	for _, a := range loopbackRE.FindAllString(readme, -1) {
+		if !seen[a] {
+			seen[a] = true
+			pairs = append(pairs, a, freeAddr(t))
+		}
+	}
+	addrs := strings.NewReplacer(pairs...)
+	r := &readmeRun{t: t, dir: dir, addrs: addrs, defaults: map[string]string{}}
+	for _, d := range []string{"127.0.0.1:9092", "127.0.0.1:9644", "127.0.0.1:9645", "127.0.0.1:8081"} {
+		if !seen[d] {
+			t.Fatalf("the README no longer names the default address %s", d)
+		}
+		r.defaults[d] = addrs.Replace(d)
+	}
+	env := append(os.Environ(), "PATH="+dir+string(os.PathListSeparator)+os.Getenv("PATH"),
+		"STRAND_BROKERS="+r.defaults["127.0.0.1:9092"],
+		"STRAND_SCHEMA_REGISTRY=http://"+r.defaults["127.0.0.1:8081"],
+		"STRAND_CONSOLE="+r.defaults["127.0.0.1:9645"])
+	r.session = startSession(t, dir, env)
+	return r
+}
+
+// run runs one README command and checks it; false stops the walk.
+func (r *readmeRun) run(c readmeCmd, blockLine int) bool {
+	t := r.t
+	t.Helper()
+	// The built binary stands in for go run (no source in the scratch
+	// directory), as the README says it may.
+	line := strings.ReplaceAll(r.addrs.Replace(c.text), "go run ./cmd/strand ", "./strand ")
+	want := make([]string, len(c.want))
+	for i, w := range c.want {
+		want[i] = r.addrs.Replace(w)
+	}
+	switch {
+	case strings.HasPrefix(c.text, "go build"):
+		if !strings.Contains(c.text, "./cmd/strand") {
+			t.Errorf("README.md:%d builds something other than ./cmd/strand: %s", blockLine, c.text)
+		}
+		return true // strandBin built it from this tree
+	case c.text == "unset STRAND_BROKERS" || strings.HasPrefix(c.text, "unset STRAND_BROKERS "):
+		// Back to the default broker: the test's stands for it.
+		line = "export STRAND_BROKERS=" + r.defaults["127.0.0.1:9092"]
+	case strings.HasPrefix(c.text, "sleep "):
+		r.settle = true
+		return true
+	}
+	if tool := missingTool(c.text, "kcat", "curl"); tool != "" {
+		t.Logf("skipped (no %s installed): %s", tool, c.text)
+		return true
+	}
+	if serveRE.MatchString(c.text) {
+		line = r.serveDefaults(line)
+		if !strings.HasSuffix(line, "&") {
+			return r.startTerminal(c, line, want)
+		}
+		if !r.stoppedTerminal {
+			r.stopTerminal()
+			r.stoppedTerminal = true
+		}
+		out, _, ok := r.session.run(t, line, time.Minute)
+		if !ok {
+			return false
+		}
+		return r.awaitServing(c.text, out, want)
+	}
+	wantsErr := len(want) > 0 && strings.HasPrefix(want[0], "error:")
+	deadline := time.Now().Add(time.Minute)
+	for {
+		began := time.Now()
+		out, rc, ok := r.session.run(t, line, 2*time.Minute)
+		if !ok {
+			return false
+		}
+		t.Logf("$ %s   (%v, exit %d)\n%s", c.text, time.Since(began).Round(time.Millisecond), rc, out)
+		missing := matchLines(out, want)
+		failedAsShown := wantsErr == (rc != 0)
+		if missing == "" && failedAsShown {
+			break
+		}
+		if r.settle && time.Now().Before(deadline) {
+			time.Sleep(time.Second)
+			continue
+		}
+		switch {
+		case !failedAsShown && wantsErr:
+			t.Errorf("README command %q succeeded; the README shows it failing", c.text)
+		case !failedAsShown:
+			t.Errorf("README command %q failed (exit %d):\n%s", c.text, rc, out)
+		default:
+			t.Errorf("README command %q printed:\n%s\nwhich lacks the README's line %q (or has it out of order)", c.text, out, missing)
+		}
+		return false
+	}
+	r.settle = false
+	return true
+}
+
+var serveRE = regexp.MustCompile(`(^|\s|/)strand serve\b`)
+
+// serveDefaults adds the listeners a README serve line leaves to their
+// defaults, as the test's mapped addresses: on a shared machine the real
+// defaults may belong to someone else.
+func (r *readmeRun) serveDefaults(line string) string {
+	amp := strings.HasSuffix(line, "&")
+	line = strings.TrimSpace(strings.TrimSuffix(line, "&"))
+	for flag, def := range map[string]string{"--listen": "127.0.0.1:9092", "--metrics-listen": "127.0.0.1:9644",
+		"--console-listen": "127.0.0.1:9645", "--schema-registry-listen": "127.0.0.1:8081"} {
+		if !strings.Contains(line, flag+" ") && !strings.Contains(line, flag+"=") {
+			line += " " + flag + " " + r.defaults[def]
+		}
+	}
+	if amp {
+		line += " &"
+	}
+	return line
+}
+
+// startTerminal runs a foreground "strand serve" as the reader's other
+// terminal would, replacing the one before.
+func (r *readmeRun) startTerminal(c readmeCmd, line string, want []string) bool {
+	t := r.t
+	r.stopTerminal()
+	cmd := exec.Command("bash", "-c", "exec "+line)
+	cmd.Dir = r.dir
+	cmd.Env = r.session.env
+	p := startProc(t, cmd)
+	p.awaitServing(t)
+	if p.addr == "" {
+		t.Errorf("README command %q did not serve:\n%s", c.text, p.logs.String())
+		return false
+	}
+	r.terminal = p
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		missing := matchLines(p.logs.String(), want)
+		if missing == "" {
+			return true
+		}
+		if time.Now().After(deadline) {
+			t.Errorf("README command %q logged:\n%s\nwhich lacks the README's line %q", c.text, p.logs.String(), missing)
+			return false
+		}
+	}
+}
+
+// stopTerminal stops the terminal's broker as Ctrl-C does.
+func (r *readmeRun) stopTerminal() {
+	if r.terminal == nil {
+		return
+	}
+	_ = r.terminal.cmd.Process.Signal(os.Interrupt)
+	if err := r.terminal.wait(r.t, time.Minute); err != nil {
+		r.t.Errorf("the terminal's strand serve, stopped with Ctrl-C: %v\n%s", err, r.terminal.logs.String())
+	}
+	r.terminal = nil
+}
+
+// awaitServing waits until a broker started with & logs that it serves,
+// and the lines the README shows under it.
+func (r *readmeRun) awaitServing(cmd, outFile string, want []string) bool {
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(50 * time.Millisecond) {
+		log, _ := os.ReadFile(outFile)
+		if servingRE.Match(log) && matchLines(string(log), want) == "" {
+			return true
+		}
+		if time.Now().After(deadline) {
+			r.t.Errorf("README command %q did not serve within a minute:\n%s", cmd, log)
+			return false
+		}
+	}
+}
+
+// matchLines returns the first expected line that no output line matches
+// after the previous expected line's match ("" when all do).
+func matchLines(out string, want []string) string {
+	lines := strings.Split(normalize(out), "\n")
+	next := 0
+	for _, w := range want {
+		re := wantRE(w)
+		i := slices.IndexFunc(lines[next:], re.MatchString)
+		if i < 0 {
+			return w
+		}
+		next += i + 1
+	}
+	return ""
+}
+
+// wantRE is an expected line as a pattern for a whole output line. An
+// ellipsis standing alone between words may stand for nothing too (an
+// empty table cell).
+func wantRE(w string) *regexp.Regexp {
+	if normalize(w) == "…" {
+		return regexp.MustCompile(`^.*$`) // any one line
+	}
+	const gap = "(?: .* | )"
+	q := " " + regexp.QuoteMeta(normalize(w)) + " "
+	q = strings.ReplaceAll(q, " … ", gap)
+	q = strings.ReplaceAll(q, "…", ".*")
+	if rest, ok := strings.CutPrefix(q, gap); ok {
+		q = "(?:.* )?" + rest
+	} else {
+		q = q[1:]
+	}
+	if rest, ok := strings.CutSuffix(q, gap); ok {
+		q = rest + "(?: .*)?"
+	} else {
+		q = q[:len(q)-1]
+	}
+	return regexp.MustCompile(`^` + q + `$`)
 }
 
 // missingTool returns the first of tools the command runs that is not
 // installed, or "".
 func missingTool(cmd string, tools ...string) string {
 	for _, tool := range tools {
-		if !strings.Contains(" "+cmd, " "+tool+" ") {
+		if !regexp.MustCompile(`(^|[\s|(])` + tool + `\s`).MatchString(cmd) {
 			continue
 		}
 		if _, err := exec.LookPath(tool); err != nil {
@@ -150,8 +437,8 @@ func missingTool(cmd string, tools ...string) string {
 	return ""
 }
 
-// normalize collapses runs of blanks, so that expected output compares
-// without depending on table padding.
+// normalize collapses runs of blanks and trims each line, so that expected
+// output compares without depending on table padding.
 func normalize(s string) string {
 	lines := strings.Split(s, "\n")
 	for i, l := range lines {
@@ -160,154 +447,95 @@ func normalize(s string) string {
 	return strings.Join(lines, "\n")
 }
 
-// TestReadmeCluster runs the README's three-node section: its three
-// `strand serve` commands as real processes (on free ports), then every
-// other command — cluster info, a topic created through one node, records
-// produced through another and read back with kcat through the third, the
-// SIGKILL of the controller and the topic create after it — checking each
-// against the README's expected output. Then it starts the killed node
-// again, as the section says, and waits for three live brokers.
-func TestReadmeCluster(t *testing.T) {
-	raw, err := os.ReadFile("../../README.md")
+// shellSession is one bash process the README's commands run in, in turn,
+// as in a terminal: each command's output goes to a file of its own (a
+// job it starts with & keeps writing there), and bash reports its exit
+// status on a pipe the test reads.
+type shellSession struct {
+	dir   string
+	env   []string
+	cmd   *exec.Cmd
+	stdin io.WriteCloser
+	done  chan string // status lines
+	n     int
+	mu    sync.Mutex
+}
+
+func startSession(t *testing.T, dir string, env []string) *shellSession {
+	t.Helper()
+	s := &shellSession{dir: dir, env: env, done: make(chan string, 1)}
+	s.cmd = exec.Command("bash", "--noprofile", "--norc", "-o", "pipefail")
+	s.cmd.Dir, s.cmd.Env = dir, env
+	// Its own process group: the test ends every process the README
+	// started (brokers left running with &) by the group's id, and
+	// nothing else.
+	s.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	var err error
+	if s.stdin, err = s.cmd.StdinPipe(); err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := s.cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
 	}
-	steps := sectionSteps(t, string(raw), "A three-node cluster on one machine")
-	bin := strandBin(t)
-	dir := t.TempDir()
-	var pairs []string
-	for _, node := range []string{"91", "92", "93"} {
-		for _, suffix := range []string{"92", "93", "94", "95", "96"} {
-			pairs = append(pairs, "127.0.0.1:"+node+suffix, freeAddr(t))
-		}
+	var stderr strings.Builder
+	s.cmd.Stderr = &stderr
+	if err := s.cmd.Start(); err != nil {
+		t.Fatal(err)
 	}
-	pairs = append(pairs, "./strand ", bin+" ")
-	replacer := strings.NewReplacer(pairs...)
-	serves := map[string]string{} // node id → its command
-	var procs []*serveProc
-	settle := false
-	for _, s := range steps {
-		line := replacer.Replace(s.cmd)
-		if strings.HasPrefix(s.cmd, "./strand serve") {
-			line = strings.TrimSuffix(strings.TrimSpace(line), "&")
-			id := strings.Fields(strings.SplitN(line, "--node-id", 2)[1])[0]
-			serves[id] = line
-			procs = append(procs, launchShell(t, dir, line))
-			continue
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			s.done <- sc.Text()
 		}
-		if procs != nil { // the first command after the serves
-			for _, p := range procs {
-				p.awaitServing(t)
-			}
-			procs = nil
-			waitLive(t, replacer, 3)
-		}
-		if tool := missingTool(s.cmd, "kcat"); tool != "" {
-			t.Logf("skipped (no %s installed): %s", tool, s.cmd)
-			continue
-		}
-		// A README "sleep" waits for the cluster to notice a change (a
-		// kill, a config): here the next command is retried until it
-		// prints what the README says and fails only where the README
-		// shows an error (a loaded machine may take longer), for at most
-		// a minute.
-		if strings.HasPrefix(s.cmd, "sleep ") {
-			settle = true
-			continue
-		}
-		wantsErr := slices.ContainsFunc(append(s.want, s.fuzzy...), func(w string) bool { return strings.HasPrefix(w, "error:") })
-		for deadline := time.Now().Add(time.Minute); ; time.Sleep(time.Second) {
-			cmd := exec.Command("bash", "-o", "pipefail", "-c", line)
-			cmd.Dir = dir
-			out, err := cmd.CombinedOutput()
-			t.Logf("$ %s\n%s", s.cmd, out)
-			missing := missingOutput(string(out), append(s.want, s.fuzzy...), replacer)
-			failedAsShown := wantsErr == (err != nil) || strings.HasPrefix(s.cmd, "pkill")
-			if len(missing) == 0 && failedAsShown {
-				break
-			}
-			if !settle {
-				switch {
-				case wantsErr && err == nil:
-					t.Fatalf("README command %s succeeded; the README shows it failing:\n%s", s.cmd, out)
-				case !failedAsShown:
-					t.Fatalf("README command failed (%v): %s\n%s", err, s.cmd, out)
-				}
-				for _, want := range missing {
-					t.Errorf("README command %s\nprinted:\n%s\nwithout the README's %q", s.cmd, out, want)
-				}
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("README command %s (after a sleep) still printed, a minute on:\n%s\nwithout the README's %q (err %v)", s.cmd, out, missing, err)
-			}
-		}
-		settle = false
-	}
-	if len(serves) != 3 {
-		t.Fatalf("the section starts %d nodes, want 3", len(serves))
-	}
-	// Start every node that is gone (the killed controller) again.
-	for id, line := range serves {
-		if exec.Command("pgrep", "-f", "strand serve --node-id "+id+" ").Run() != nil {
-			launchShell(t, dir, line).awaitServing(t)
-		}
-	}
-	waitLive(t, replacer, 3)
-	// ... and the restarted node rejoins every ISR it left.
-	describe := replacer.Replace("./strand topic describe orders --brokers 127.0.0.1:9192")
-	for deadline := time.Now().Add(time.Minute); ; time.Sleep(500 * time.Millisecond) {
-		out, err := exec.Command("bash", "-c", describe).CombinedOutput()
-		// 700 records, or a few more: a produce the README shows refused
-		// may have gone through while the min.insync.replicas change
-		// spread (the test retries it).
-		if err == nil && strings.Contains(string(out), "6 partitions, 70") && strings.Count(string(out), " ok ") == 6 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the restarted node never rejoined every ISR of orders:\n%s", out)
-		}
-	}
+		close(s.done)
+	}()
+	t.Cleanup(func() {
+		_ = s.stdin.Close()
+		_ = syscall.Kill(-s.cmd.Process.Pid, syscall.SIGKILL)
+		_ = s.cmd.Wait()
+	})
+	return s
 }
 
-// missingOutput returns the README's expected lines that out lacks; "…"
-// in a line stands for anything.
-func missingOutput(out string, want []string, replacer *strings.Replacer) []string {
-	have := normalize(out)
-	var missing []string
-	for _, w := range want {
-		for _, part := range strings.Split(normalize(replacer.Replace(w)), "…") {
-			if !strings.Contains(have, strings.TrimSpace(part)) {
-				missing = append(missing, w)
-				break
-			}
-		}
-	}
-	return missing
-}
-
-// waitLive waits until cluster info, asked of each node, lists n live
-// brokers (each node's metadata follows the controller's by a heartbeat).
-func waitLive(t *testing.T, replacer *strings.Replacer, n int) {
+// run runs line in the session and returns the file its output went to
+// and its exit status; ok is false (and the test failed) if it did not
+// finish within limit.
+func (s *shellSession) run(t *testing.T, line string, limit time.Duration) (out string, rc int, ok bool) {
 	t.Helper()
-	for _, node := range []string{"127.0.0.1:9192", "127.0.0.1:9292", "127.0.0.1:9392"} {
-		for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(200 * time.Millisecond) {
-			out, _ := exec.Command("bash", "-c", replacer.Replace("./strand cluster info --brokers "+node)).CombinedOutput()
-			if strings.Count(string(out), " live ") == n {
-				break
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.n++
+	outFile := filepath.Join(s.dir, fmt.Sprintf(".readme-out-%d", s.n))
+	// The newline before "}" ends a trailing comment; stdin is /dev/null
+	// so that no command reads the session's own script.
+	script := fmt.Sprintf("{ %s\n} </dev/null >%q 2>&1; echo \"__readme_status %d $?\"\n", line, outFile, s.n)
+	if _, err := io.WriteString(s.stdin, script); err != nil {
+		t.Errorf("README session: %v", err)
+		return "", 0, false
+	}
+	timer := time.NewTimer(limit)
+	defer timer.Stop()
+	for {
+		select {
+		case status, open := <-s.done:
+			if !open {
+				t.Errorf("README session ended running %q", line)
+				return "", 0, false
 			}
-			if time.Now().After(deadline) {
-				t.Fatalf("cluster info from %s never listed %d live brokers:\n%s", node, n, out)
+			var n int
+			if _, err := fmt.Sscanf(status, "__readme_status %d %d", &n, &rc); err != nil || n != s.n {
+				continue
 			}
+			if strings.HasSuffix(strings.TrimSpace(line), "&") {
+				return outFile, rc, true // a job: its output keeps coming
+			}
+			raw, _ := os.ReadFile(outFile)
+			return string(raw), rc, true
+		case <-timer.C:
+			raw, _ := os.ReadFile(outFile)
+			t.Errorf("README command %q still running after %v:\n%s", line, limit, raw)
+			return "", 0, false
 		}
 	}
-}
-
-// launchShell runs a README `strand serve` line (through bash, for its
-// quoting) in dir, as a process the test kills at the end.
-func launchShell(t *testing.T, dir, line string) *serveProc {
-	t.Helper()
-	cmd := exec.Command("bash", "-c", "exec "+line)
-	cmd.Dir = dir
-	return startProc(t, cmd)
 }

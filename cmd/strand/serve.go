@@ -94,6 +94,8 @@ type serveOptions struct {
 	replicationFactor int
 	imbalanceCheck    time.Duration
 	elr               bool
+
+	pidFile string
 }
 
 const serveLong = `Run a Strand broker: Kafka clients connect to --listen; data lives in --data-dir.
@@ -114,7 +116,7 @@ group-consumer-session-timeout, group-consumer-heartbeat-interval, group-consume
 connections-max-idle, max-connections, max-connections-per-ip, max-connection-creation-rate,
 max-connection-creation-rate-per-ip,
 queued-max-request-bytes, failed-authentication-delay, scrub-interval,
-scrub-rate, console-allowed-hosts, controller-quorum, internal-listen, inter-node-tls-cert,
+scrub-rate, console-allowed-hosts, pid-file, controller-quorum, internal-listen, inter-node-tls-cert,
 inter-node-tls-key, inter-node-tls-ca, insecure-inter-node, source-ip, join, broker-heartbeat-interval,
 broker-session-timeout, replica-lag-time-max, default-replication-factor,
 leader-imbalance-check-interval), and "topic.<config>" sets a broker-wide default for a topic
@@ -176,7 +178,7 @@ func newServeCmd() *cobra.Command {
 	f.BoolVar(&o.httpInsecure, "http-insecure", false, "let the console, metrics and schema registry listen beyond loopback without authentication (everyone is User:ANONYMOUS); without it such a listener needs --http-tls-cert with --sasl-users or --http-tls-client-ca")
 	f.StringVar(&o.saslUsers, "sasl-users", "", `file of "user:password" lines: clients must authenticate as one of them with SASL PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512`)
 	o.oauth.addFlags(f)
-	f.StringVar(&o.consoleListen, "console-listen", "127.0.0.1:9645", `address serving the read-only web console and its JSON API over HTTP ("" disables)`)
+	f.StringVar(&o.consoleListen, "console-listen", "127.0.0.1:9645", `address serving the web console and its JSON API over HTTP; its actions answer loopback clients only ("" disables)`)
 	f.StringVar(&o.schemaListen, "schema-registry-listen", "127.0.0.1:8081", `address serving the Confluent-compatible schema registry API over HTTP ("" disables)`)
 	f.DurationVar(&o.retentionCheck, "retention-check-interval", 30*time.Second, "how often retention.ms and retention.bytes are applied (log.retention.check.interval.ms)")
 	f.DurationVar(&o.groupDelay, "group-initial-rebalance-delay", 3*time.Second, "how long a consumer group's first rebalance waits for more members (group.initial.rebalance.delay.ms; 0: none)")
@@ -217,6 +219,9 @@ func newServeCmd() *cobra.Command {
 	f.DurationVar(&o.imbalanceCheck, "leader-imbalance-check-interval", 5*time.Minute, "how often leadership moves back to each partition's preferred (first) replica when it is in sync (leader.imbalance.check.interval.seconds; 0: never, auto.leader.rebalance.enable=false)")
 	f.IntVar(&o.replicationFactor, "default-replication-factor", 1, "replicas of a topic created without a replication factor, auto-created ones included (default.replication.factor)")
 	f.StringSliceVar(&o.consoleHosts, "console-allowed-hosts", nil, `host names the console answers to besides IP addresses, localhost and this machine's name (DNS rebinding guard; "*": any)`)
+
+	// Process management.
+	f.StringVar(&o.pidFile, "pid-file", "", "write this process's id to this file once it serves, and remove it at a clean stop (stop exactly this broker with kill $(cat FILE))")
 	return cmd
 }
 
@@ -437,6 +442,9 @@ func (o *serveOptions) run(ctx context.Context, logOut io.Writer) error {
 			return err
 		}
 		clusterCfg.Insecure = o.insecureInterNode
+		if o.join {
+			logger.Info(joinHint(voters, o.nodeID))
+		}
 	} else if o.interTLS != [3]string{} || o.insecureInterNode {
 		return usageErr("--inter-node-tls-* and --insecure-inter-node need --controller-quorum")
 	}
@@ -490,6 +498,19 @@ func (o *serveOptions) run(ctx context.Context, logOut io.Writer) error {
 	})
 	if err != nil {
 		return err
+	}
+	// Before the line that says it serves: whoever waits for that line
+	// (a script, a test) finds the file there.
+	if o.pidFile != "" {
+		if err := writePidFile(o.pidFile); err != nil {
+			_ = b.Close()
+			return err
+		}
+		defer func() {
+			if err := removePidFile(o.pidFile); err != nil {
+				logger.Warn("strand: "+err.Error(), "pid_file", o.pidFile)
+			}
+		}()
 	}
 	advertised := o.advertised
 	if advertised == "" {

@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -95,15 +97,8 @@ DescribeTopicPartitions (Kafka 3.8 and later, Strand).`,
 						return errNoTopic(t)
 					}
 				}
-				// A leader that does not answer (a node just killed, not yet
-				// fenced) leaves its partitions' offsets unknown ("?"), not
-				// the whole description.
-				starts, err := adm.ListStartOffsets(ctx, topics...)
-				if err = partial(cmd, "list start offsets", err); err != nil {
-					return err
-				}
-				ends, err := adm.ListEndOffsets(ctx, topics...)
-				if err = partial(cmd, "list end offsets", err); err != nil {
+				starts, ends, err := listOffsets(ctx, cmd, cl, adm, details, topics)
+				if err != nil {
 					return err
 				}
 				rcs, err := adm.DescribeTopicConfigs(ctx, topics...)
@@ -145,6 +140,64 @@ DescribeTopicPartitions (Kafka 3.8 and later, Strand).`,
 	cmd.Flags().BoolVar(&allConfigs, "all-configs", false, "show every config, not only those set on the topic")
 	cmd.Flags().BoolVar(&underReplicated, "under-replicated", false, "list only partitions with fewer in-sync replicas than replicas, or no leader")
 	return cmd
+}
+
+// offsetsSettle bounds how long describe waits for partitions whose
+// offsets no leader answered for: right after an election the new leaders
+// take a moment to be known (and to know they lead).
+const offsetsSettle = 5 * time.Second
+
+// listOffsets lists the partitions' start and end offsets. A partition
+// with a leader whose offsets did not come back (NOT_LEADER from a node
+// that lost it, or a node just killed) is asked again, after a metadata
+// refresh, until every one has answered or offsetsSettle (within the
+// command's timeout) passes; what is still unknown then shows as "?",
+// with a warning on stderr, rather than failing the whole description.
+func listOffsets(ctx context.Context, cmd *cobra.Command, cl *kgo.Client, adm *kadm.Client, details kadm.TopicDetails, topics []string) (kadm.ListedOffsets, kadm.ListedOffsets, error) {
+	deadline := time.Now().Add(offsetsSettle)
+	for {
+		starts, serr := adm.ListStartOffsets(ctx, topics...)
+		ends, eerr := adm.ListEndOffsets(ctx, topics...)
+		last := time.Now().After(deadline) || ctx.Err() != nil
+		if !last && (unanswered(details, starts, serr) || unanswered(details, ends, eerr)) {
+			cl.ForceMetadataRefresh()
+			select {
+			case <-ctx.Done():
+			case <-time.After(250 * time.Millisecond):
+			}
+			if fresh, err := adm.ListTopicsWithInternal(ctx, topics...); err == nil {
+				maps.Copy(details, fresh)
+			}
+			continue
+		}
+		if err := partial(cmd, "list start offsets", serr); err != nil {
+			return nil, nil, err
+		}
+		if err := partial(cmd, "list end offsets", eerr); err != nil {
+			return nil, nil, err
+		}
+		return starts, ends, nil
+	}
+}
+
+// unanswered reports whether some partition that has a leader is missing
+// from offsets (or came back with an error).
+func unanswered(details kadm.TopicDetails, offsets kadm.ListedOffsets, err error) bool {
+	var se *kadm.ShardErrors
+	if err != nil && !errors.As(err, &se) {
+		return false // not a partial answer: partial reports it
+	}
+	for _, d := range details {
+		for _, p := range d.Partitions {
+			if p.Leader < 0 {
+				continue
+			}
+			if o, ok := offsets.Lookup(d.Topic, p.Partition); !ok || o.Err != nil {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 func describeOne(d kadm.TopicDetail, starts, ends kadm.ListedOffsets, rcs kadm.ResourceConfigs, all bool) topicDescription {
@@ -195,7 +248,19 @@ func printDescription(w io.Writer, d topicDescription, all bool) error {
 		total += max(p.Records, 0)
 		status[p.Status]++
 	}
-	fmt.Fprintf(w, "topic %s: %s, %s", d.Topic, plural(len(d.Partitions), "partition"), plural(int(total), "record"))
+	// A partial sum would read as lost records: with any partition's
+	// count unknown the header says so instead of printing one.
+	unknown := 0
+	for _, p := range d.Partitions {
+		if p.Records < 0 && p.Leader >= 0 {
+			unknown++
+		}
+	}
+	records := plural(int(total), "record")
+	if unknown > 0 {
+		records = fmt.Sprintf("records unknown (no offsets for %s)", plural(unknown, "partition"))
+	}
+	fmt.Fprintf(w, "topic %s: %s, %s", d.Topic, plural(len(d.Partitions), "partition"), records)
 	if n := status["under-replicated"]; n > 0 {
 		fmt.Fprintf(w, ", %d under-replicated", n)
 	}

@@ -49,9 +49,10 @@ type IngestStats struct {
 	// Rejected counts invalid records whose batches were refused
 	// (strand.validation.action=reject); they are not in Validated.
 	Rejected int64
-	// Redriven counts DLQ records produced back into the topic by Redrive
-	// (in-process); a redrive through the wire (strand dlq redrive) is
-	// counted as ordinary produce traffic.
+	// Redriven counts DLQ records produced back into the topic, whoever
+	// redrives them (Redrive in-process, strand dlq redrive or another
+	// client through the wire): records carrying a redrive's source
+	// header, also once the topic is no longer validated.
 	Redriven int64
 }
 
@@ -465,6 +466,30 @@ func (q *quarantine) count(b *Broker, topic string) {
 	}
 	b.logger.Warn("broker: records quarantined", "topic", topic, "dlq", dlq, "records", pending,
 		"reason", q.reasons[0], "log_every", quarantineLogEvery)
+}
+
+// redrivenUnvalidated counts the redriven records of a batch bound for a
+// topic that is not validated (screen counts them on a validated one). A
+// redrive is the usual way out of a DLQ once validation is relaxed, so
+// its records must still count; but scanning every batch of every topic
+// for the header would tax the produce path, so only batches that may be
+// a redrive's are read: any batch of a topic this broker has validated
+// records of, and a transactional batch (strand dlq redrive writes in
+// transactions) of a topic whose DLQ topic exists.
+func (p *Partition) redrivenUnvalidated(batch []byte, h record.Header, cfg *TopicConfig) int32 {
+	if IsInternalTopic(p.topic) {
+		return 0
+	}
+	if _, seen := p.b.ingest.topics.Load(p.topic); !seen {
+		if !h.IsTransactional() {
+			return 0
+		}
+		if _, err := p.b.Topic(cfg.DLQTopic(p.topic)); err != nil {
+			return 0
+		}
+	}
+	_, n := allValid(batch, h, nil) // a nil validator accepts every record
+	return n
 }
 
 // redrivenRecord reports whether a record came back from a DLQ (a redrive

@@ -317,6 +317,8 @@ func (p *Partition) appendAsyncWith(batch []byte, acks Acks, verified bool, enli
 		if err := q.joinTxn(h, enlist); err != nil {
 			return AppendResult{}, Commit{}, fmt.Errorf("%s-%d: %w", p.topic, p.id, err)
 		}
+	} else if n := p.redrivenUnvalidated(batch, h, cfg); n > 0 {
+		q = &quarantine{redriven: n} // counts them; nothing to quarantine
 	}
 	state := p.state()
 	txn := txnUnverified

@@ -311,7 +311,10 @@ func (c *controller) register(r Registration) (int64, uint64, error) {
 	if err != nil {
 		return 0, 0, err
 	}
-	if crashed {
+	// A node the image never registered has no replica in any ISR or ELR
+	// to leave: its missing marker is a first start, not a crash, and a
+	// warning there would greet every new cluster with a false alarm.
+	if crashed && known {
 		c.logger.Warn("cluster: a broker restarted after an unclean shutdown; it leaves every ISR and ELR until it catches up",
 			"broker", r.ID, "previous_epoch", r.PreviousBrokerEpoch, "registered_epoch", old.Epoch)
 	}
