@@ -101,7 +101,7 @@ func addClientFlags(cmd *cobra.Command, o *clientOptions, persistent, tabular bo
 	fs.StringVar(&o.brokers, "brokers", def, "comma-separated seed brokers (env STRAND_BROKERS)")
 	fs.DurationVar(&o.timeout, "timeout", 15*time.Second, "give up on a request after this long")
 	fs.BoolVar(&o.tls, "tls", false, "connect with TLS, trusting the system's CAs")
-	fs.StringVar(&o.tlsCA, "tls-ca", "", "connect with TLS, trusting the CAs in this PEM file")
+	fs.StringVar(&o.tlsCA, "tls-ca", os.Getenv("STRAND_TLS_CA"), "connect with TLS, trusting the CAs in this PEM file (env STRAND_TLS_CA)")
 	fs.StringVar(&o.tlsCert, "tls-cert", "", "PEM client certificate for mutual TLS (with --tls-key)")
 	fs.StringVar(&o.tlsKey, "tls-key", "", "PEM private key of --tls-cert")
 	fs.StringVar(&o.saslUser, "sasl-user", os.Getenv("STRAND_SASL_USER"), "authenticate with SASL as this user (env STRAND_SASL_USER; the password comes from env STRAND_SASL_PASSWORD)")

@@ -85,6 +85,7 @@ type serveOptions struct {
 	quorum            string
 	interTLS          [3]string // --inter-node-tls-cert, -key, -ca
 	insecureInterNode bool
+	listenerCerts     listenerCerts // the listeners' certificates, for SIGHUP
 	join              bool
 	internalListen    string
 	sourceIP          string
@@ -301,7 +302,7 @@ func offsetsRetention(d time.Duration) time.Duration {
 // tlsConfig builds the Kafka listener's TLS from --tls-cert, --tls-key and
 // --tls-client-ca, or returns nil for a plaintext listener.
 func (o *serveOptions) tlsConfig() (*tls.Config, error) {
-	return serverTLS("--tls", o.tlsCert, o.tlsKey, o.tlsClientCA, tls.RequireAndVerifyClientCert)
+	return o.serverTLS("--tls", o.tlsCert, o.tlsKey, o.tlsClientCA, tls.RequireAndVerifyClientCert)
 }
 
 // httpTLSConfig builds the HTTP listeners' TLS from --http-tls-cert,
@@ -309,12 +310,12 @@ func (o *serveOptions) tlsConfig() (*tls.Config, error) {
 // A client certificate is optional (VerifyClientCertIfGiven): a browser
 // without one signs in with HTTP basic instead.
 func (o *serveOptions) httpTLSConfig() (*tls.Config, error) {
-	return serverTLS("--http-tls", o.httpTLSCert, o.httpTLSKey, o.httpTLSClientCA, tls.VerifyClientCertIfGiven)
+	return o.serverTLS("--http-tls", o.httpTLSCert, o.httpTLSKey, o.httpTLSClientCA, tls.VerifyClientCertIfGiven)
 }
 
 // serverTLS loads a listener's certificate, key and client CA, named in
 // errors by the flags' common prefix; nil without a certificate.
-func serverTLS(flag, certFile, keyFile, clientCA string, clientAuth tls.ClientAuthType) (*tls.Config, error) {
+func (o *serveOptions) serverTLS(flag, certFile, keyFile, clientCA string, clientAuth tls.ClientAuthType) (*tls.Config, error) {
 	if certFile == "" && keyFile == "" {
 		if clientCA != "" {
 			return nil, usageErr("%s-client-ca needs %s-cert and %s-key: mutual TLS is TLS first", flag, flag, flag)
@@ -327,21 +328,20 @@ func serverTLS(flag, certFile, keyFile, clientCA string, clientAuth tls.ClientAu
 	if clientCA == "" {
 		clientAuth = tls.NoClientCert
 	}
-	l, err := nodetls.LoadListener(certFile, keyFile, clientCA, clientAuth, nil)
+	l, err := nodetls.LoadListener(certFile, keyFile, clientCA, clientAuth, o.listenerCerts.logger)
 	if err != nil {
 		return nil, fmt.Errorf("%s-cert/%s-key/%s-client-ca: %w", flag, flag, flag, err)
 	}
-	reloadable.add(flag, l)
+	o.listenerCerts.add(flag, l)
 	return l.Config(), nil
 }
 
-// reloadable holds the listeners' certificates that SIGHUP reads again.
-var reloadable listenerCerts
-
+// listenerCerts holds the listeners' certificates that SIGHUP reads again.
 type listenerCerts struct {
-	mu    sync.Mutex
-	names []string
-	certs []*nodetls.ListenerTLS
+	logger *slog.Logger
+	mu     sync.Mutex
+	names  []string
+	certs  []*nodetls.ListenerTLS
 }
 
 func (r *listenerCerts) add(name string, l *nodetls.ListenerTLS) {
@@ -389,6 +389,7 @@ func (o *serveOptions) run(ctx context.Context, logOut io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("--data-dir: %w", err)
 	}
+	o.listenerCerts.logger = logger
 	tlsCfg, err := o.tlsConfig()
 	if err != nil {
 		return err
@@ -466,7 +467,7 @@ func (o *serveOptions) run(ctx context.Context, logOut io.Writer) error {
 		TLS:                     tlsCfg,
 		HTTPTLS:                 httpTLS,
 		HTTPInsecure:            o.httpInsecure,
-		CertificateExpiry:       reloadable.expiry(),
+		CertificateExpiry:       o.listenerCerts.expiry(),
 		SASLUsers:               users,
 		OAuthBearer:             oauthCfg,
 		Authorizer:              o.authorizer,
@@ -533,7 +534,7 @@ func (o *serveOptions) run(ctx context.Context, logOut io.Writer) error {
 	if addr := b.SchemaRegistryAddr(); addr != "" {
 		logger.Info("strand: schema registry on "+scheme+addr+"/", "schema_registry", addr)
 	}
-	stopHUP := reloadOnHUP(b, logger)
+	stopHUP := reloadOnHUP(b, &o.listenerCerts, logger)
 	defer stopHUP()
 	if o.pprofListen != "" {
 		stopPprof, err := servePprof(o.pprofListen, logger)
@@ -569,7 +570,7 @@ func (o *serveOptions) interNodeTLS() (*strand.InterNodeTLS, error) {
 
 // reloadOnHUP reloads the inter-node certificates on every SIGHUP until
 // the returned function is called.
-func reloadOnHUP(b *strand.Broker, logger *slog.Logger) (stop func()) {
+func reloadOnHUP(b *strand.Broker, certs *listenerCerts, logger *slog.Logger) (stop func()) {
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	done := make(chan struct{})
@@ -580,7 +581,7 @@ func reloadOnHUP(b *strand.Broker, logger *slog.Logger) (stop func()) {
 				return
 			case <-hup:
 			}
-			if err := errors.Join(b.ReloadCertificates(), reloadable.reload()); err != nil {
+			if err := errors.Join(b.ReloadCertificates(), certs.reload()); err != nil {
 				logger.Error("strand: SIGHUP: certificates not reloaded; the ones in use stay", "err", err)
 			} else {
 				logger.Info("strand: SIGHUP: certificates read again")
