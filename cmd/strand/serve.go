@@ -364,6 +364,30 @@ func (r *listenerCerts) reload() error {
 	return errors.Join(errs...)
 }
 
+// watch reloads the listeners' certificates every interval until stop,
+// so a renewed file is picked up without a signal; a failure is logged
+// once until it changes.
+func (r *listenerCerts) watch(interval time.Duration, stop <-chan struct{}) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	var last string
+	for {
+		select {
+		case <-stop:
+			return
+		case <-t.C:
+		}
+		err := r.reload()
+		switch {
+		case err != nil && err.Error() != last:
+			r.logger.Warn("strand: listener certificates not reloaded; the ones in use stay", "err", err)
+			last = err.Error()
+		case err == nil:
+			last = ""
+		}
+	}
+}
+
 // expiry is each listener certificate's expiry, for /metrics.
 func (r *listenerCerts) expiry() map[string]func() time.Time {
 	r.mu.Lock()
@@ -535,6 +559,7 @@ func (o *serveOptions) run(ctx context.Context, logOut io.Writer) error {
 		logger.Info("strand: schema registry on "+scheme+addr+"/", "schema_registry", addr)
 	}
 	stopHUP := reloadOnHUP(b, &o.listenerCerts, logger)
+	go o.listenerCerts.watch(30*time.Second, ctx.Done())
 	defer stopHUP()
 	if o.pprofListen != "" {
 		stopPprof, err := servePprof(o.pprofListen, logger)
