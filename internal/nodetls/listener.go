@@ -7,7 +7,6 @@ import (
 	"crypto/x509"
 	"fmt"
 	"log/slog"
-	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -58,26 +57,11 @@ func (l *ListenerTLS) NotAfter() time.Time { return l.leaf.Load().NotAfter }
 func (l *ListenerTLS) Reload() (changed bool, err error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	certPEM, err := os.ReadFile(l.cert)
+	raw, stamp, err := readFiles(l.cert, l.key, l.ca)
 	if err != nil {
-		return false, fmt.Errorf("nodetls: %w", err)
+		return false, err
 	}
-	keyPEM, err := os.ReadFile(l.key)
-	if err != nil {
-		return false, fmt.Errorf("nodetls: %w", err)
-	}
-	var caPEM []byte
-	if l.ca != "" {
-		if caPEM, err = os.ReadFile(l.ca); err != nil {
-			return false, fmt.Errorf("nodetls: %w", err)
-		}
-	}
-	h := sha256.New()
-	h.Write(certPEM)
-	h.Write(keyPEM)
-	h.Write(caPEM)
-	var stamp [sha256.Size]byte
-	h.Sum(stamp[:0])
+	certPEM, keyPEM, caPEM := raw[0], raw[1], raw[2]
 	if l.cur.Load() != nil && bytes.Equal(stamp[:], l.stamp[:]) {
 		return false, nil
 	}

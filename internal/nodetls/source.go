@@ -69,18 +69,11 @@ func Load(files Files, self int32, logger *slog.Logger) (*Source, error) {
 // CA verifies the certificate for both ends of a connection, and the
 // certificate names this node.
 func (s *Source) read() (*material, error) {
-	certPEM, err := os.ReadFile(s.files.Cert)
+	raw, stamp, err := readFiles(s.files.Cert, s.files.Key, s.files.CA)
 	if err != nil {
-		return nil, fmt.Errorf("nodetls: %w", err)
+		return nil, err
 	}
-	keyPEM, err := os.ReadFile(s.files.Key)
-	if err != nil {
-		return nil, fmt.Errorf("nodetls: %w", err)
-	}
-	caPEM, err := os.ReadFile(s.files.CA)
-	if err != nil {
-		return nil, fmt.Errorf("nodetls: %w", err)
-	}
+	certPEM, keyPEM, caPEM := raw[0], raw[1], raw[2]
 	pair, err := tls.X509KeyPair(certPEM, keyPEM)
 	if err != nil {
 		return nil, fmt.Errorf("nodetls: %s and %s: %w", s.files.Cert, s.files.Key, err)
@@ -89,19 +82,36 @@ func (s *Source) read() (*material, error) {
 	if err != nil || len(cas) == 0 {
 		return nil, fmt.Errorf("nodetls: %s holds no CA certificate (%v)", s.files.CA, err)
 	}
-	m := &material{pair: &pair, leaf: pair.Leaf, pool: x509.NewCertPool(), cas: cas}
+	m := &material{pair: &pair, leaf: pair.Leaf, pool: x509.NewCertPool(), cas: cas, stamp: stamp}
 	for _, ca := range cas {
 		m.pool.AddCert(ca)
 	}
 	if err := m.verifyOwn(s.self); err != nil {
 		return nil, fmt.Errorf("nodetls: %s: %w", s.files.Cert, err)
 	}
-	h := sha256.New()
-	h.Write(certPEM)
-	h.Write(keyPEM)
-	h.Write(caPEM)
-	h.Sum(m.stamp[:0])
 	return m, nil
+}
+
+// readFiles reads each named file ("" reads as empty) and returns their
+// bytes and a digest of them all, which tells a reload whether anything
+// changed.
+func readFiles(paths ...string) ([][]byte, [sha256.Size]byte, error) {
+	var stamp [sha256.Size]byte
+	h := sha256.New()
+	out := make([][]byte, len(paths))
+	for i, p := range paths {
+		if p == "" {
+			continue
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return nil, stamp, fmt.Errorf("nodetls: %w", err)
+		}
+		out[i] = b
+		h.Write(b)
+	}
+	h.Sum(stamp[:0])
+	return out, stamp, nil
 }
 
 func (m *material) verifyOwn(self int32) error {
