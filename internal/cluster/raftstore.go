@@ -17,6 +17,8 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
+
+	"github.com/strandmq/strand/internal/nodetls"
 )
 
 // Voter is one member of the metadata quorum.
@@ -353,7 +355,7 @@ func (s *RaftStore) callController(req rpcRequest, timeout time.Duration) (rpcRe
 			var resp rpcResponse
 			var err error
 			if strconv.Itoa(int(id)) == s.node {
-				resp = s.ctl.serve(s.self, req)
+				resp = s.ctl.serve(nodetls.AnyNode, req) // this process: no peer to check
 			} else {
 				resp, err = call(s.nw, s.node, addr, req, min(time.Until(deadline), 10*time.Second), func() bool {
 					now, _, ok := s.Leader()
