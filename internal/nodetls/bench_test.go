@@ -22,18 +22,7 @@ func BenchmarkHandshake(b *testing.B) {
 	}
 	ln := n1.Listener(raw)
 	defer ln.Close()
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer c.Close()
-				_, _ = io.Copy(io.Discard, c)
-			}()
-		}
-	}()
+	acceptEach(ln, func(c net.Conn) { _, _ = io.Copy(io.Discard, c) })
 	addr := raw.Addr().String()
 	b.ResetTimer()
 	for b.Loop() {

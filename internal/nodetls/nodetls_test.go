@@ -89,6 +89,21 @@ func serve(t *testing.T, src *nodetls.Source) (string, <-chan accepted) {
 	ln := src.Listener(raw)
 	t.Cleanup(func() { ln.Close() })
 	got := make(chan accepted, 16)
+	acceptEach(ln, func(c net.Conn) {
+		_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+		buf := make([]byte, 64)
+		n, err := c.Read(buf)
+		if err == nil {
+			_, _ = c.Write(buf[:n])
+		}
+		got <- accepted{peer: c.(*nodetls.Conn).PeerNode(), line: string(buf[:n]), err: err}
+	})
+	return raw.Addr().String(), got
+}
+
+// acceptEach serves every connection ln accepts with fn, on a goroutine of
+// its own, and closes it after; it returns at once.
+func acceptEach(ln net.Listener, fn func(net.Conn)) {
 	go func() {
 		for {
 			c, err := ln.Accept()
@@ -97,17 +112,10 @@ func serve(t *testing.T, src *nodetls.Source) (string, <-chan accepted) {
 			}
 			go func() {
 				defer c.Close()
-				_ = c.SetDeadline(time.Now().Add(10 * time.Second))
-				buf := make([]byte, 64)
-				n, err := c.Read(buf)
-				if err == nil {
-					_, _ = c.Write(buf[:n])
-				}
-				got <- accepted{peer: c.(*nodetls.Conn).PeerNode(), line: string(buf[:n]), err: err}
+				fn(c)
 			}()
 		}
 	}()
-	return raw.Addr().String(), got
 }
 
 func dial(ctx context.Context, src *nodetls.Source, addr string, expect int32) (*nodetls.Conn, error) {
@@ -342,16 +350,7 @@ func TestListenerReload(t *testing.T) {
 	}
 	ln := tls.NewListener(raw, l.Config())
 	defer ln.Close()
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			_ = c.(*tls.Conn).Handshake()
-			c.Close()
-		}
-	}()
+	acceptEach(ln, func(c net.Conn) { _ = c.(*tls.Conn).Handshake() })
 	serial := func() string {
 		c, err := tls.Dial("tcp", raw.Addr().String(), &tls.Config{RootCAs: ca.Pool(), ServerName: "localhost"})
 		if err != nil {
