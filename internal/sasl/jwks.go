@@ -256,9 +256,13 @@ func (f *FileKeys) keys(kid, alg string) ([]any, error) {
 		f.reloadLocked()
 	}
 	found := f.mu.set.find(kid, alg)
-	if len(found) == 0 && !changed && time.Since(f.mu.read) >= time.Second {
-		// A rewrite within the file system's timestamp granularity, to
-		// the same size, shows no change: read once more for a new kid.
+	// A rewrite to the same size within the file system's timestamp
+	// granularity (coarse clock ticks, milliseconds apart) shows no
+	// change to Stat. For a kid we do not hold, read once more if the
+	// last read came soon enough after the last write that such a
+	// rewrite could hide, or at most once a second otherwise.
+	unsure := f.mu.read.Before(f.mu.modTime.Add(time.Second))
+	if len(found) == 0 && !changed && (unsure || time.Since(f.mu.read) >= time.Second) {
 		f.reloadLocked()
 		found = f.mu.set.find(kid, alg)
 	}
