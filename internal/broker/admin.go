@@ -195,8 +195,8 @@ func (b *Broker) dropFailedPartitionDir(name string, tid TopicID) {
 
 func (b *Broker) discard(ps []*Partition) {
 	for _, p := range ps {
-		if err := p.remove(); err != nil {
-			b.logger.Warn("broker: cannot remove partition of a failed topic change", "topic", p.topic, "partition", p.id, "err", err)
+		if err := p.Remove(); err != nil {
+			b.logger.Warn("broker: cannot remove partition of a failed topic change", "topic", p.Topic(), "partition", p.ID(), "err", err)
 		}
 	}
 }
@@ -233,7 +233,7 @@ func (b *Broker) DeleteTopic(name string) error {
 	}
 	var errs []error
 	for _, p := range t.local() {
-		errs = append(errs, p.remove())
+		errs = append(errs, p.Remove())
 	}
 	// A commit that raced the first pass is refused from now on (the
 	// partitions are gone); remove any that slipped in.
@@ -351,7 +351,7 @@ func (b *Broker) alterConfigs(name string, validateOnly bool, next func(TopicCon
 		return fmt.Errorf("broker: alter configs of %q: %w", name, err)
 	}
 	for _, p := range nt.partitions {
-		p.setConfig(tc)
+		p.SetConfig(b.partitionConfig(tc, p.Topic(), partitionDirName(p.Topic(), p.ID())))
 	}
 	b.logger.Info("broker: topic configs altered", "topic", name, "configs", tc.Overrides())
 	return nil

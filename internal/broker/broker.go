@@ -7,28 +7,22 @@ import (
 	"io"
 	"log/slog"
 	"maps"
-	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/strandmq/strand/internal/cluster"
 	"github.com/strandmq/strand/internal/group"
+	"github.com/strandmq/strand/internal/partition"
+	"github.com/strandmq/strand/internal/partition/fetcher"
 	"github.com/strandmq/strand/internal/partlog"
 	"github.com/strandmq/strand/internal/producer"
 	"github.com/strandmq/strand/internal/vfs"
 	"github.com/strandmq/strand/internal/wire"
 )
-
-// NodeID identifies a broker in a cluster (Kafka's node.id / broker.id).
-type NodeID int32
-
-// PartitionID is a partition's index within its topic.
-type PartitionID int32
 
 // Limits that keep one request from exhausting the machine.
 const (
@@ -216,11 +210,10 @@ type Broker struct {
 	// descriptor cap (Config.MaxOpenLogFiles); fs itself when uncapped.
 	logFS vfs.FS
 	files *vfs.FDCache
-	// rollSnapSlots bounds the roll snapshots written at once, so that
-	// many partitions rolling together do not each hold a thread in fsync.
-	rollSnapSlots chan struct{}
-	logger        *slog.Logger
-	meta          cluster.Store // topics, ids, configs, tombstones (Config.Metadata)
+	// node is what this node's partitions share (package partition).
+	node   *partition.Node
+	logger *slog.Logger
+	meta   cluster.Store // topics, ids, configs, tombstones (Config.Metadata)
 	// images feeds the reconciler (reconcile.go); unsubscribe ends its feed.
 	images      chan *cluster.Image
 	unsubscribe func()
@@ -231,11 +224,8 @@ type Broker struct {
 	txns        txnShards   // transaction coordinators, by __transaction_state partition
 	txnSync     sync.Mutex  // serialises syncTxnCoordinators
 	txnCount    txnCounters
-	member      *membership // nil on a single node
-	replicas    fetchers    // a follower's fetchers, by leader (follower.go)
-	isrShrinks  atomic.Int64
-	isrExpands  atomic.Int64
-	parked      atomic.Int64 // acks=all produces waiting for the high watermark
+	member      *membership       // nil on a single node
+	fetchers    *fetcher.Fetchers // a follower's fetchers, by leader
 	started     time.Time
 	syncedIndex int64        // newest image syncLocked applied (b.admin)
 	ingest      ingestStats  // validation counters (ingest.go)
@@ -298,7 +288,13 @@ func Open(cfg Config) (_ *Broker, err error) {
 	}
 	b := &Broker{cfg: cfg, fs: cfg.FS, logger: cfg.Logger, defaults: defaults, stop: make(chan struct{}), started: cfg.Now()}
 	b.logFS = b.fs
-	b.rollSnapSlots = make(chan struct{}, rollSnapWriters)
+	b.node = &partition.Node{ID: cfg.NodeID, FS: b.fs, Logger: b.logger, Now: cfg.Now,
+		SnapshotDir: filepath.Join(cfg.Dir, producerStateDir), ReplicaLagTime: cfg.ReplicaLagTime,
+		ProducerIDExpiration: cfg.ProducerIDExpiration, Started: b.started,
+		RollSnapSlots: make(chan struct{}, partition.RollSnapWriters)}
+	b.node.Host = nodeHost{b}
+	b.fetchers = fetcher.New(fetcher.Config{NodeID: cfg.NodeID, Addr: b.internalAddr, Dialer: cfg.Dialer, Logger: b.logger,
+		BrokerEpoch: func() int64 { return b.member.epoch.Load() }})
 	if cfg.MaxOpenLogFiles > 0 {
 		b.files = vfs.NewFDCache(cfg.MaxOpenLogFiles)
 		b.logFS = b.files.Wrap(b.fs)
@@ -463,7 +459,7 @@ func (b *Broker) openTopics(metas []cluster.Topic) error {
 	if err != nil {
 		for _, j := range jobs {
 			if p := j.t.partitions[j.id]; p != nil {
-				_ = p.close(false)
+				_ = p.Close(false)
 			}
 		}
 		return err
@@ -507,7 +503,7 @@ func (b *Broker) removeOrphanSnapshots() {
 		return
 	}
 	for _, name := range snaps {
-		id, part, ok := parseSnapshotName(name)
+		id, part, ok := partition.ParseSnapshotName(name)
 		if t := b.mu.byID[id]; ok && t != nil && int(part) < len(t.partitions) {
 			continue
 		}
@@ -560,8 +556,8 @@ func (b *Broker) ApplyRetention() {
 			if p.Failed() != nil {
 				continue // offline: nothing may change its files
 			}
-			if _, err := p.log.ApplyRetention(); err != nil && !p.isClosed() {
-				b.logger.Warn("broker: retention failed", "topic", t.Name, "partition", p.id, "err", err)
+			if _, err := p.Log().ApplyRetention(); err != nil && !p.Closed() {
+				b.logger.Warn("broker: retention failed", "topic", t.Name, "partition", p.ID(), "err", err)
 			}
 		}
 	}
@@ -590,7 +586,7 @@ func (b *Broker) Close() error {
 	b.coordSync.Unlock()
 	b.unsubscribe()
 	close(b.stop)
-	b.stopFetchers()
+	b.fetchers.Close()
 	b.wg.Wait()
 	b.admin.Lock()
 	defer b.admin.Unlock()
@@ -613,7 +609,7 @@ func (b *Broker) closePartitions() error {
 	for _, t := range b.mu.topics {
 		all = append(all, t.local()...)
 	}
-	err := forEach(len(all), func(i int) error { return all[i].close(true) })
+	err := forEach(len(all), func(i int) error { return all[i].Close(true) })
 	b.logger.Info("broker: closed partitions", "partitions", len(all), "took", time.Since(start).Round(time.Millisecond))
 	return err
 }
@@ -652,7 +648,7 @@ func (b *Broker) OfflinePartitions() []OfflinePartition {
 	for _, t := range b.Topics() {
 		for _, p := range t.local() {
 			if err := p.Failed(); err != nil {
-				out = append(out, OfflinePartition{Name: partitionDirName(t.Name, p.id), Damaged: errors.Is(err, partlog.ErrDamaged), Reason: err.Error()})
+				out = append(out, OfflinePartition{Name: partitionDirName(t.Name, p.ID()), Damaged: errors.Is(err, partlog.ErrDamaged), Reason: err.Error()})
 			}
 		}
 	}
@@ -781,21 +777,6 @@ func validateTopicName(name string) error {
 		}
 	}
 	return nil
-}
-
-// removeProducerSnapshot deletes a partition's producer snapshot, if any.
-func (b *Broker) removeProducerSnapshot(topic TopicID, p PartitionID) {
-	dir := filepath.Join(b.cfg.Dir, producerStateDir)
-	names := []string{snapshotName(topic, p)}
-	for _, r := range rollSnapshots(b.fs, dir, topic, p) {
-		names = append(names, r.name)
-	}
-	for _, name := range names {
-		err := b.fs.Remove(filepath.Join(dir, name))
-		if err != nil && !errors.Is(err, os.ErrNotExist) {
-			b.logger.Warn("broker: cannot remove producer snapshot", "topic", topic, "partition", p, "err", err)
-		}
-	}
 }
 
 func partitionDirName(topic string, p PartitionID) string {

@@ -9,6 +9,7 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/strandmq/strand/internal/partition"
 	"github.com/strandmq/strand/internal/partitioner"
 	"github.com/strandmq/strand/internal/producer"
 	"github.com/strandmq/strand/internal/record"
@@ -283,7 +284,7 @@ func TestProducerStateSurvivesRestart(t *testing.T) {
 			t.Fatal(err)
 		}
 		if !crash {
-			if _, err := fs.Stat(filepath.Join("/d", producerStateDir, p.snapshotName())); err != nil {
+			if _, err := fs.Stat(filepath.Join("/d", producerStateDir, partition.SnapshotName(p.TopicID(), p.ID()))); err != nil {
 				t.Fatalf("no snapshot after a clean close: %v", err)
 			}
 		}

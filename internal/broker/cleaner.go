@@ -99,21 +99,17 @@ func (b *Broker) CleanLogs() {
 				return
 			default:
 			}
-			cfg := p.config.Load()
+			cfg := t.Config
 			if !cfg.Compacted() {
 				continue
 			}
 			pol := cfg.compactPolicy()
-			if pol.Stable, pol.Aborted = p.cleanerTxnBounds(); pol.Stable == 0 {
+			if pol.Stable, pol.Aborted = p.CleanerTxnBounds(); pol.Stable == 0 {
 				continue // an undecided transaction at the log start: nothing is stable
 			}
-			if _, err := cl.Clean(p.log, pol); err != nil && !p.isClosed() {
-				b.logger.Warn("broker: compaction failed", "topic", t.Name, "partition", p.id, "err", err)
+			if _, err := cl.Clean(p.Log(), pol); err != nil && !p.Closed() {
+				b.logger.Warn("broker: compaction failed", "topic", t.Name, "partition", p.ID(), "err", err)
 			}
 		}
 	}
 }
-
-// Roll closes the partition's active segment and starts a new one, so that
-// everything written so far becomes eligible for compaction and retention.
-func (p *Partition) Roll() error { return p.log.Roll() }

@@ -23,8 +23,8 @@ func countRecords(t *testing.T, b *Broker, topic string) int {
 		t.Fatal(err)
 	}
 	n := 0
-	for off := p.log.LogStartOffset(); off < p.log.HighWatermark(); {
-		buf, err := p.log.Read(off, 1<<20)
+	for off := p.Log().LogStartOffset(); off < p.Log().HighWatermark(); {
+		buf, err := p.Log().Read(off, 1<<20)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -182,8 +182,8 @@ func TestCleanWhileProducingAndReading(t *testing.T) {
 			default:
 			}
 			last := record.Offset(-1)
-			for off := p.log.LogStartOffset(); off < p.log.HighWatermark(); {
-				buf, err := p.log.Read(off, 4096)
+			for off := p.Log().LogStartOffset(); off < p.Log().HighWatermark(); {
+				buf, err := p.Log().Read(off, 4096)
 				if err != nil {
 					errs <- err
 					return
@@ -221,8 +221,8 @@ func TestCleanWhileProducingAndReading(t *testing.T) {
 	b.CleanLogs()
 	want := compact.View(all)
 	got := map[string][]byte{}
-	for off := p.log.LogStartOffset(); off < p.log.HighWatermark(); {
-		buf, err := p.log.Read(off, 1<<20)
+	for off := p.Log().LogStartOffset(); off < p.Log().HighWatermark(); {
+		buf, err := p.Log().Read(off, 1<<20)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -3,11 +3,12 @@ package broker
 import (
 	"errors"
 	"fmt"
-	"github.com/strandmq/strand/internal/cluster"
 	"maps"
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/strandmq/strand/internal/cluster"
 )
 
 // A partition directory is removed for one reason only: its topic id has a

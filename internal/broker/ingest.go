@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/strandmq/strand/internal/ingest"
+	"github.com/strandmq/strand/internal/partition"
 	"github.com/strandmq/strand/internal/record"
 )
 
@@ -248,6 +249,7 @@ type quarantine struct {
 	reasons   []string
 	base      record.Offset // the producer's base offset, to make offsets relative
 	codec     record.Codec
+	b         *Broker
 	dlq       *Partition // nil when nothing is invalid
 	// inTxn: the DLQ partition was added to the source batch's
 	// transaction, so the quarantined records are written inside it.
@@ -261,14 +263,40 @@ type quarantine struct {
 // DLQ led elsewhere, after a failover, is written outside it, as before).
 // It runs before the partition lock: enlisting may ask another node.
 func (q *quarantine) joinTxn(h record.Header, enlist Enlister) error {
-	if q == nil || q.dlq == nil || enlist == nil || !h.IsTransactional() || q.dlq.notLeader() != nil {
+	if q == nil || q.dlq == nil || enlist == nil || !h.IsTransactional() || q.dlq.CheckLeader() != nil {
 		return nil
 	}
-	if err := enlist(q.dlq.topic, int32(q.dlq.id)); err != nil {
-		return fmt.Errorf("broker: adding DLQ %s-%d to the transaction: %w", q.dlq.topic, q.dlq.id, err)
+	if err := enlist(q.dlq.Topic(), int32(q.dlq.ID())); err != nil {
+		return fmt.Errorf("broker: adding DLQ %s-%d to the transaction: %w", q.dlq.Topic(), q.dlq.ID(), err)
 	}
 	q.inTxn, q.pid, q.epoch = true, h.ProducerID, h.ProducerEpoch
 	return nil
+}
+
+// screener judges the batches of a topic that is not internal (its
+// partitions' partition.Screener): a validated topic's records are
+// screen'ed, and redriven records are counted on any topic.
+type screener struct {
+	b   *Broker
+	cfg TopicConfig
+}
+
+// Screen implements partition.Screener.
+func (s *screener) Screen(p *Partition, batch []byte, h record.Header, enlist Enlister) ([]byte, record.Header, partition.Quarantine, error) {
+	if v := s.cfg.Validator(); v != nil {
+		nb, nh, q, err := s.b.screen(p, batch, h, v, &s.cfg)
+		if err != nil {
+			return nil, h, nil, err
+		}
+		if err := q.joinTxn(nh, enlist); err != nil {
+			return nil, h, nil, fmt.Errorf("%s-%d: %w", p.Topic(), p.ID(), err)
+		}
+		return nb, nh, q, nil
+	}
+	if n := s.b.redrivenUnvalidated(p, batch, h, &s.cfg); n > 0 {
+		return batch, h, &quarantine{b: s.b, redriven: n}, nil // counts them; nothing to quarantine
+	}
+	return batch, h, nil, nil
 }
 
 // screen decodes a batch of a validated topic and judges every record. When
@@ -277,16 +305,16 @@ func (q *quarantine) joinTxn(h record.Header, enlist Enlister) error {
 // the valid records with the producer's offset range, producer id, epoch,
 // base sequence and codec (an empty batch, still spanning the range, when no
 // record is valid), and the invalid records to quarantine.
-func (p *Partition) screen(batch []byte, h record.Header, v *ingest.Validator, cfg *TopicConfig) ([]byte, record.Header, *quarantine, error) {
-	v = v.Bind(p.b.schemas, p.topic)
+func (b *Broker) screen(p *Partition, batch []byte, h record.Header, v *ingest.Validator, cfg *TopicConfig) ([]byte, record.Header, *quarantine, error) {
+	v = v.Bind(b.schemas, p.Topic())
 	if ok, redriven := allValid(batch, h, v); ok {
-		return batch, h, &quarantine{validated: h.NumRecords, redriven: redriven}, nil
+		return batch, h, &quarantine{b: b, validated: h.NumRecords, redriven: redriven}, nil
 	}
 	decoded, err := record.Decode(batch)
 	if err != nil {
-		return nil, h, nil, fmt.Errorf("%w: %s-%d: %w", ErrCorruptMessage, p.topic, p.id, err)
+		return nil, h, nil, fmt.Errorf("%w: %s-%d: %w", ErrCorruptMessage, p.Topic(), p.ID(), err)
 	}
-	q := &quarantine{validated: h.NumRecords, base: h.BaseOffset, codec: h.Compression()}
+	q := &quarantine{b: b, validated: h.NumRecords, base: h.BaseOffset, codec: h.Compression()}
 	var kept []record.Record
 	for i := range decoded.Records {
 		r := &decoded.Records[i]
@@ -310,14 +338,14 @@ func (p *Partition) screen(batch []byte, h record.Header, v *ingest.Validator, c
 		return batch, h, q, nil
 	}
 	if v.Spec().Action == ingest.ActionReject {
-		re := &RecordErrors{Topic: p.topic, Partition: p.id}
+		re := &RecordErrors{Topic: p.Topic(), Partition: p.ID()}
 		for i, r := range q.records {
 			re.Records = append(re.Records, RecordError{Index: int32(r.Offset - h.BaseOffset), Reason: q.reasons[i]})
 		}
-		p.b.ingest.counters(p.topic).rejected.Add(int64(len(q.records)))
+		b.ingest.counters(p.Topic()).rejected.Add(int64(len(q.records)))
 		return nil, h, nil, re
 	}
-	if q.dlq, err = p.b.resolveDLQ(p, cfg); err != nil {
+	if q.dlq, err = b.resolveDLQ(p, cfg); err != nil {
 		return nil, h, nil, err
 	}
 	opts := h.Options()
@@ -326,11 +354,11 @@ func (p *Partition) screen(batch []byte, h record.Header, v *ingest.Validator, c
 	}
 	nb, err := record.Encode(h.BaseOffset, kept, opts)
 	if err != nil {
-		return nil, h, nil, fmt.Errorf("broker: %s-%d: re-encode the valid records: %w", p.topic, p.id, err)
+		return nil, h, nil, fmt.Errorf("broker: %s-%d: re-encode the valid records: %w", p.Topic(), p.ID(), err)
 	}
 	nh, err := record.ParseHeader(nb)
 	if err != nil {
-		return nil, h, nil, fmt.Errorf("broker: %s-%d: re-encoded batch: %w", p.topic, p.id, err)
+		return nil, h, nil, fmt.Errorf("broker: %s-%d: re-encoded batch: %w", p.Topic(), p.ID(), err)
 	}
 	return nb, nh, q, nil
 }
@@ -344,10 +372,10 @@ var errDLQValidated = errors.New("a DLQ topic must not be validated itself")
 // does not exist. It runs before the source partition's lock is taken
 // (creating a topic takes the broker's locks).
 func (b *Broker) resolveDLQ(p *Partition, cfg *TopicConfig) (*Partition, error) {
-	name := cfg.DLQTopic(p.topic)
+	name := cfg.DLQTopic(p.Topic())
 	t, err := b.Topic(name)
 	if errors.Is(err, ErrUnknownTopicOrPartition) {
-		src, serr := b.Topic(p.topic)
+		src, serr := b.Topic(p.Topic())
 		if serr != nil {
 			return nil, serr
 		}
@@ -357,12 +385,12 @@ func (b *Broker) resolveDLQ(p *Partition, cfg *TopicConfig) (*Partition, error) 
 		}
 	}
 	if err != nil {
-		return nil, fmt.Errorf("broker: DLQ %q of %s-%d: %w", name, p.topic, p.id, err)
+		return nil, fmt.Errorf("broker: DLQ %q of %s-%d: %w", name, p.Topic(), p.ID(), err)
 	}
-	if t.Config.Validator() != nil || name == p.topic {
-		return nil, fmt.Errorf("%w: DLQ %q of topic %q: %w", ErrInvalidConfig, name, p.topic, errDLQValidated)
+	if t.Config.Validator() != nil || name == p.Topic() {
+		return nil, fmt.Errorf("%w: DLQ %q of topic %q: %w", ErrInvalidConfig, name, p.Topic(), errDLQValidated)
 	}
-	return t.Partition(PartitionID(int(p.id) % len(t.partitions)))
+	return t.Partition(PartitionID(int(p.ID()) % len(t.partitions)))
 }
 
 // dlqSpec is an auto-created DLQ topic: the source's partition count and,
@@ -380,23 +408,23 @@ func (b *Broker) dlqSpec(name string, src *Topic) TopicSpec {
 		if !ok {
 			return spec
 		}
-		a = append(a, nodeIDs(reg.Replicas))
+		a = append(a, partition.NodeIDs(reg.Replicas))
 	}
 	spec.Partitions, spec.Assignment = -1, a
 	return spec
 }
 
-// writeLocked appends the quarantined records to the DLQ partition, as if
+// WriteLocked appends the quarantined records to the DLQ partition, as if
 // the source batch were appended at base. The source partition's lock is
 // held (so base is the offset its append will assign).
-func (q *quarantine) writeLocked(src *Partition, base record.Offset) error {
+func (q *quarantine) WriteLocked(src *Partition, base record.Offset) error {
 	if q.dlq == nil {
 		return nil
 	}
 	recs := make([]record.Record, len(q.records))
 	for i, r := range q.records {
 		at := base + (r.Offset - q.base)
-		recs[i] = ingest.Quarantine(r, q.reasons[i], ingest.Source{Topic: src.topic, Partition: int32(src.id), Offset: at})
+		recs[i] = ingest.Quarantine(r, q.reasons[i], ingest.Source{Topic: src.Topic(), Partition: int32(src.ID()), Offset: at})
 		recs[i].Offset = record.Offset(i)
 	}
 	opts := record.DefaultBatchOptions()
@@ -409,43 +437,28 @@ func (q *quarantine) writeLocked(src *Partition, base record.Offset) error {
 	}
 	batch, err := record.Encode(0, recs, opts)
 	if err != nil {
-		return fmt.Errorf("broker: quarantine from %s-%d: %w", src.topic, src.id, err)
+		return fmt.Errorf("broker: quarantine from %s-%d: %w", src.Topic(), src.ID(), err)
 	}
 	// In a cluster the DLQ partition has the source's replicas and, but
 	// for failovers and reassignments, the same leader. A follower's copy
 	// never takes an append of its own (it would diverge from its
 	// leader's): the records go to the DLQ's leader instead.
-	if err := q.dlq.notLeader(); err != nil {
-		if s := q.dlq.state(); src.b.clustered() && !src.b.fenced() && s.role != RoleLeader && s.leader >= 0 {
-			_, err := src.b.produceRemote(s.leader, q.dlq, batch)
+	if err := q.dlq.CheckLeader(); err != nil {
+		if role, leader := q.dlq.RoleAndLeader(); q.b.clustered() && !q.b.fenced() && role != RoleLeader && leader >= 0 {
+			_, err := q.b.produceRemote(leader, q.dlq, batch)
 			return err
 		}
-		return fmt.Errorf("broker: quarantine from %s-%d: %w", src.topic, src.id, err)
+		return fmt.Errorf("broker: quarantine from %s-%d: %w", src.Topic(), src.ID(), err)
 	}
-	h, err := record.ParseHeader(batch)
-	if err != nil {
-		return fmt.Errorf("broker: quarantine from %s-%d: %w", src.topic, src.id, err)
-	}
-	txn := txnUnverified
-	if q.inTxn {
-		txn = txnBrokerWrite
-	}
-	_, pending, err := q.dlq.appendLocked(batch, h, q.dlq.config.Load(), nil, txn)
-	if err == nil {
-		err = pending.Wait()
-	}
-	if err != nil {
-		return fmt.Errorf("broker: quarantine from %s-%d to %s-%d: %w", src.topic, src.id, q.dlq.topic, q.dlq.id, err)
-	}
-	q.dlq.traffic.countIn(len(batch), h.NumRecords) // the DLQ topic counts its records like any topic
-	if src.b.clustered() {
-		q.dlq.advanceHighWatermark() // as AppendAsync does for the source
+	if err := q.dlq.AppendQuarantined(batch, q.inTxn); err != nil {
+		return fmt.Errorf("broker: quarantine from %s-%d to %s-%d: %w", src.Topic(), src.ID(), q.dlq.Topic(), q.dlq.ID(), err)
 	}
 	return nil
 }
 
-// count adds a written batch's outcome to the topic's counters.
-func (q *quarantine) count(b *Broker, topic string) {
+// Count adds a written batch's outcome to the topic's counters.
+func (q *quarantine) Count(topic string) {
+	b := q.b
 	c := b.ingest.counters(topic)
 	c.validated.Add(int64(q.validated))
 	c.accepted.Add(int64(q.validated) - int64(len(q.records)))
@@ -462,7 +475,7 @@ func (q *quarantine) count(b *Broker, topic string) {
 	c.sinceLog.Add(-pending)
 	dlq := ""
 	if q.dlq != nil {
-		dlq = q.dlq.topic
+		dlq = q.dlq.Topic()
 	}
 	b.logger.Warn("broker: records quarantined", "topic", topic, "dlq", dlq, "records", pending,
 		"reason", q.reasons[0], "log_every", quarantineLogEvery)
@@ -476,15 +489,15 @@ func (q *quarantine) count(b *Broker, topic string) {
 // a redrive's are read: any batch of a topic this broker has validated
 // records of, and a transactional batch (strand dlq redrive writes in
 // transactions) of a topic whose DLQ topic exists.
-func (p *Partition) redrivenUnvalidated(batch []byte, h record.Header, cfg *TopicConfig) int32 {
-	if IsInternalTopic(p.topic) {
+func (b *Broker) redrivenUnvalidated(p *Partition, batch []byte, h record.Header, cfg *TopicConfig) int32 {
+	if IsInternalTopic(p.Topic()) {
 		return 0
 	}
-	if _, seen := p.b.ingest.topics.Load(p.topic); !seen {
+	if _, seen := b.ingest.topics.Load(p.Topic()); !seen {
 		if !h.IsTransactional() {
 			return 0
 		}
-		if _, err := p.b.Topic(cfg.DLQTopic(p.topic)); err != nil {
+		if _, err := b.Topic(cfg.DLQTopic(p.Topic())); err != nil {
 			return 0
 		}
 	}

@@ -81,7 +81,7 @@ func (b *Broker) openGroups() error {
 		if err != nil {
 			return err
 		}
-		b.coords.set(int32(p.id), &coordShard{p: p, loaded: g})
+		b.coords.set(int32(p.ID()), &coordShard{p: p, loaded: g})
 	}
 	// Offsets of topics that no longer exist: a delete that crashed before
 	// its second pass, or data from before offsets were removed on delete.
@@ -103,7 +103,7 @@ func (b *Broker) openGroups() error {
 // __consumer_offsets; it replays p before it returns.
 func (b *Broker) newCoordinator(p *Partition) (*group.Coordinator, error) {
 	g, err := group.New(group.Config{
-		Store:                  &offsetStore{p: p},
+		Store:                  &offsetStore{p: p, now: b.cfg.Now},
 		Logger:                 b.logger,
 		GroupMinSessionTimeout: b.cfg.GroupMinSessionTimeout,
 		GroupMaxSessionTimeout: b.cfg.GroupMaxSessionTimeout,
@@ -253,8 +253,8 @@ func (b *Broker) syncCoordinators() {
 	leads := map[int32]*Partition{}
 	if err == nil {
 		for _, p := range t.local() {
-			if p.Role() == RoleLeader && !p.isClosed() {
-				leads[int32(p.id)] = p
+			if p.Role() == RoleLeader && !p.Closed() {
+				leads[int32(p.ID())] = p
 			}
 		}
 	}
@@ -276,7 +276,7 @@ func (b *Broker) syncCoordinators() {
 		b.wg.Add(1)
 		go func() {
 			defer b.wg.Done()
-			if !p.waitEpochCommitted(b.stop) {
+			if !p.WaitEpochCommitted(b.stop) {
 				return // leadership moved on before it could load: the next sync decides
 			}
 			g, err := b.newCoordinator(p)
@@ -297,7 +297,10 @@ func (b *Broker) syncCoordinators() {
 }
 
 // offsetStore is group.Store over partition 0 of __consumer_offsets.
-type offsetStore struct{ p *Partition }
+type offsetStore struct {
+	p   *Partition
+	now func() time.Time
+}
 
 // Append writes recs as one uncompressed v2 batch with acks=all and returns
 // once it is appended. A nil Value is written as a null value (a tombstone).
@@ -319,17 +322,17 @@ func (s *offsetStore) append(ctx context.Context, recs []group.StoreRecord, opts
 	if len(recs) == 0 {
 		return nil
 	}
-	now := s.p.b.cfg.Now().UnixMilli()
+	now := s.now().UnixMilli()
 	rs := make([]record.Record, len(recs))
 	for i, r := range recs {
 		rs[i] = record.Record{Offset: record.Offset(i), Timestamp: now, Key: r.Key, Value: r.Value}
 	}
 	batch, err := record.Encode(0, rs, opts)
 	if err != nil {
-		return fmt.Errorf("broker: encode %s batch: %w", s.p.topic, err)
+		return fmt.Errorf("broker: encode %s batch: %w", s.p.Topic(), err)
 	}
 	if _, err := s.p.Append(ctx, batch, AcksAll); err != nil {
-		return fmt.Errorf("broker: append to %s: %w", s.p.topic, err)
+		return fmt.Errorf("broker: append to %s: %w", s.p.Topic(), err)
 	}
 	return nil
 }
@@ -365,7 +368,7 @@ func (s *offsetStore) Replay(fn func(group.StoreRecord) error) error {
 			}
 			batch, err := record.Decode(sc.Batch())
 			if err != nil {
-				return fmt.Errorf("broker: %s at %d: %w", s.p.topic, h.BaseOffset, err)
+				return fmt.Errorf("broker: %s at %d: %w", s.p.Topic(), h.BaseOffset, err)
 			}
 			var tag *group.TxnTag
 			if h.IsTransactional() {
@@ -382,7 +385,7 @@ func (s *offsetStore) Replay(fn func(group.StoreRecord) error) error {
 			off = max(off, next)
 		}
 		if err := sc.Err(); err != nil {
-			return fmt.Errorf("broker: %s: %w", s.p.topic, err)
+			return fmt.Errorf("broker: %s: %w", s.p.Topic(), err)
 		}
 	}
 	return nil

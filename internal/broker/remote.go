@@ -27,21 +27,21 @@ func (b *Broker) produceRemote(leader NodeID, p *Partition, batch []byte) (recor
 	req.SetVersion(9) // topics by name (v13 names them by id)
 	req.Acks, req.TimeoutMillis = -1, int32(remoteProduceTimeout/time.Millisecond)
 	rt := kmsg.NewProduceRequestTopic()
-	rt.Topic = p.topic
+	rt.Topic = p.Topic()
 	rp := kmsg.NewProduceRequestTopicPartition()
-	rp.Partition, rp.Records = int32(p.id), batch
+	rp.Partition, rp.Records = int32(p.ID()), batch
 	rt.Partitions = append(rt.Partitions, rp)
 	req.Topics = append(req.Topics, rt)
 	resp, err := b.roundTrip(context.Background(), leader, req)
 	if err != nil {
-		return record.NoOffset, fmt.Errorf("%w: %s-%d: leader %d: %w", ErrNotLeader, p.topic, p.id, leader, err)
+		return record.NoOffset, fmt.Errorf("%w: %s-%d: leader %d: %w", ErrNotLeader, p.Topic(), p.ID(), leader, err)
 	}
 	pr := resp.(*kmsg.ProduceResponse)
 	if len(pr.Topics) != 1 || len(pr.Topics[0].Partitions) != 1 {
-		return record.NoOffset, fmt.Errorf("broker: %s-%d: leader %d answered a produce for %d topics", p.topic, p.id, leader, len(pr.Topics))
+		return record.NoOffset, fmt.Errorf("broker: %s-%d: leader %d answered a produce for %d topics", p.Topic(), p.ID(), leader, len(pr.Topics))
 	}
 	if code := pr.Topics[0].Partitions[0].ErrorCode; code != 0 {
-		return record.NoOffset, fmt.Errorf("broker: %s-%d: leader %d: %w", p.topic, p.id, leader, kerr.ErrorForCode(code))
+		return record.NoOffset, fmt.Errorf("broker: %s-%d: leader %d: %w", p.Topic(), p.ID(), leader, kerr.ErrorForCode(code))
 	}
 	return record.Offset(pr.Topics[0].Partitions[0].BaseOffset), nil
 }

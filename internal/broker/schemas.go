@@ -11,6 +11,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"github.com/strandmq/strand/internal/partition/fetcher"
 	"github.com/strandmq/strand/internal/record"
 	"github.com/strandmq/strand/internal/schemareg"
 )
@@ -149,8 +150,8 @@ func (s *SchemaStore) Compiled(id int) (*schemareg.Compiled, error) {
 // to arrive from another node. A follower of _schemas has the record one
 // replica fetch after it is written, but reads it only once its high
 // watermark says it is committed: one more fetch, which the leader may
-// hold for replicaFetchWait when nothing else is new.
-const unknownIDWait = replicaFetchWait + 250*time.Millisecond
+// hold for fetcher.FetchWait when nothing else is new.
+const unknownIDWait = fetcher.FetchWait + 250*time.Millisecond
 
 // maxWaitedFor bounds waitedFor.
 const maxWaitedFor = 4096
@@ -199,7 +200,7 @@ func (s *SchemaStore) Write(ctx context.Context, r schemareg.Record) error {
 		// has read what is committed by now, not only up to our record,
 		// or a busy writer elsewhere keeps winning.
 		if p, err := s.b.schemasPartition(false); err == nil {
-			_ = s.waitRead(ctx, max(at, p.log.HighWatermark()-1))
+			_ = s.waitRead(ctx, max(at, p.Log().HighWatermark()-1))
 		}
 		return fmt.Errorf("%w: planned for offset %d, written at %d", schemareg.ErrConflict, *r.Key.Seq, at)
 	}
@@ -247,8 +248,8 @@ func (s *SchemaStore) appendOnce(ctx context.Context, key, value []byte) (record
 	if err != nil {
 		return 0, fmt.Errorf("broker: encode %s batch: %w", SchemasTopic, err)
 	}
-	leader := p.state().leader
-	if lerr := p.notLeader(); lerr == nil || !s.b.clustered() || leader < 0 {
+	leader := p.Leader()
+	if lerr := p.CheckLeader(); lerr == nil || !s.b.clustered() || leader < 0 {
 		res, err := p.Append(ctx, batch, AcksAll)
 		if err != nil {
 			return 0, fmt.Errorf("broker: write %s: %w", SchemasTopic, err)
@@ -274,7 +275,7 @@ func (s *SchemaStore) Sync(ctx context.Context) {
 	if err != nil {
 		return
 	}
-	end := p.log.LogEndOffset()
+	end := p.Log().LogEndOffset()
 	if end == 0 {
 		return
 	}
@@ -388,15 +389,15 @@ func (s *SchemaStore) readFrom(p *Partition) (int, error) {
 		s.mu.RLock()
 		from := record.Offset(s.mu.state.Position())
 		s.mu.RUnlock()
-		hw := p.log.HighWatermark()
+		hw := p.Log().HighWatermark()
 		if c := record.Offset(s.committed.Load()); c > hw {
-			hw = min(c, p.log.LogEndOffset())
+			hw = min(c, p.Log().LogEndOffset())
 		}
 		if from >= hw {
 			return n, nil
 		}
-		from = max(from, p.log.LogStartOffset())
-		raw, err := p.log.ReadInto(nil, from, schemasReadChunk, hw)
+		from = max(from, p.Log().LogStartOffset())
+		raw, err := p.Log().ReadInto(nil, from, schemasReadChunk, hw)
 		if err != nil {
 			return n, fmt.Errorf("broker: read %s at %d: %w", SchemasTopic, from, err)
 		}

@@ -149,7 +149,7 @@ func (b *Broker) loadLocalTxnState() error {
 		if err != nil {
 			return err
 		}
-		b.txns.set(int32(p.id), &txnShard{p: p, loaded: c})
+		b.txns.set(int32(p.ID()), &txnShard{p: p, loaded: c})
 	}
 	return nil
 }
@@ -166,8 +166,8 @@ func (b *Broker) syncTxnCoordinators() {
 	leads := map[int32]*Partition{}
 	if t, err := b.Topic(TransactionStateTopic); err == nil {
 		for _, p := range t.local() {
-			if p.Role() == RoleLeader && !p.isClosed() {
-				leads[int32(p.id)] = p
+			if p.Role() == RoleLeader && !p.Closed() {
+				leads[int32(p.ID())] = p
 			}
 		}
 	}
@@ -189,7 +189,7 @@ func (b *Broker) syncTxnCoordinators() {
 		b.wg.Add(1)
 		go func() {
 			defer b.wg.Done()
-			if !p.waitEpochCommitted(b.stop) {
+			if !p.WaitEpochCommitted(b.stop) {
 				return
 			}
 			c, err := b.loadTxnCoordinator(p)
@@ -243,19 +243,19 @@ func (b *Broker) loadTxnCoordinator(p *Partition) (*TxnCoordinator, error) {
 		}),
 	})
 	var recs []txn.Record
-	err := (&offsetStore{p: p}).Replay(func(r group.StoreRecord) error {
+	err := (&offsetStore{p: p, now: b.cfg.Now}).Replay(func(r group.StoreRecord) error {
 		recs = append(recs, txn.Record{Key: r.Key, Value: r.Value})
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("broker: replay %s-%d: %w", TransactionStateTopic, p.id, err)
+		return nil, fmt.Errorf("broker: replay %s-%d: %w", TransactionStateTopic, p.ID(), err)
 	}
 	now := b.cfg.Now().UnixMilli()
 	c.mu.Lock()
 	resume, err := c.c.Load(recs, int32(p.LeaderEpoch()), now)
 	c.mu.Unlock()
 	if err != nil {
-		return nil, fmt.Errorf("broker: load %s-%d: %w", TransactionStateTopic, p.id, err)
+		return nil, fmt.Errorf("broker: load %s-%d: %w", TransactionStateTopic, p.ID(), err)
 	}
 	for _, m := range resume {
 		c.goMarkers(m)
@@ -298,7 +298,7 @@ func (c *TxnCoordinator) sweep() {
 			c.mu.Unlock()
 			c.b.txnCount.timedOut.Add(int64(len(outs)))
 			for range outs {
-				c.b.logger.Info("broker: aborting a transaction that outlived its timeout", "partition", c.p.id)
+				c.b.logger.Info("broker: aborting a transaction that outlived its timeout", "partition", c.p.ID())
 			}
 		case <-expiry.C:
 			c.mu.Lock()
@@ -383,7 +383,7 @@ func (c *TxnCoordinator) process(ctx context.Context, out txn.Output) *txn.Reply
 // append writes one __transaction_state record with acks=all and maps a
 // failure as Kafka's appendTransactionToLog does.
 func (c *TxnCoordinator) append(ctx context.Context, r txn.Record) txn.Code {
-	err := (&offsetStore{p: c.p}).Append(ctx, []group.StoreRecord{{Key: r.Key, Value: r.Value}})
+	err := (&offsetStore{p: c.p, now: c.b.cfg.Now}).Append(ctx, []group.StoreRecord{{Key: r.Key, Value: r.Value}})
 	switch {
 	case err == nil:
 		return txn.CodeNone
@@ -393,7 +393,7 @@ func (c *TxnCoordinator) append(ctx context.Context, r txn.Record) txn.Code {
 		errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
 		return txn.CodeCoordinatorNotAvailable
 	}
-	c.b.logger.Error("broker: append to "+TransactionStateTopic+" failed", "partition", c.p.id, "err", err)
+	c.b.logger.Error("broker: append to "+TransactionStateTopic+" failed", "partition", c.p.ID(), "err", err)
 	return txn.CodeUnknownServerError
 }
 
@@ -485,7 +485,7 @@ func (b *Broker) writeMarker(ctx context.Context, tp txn.Partition, m *txn.Marke
 		return nil
 	}
 	p, err := t.Partition(PartitionID(tp.Partition))
-	if err == nil && p.notLeader() == nil {
+	if err == nil && p.CheckLeader() == nil {
 		return p.WriteMarker(ctx, m.ProducerID, m.Epoch, m.Commit, m.CoordinatorEpoch)
 	}
 	if !b.clustered() {

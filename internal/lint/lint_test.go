@@ -19,6 +19,8 @@ var layers = [][]string{
 	{"internal/metrics"},
 	{"internal/kafka"},
 	{"internal/broker"},
+	{"internal/partition/fetcher"},
+	{"internal/partition"},
 	{"internal/cluster"},
 	{"internal/replica"},
 	{"internal/group", "internal/txn"},

@@ -1,10 +1,9 @@
-package broker
+package partition
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"sync"
 	"sync/atomic"
 
@@ -40,7 +39,7 @@ const expireEvery = 4096
 // Partition is one partition of a topic: its log, its leader epoch and its
 // idempotent-producer state.
 type Partition struct {
-	b       *Broker
+	node    *Node
 	topic   string
 	topicID TopicID
 	id      PartitionID
@@ -52,10 +51,10 @@ type Partition struct {
 	// on a follower and on a single node.
 	lead atomic.Pointer[leaderState]
 	// traffic is the topic's stats counters (shared by its partitions).
-	traffic *topicCounters
+	traffic *Counters
 
 	// config is the topic's current config (AlterConfigs replaces it).
-	config atomic.Pointer[TopicConfig]
+	config atomic.Pointer[Config]
 	// txnActive is set while a transaction may bound the last stable
 	// offset, so that reads without one need not take the lock.
 	txnActive atomic.Bool
@@ -77,84 +76,54 @@ type Partition struct {
 	}
 }
 
-func (b *Broker) openPartition(topic string, tid TopicID, id PartitionID, tc TopicConfig) (*Partition, error) {
-	return b.openPartitionTaken(topic, tid, id, tc, nil)
-}
-
-// claimAndTakeMarker is the first step of opening a partition at start-up
-// (openTopics): its directory claimed and its log's clean-shutdown marker
-// taken, for openPartitionTaken.
-func (b *Broker) claimAndTakeMarker(topic string, tid TopicID, id PartitionID) (*partlog.CleanMarker, error) {
-	name := partitionDirName(topic, id)
-	if err := b.claimPartitionDir(name, tid); err != nil {
-		return nil, fmt.Errorf("broker: open partition %s: %w", name, err)
-	}
-	m, err := partlog.TakeCleanMarker(b.logFS, filepath.Join(b.cfg.Dir, name))
-	if err != nil {
-		return nil, fmt.Errorf("broker: open partition %s: %w", name, err)
-	}
-	return &m, nil
-}
-
-// openPartitionTaken opens a partition whose directory claimAndTakeMarker
-// claimed and whose marker it took (m); with m nil it does both itself.
-func (b *Broker) openPartitionTaken(topic string, tid TopicID, id PartitionID, tc TopicConfig, m *partlog.CleanMarker) (*Partition, error) {
-	name := partitionDirName(topic, id)
-	if m == nil {
-		if err := b.claimPartitionDir(name, tid); err != nil {
-			return nil, fmt.Errorf("broker: open partition %s: %w", name, err)
-		}
-	}
-	l, err := partlog.OpenTaken(b.logFS, filepath.Join(b.cfg.Dir, name), b.logConfig(tc, name), m)
-	if err != nil {
-		return nil, fmt.Errorf("broker: open partition %s: %w", name, err)
-	}
-	// A single node is its own ISR: the log's high watermark follows its
-	// end offset (partlog's automatic mode). A cluster member's partition
-	// waits for its registration to say whether it leads.
+// New makes the partition of topic's partition id whose log is l (opened
+// by the node, which owns the data directory), with its producer state
+// recovered. On a single node it leads at epoch 0; on a cluster member
+// it serves nothing until its registration says what it does. On error
+// l is closed.
+func New(node *Node, topic string, tid TopicID, id PartitionID, l *partlog.Log, cfg Config, traffic *Counters) (*Partition, error) {
 	state := unplacedState()
-	if !b.clustered() {
+	if !node.Clustered {
 		if err := l.AssignEpoch(0); err != nil {
 			_ = l.Close()
-			return nil, fmt.Errorf("broker: open partition %s: %w", name, err)
+			return nil, err
 		}
-		state = soloState(b.cfg.NodeID)
+		state = soloState(node.ID)
 	}
-	// The topic's traffic counters, looked up once: a lookup by name boxes
-	// the name, an allocation the produce and fetch paths need not make.
-	p := &Partition{b: b, topic: topic, topicID: tid, id: id, log: l, traffic: b.stats.counters(topic)}
+	p := &Partition{node: node, topic: topic, topicID: tid, id: id, log: l, traffic: traffic}
 	p.replica.Store(state)
-	p.config.Store(&tc)
+	p.config.Store(&cfg)
+	var err error
 	if derr := l.Damaged(); derr != nil {
 		// Offline until repaired: its headers cannot be trusted, and no
 		// produce reaches it meanwhile.
 		p.mu.producers = producer.NewState()
 	} else if p.mu.producers, err = p.recoverProducers(); err != nil {
 		_ = l.Close()
-		return nil, fmt.Errorf("broker: recover producer state of %s: %w", name, err)
+		return nil, fmt.Errorf("recover producer state: %w", err)
 	}
 	p.mu.rolledAt = l.ActiveBase()
 	p.txnActive.Store(p.mu.producers.Unstable())
 	return p, nil
 }
 
-// close saves the producer snapshot (when snapshot is set) and closes the
+// Close saves the producer snapshot (when snapshot is set) and closes the
 // log. Appends after close fail with ErrUnknownTopicOrPartition.
-func (p *Partition) close(snapshot bool) error {
+func (p *Partition) Close(snapshot bool) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.mu.closed {
 		return nil
 	}
 	p.mu.closed = true
-	if p.b.clustered() {
-		p.b.unfollow(p)
+	if p.node.Clustered {
+		p.node.Host.Unfollow(p)
 	}
 	p.rollSnaps.Wait()
 	var errs []error
 	if snapshot {
-		dir := filepath.Join(p.b.cfg.Dir, producerStateDir)
-		if err := producer.SaveSnapshot(p.b.fs, dir, p.snapshotName(), p.log.LogEndOffset(), p.mu.producers); err != nil {
+		dir := p.node.SnapshotDir
+		if err := producer.SaveSnapshot(p.node.FS, dir, p.snapshotName(), p.log.LogEndOffset(), p.mu.producers); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -164,23 +133,24 @@ func (p *Partition) close(snapshot bool) error {
 	return errors.Join(errs...)
 }
 
-// remove closes the partition and deletes its data (DeleteTopic).
-func (p *Partition) remove() error {
+// Remove closes the partition and deletes its data (DeleteTopic).
+func (p *Partition) Remove() error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.mu.closed = true
-	if p.b.clustered() {
-		p.b.unfollow(p)
+	if p.node.Clustered {
+		p.node.Host.Unfollow(p)
 	}
 	p.rollSnaps.Wait()
-	p.b.removeProducerSnapshot(p.topicID, p.id)
+	RemoveSnapshots(p.node, p.topicID, p.id)
 	if err := p.log.Delete(); err != nil && !errors.Is(err, partlog.ErrClosed) {
 		return fmt.Errorf("broker: delete %s-%d: %w", p.topic, p.id, err)
 	}
 	return nil
 }
 
-func (p *Partition) isClosed() bool {
+// Closed reports whether the partition was closed or removed.
+func (p *Partition) Closed() bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.mu.closed
@@ -300,25 +270,20 @@ func (p *Partition) appendAsyncWith(batch []byte, acks Acks, verified bool, enli
 	if err != nil {
 		return AppendResult{}, Commit{}, fmt.Errorf("%s-%d: %w", p.topic, p.id, err)
 	}
-	if cfg.Compacted() && !IsInternalTopic(p.topic) {
+	if cfg.RequireKeys {
 		if err := requireKeys(batch); err != nil {
 			return AppendResult{}, Commit{}, fmt.Errorf("%s-%d: %w", p.topic, p.id, err)
 		}
 	}
-	if isr := len(p.state().isr); acks == AcksAll && isr < cfg.MinInsyncReplicas() {
+	if isr := len(p.state().isr); acks == AcksAll && isr < cfg.MinInsyncReplicas {
 		return AppendResult{}, Commit{}, fmt.Errorf("%w: %s-%d has %d in-sync replicas, min.insync.replicas is %d",
-			ErrNotEnoughReplicas, p.topic, p.id, isr, cfg.MinInsyncReplicas())
+			ErrNotEnoughReplicas, p.topic, p.id, isr, cfg.MinInsyncReplicas)
 	}
-	var q *quarantine
-	if v := cfg.Validator(); v != nil && !IsInternalTopic(p.topic) { // the group coordinator's records are not the user's to judge
-		if batch, h, q, err = p.screen(batch, h, v, cfg); err != nil {
+	var q Quarantine
+	if cfg.Screen != nil {
+		if batch, h, q, err = cfg.Screen.Screen(p, batch, h, enlist); err != nil {
 			return AppendResult{}, Commit{}, err
 		}
-		if err := q.joinTxn(h, enlist); err != nil {
-			return AppendResult{}, Commit{}, fmt.Errorf("%s-%d: %w", p.topic, p.id, err)
-		}
-	} else if n := p.redrivenUnvalidated(batch, h, cfg); n > 0 {
-		q = &quarantine{redriven: n} // counts them; nothing to quarantine
 	}
 	state := p.state()
 	txn := txnUnverified
@@ -329,8 +294,8 @@ func (p *Partition) appendAsyncWith(batch []byte, acks Acks, verified bool, enli
 	if err != nil {
 		return res, Commit{}, err
 	}
-	if p.b.clustered() {
-		p.advanceHighWatermark() // alone in its ISR, the leader's append commits it
+	if p.node.Clustered {
+		p.AdvanceHighWatermark() // alone in its ISR, the leader's append commits it
 	}
 	return res, Commit{p: p, res: res, pending: pending, acks: acks, bytes: len(batch), records: h.NumRecords, state: state}, nil
 }
@@ -383,8 +348,8 @@ func (c Commit) Wait(ctx context.Context) error {
 		return nil
 	}
 	if p.log.HighWatermark() <= res.last { // parked until its followers have it
-		p.b.parked.Add(1)
-		defer p.b.parked.Add(-1)
+		p.node.Parked.Add(1)
+		defer p.node.Parked.Add(-1)
 	}
 	for {
 		// Checked before taking the channel too: a channel taken is
@@ -403,7 +368,7 @@ func (c Commit) Wait(ctx context.Context) error {
 		if err := p.log.Failed(); err != nil {
 			return storageError(p, err)
 		}
-		if p.isClosed() {
+		if p.Closed() {
 			return fmt.Errorf("%w: %s-%d closed before the batch was committed", ErrUnknownTopicOrPartition, p.topic, p.id)
 		}
 		var replaced <-chan struct{}
@@ -451,7 +416,7 @@ func (c Commit) waitDurable(ctx context.Context) error {
 			return storageError(c.p, err)
 		}
 		if !c.res.Duplicate {
-			c.p.traffic.countIn(c.bytes, c.records)
+			c.p.traffic.CountIn(c.bytes, c.records)
 		}
 		return nil
 	}
@@ -478,10 +443,10 @@ func (c Commit) waitDurable(ctx context.Context) error {
 // that fails there is CORRUPT_MESSAGE all the same. A corrupt retry of a
 // batch already written may be answered as a duplicate: its original, intact
 // copy is what the log holds.
-func checkBatch(batch []byte, cfg *TopicConfig) (record.Header, error) {
+func checkBatch(batch []byte, cfg *Config) (record.Header, error) {
 	var h record.Header
 	var err error
-	if cfg.TimestampType() == LogAppendTime {
+	if cfg.LogAppendTime {
 		h, err = record.Check(batch)
 	} else if h, err = record.ParseHeader(batch); err == nil && len(batch) < h.Size() {
 		err = fmt.Errorf("%w: have %d of %d bytes", record.ErrShortBatch, len(batch), h.Size())
@@ -493,8 +458,8 @@ func checkBatch(batch []byte, cfg *TopicConfig) (record.Header, error) {
 		return h, fmt.Errorf("%w: %w", ErrCorruptMessage, err)
 	case h.Size() != len(batch):
 		return h, fmt.Errorf("%w: exactly one record batch per partition is allowed (%d trailing bytes)", ErrInvalidRecord, len(batch)-h.Size())
-	case len(batch) > cfg.MaxMessageBytes():
-		return h, fmt.Errorf("%w: batch of %d bytes, max.message.bytes is %d", ErrMessageTooLarge, len(batch), cfg.MaxMessageBytes())
+	case len(batch) > cfg.MaxMessageBytes:
+		return h, fmt.Errorf("%w: batch of %d bytes, max.message.bytes is %d", ErrMessageTooLarge, len(batch), cfg.MaxMessageBytes)
 	case h.NumRecords == 0 || h.LastOffsetDelta != h.NumRecords-1:
 		return h, fmt.Errorf("%w: %d records with last offset delta %d", ErrInvalidRecord, h.NumRecords, h.LastOffsetDelta)
 	case h.IsControl():
@@ -525,7 +490,7 @@ func requireKeys(batch []byte) error {
 // validated topic, holds the batch's invalid records: they are written to
 // the DLQ after the idempotence check and before the batch (see ingest.go).
 // The batch may not be durable yet when it returns: pending.Wait says when.
-func (p *Partition) appendLocked(batch []byte, h record.Header, cfg *TopicConfig, q *quarantine, txn txnCheck) (AppendResult, partlog.Pending, error) {
+func (p *Partition) appendLocked(batch []byte, h record.Header, cfg *Config, q Quarantine, txn txnCheck) (AppendResult, partlog.Pending, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.mu.closed {
@@ -547,14 +512,14 @@ func (p *Partition) appendLocked(batch []byte, h record.Header, cfg *TopicConfig
 		return AppendResult{}, partlog.Pending{}, err
 	}
 	if q != nil {
-		if err := q.writeLocked(p, p.log.LogEndOffset()); err != nil {
+		if err := q.WriteLocked(p, p.log.LogEndOffset()); err != nil {
 			return AppendResult{}, partlog.Pending{}, err
 		}
 	}
 	res := AppendResult{LogAppendTime: -1}
 	maxTS := h.MaxTimestamp
-	if cfg.TimestampType() == LogAppendTime {
-		now := p.b.cfg.Now().UnixMilli()
+	if cfg.LogAppendTime {
+		now := p.node.Now().UnixMilli()
 		record.SetLogAppendTime(batch, now)
 		res.LogAppendTime, maxTS = now, now
 	}
@@ -575,7 +540,7 @@ func (p *Partition) appendLocked(batch []byte, h record.Header, cfg *TopicConfig
 	res.last = base + record.Offset(h.LastOffsetDelta)
 	res.LogStartOffset = p.log.LogStartOffset()
 	if q != nil {
-		q.count(p.b, p.topic)
+		q.Count(p.topic)
 	}
 	if idempotent {
 		p.mu.producers.Update(pid, pepoch, producer.Batch{
@@ -591,7 +556,7 @@ func (p *Partition) appendLocked(batch []byte, h record.Header, cfg *TopicConfig
 		p.snapshotAtRollLocked()
 	}
 	if p.mu.appends++; p.mu.appends%expireEvery == 0 {
-		deadline := p.b.cfg.Now().Add(-p.b.cfg.ProducerIDExpiration).UnixMilli()
+		deadline := p.node.Now().Add(-p.node.ProducerIDExpiration).UnixMilli()
 		p.mu.producers.Expire(deadline)
 	}
 	return res, pending, nil
@@ -685,7 +650,7 @@ func (p *Partition) readError(from record.Offset, err error) error {
 		return fmt.Errorf("%w: %s-%d is offline: %w", ErrStorage, p.topic, p.id, err)
 	case errors.Is(err, partlog.ErrOffsetOutOfRange):
 		return fmt.Errorf("%w: %s-%d: %w", ErrOffsetOutOfRange, p.topic, p.id, err)
-	case p.isClosed():
+	case p.Closed():
 		return fmt.Errorf("%w: %s-%d was deleted", ErrUnknownTopicOrPartition, p.topic, p.id)
 	}
 	return fmt.Errorf("broker: read %s-%d at %d: %w", p.topic, p.id, from, err)
@@ -773,18 +738,10 @@ func (p *Partition) EndOffsetForEpoch(e record.Epoch) (record.Epoch, record.Offs
 	return p.log.EndOffsetForEpoch(e)
 }
 
-// logConfig is a partition's log config: the topic's, with the high
-// watermark replication's on a cluster member.
-func (b *Broker) logConfig(tc TopicConfig, name string) partlog.Config {
-	c := tc.logConfig(b.cfg.Now, b.logger.With("partition", name))
-	c.ReplicatedHighWatermark = b.clustered()
-	return c
-}
-
-// setConfig installs a new topic config on the partition and its log.
-func (p *Partition) setConfig(tc TopicConfig) {
-	p.config.Store(&tc)
-	p.log.SetConfig(p.b.logConfig(tc, partitionDirName(p.topic, p.id)))
+// SetConfig installs a new topic config on the partition and its log.
+func (p *Partition) SetConfig(c Config) {
+	p.config.Store(&c)
+	p.log.SetConfig(c.Log)
 }
 
 // Producers lists the idempotent producers the partition knows (those with
@@ -851,3 +808,43 @@ func (p *Partition) rebuildProducersLocked() error {
 	p.txnActive.Store(s.Unstable())
 	return nil
 }
+
+// AppendQuarantined appends batch, which the node wrote from records it
+// took out of another partition's batch (a quarantine into this DLQ
+// partition), under that partition's lock, and waits until it is in the
+// log. inTxn: the batch is part of the source batch's transaction, which
+// the coordinator added this partition to.
+func (p *Partition) AppendQuarantined(batch []byte, inTxn bool) error {
+	h, err := record.ParseHeader(batch)
+	if err != nil {
+		return err
+	}
+	txn := txnUnverified
+	if inTxn {
+		txn = txnBrokerWrite
+	}
+	_, pending, err := p.appendLocked(batch, h, p.config.Load(), nil, txn)
+	if err == nil {
+		err = pending.Wait()
+	}
+	if err != nil {
+		return err
+	}
+	p.traffic.CountIn(len(batch), h.NumRecords) // the DLQ topic counts its records like any topic
+	if p.node.Clustered {
+		p.AdvanceHighWatermark() // as AppendAsync does for the source
+	}
+	return nil
+}
+
+// Roll closes the partition's active segment and starts a new one, so that
+// everything written so far becomes eligible for compaction and retention.
+func (p *Partition) Roll() error { return p.log.Roll() }
+
+// Log returns the partition's log, for the node's maintenance of its data
+// directory (retention, scrub, checkpoints). Appends and reads go through
+// the partition.
+func (p *Partition) Log() *partlog.Log { return p.log }
+
+// TopicID returns the partition's topic id.
+func (p *Partition) TopicID() TopicID { return p.topicID }

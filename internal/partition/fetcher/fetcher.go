@@ -1,39 +1,32 @@
-package broker
+package fetcher
 
 import (
 	"bytes"
 	"context"
 	"fmt"
-	"net"
+	"log/slog"
 	"slices"
 	"strconv"
 	"sync"
 	"time"
 
+	"github.com/strandmq/strand/internal/partition"
+
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/strandmq/strand/internal/cluster"
 	"github.com/strandmq/strand/internal/record"
 	"github.com/strandmq/strand/internal/replica"
 	"github.com/strandmq/strand/internal/wire"
 )
 
-// The follower side of replication (REPLICATION.md §2.2, §2.8): one
-// fetcher per leader this node follows, on that leader's internal
-// listener, with Kafka's own Fetch (ReplicaState) and
-// OffsetForLeaderEpoch. A partition that starts following first asks its
-// leader where its latest epoch ends and truncates what the leader does
-// not have; then it fetches from its end offset, appends the leader's
-// batches as they are (offsets, epochs), and takes the leader's high
-// watermark. Each fetch is also what tells the leader how far it has
-// come.
-
 // Replica fetch tuning, as Kafka's defaults (replica.fetch.*), except the
 // backoff, which is short: a cluster on one machine recovers in tenths of
 // a second.
 const (
-	replicaFetchWait     = 500 * time.Millisecond
+	// FetchWait is how long a leader may hold a replica fetch that finds
+	// nothing new (replica.fetch.wait.max.ms).
+	FetchWait            = 500 * time.Millisecond
 	replicaFetchMaxBytes = 10 << 20
 	replicaPartitionMax  = 1 << 20
 	replicaFetchBackoff  = 200 * time.Millisecond
@@ -51,7 +44,7 @@ type followPart struct {
 
 // fetcher fetches every partition this node follows from one leader.
 type fetcher struct {
-	b      *Broker
+	fs     *Fetchers
 	leader NodeID
 	mu     sync.Mutex
 	parts  map[*Partition]*followPart
@@ -74,31 +67,50 @@ type fetcher struct {
 
 // partKey names a partition in a fetch's answer.
 type partKey struct {
-	topic     TopicID
+	topic     partition.TopicID
 	partition int32
 }
 
-// fetchers are a broker's fetchers by leader.
-type fetchers struct {
+// Config is what the fetchers need of the node.
+type Config struct {
+	// NodeID is this node's id, which its fetches carry.
+	NodeID NodeID
+	// BrokerEpoch is the node's registration epoch (KIP-903: a leader
+	// counts a fetch only from the registration it knows).
+	BrokerEpoch func() int64
+	// Addr returns a node's internal listener address.
+	Addr   func(NodeID) (string, error)
+	Dialer wire.Dialer
+	Logger *slog.Logger
+}
+
+// Fetchers are a node's fetchers, one per leader it follows.
+type Fetchers struct {
+	cfg  Config
+	stop chan struct{}
+	wg   sync.WaitGroup
+
 	mu       sync.Mutex
 	byLeader map[NodeID]*fetcher
 }
 
-// follow makes p fetch from leader at epoch, starting with truncation.
-func (b *Broker) follow(p *Partition, leader NodeID, epoch record.Epoch) {
-	b.replicas.mu.Lock()
-	defer b.replicas.mu.Unlock()
-	b.unfollowLocked(p)
-	if b.replicas.byLeader == nil {
-		b.replicas.byLeader = map[NodeID]*fetcher{}
-	}
-	f := b.replicas.byLeader[leader]
+// New returns a node's fetchers; Close stops them.
+func New(cfg Config) *Fetchers {
+	return &Fetchers{cfg: cfg, stop: make(chan struct{}), byLeader: map[NodeID]*fetcher{}}
+}
+
+// Follow makes p fetch from leader at epoch, starting with truncation.
+func (fs *Fetchers) Follow(p *Partition, leader NodeID, epoch record.Epoch) {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	fs.unfollowLocked(p)
+	f := fs.byLeader[leader]
 	if f == nil {
-		f = &fetcher{b: b, leader: leader, parts: map[*Partition]*followPart{}, wake: make(chan struct{}, 1), done: make(chan struct{})}
-		b.replicas.byLeader[leader] = f
-		b.wg.Add(1)
+		f = &fetcher{fs: fs, leader: leader, parts: map[*Partition]*followPart{}, wake: make(chan struct{}, 1), done: make(chan struct{})}
+		fs.byLeader[leader] = f
+		fs.wg.Add(1)
 		go func() {
-			defer b.wg.Done()
+			defer fs.wg.Done()
 			f.run()
 		}()
 	}
@@ -108,34 +120,40 @@ func (b *Broker) follow(p *Partition, leader NodeID, epoch record.Epoch) {
 	f.poke()
 }
 
-// unfollow stops fetching p (it leads now, or is gone).
-func (b *Broker) unfollow(p *Partition) {
-	b.replicas.mu.Lock()
-	defer b.replicas.mu.Unlock()
-	b.unfollowLocked(p)
+// Unfollow stops fetching p (it leads now, or is gone).
+func (fs *Fetchers) Unfollow(p *Partition) {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	fs.unfollowLocked(p)
 }
 
-func (b *Broker) unfollowLocked(p *Partition) {
-	for id, f := range b.replicas.byLeader {
+func (fs *Fetchers) unfollowLocked(p *Partition) {
+	for id, f := range fs.byLeader {
 		f.mu.Lock()
 		delete(f.parts, p)
 		empty := len(f.parts) == 0
 		f.mu.Unlock()
 		if empty {
 			close(f.done)
-			delete(b.replicas.byLeader, id)
+			delete(fs.byLeader, id)
 		}
 	}
 }
 
-// stopFetchers ends every fetcher (Close).
-func (b *Broker) stopFetchers() {
-	b.replicas.mu.Lock()
-	defer b.replicas.mu.Unlock()
-	for id, f := range b.replicas.byLeader {
-		close(f.done)
-		delete(b.replicas.byLeader, id)
+// Close ends every fetcher and waits for them.
+func (fs *Fetchers) Close() {
+	fs.mu.Lock()
+	select {
+	case <-fs.stop:
+	default:
+		close(fs.stop)
 	}
+	for id, f := range fs.byLeader {
+		close(f.done)
+		delete(fs.byLeader, id)
+	}
+	fs.mu.Unlock()
+	fs.wg.Wait()
 }
 
 func (f *fetcher) poke() {
@@ -185,7 +203,7 @@ func (f *fetcher) run() {
 	go func() { // a stop interrupts a fetch in flight
 		select {
 		case <-f.done:
-		case <-f.b.stop:
+		case <-f.fs.stop:
 		}
 		f.closeConn()
 	}()
@@ -193,7 +211,7 @@ func (f *fetcher) run() {
 		select {
 		case <-f.done:
 			return
-		case <-f.b.stop:
+		case <-f.fs.stop:
 			return
 		default:
 		}
@@ -210,7 +228,7 @@ func (f *fetcher) run() {
 		}
 		if err != nil {
 			f.closeConn()
-			f.b.logger.Debug("broker: replica fetch from the leader failed", "leader", f.leader, "err", err)
+			f.fs.cfg.Logger.Debug("fetcher: replica fetch from the leader failed", "leader", f.leader, "err", err)
 			f.sleep(replicaFetchBackoff)
 		}
 	}
@@ -221,7 +239,7 @@ func (f *fetcher) sleep(d time.Duration) {
 	defer t.Stop()
 	select {
 	case <-f.done:
-	case <-f.b.stop:
+	case <-f.fs.stop:
 	case <-f.wake:
 	case <-t.C:
 	}
@@ -236,12 +254,12 @@ func (f *fetcher) roundTrip(req kmsg.Request, timeout time.Duration) (kmsg.Respo
 	c := f.conn
 	f.connMu.Unlock()
 	if c == nil {
-		addr, err := f.b.internalAddr(f.leader)
+		addr, err := f.fs.cfg.Addr(f.leader)
 		if err != nil {
 			return nil, err
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
-		c, err = f.b.cfg.Dialer.DialNode(ctx, int32(f.leader), addr, "strand-replica-"+strconv.Itoa(int(f.b.cfg.NodeID)))
+		c, err = f.fs.cfg.Dialer.DialNode(ctx, int32(f.leader), addr, "strand-replica-"+strconv.Itoa(int(f.fs.cfg.NodeID)))
 		cancel()
 		if err != nil {
 			return nil, err
@@ -252,7 +270,7 @@ func (f *fetcher) roundTrip(req kmsg.Request, timeout time.Duration) (kmsg.Respo
 		select { // stopped while dialling: the closer has run already
 		case <-f.done:
 			f.closeConn()
-		case <-f.b.stop:
+		case <-f.fs.stop:
 			f.closeConn()
 		default:
 		}
@@ -269,46 +287,33 @@ func (f *fetcher) closeConn() {
 	}
 }
 
-// internalAddr is node id's internal listener, from the metadata.
-func (b *Broker) internalAddr(id NodeID) (string, error) {
-	br, ok := b.meta.Image().Broker(cluster.NodeID(id))
-	if ok {
-		for _, ep := range br.Endpoints {
-			if ep.Name == "INTERNAL" {
-				return net.JoinHostPort(ep.Host, strconv.Itoa(int(ep.Port))), nil
-			}
-		}
-	}
-	return "", fmt.Errorf("broker: node %d has no internal listener registered", id)
-}
-
 // truncate asks the leader where each partition's latest epoch ends and
 // cuts what the leader does not have (OffsetForLeaderEpoch, KIP-279).
 func (f *fetcher) truncate(parts []followPart) error {
 	req := kmsg.NewPtrOffsetForLeaderEpochRequest()
 	req.SetVersion(replicaEpochsVersion)
-	req.ReplicaID = int32(f.b.cfg.NodeID)
+	req.ReplicaID = int32(f.fs.cfg.NodeID)
 	index := map[string]int{}
 	asked := map[string]map[int32]followPart{}
 	for _, fp := range parts {
-		latest := fp.p.log.LatestEpoch()
+		latest := fp.p.Log().LatestEpoch()
 		if latest == record.NoEpoch { // nothing written in any epoch: nothing to cut
 			f.update(fp.p, fp.epoch, func(x *followPart) { x.truncating = false })
 			continue
 		}
-		i, ok := index[fp.p.topic]
+		i, ok := index[fp.p.Topic()]
 		if !ok {
 			t := kmsg.NewOffsetForLeaderEpochRequestTopic()
-			t.Topic = fp.p.topic
+			t.Topic = fp.p.Topic()
 			req.Topics = append(req.Topics, t)
 			i = len(req.Topics) - 1
-			index[fp.p.topic] = i
-			asked[fp.p.topic] = map[int32]followPart{}
+			index[fp.p.Topic()] = i
+			asked[fp.p.Topic()] = map[int32]followPart{}
 		}
 		rp := kmsg.NewOffsetForLeaderEpochRequestTopicPartition()
-		rp.Partition, rp.CurrentLeaderEpoch, rp.LeaderEpoch = int32(fp.p.id), int32(fp.epoch), int32(latest)
+		rp.Partition, rp.CurrentLeaderEpoch, rp.LeaderEpoch = int32(fp.p.ID()), int32(fp.epoch), int32(latest)
 		req.Topics[i].Partitions = append(req.Topics[i].Partitions, rp)
-		asked[fp.p.topic][int32(fp.p.id)] = fp
+		asked[fp.p.Topic()][int32(fp.p.ID())] = fp
 	}
 	if len(req.Topics) == 0 {
 		return nil
@@ -337,10 +342,10 @@ func (f *fetcher) truncate(parts []followPart) error {
 // truncateTo cuts fp's log where the leader's answer says it diverges.
 func (f *fetcher) truncateTo(fp followPart, leader replica.EpochEnd) {
 	p := fp.p
-	le, lend := p.log.EndOffsetForEpoch(leader.Epoch)
-	to, again := replica.Truncation(leader, replica.EpochEnd{Epoch: le, End: lend}, p.log.LogEndOffset(), p.log.HighWatermark())
-	if err := p.truncateAsFollower(fp.epoch, to); err != nil {
-		f.b.logger.Warn("broker: a follower could not truncate its log", "topic", p.topic, "partition", p.id, "to", to, "err", err)
+	le, lend := p.Log().EndOffsetForEpoch(leader.Epoch)
+	to, again := replica.Truncation(leader, replica.EpochEnd{Epoch: le, End: lend}, p.Log().LogEndOffset(), p.Log().HighWatermark())
+	if err := p.TruncateAsFollower(fp.epoch, to); err != nil {
+		f.fs.cfg.Logger.Warn("fetcher: a follower could not truncate its log", "topic", p.Topic(), "partition", p.ID(), "to", to, "err", err)
 		f.backoff(p, fp.epoch, time.Second)
 		return
 	}
@@ -361,8 +366,8 @@ func (f *fetcher) fetch(parts []followPart) error {
 	req := kmsg.NewPtrFetchRequest()
 	req.SetVersion(replicaFetchVersion)
 	req.ReplicaID = -1
-	req.ReplicaState.ID, req.ReplicaState.Epoch = int32(f.b.cfg.NodeID), f.b.member.epoch.Load()
-	req.MaxWaitMillis, req.MinBytes, req.MaxBytes = int32(replicaFetchWait/time.Millisecond), 1, replicaFetchMaxBytes
+	req.ReplicaState.ID, req.ReplicaState.Epoch = int32(f.fs.cfg.NodeID), f.fs.cfg.BrokerEpoch()
+	req.MaxWaitMillis, req.MinBytes, req.MaxBytes = int32(FetchWait/time.Millisecond), 1, replicaFetchMaxBytes
 	req.SessionEpoch = -1
 	// Grouped by topic, into slices and a map the fetcher reuses.
 	if f.scratch.asked == nil {
@@ -370,27 +375,30 @@ func (f *fetcher) fetch(parts []followPart) error {
 	}
 	asked := f.scratch.asked
 	clear(asked)
-	slices.SortFunc(parts, func(a, b followPart) int { return bytes.Compare(a.p.topicID[:], b.p.topicID[:]) })
+	slices.SortFunc(parts, func(a, b followPart) int {
+		at, bt := a.p.TopicID(), b.p.TopicID()
+		return bytes.Compare(at[:], bt[:])
+	})
 	all := slices.Grow(f.scratch.partitions[:0], len(parts)) // never grows below: the topics' slices stay in it
 	start := 0
 	for i, fp := range parts {
-		if i == 0 || parts[i-1].p.topicID != fp.p.topicID {
+		if i == 0 || parts[i-1].p.TopicID() != fp.p.TopicID() {
 			t := kmsg.NewFetchRequestTopic()
-			t.Topic, t.TopicID = fp.p.topic, fp.p.topicID
+			t.Topic, t.TopicID = fp.p.Topic(), fp.p.TopicID()
 			req.Topics = append(req.Topics, t)
 			start = len(all)
 		}
 		rp := kmsg.NewFetchRequestTopicPartition()
-		rp.Partition, rp.CurrentLeaderEpoch = int32(fp.p.id), int32(fp.epoch)
-		rp.FetchOffset, rp.LogStartOffset = int64(fp.p.log.LogEndOffset()), int64(fp.p.log.LogStartOffset())
-		rp.LastFetchedEpoch = int32(fp.p.log.LatestEpoch())
+		rp.Partition, rp.CurrentLeaderEpoch = int32(fp.p.ID()), int32(fp.epoch)
+		rp.FetchOffset, rp.LogStartOffset = int64(fp.p.Log().LogEndOffset()), int64(fp.p.Log().LogStartOffset())
+		rp.LastFetchedEpoch = int32(fp.p.Log().LatestEpoch())
 		rp.PartitionMaxBytes = replicaPartitionMax
 		all = append(all, rp)
 		req.Topics[len(req.Topics)-1].Partitions = all[start:len(all):len(all)]
-		asked[partKey{fp.p.topicID, int32(fp.p.id)}] = fp
+		asked[partKey{fp.p.TopicID(), int32(fp.p.ID())}] = fp
 	}
 	f.scratch.partitions = all
-	kresp, err := f.roundTrip(req, replicaFetchWait+10*time.Second)
+	kresp, err := f.roundTrip(req, FetchWait+10*time.Second)
 	if err != nil {
 		return err
 	}
@@ -400,7 +408,7 @@ func (f *fetcher) fetch(parts []followPart) error {
 	}
 	for _, t := range resp.Topics {
 		for _, rp := range t.Partitions {
-			if fp, ok := asked[partKey{TopicID(t.TopicID), rp.Partition}]; ok {
+			if fp, ok := asked[partKey{partition.TopicID(t.TopicID), rp.Partition}]; ok {
 				f.apply(fp, &rp)
 			}
 		}
@@ -419,8 +427,8 @@ func (f *fetcher) apply(fp followPart, rp *kmsg.FetchResponseTopicPartition) {
 	case rp.DivergingEpoch.Epoch >= 0 || rp.DivergingEpoch.EndOffset >= 0:
 		f.truncateTo(fp, replica.EpochEnd{Epoch: record.Epoch(rp.DivergingEpoch.Epoch), End: record.Offset(rp.DivergingEpoch.EndOffset)})
 	default:
-		if err := p.appendFromLeader(fp.epoch, rp.RecordBatches, record.Offset(rp.HighWatermark), record.Offset(rp.LogStartOffset)); err != nil {
-			f.b.logger.Warn("broker: a follower could not append its leader's batches", "topic", p.topic, "partition", p.id, "err", err)
+		if err := p.AppendFromLeader(fp.epoch, rp.RecordBatches, record.Offset(rp.HighWatermark), record.Offset(rp.LogStartOffset)); err != nil {
+			f.fs.cfg.Logger.Warn("fetcher: a follower could not append its leader's batches", "topic", p.Topic(), "partition", p.ID(), "err", err)
 			f.backoff(p, fp.epoch, time.Second)
 		}
 	}
@@ -432,114 +440,22 @@ func (f *fetcher) apply(fp followPart, rp *kmsg.FetchResponseTopicPartition) {
 func (f *fetcher) outOfRange(fp followPart, leaderHW, leaderStart record.Offset) {
 	p := fp.p
 	var err error
-	switch leo := p.log.LogEndOffset(); {
+	switch leo := p.Log().LogEndOffset(); {
 	case leo < leaderStart:
-		f.b.logger.Warn("broker: a follower's log ends before its leader's log start; starting over there",
-			"topic", p.topic, "partition", p.id, "end", leo, "leader_log_start", leaderStart)
-		err = p.resetAsFollower(fp.epoch, leaderStart)
+		f.fs.cfg.Logger.Warn("fetcher: a follower's log ends before its leader's log start; starting over there",
+			"topic", p.Topic(), "partition", p.ID(), "end", leo, "leader_log_start", leaderStart)
+		err = p.ResetAsFollower(fp.epoch, leaderStart)
 	case leo > leaderHW:
-		err = p.truncateAsFollower(fp.epoch, leaderHW)
+		err = p.TruncateAsFollower(fp.epoch, leaderHW)
 	}
 	if err != nil {
-		f.b.logger.Warn("broker: a follower could not realign with its leader", "topic", p.topic, "partition", p.id, "err", err)
+		f.fs.cfg.Logger.Warn("fetcher: a follower could not realign with its leader", "topic", p.Topic(), "partition", p.ID(), "err", err)
 	}
 	f.backoff(p, fp.epoch, replicaFetchBackoff)
 }
 
-// followerAt reports whether p follows at epoch (p.mu held): an answer
-// fetched for an older role is dropped.
-func (p *Partition) followerAt(epoch record.Epoch) bool {
-	s := p.state()
-	return !p.mu.closed && s.role == RoleFollower && s.epoch == epoch
-}
-
-// truncateAsFollower cuts the log at o if p still follows at epoch.
-func (p *Partition) truncateAsFollower(epoch record.Epoch, o record.Offset) error {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if !p.followerAt(epoch) {
-		return nil
-	}
-	if o >= p.log.LogEndOffset() {
-		// Nothing to cut, but the log must forget an epoch it assigned as
-		// leader and wrote nothing in (partlog.TruncateTo does): else its
-		// next fetch names that epoch, the leader answers that it
-		// diverges, and the follower truncates nowhere — forever.
-		if err := p.log.TruncateTo(o); err != nil {
-			return storageError(p, err)
-		}
-		return nil
-	}
-	return p.truncateLocked(o)
-}
-
-// resetAsFollower empties the log and starts it at o, if p still follows
-// at epoch.
-func (p *Partition) resetAsFollower(epoch record.Epoch, o record.Offset) error {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if !p.followerAt(epoch) {
-		return nil
-	}
-	if err := p.log.ResetTo(o); err != nil {
-		return storageError(p, err)
-	}
-	return p.rebuildProducersLocked()
-}
-
-// appendFromLeader appends batches fetched from the leader as they are,
-// learns their producers, and takes the leader's high watermark and log
-// start offset. Batches this replica has already are skipped; one that
-// straddles its end replaces what it has from there.
-func (p *Partition) appendFromLeader(epoch record.Epoch, batches []byte, leaderHW, leaderStart record.Offset) error {
-	p.mu.Lock()
-	if !p.followerAt(epoch) {
-		p.mu.Unlock()
-		return nil
-	}
-	leo := p.log.LogEndOffset()
-	for len(batches) > 0 {
-		h, err := record.ParseHeader(batches)
-		if err != nil || h.Size() > len(batches) {
-			p.mu.Unlock()
-			return fmt.Errorf("%w: %s-%d: the leader sent a batch that does not parse: %v", ErrCorruptMessage, p.topic, p.id, err)
-		}
-		if h.BaseOffset+record.Offset(h.LastOffsetDelta) >= leo {
-			if h.BaseOffset < leo {
-				if err := p.truncateLocked(h.BaseOffset); err != nil {
-					p.mu.Unlock()
-					return err
-				}
-			}
-			break
-		}
-		batches = batches[h.Size():]
-	}
-	pending, err := p.log.AppendAsFollower(batches)
-	for rest := batches; len(rest) > 0; {
-		h, herr := record.ParseHeader(rest)
-		if herr != nil || h.BaseOffset >= p.log.LogEndOffset() {
-			break
-		}
-		p.observeLocked(p.mu.producers, h, rest[:h.Size()])
-		rest = rest[h.Size():]
-	}
-	if rolled := p.log.ActiveBase(); rolled != p.mu.rolledAt {
-		p.mu.rolledAt = rolled
-		p.snapshotAtRollLocked()
-	}
-	p.mu.Unlock()
-	if err != nil {
-		return storageError(p, err)
-	}
-	if err := pending.Wait(); err != nil { // report only what is durable when the flush policy asks for it
-		return storageError(p, err)
-	}
-	p.log.SetHighWatermark(min(leaderHW, p.log.LogEndOffset()))
-	if start := min(leaderStart, p.log.HighWatermark()); start > p.log.LogStartOffset() {
-		if _, err := p.log.DeleteRecordsBefore(start); err != nil {
-			return fmt.Errorf("broker: %s-%d: follow the leader's log start %d: %w", p.topic, p.id, start, err)
-		}
-	}
-	return nil
-}
+type (
+	// NodeID and Partition are package partition's.
+	NodeID    = partition.NodeID
+	Partition = partition.Partition
+)

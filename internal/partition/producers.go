@@ -1,4 +1,4 @@
-package broker
+package partition
 
 // Producer state recovery. A partition's producer state (the sequence
 // numbers idempotence checks) is a pure function of its batch headers, so
@@ -29,16 +29,17 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/strandmq/strand/internal/cluster"
 	"github.com/strandmq/strand/internal/producer"
 	"github.com/strandmq/strand/internal/record"
 	"github.com/strandmq/strand/internal/vfs"
 )
 
-// rollSnapshotsKept is how many roll snapshots a partition keeps.
-const rollSnapshotsKept = 2
+// RollSnapshotsKept is how many roll snapshots a partition keeps.
+const RollSnapshotsKept = 2
 
-// rollSnapWriters is how many roll snapshots a broker writes at once.
-const rollSnapWriters = 4
+// RollSnapWriters is how many roll snapshots a broker writes at once.
+const RollSnapWriters = 4
 
 // Snapshot file names are keyed by topic id, not name: a topic name may be
 // 249 bytes (Kafka's limit), which with a suffix would not fit a 255-byte
@@ -47,25 +48,26 @@ func snapshotKey(topic TopicID, p PartitionID) string {
 	return fmt.Sprintf("%x-%d", topic[:], p)
 }
 
-func snapshotName(topic TopicID, p PartitionID) string { return snapshotKey(topic, p) + ".json" }
+// SnapshotName is the file of a partition's clean-close producer snapshot.
+func SnapshotName(topic TopicID, p PartitionID) string { return snapshotKey(topic, p) + ".json" }
 
-func (p *Partition) snapshotName() string { return snapshotName(p.topicID, p.id) }
+func (p *Partition) snapshotName() string { return SnapshotName(p.topicID, p.id) }
 
 // '@' never occurs in a key, so these never collide with a partition's
 // clean-close snapshot.
-func rollSnapshotName(topic TopicID, p PartitionID, at record.Offset) string {
+func RollSnapshotName(topic TopicID, p PartitionID, at record.Offset) string {
 	return snapshotKey(topic, p) + "@" + strconv.FormatInt(int64(at), 10) + ".json"
 }
 
-// parseSnapshotName returns the topic id and partition a snapshot file
+// ParseSnapshotName returns the topic id and partition a snapshot file
 // belongs to.
-func parseSnapshotName(name string) (TopicID, PartitionID, bool) {
+func ParseSnapshotName(name string) (TopicID, PartitionID, bool) {
 	stem, _, _ := strings.Cut(strings.TrimSuffix(name, ".json"), "@")
 	idHex, part, ok := strings.Cut(stem, "-")
 	if !ok {
 		return TopicID{}, 0, false
 	}
-	id, err := parseTopicID(idHex)
+	id, err := cluster.ParseTopicID(idHex)
 	n, perr := strconv.ParseInt(part, 10, 32)
 	if err != nil || perr != nil || n < 0 {
 		return TopicID{}, 0, false
@@ -73,19 +75,21 @@ func parseSnapshotName(name string) (TopicID, PartitionID, bool) {
 	return id, PartitionID(n), true
 }
 
-type rollSnapshot struct {
-	name string
-	at   record.Offset
+// RollSnapshot is a producer snapshot taken when a segment rolled: the
+// state at offset At, in file Name.
+type RollSnapshot struct {
+	Name string
+	At   record.Offset
 }
 
-// rollSnapshots lists a partition's roll snapshots, oldest first.
-func rollSnapshots(fs vfs.FS, dir string, topic TopicID, p PartitionID) []rollSnapshot {
+// RollSnapshots lists a partition's roll snapshots, oldest first.
+func RollSnapshots(fs vfs.FS, dir string, topic TopicID, p PartitionID) []RollSnapshot {
 	names, err := fs.ReadDir(dir)
 	if err != nil {
 		return nil
 	}
 	prefix := snapshotKey(topic, p) + "@"
-	var out []rollSnapshot
+	var out []RollSnapshot
 	for _, n := range names {
 		rest, ok := strings.CutPrefix(n, prefix)
 		if !ok {
@@ -95,9 +99,9 @@ func rollSnapshots(fs vfs.FS, dir string, topic TopicID, p PartitionID) []rollSn
 		if err != nil {
 			continue
 		}
-		out = append(out, rollSnapshot{name: n, at: record.Offset(at)})
+		out = append(out, RollSnapshot{Name: n, At: record.Offset(at)})
 	}
-	slices.SortFunc(out, func(a, b rollSnapshot) int { return cmp.Compare(a.at, b.at) })
+	slices.SortFunc(out, func(a, b RollSnapshot) int { return cmp.Compare(a.At, b.At) })
 	return out
 }
 
@@ -115,7 +119,7 @@ func (p *Partition) snapshotAtRollLocked() {
 	p.mu.producers.DropAbortedBefore(p.log.LogStartOffset())
 	b, err := producer.EncodeSnapshot(at, p.mu.producers)
 	if err != nil {
-		p.b.logger.Warn("broker: producer snapshot at segment roll", "topic", p.topic, "partition", p.id, "err", err)
+		p.node.Logger.Warn("broker: producer snapshot at segment roll", "topic", p.topic, "partition", p.id, "err", err)
 		return
 	}
 	p.rollSnaps.Add(1)
@@ -128,19 +132,19 @@ func (p *Partition) snapshotAtRollLocked() {
 // writeRollSnapshot writes one roll snapshot and prunes the oldest. Close,
 // delete and truncation wait for it (rollSnaps), so none lands after them.
 func (p *Partition) writeRollSnapshot(at record.Offset, b []byte) {
-	p.b.rollSnapSlots <- struct{}{}
-	defer func() { <-p.b.rollSnapSlots }()
+	p.node.RollSnapSlots <- struct{}{}
+	defer func() { <-p.node.RollSnapSlots }()
 	p.rollSnapMu.Lock()
 	defer p.rollSnapMu.Unlock()
-	fs, dir := p.b.fs, filepath.Join(p.b.cfg.Dir, producerStateDir)
-	if err := producer.WriteSnapshot(fs, dir, rollSnapshotName(p.topicID, p.id, at), b); err != nil {
-		p.b.logger.Warn("broker: producer snapshot at segment roll", "topic", p.topic, "partition", p.id, "err", err)
+	fs, dir := p.node.FS, p.node.SnapshotDir
+	if err := producer.WriteSnapshot(fs, dir, RollSnapshotName(p.topicID, p.id, at), b); err != nil {
+		p.node.Logger.Warn("broker: producer snapshot at segment roll", "topic", p.topic, "partition", p.id, "err", err)
 		return
 	}
-	snaps := rollSnapshots(fs, dir, p.topicID, p.id)
-	for len(snaps) > rollSnapshotsKept {
-		if err := fs.Remove(filepath.Join(dir, snaps[0].name)); err != nil && !errors.Is(err, os.ErrNotExist) {
-			p.b.logger.Warn("broker: prune producer snapshot", "name", snaps[0].name, "err", err)
+	snaps := RollSnapshots(fs, dir, p.topicID, p.id)
+	for len(snaps) > RollSnapshotsKept {
+		if err := fs.Remove(filepath.Join(dir, snaps[0].Name)); err != nil && !errors.Is(err, os.ErrNotExist) {
+			p.node.Logger.Warn("broker: prune producer snapshot", "name", snaps[0].Name, "err", err)
 		}
 		snaps = snaps[1:]
 	}
@@ -150,14 +154,14 @@ func (p *Partition) writeRollSnapshot(at record.Offset, b []byte) {
 // comment): the clean-close snapshot if it matches the log end, else the
 // newest usable roll snapshot plus the headers after it, else every header.
 func (p *Partition) recoverProducers() (*producer.State, error) {
-	fs, dir := p.b.fs, filepath.Join(p.b.cfg.Dir, producerStateDir)
+	fs, dir := p.node.FS, p.node.SnapshotDir
 	end := p.log.LogEndOffset()
 	path := filepath.Join(dir, p.snapshotName())
 	raw, err := vfs.ReadFile(fs, path)
 	switch {
 	case errors.Is(err, os.ErrNotExist):
 	case err != nil:
-		p.b.logger.Warn("broker: unreadable producer snapshot", "path", path, "err", err)
+		p.node.Logger.Warn("broker: unreadable producer snapshot", "path", path, "err", err)
 	default:
 		s, at, derr := producer.DecodeSnapshot(raw)
 		if rerr := fs.Remove(path); rerr != nil {
@@ -166,7 +170,7 @@ func (p *Partition) recoverProducers() (*producer.State, error) {
 		if derr == nil && at == end {
 			return s, nil
 		}
-		p.b.logger.Info("broker: stale producer snapshot", "path", path, "snapshot", at, "end", end)
+		p.node.Logger.Info("broker: stale producer snapshot", "path", path, "snapshot", at, "end", end)
 	}
 	return p.rebuildProducers(end)
 }
@@ -177,14 +181,14 @@ func (p *Partition) recoverProducers() (*producer.State, error) {
 // batches the log no longer holds.
 func (p *Partition) rebuildProducers(end record.Offset) (*producer.State, error) {
 	p.rollSnaps.Wait() // a snapshot above a truncation must not land after it
-	fs, dir := p.b.fs, filepath.Join(p.b.cfg.Dir, producerStateDir)
+	fs, dir := p.node.FS, p.node.SnapshotDir
 	var err error
 	s, from := producer.NewState(), record.Offset(0)
-	snaps := rollSnapshots(fs, dir, p.topicID, p.id)
+	snaps := RollSnapshots(fs, dir, p.topicID, p.id)
 	for i := len(snaps) - 1; i >= 0; i-- {
 		r := snaps[i]
-		rpath := filepath.Join(dir, r.name)
-		if r.at > end { // a crash or a truncation took what it describes
+		rpath := filepath.Join(dir, r.Name)
+		if r.At > end { // a crash or a truncation took what it describes
 			if err := fs.Remove(rpath); err != nil {
 				return nil, fmt.Errorf("remove stale snapshot: %w", err)
 			}
@@ -193,12 +197,12 @@ func (p *Partition) rebuildProducers(end record.Offset) (*producer.State, error)
 		raw, err := vfs.ReadFile(fs, rpath)
 		if err == nil {
 			var at record.Offset
-			if s, at, err = producer.DecodeSnapshot(raw); err == nil && at == r.at {
+			if s, at, err = producer.DecodeSnapshot(raw); err == nil && at == r.At {
 				from = at
 				break
 			}
 		}
-		p.b.logger.Warn("broker: unusable producer snapshot", "path", rpath, "err", err)
+		p.node.Logger.Warn("broker: unusable producer snapshot", "path", rpath, "err", err)
 		s = producer.NewState()
 	}
 	read := 0
@@ -210,6 +214,25 @@ func (p *Partition) rebuildProducers(end record.Offset) (*producer.State, error)
 	if err != nil {
 		return nil, fmt.Errorf("scan from offset %d: %w", from, err)
 	}
-	p.b.logger.Debug("broker: producer state rebuilt", "topic", p.topic, "partition", p.id, "from", from, "end", end, "batches_read", read)
+	p.node.Logger.Debug("broker: producer state rebuilt", "topic", p.topic, "partition", p.id, "from", from, "end", end, "batches_read", read)
 	return s, nil
 }
+
+// RemoveSnapshots deletes a partition's producer snapshots, if any.
+func RemoveSnapshots(node *Node, topic TopicID, p PartitionID) {
+	dir := node.SnapshotDir
+	names := []string{SnapshotName(topic, p)}
+	for _, r := range RollSnapshots(node.FS, dir, topic, p) {
+		names = append(names, r.Name)
+	}
+	for _, name := range names {
+		err := node.FS.Remove(filepath.Join(dir, name))
+		if err != nil && !errors.Is(err, os.ErrNotExist) {
+			node.Logger.Warn("broker: cannot remove producer snapshot", "topic", topic, "partition", p, "err", err)
+		}
+	}
+}
+
+// WaitSnapshots waits for the roll snapshots being written in the
+// background.
+func (p *Partition) WaitSnapshots() { p.rollSnaps.Wait() }

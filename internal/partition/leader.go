@@ -1,4 +1,4 @@
-package broker
+package partition
 
 import (
 	"errors"
@@ -39,9 +39,9 @@ type leaderState struct {
 
 func newLeaderState(p *Partition, s *replicaState) *leaderState {
 	ls := &leaderState{epoch: s.epoch, epochStart: p.log.LogEndOffset(), followers: map[NodeID]*replica.Follower{}}
-	now := p.b.cfg.Now()
+	now := p.node.Now()
 	for _, r := range s.replicas {
-		if r == p.b.cfg.NodeID {
+		if r == p.node.ID {
 			continue
 		}
 		f := &replica.Follower{ID: int32(r), LEO: record.NoOffset, InISR: slices.Contains(s.isr, r)}
@@ -80,12 +80,12 @@ func (p *Partition) leading() (*leaderState, *replicaState) {
 	return ls, s
 }
 
-// advanceHighWatermark recomputes the leader's high watermark from what
+// AdvanceHighWatermark recomputes the leader's high watermark from what
 // it knows of its followers (replica.HighWatermark) and publishes it;
 // parked acks=all produces it passes complete.
-func (p *Partition) advanceHighWatermark() { p.advanceHighWatermarkAt(p.b.cfg.Now()) }
+func (p *Partition) AdvanceHighWatermark() { p.advanceHighWatermarkAt(p.node.Now()) }
 
-// advanceHighWatermarkAt is advanceHighWatermark with the time already
+// advanceHighWatermarkAt is AdvanceHighWatermark with the time already
 // read: a follower's fetch reads it once for both of its uses.
 func (p *Partition) advanceHighWatermarkAt(now time.Time) {
 	ls, s := p.leading()
@@ -94,10 +94,10 @@ func (p *Partition) advanceHighWatermarkAt(now time.Time) {
 	}
 	in := replica.HighWatermarkInput{
 		Current: p.log.HighWatermark(), LeaderLEO: p.log.LogEndOffset(),
-		CommittedISR: len(s.isr), Replicas: len(s.replicas), MinISR: p.config.Load().MinInsyncReplicas(),
-		Now: now, Lag: p.b.cfg.ReplicaLagTime,
+		CommittedISR: len(s.isr), Replicas: len(s.replicas), MinISR: p.config.Load().MinInsyncReplicas,
+		Now: now, Lag: p.node.ReplicaLagTime,
 	}
-	img := p.b.meta.Image()
+	img := p.node.Host.Image()
 	var buf [8]replica.Follower // on the stack: this runs after every follower fetch
 	in.Followers = buf[:0]
 	ls.mu.Lock()
@@ -115,17 +115,17 @@ func (p *Partition) advanceHighWatermarkAt(now time.Time) {
 	}
 }
 
-// waitEpochCommitted waits until the high watermark of the partition this
+// WaitEpochCommitted waits until the high watermark of the partition this
 // node leads reaches the start of its epoch — everything the previous
 // leader committed is then below it — and reports false if leadership
 // moves or stop closes first. A group coordinator loads only then: a new
 // leader's high watermark lags its followers' by a fetch, and offsets
 // committed just before the failover sit in that gap.
-func (p *Partition) waitEpochCommitted(stop <-chan struct{}) bool {
+func (p *Partition) WaitEpochCommitted(stop <-chan struct{}) bool {
 	for {
 		ls, _ := p.leading()
-		if ls == nil || p.isClosed() {
-			return !p.b.clustered() && !p.isClosed() // a single node has no epochs to wait for
+		if ls == nil || p.Closed() {
+			return !p.node.Clustered && !p.Closed() // a single node has no epochs to wait for
 		}
 		ch := p.log.Wait()
 		if p.log.HighWatermark() >= ls.epochStart {
@@ -167,14 +167,14 @@ type FollowerRead struct {
 // far the follower has come, which may move the high watermark and bring
 // the follower back into the ISR. buf is reused when large enough.
 func (p *Partition) ReadForFollower(buf []byte, f FollowerFetch) (FollowerRead, error) {
-	if p.b.fenced() {
-		return FollowerRead{}, p.b.errFenced()
+	if err := p.node.Host.Fenced(); err != nil {
+		return FollowerRead{}, err
 	}
 	ls, s := p.leading()
 	if ls == nil {
 		return FollowerRead{}, fmt.Errorf("%w: %s-%d is led by node %d (epoch %d)", ErrNotLeader, p.topic, p.id, s.leader, s.epoch)
 	}
-	if b, ok := p.b.meta.Image().Broker(cluster.NodeID(f.Replica)); !ok || b.Epoch > f.BrokerEpoch {
+	if b, ok := p.node.Host.Image().Broker(cluster.NodeID(f.Replica)); !ok || b.Epoch > f.BrokerEpoch {
 		return FollowerRead{}, fmt.Errorf("%w: node %d fetches with broker epoch %d, a process the controller has replaced", ErrNotLeader, f.Replica, f.BrokerEpoch)
 	}
 	ls.mu.Lock()
@@ -208,8 +208,8 @@ func (p *Partition) ReadForFollower(buf []byte, f FollowerFetch) (FollowerRead, 
 // followerFetched updates what the leader knows of f's replica after its
 // fetch, and asks for it to rejoin the ISR if it may.
 func (p *Partition) followerFetched(ls *leaderState, f FollowerFetch, leo record.Offset) {
-	now := p.b.cfg.Now()
-	b, _ := p.b.meta.Image().Broker(cluster.NodeID(f.Replica))
+	now := p.node.Now()
+	b, _ := p.node.Host.Image().Broker(cluster.NodeID(f.Replica))
 	ls.mu.Lock()
 	fs := ls.followers[f.Replica]
 	if fs == nil {
@@ -232,19 +232,19 @@ func (p *Partition) followerFetched(ls *leaderState, f FollowerFetch, leo record
 		p.advanceHighWatermarkAt(now)
 	}
 	if isr != nil {
-		p.b.logger.Info("broker: a follower caught up; asking to add it to the ISR", "topic", p.topic, "partition", p.id, "follower", f.Replica, "isr", isr)
-		p.b.goAlterISR(p, ls, isr)
+		p.node.Logger.Info("broker: a follower caught up; asking to add it to the ISR", "topic", p.topic, "partition", p.id, "follower", f.Replica, "isr", isr)
+		p.goAlterISR(ls, isr)
 	}
 }
 
-// shrinkISR asks to take out of the ISR every follower that has not
+// ShrinkISR asks to take out of the ISR every follower that has not
 // caught up within replica.lag.time.max.ms (run every half of it).
-func (p *Partition) shrinkISR() {
+func (p *Partition) ShrinkISR() {
 	ls, s := p.leading()
 	if ls == nil {
 		return
 	}
-	now, leo := p.b.cfg.Now(), p.log.LogEndOffset()
+	now, leo := p.node.Now(), p.log.LogEndOffset()
 	ls.mu.Lock()
 	if ls.altering || now.Before(ls.retryAt) {
 		ls.mu.Unlock()
@@ -253,13 +253,13 @@ func (p *Partition) shrinkISR() {
 	if isr, ok := ls.unresolved(s.isr); ok { // an earlier change's outcome is unknown: ask again
 		ls.altering = true
 		ls.mu.Unlock()
-		p.b.goAlterISR(p, ls, isr)
+		p.goAlterISR(ls, isr)
 		return
 	}
 	isr := slices.Clone(s.isr)
 	var out []NodeID
 	for id, f := range ls.followers {
-		if replica.ShouldLeave(*f, leo, now, p.b.cfg.ReplicaLagTime) {
+		if replica.ShouldLeave(*f, leo, now, p.node.ReplicaLagTime) {
 			f.PendingLeave = true
 			out = append(out, id)
 			isr = slices.DeleteFunc(isr, func(x NodeID) bool { return x == id })
@@ -268,9 +268,9 @@ func (p *Partition) shrinkISR() {
 	ls.altering = len(out) > 0
 	ls.mu.Unlock()
 	if len(out) > 0 {
-		p.b.logger.Warn("broker: followers fell behind; asking to shrink the ISR", "topic", p.topic, "partition", p.id,
-			"lagging", out, "isr", isr, "replica_lag_time_max", p.b.cfg.ReplicaLagTime)
-		p.b.goAlterISR(p, ls, isr)
+		p.node.Logger.Warn("broker: followers fell behind; asking to shrink the ISR", "topic", p.topic, "partition", p.id,
+			"lagging", out, "isr", isr, "replica_lag_time_max", p.node.ReplicaLagTime)
+		p.goAlterISR(ls, isr)
 	}
 }
 
@@ -290,12 +290,8 @@ func (ls *leaderState) unresolved(committed []NodeID) ([]NodeID, bool) {
 }
 
 // goAlterISR asks the controller for the ISR isr in the background.
-func (b *Broker) goAlterISR(p *Partition, ls *leaderState, isr []NodeID) {
-	b.wg.Add(1)
-	go func() {
-		defer b.wg.Done()
-		p.alterISR(ls, isr)
-	}()
+func (p *Partition) goAlterISR(ls *leaderState, isr []NodeID) {
+	p.node.Host.Go(func() { p.alterISR(ls, isr) })
 }
 
 // alterISR sends the AlterPartition and applies its answer. Only a
@@ -303,15 +299,15 @@ func (b *Broker) goAlterISR(p *Partition, ls *leaderState, isr []NodeID) {
 // reverts it; after any other failure — a lost answer, a stale partition
 // epoch, a deposed leader — the controller may have committed it, so the
 // pending members keep counting for the high watermark (Kafka's maximal
-// ISR) until the metadata shows the outcome, and shrinkISR asks again if
+// ISR) until the metadata shows the outcome, and ShrinkISR asks again if
 // it never does. Reverting a join early would let the high watermark pass
 // records a new ISR member lacks.
 func (p *Partition) alterISR(ls *leaderState, isr []NodeID) {
 	s := p.state()
 	req := cluster.AlterPartition{
-		Broker: cluster.NodeID(p.b.cfg.NodeID), BrokerEpoch: p.b.member.epoch.Load(),
+		Broker: cluster.NodeID(p.node.ID), BrokerEpoch: p.node.Host.BrokerEpoch(),
 		TopicID: cluster.TopicID(p.topicID), PartitionID: int32(p.id),
-		LeaderEpoch: int32(s.epoch), PartitionEpoch: s.partitionEpoch, ISR: clusterIDs(isr),
+		LeaderEpoch: int32(s.epoch), PartitionEpoch: s.partitionEpoch, ISR: ClusterIDs(isr),
 	}
 	ls.mu.Lock()
 	for _, id := range isr { // KIP-903: the epochs the members fetched with
@@ -322,7 +318,7 @@ func (p *Partition) alterISR(ls *leaderState, isr []NodeID) {
 		req.ISREpochs = append(req.ISREpochs, e)
 	}
 	ls.mu.Unlock()
-	reg, err := p.b.member.m.AlterPartition(req, 5*time.Second)
+	reg, err := p.node.Host.AlterPartition(req)
 	ls.mu.Lock()
 	ls.altering = false
 	if err != nil {
@@ -331,24 +327,24 @@ func (p *Partition) alterISR(ls *leaderState, isr []NodeID) {
 				f.PendingJoin, f.PendingLeave = false, false
 			}
 		}
-		ls.retryAt = p.b.cfg.Now().Add(time.Second)
+		ls.retryAt = p.node.Now().Add(time.Second)
 	}
 	ls.mu.Unlock()
 	if err != nil {
-		p.b.logger.Warn("broker: the controller did not change the ISR", "topic", p.topic, "partition", p.id, "isr", isr, "err", err)
+		p.node.Logger.Warn("broker: the controller did not change the ISR", "topic", p.topic, "partition", p.id, "isr", isr, "err", err)
 		return
 	}
 	if len(reg.ISR) < len(s.isr) {
-		p.b.isrShrinks.Add(1)
+		p.node.ISRShrinks.Add(1)
 	} else {
-		p.b.isrExpands.Add(1)
+		p.node.ISRExpands.Add(1)
 	}
-	p.updateRegistration(reg)
+	p.UpdateRegistration(reg)
 }
 
-// updateRegistration applies a newer registration of the same leader
+// UpdateRegistration applies a newer registration of the same leader
 // epoch (an ISR or replica change) without changing the role.
-func (p *Partition) updateRegistration(reg cluster.PartitionReg) {
+func (p *Partition) UpdateRegistration(reg cluster.PartitionReg) {
 	p.mu.Lock()
 	cur := p.state()
 	if record.Epoch(reg.LeaderEpoch) != cur.epoch || reg.PartitionEpoch <= cur.partitionEpoch {
@@ -356,18 +352,19 @@ func (p *Partition) updateRegistration(reg cluster.PartitionReg) {
 		return
 	}
 	s := *cur
-	s.replicas, s.isr, s.partitionEpoch = nodeIDs(reg.Replicas), nodeIDs(reg.ISR), reg.PartitionEpoch
+	s.replicas, s.isr, s.partitionEpoch = NodeIDs(reg.Replicas), NodeIDs(reg.ISR), reg.PartitionEpoch
 	p.setState(&s)
 	if ls := p.lead.Load(); ls != nil && ls.epoch == s.epoch {
 		ls.mu.Lock()
-		ls.syncISR(&s, p.b.cfg.NodeID)
+		ls.syncISR(&s, p.node.ID)
 		ls.mu.Unlock()
 	}
 	p.mu.Unlock()
-	p.advanceHighWatermark()
+	p.AdvanceHighWatermark()
 }
 
-func clusterIDs(ids []NodeID) []cluster.NodeID {
+// ClusterIDs converts node ids to the metadata's.
+func ClusterIDs(ids []NodeID) []cluster.NodeID {
 	out := make([]cluster.NodeID, len(ids))
 	for i, id := range ids {
 		out[i] = cluster.NodeID(id)
@@ -380,49 +377,11 @@ func clusterIDs(ids []NodeID) []cluster.NodeID {
 // the ISR it reached must still be as large as min.insync.replicas.
 func (p *Partition) checkEnoughReplicas() error {
 	s := p.state()
-	if minISR := p.config.Load().MinInsyncReplicas(); len(s.isr) < minISR {
+	if minISR := p.config.Load().MinInsyncReplicas; len(s.isr) < minISR {
 		return fmt.Errorf("%w: %s-%d has %d in-sync replicas, min.insync.replicas is %d",
 			ErrNotEnoughReplicasAfterAppend, p.topic, p.id, len(s.isr), minISR)
 	}
 	return nil
-}
-
-// runISRChecks shrinks the ISR of the partitions this node leads every
-// half replica.lag.time.max.ms, and checkpoints their high watermarks.
-func (b *Broker) runISRChecks() {
-	tick := time.NewTicker(b.cfg.ReplicaLagTime / 2)
-	defer tick.Stop()
-	for {
-		select {
-		case <-b.stop:
-			return
-		case <-tick.C:
-		}
-		for _, t := range b.Topics() {
-			for _, p := range t.local() {
-				p.shrinkISR()
-				if err := p.log.CheckpointHighWatermark(); err != nil && !errors.Is(err, partlog.ErrClosed) {
-					b.logger.Warn("broker: checkpointing a high watermark", "topic", p.topic, "partition", p.id, "err", err)
-				}
-			}
-		}
-	}
-}
-
-// ReplicationStats is what this node's leaders know of replication: the
-// first things to watch on a cluster.
-type ReplicationStats struct {
-	// UnderReplicated counts led partitions with fewer in-sync replicas
-	// than replicas; UnderMinISR those below min.insync.replicas, where
-	// acks=all produces fail.
-	UnderReplicated, UnderMinISR int
-	// ISRShrinks and ISRExpands count the ISR changes this node's leaders
-	// committed since it started.
-	ISRShrinks, ISRExpands int64
-	// Parked counts acks=all produces waiting for the high watermark.
-	Parked int64
-	// Followers is each follower of each led partition.
-	Followers []FollowerLag
 }
 
 // FollowerLag is how far one follower is behind its leader.
@@ -438,37 +397,39 @@ type FollowerLag struct {
 	InSync  bool
 }
 
-// ReplicationStats reports replication as this node's leaders see it.
-func (b *Broker) ReplicationStats() ReplicationStats {
-	st := ReplicationStats{ISRShrinks: b.isrShrinks.Load(), ISRExpands: b.isrExpands.Load(), Parked: b.parked.Load()}
-	now := b.cfg.Now()
-	for _, t := range b.Topics() {
-		for _, p := range t.local() {
-			ls, s := p.leading()
-			if ls == nil {
-				continue
-			}
-			if len(s.isr) < len(s.replicas) {
-				st.UnderReplicated++
-			}
-			if len(s.isr) < p.config.Load().MinInsyncReplicas() {
-				st.UnderMinISR++
-			}
-			leo := p.log.LogEndOffset()
-			ls.mu.Lock()
-			for id, f := range ls.followers {
-				fl := FollowerLag{Topic: p.topic, Partition: p.id, Follower: id, Records: int64(leo - max(f.LEO, 0)), InSync: f.InISR}
-				if !f.CaughtUp(leo, now, 0) {
-					since := f.LastCaughtUp
-					if since.IsZero() {
-						since = p.b.started
-					}
-					fl.Time = now.Sub(since)
-				}
-				st.Followers = append(st.Followers, fl)
-			}
-			ls.mu.Unlock()
-		}
+// Replication is what the leader of a partition knows of its followers.
+type Replication struct {
+	// UnderReplicated: fewer in-sync replicas than replicas;
+	// UnderMinISR: fewer than min.insync.replicas, where acks=all
+	// produces fail.
+	UnderReplicated, UnderMinISR bool
+	Followers                    []FollowerLag
+}
+
+// Replication reports the partition's replication as its leader sees it
+// at now; false when this node does not lead it.
+func (p *Partition) Replication(now time.Time) (Replication, bool) {
+	ls, s := p.leading()
+	if ls == nil {
+		return Replication{}, false
 	}
-	return st
+	r := Replication{
+		UnderReplicated: len(s.isr) < len(s.replicas),
+		UnderMinISR:     len(s.isr) < p.config.Load().MinInsyncReplicas,
+	}
+	leo := p.log.LogEndOffset()
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	for id, f := range ls.followers {
+		fl := FollowerLag{Topic: p.topic, Partition: p.id, Follower: id, Records: int64(leo - max(f.LEO, 0)), InSync: f.InISR}
+		if !f.CaughtUp(leo, now, 0) {
+			since := f.LastCaughtUp
+			if since.IsZero() {
+				since = p.node.Started
+			}
+			fl.Time = now.Sub(since)
+		}
+		r.Followers = append(r.Followers, fl)
+	}
+	return r, true
 }

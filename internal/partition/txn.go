@@ -1,4 +1,4 @@
-package broker
+package partition
 
 // Transactions, partition side (KIP-98): transactional batches open a
 // producer's transaction on the partition, a control batch (marker) written
@@ -37,7 +37,7 @@ func (p *Partition) observeLocked(s *producer.State, h record.Header, batch []by
 	}
 	m, err := record.DecodeMarker(batch)
 	if err != nil {
-		p.b.logger.Warn("broker: unreadable control batch", "topic", p.topic, "partition", p.id, "offset", h.BaseOffset, "err", err)
+		p.node.Logger.Warn("broker: unreadable control batch", "topic", p.topic, "partition", p.id, "offset", h.BaseOffset, "err", err)
 		return
 	}
 	s.EndTxn(producer.ID(h.ProducerID), producer.Epoch(h.ProducerEpoch), h.BaseOffset, m.Commit)
@@ -72,7 +72,7 @@ func (p *Partition) checkTxnLocked(h record.Header, txn txnCheck) error {
 		// The coordinators' own writes (internal topics) and a DLQ
 		// quarantine the broker writes inside a producer's transaction
 		// carry no sequence; they are checked where they are made.
-		trusted := IsInternalTopic(p.topic) || txn == txnBrokerWrite
+		trusted := p.config.Load().Trusted || txn == txnBrokerWrite
 		switch {
 		case pid < 0 || h.BaseSequence < 0 && !trusted:
 			return fmt.Errorf("%w: %s-%d: a transactional batch needs a producer id and sequence", ErrInvalidRecord, p.topic, p.id)
@@ -101,7 +101,7 @@ func (p *Partition) WriteMarker(ctx context.Context, pid producer.ID, epoch prod
 	if err := p.notLeader(); err != nil {
 		return err
 	}
-	batch, err := record.EncodeMarker(int64(pid), int16(epoch), record.Marker{Commit: commit, CoordinatorEpoch: coordinatorEpoch}, p.b.cfg.Now().UnixMilli())
+	batch, err := record.EncodeMarker(int64(pid), int16(epoch), record.Marker{Commit: commit, CoordinatorEpoch: coordinatorEpoch}, p.node.Now().UnixMilli())
 	if err != nil {
 		return fmt.Errorf("broker: encode marker: %w", err)
 	}
@@ -122,22 +122,17 @@ func (p *Partition) WriteMarker(ctx context.Context, pid producer.ID, epoch prod
 	}
 	p.mu.producers.EndTxn(pid, epoch, base, commit)
 	p.mu.Unlock()
-	if p.b.clustered() {
-		p.advanceHighWatermark()
+	if p.node.Clustered {
+		p.AdvanceHighWatermark()
 	}
 	res := AppendResult{BaseOffset: base, LogAppendTime: -1, last: base}
 	c := Commit{p: p, res: res, pending: pending, acks: AcksAll, bytes: len(batch), records: 1, state: state}
 	if err := c.Wait(ctx); err != nil {
 		return err
 	}
-	if p.topic == ConsumerOffsetsTopic {
-		// Offsets committed in the transaction become the group's (or
-		// are dropped) now that the marker is in the log.
-		if sh := p.b.coords.get(int32(p.id)); sh != nil && sh.loaded != nil {
-			return sh.loaded.CompleteTxn(ctx, int64(pid), commit)
-		}
-	}
-	return nil
+	// A coordinator whose records are here (offsets committed in the
+	// transaction) acts on the outcome now that the marker is in the log.
+	return p.node.Host.MarkerWritten(ctx, p, pid, commit)
 }
 
 // LastStableOffset is the offset below which every transaction's outcome
@@ -235,9 +230,9 @@ func (p *Partition) InTxn(pid producer.ID, epoch producer.Epoch) bool {
 	return p.mu.producers.InTxnAt(pid, epoch)
 }
 
-// cleanerTxnBounds returns what compaction needs of the transactions: the
+// CleanerTxnBounds returns what compaction needs of the transactions: the
 // last stable offset and the aborted transactions.
-func (p *Partition) cleanerTxnBounds() (record.Offset, []compact.AbortedTxn) {
+func (p *Partition) CleanerTxnBounds() (record.Offset, []compact.AbortedTxn) {
 	lso := p.LastStableOffset()
 	p.mu.Lock()
 	defer p.mu.Unlock()

@@ -1,4 +1,4 @@
-package broker
+package partition
 
 import (
 	"fmt"
@@ -95,8 +95,8 @@ func (p *Partition) BecomeLeader(epoch record.Epoch, replicas, isr []NodeID) err
 	if err := p.log.AssignEpoch(epoch); err != nil {
 		return storageError(p, err)
 	}
-	s := &replicaState{role: RoleLeader, epoch: epoch, leader: p.b.cfg.NodeID, replicas: slices.Clone(replicas), isr: slices.Clone(isr)}
-	if p.b.clustered() {
+	s := &replicaState{role: RoleLeader, epoch: epoch, leader: p.node.ID, replicas: slices.Clone(replicas), isr: slices.Clone(isr)}
+	if p.node.Clustered {
 		p.lead.Store(newLeaderState(p, s))
 	}
 	p.setState(s)
@@ -123,11 +123,54 @@ func (p *Partition) CheckLeader() error { return p.notLeader() }
 
 // notLeader is the error of a client request a follower must not serve.
 func (p *Partition) notLeader() error {
-	if p.b.fenced() {
-		return p.b.errFenced()
+	if err := p.node.Host.Fenced(); err != nil {
+		return err
 	}
 	if s := p.state(); s.role != RoleLeader {
 		return fmt.Errorf("%w: %s-%d is led by node %d (epoch %d)", ErrNotLeader, p.topic, p.id, s.leader, s.epoch)
 	}
 	return nil
+}
+
+// RoleAndLeader returns the partition's role and leader, read together.
+func (p *Partition) RoleAndLeader() (Role, NodeID) {
+	s := p.state()
+	return s.role, s.leader
+}
+
+// SetPartitionEpoch records the registration a role change came from.
+func (p *Partition) SetPartitionEpoch(e int32) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	s := *p.state()
+	s.replicas, s.isr = slices.Clone(s.replicas), slices.Clone(s.isr)
+	s.partitionEpoch = e
+	p.setState(&s)
+}
+
+// State is a partition's place in the cluster at one moment.
+type State struct {
+	Role   Role
+	Epoch  record.Epoch
+	Leader NodeID
+	// PartitionEpoch is the registration's; -1 on a single node.
+	PartitionEpoch int32
+}
+
+// State returns the partition's role, leader and epochs, read together.
+func (p *Partition) State() State {
+	s := p.state()
+	return State{Role: s.role, Epoch: s.epoch, Leader: s.leader, PartitionEpoch: s.partitionEpoch}
+}
+
+// StepDown makes the partition leaderless on this node before it is
+// removed (a reassignment took it away): parked acks=all produces fail
+// NOT_LEADER_OR_FOLLOWER now, not at their timeout.
+func (p *Partition) StepDown() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	s := *p.state()
+	s.role, s.leader = RoleFollower, -1
+	p.setState(&s)
+	p.lead.Store(nil)
 }
