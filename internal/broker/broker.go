@@ -20,6 +20,7 @@ import (
 	"github.com/strandmq/strand/internal/partition/fetcher"
 	"github.com/strandmq/strand/internal/partlog"
 	"github.com/strandmq/strand/internal/producer"
+	"github.com/strandmq/strand/internal/txn/txncoord"
 	"github.com/strandmq/strand/internal/vfs"
 	"github.com/strandmq/strand/internal/wire"
 )
@@ -223,7 +224,7 @@ type Broker struct {
 	coordSync   sync.Mutex  // serialises syncCoordinators
 	txns        txnShards   // transaction coordinators, by __transaction_state partition
 	txnSync     sync.Mutex  // serialises syncTxnCoordinators
-	txnCount    txnCounters
+	txnCount    txncoord.Counters
 	member      *membership       // nil on a single node
 	fetchers    *fetcher.Fetchers // a follower's fetchers, by leader
 	started     time.Time

@@ -1,10 +1,14 @@
 package broker
 
 import (
+	"context"
 	"fmt"
 	"maps"
 	"slices"
 	"strconv"
+
+	"github.com/strandmq/strand/internal/coordlog"
+	"github.com/strandmq/strand/internal/record"
 )
 
 // Internal topics (today __consumer_offsets and _schemas; next
@@ -74,3 +78,28 @@ func (b *Broker) internalOverrides(name string, stored map[string]string) map[st
 	}
 	return out
 }
+
+// coordStore is a coordinator's record store over p, a partition of its
+// internal topic.
+func (b *Broker) coordStore(p *Partition) *coordlog.Store {
+	return &coordlog.Store{Log: internalLog{p}, Now: b.cfg.Now}
+}
+
+// internalLog is an internal topic's partition as a coordinator's log
+// (coordlog.Log).
+type internalLog struct{ p *Partition }
+
+func (l internalLog) Name() string { return l.p.Topic() }
+
+func (l internalLog) Append(ctx context.Context, batch []byte) error {
+	_, err := l.p.Append(ctx, batch, AcksAll)
+	return err
+}
+
+func (l internalLog) Read(from record.Offset, maxBytes int) ([]byte, error) {
+	res, err := l.p.Read(from, maxBytes)
+	return res.Batches, err
+}
+
+func (l internalLog) LogStartOffset() record.Offset { return l.p.LogStartOffset() }
+func (l internalLog) HighWatermark() record.Offset  { return l.p.HighWatermark() }

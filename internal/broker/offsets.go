@@ -13,7 +13,6 @@ import (
 
 	"github.com/strandmq/strand/internal/group"
 	"github.com/strandmq/strand/internal/group/consumer"
-	"github.com/strandmq/strand/internal/record"
 )
 
 // This file is the consumer-group coordinator's storage: the internal topic
@@ -103,7 +102,7 @@ func (b *Broker) openGroups() error {
 // __consumer_offsets; it replays p before it returns.
 func (b *Broker) newCoordinator(p *Partition) (*group.Coordinator, error) {
 	g, err := group.New(group.Config{
-		Store:                  &offsetStore{p: p, now: b.cfg.Now},
+		Store:                  b.coordStore(p),
 		Logger:                 b.logger,
 		GroupMinSessionTimeout: b.cfg.GroupMinSessionTimeout,
 		GroupMaxSessionTimeout: b.cfg.GroupMaxSessionTimeout,
@@ -294,101 +293,6 @@ func (b *Broker) syncCoordinators() {
 			b.logger.Info("broker: group coordinator loaded", "partition", k)
 		}()
 	}
-}
-
-// offsetStore is group.Store over partition 0 of __consumer_offsets.
-type offsetStore struct {
-	p   *Partition
-	now func() time.Time
-}
-
-// Append writes recs as one uncompressed v2 batch with acks=all and returns
-// once it is appended. A nil Value is written as a null value (a tombstone).
-func (s *offsetStore) Append(ctx context.Context, recs []group.StoreRecord) error {
-	return s.append(ctx, recs, record.DefaultBatchOptions())
-}
-
-// AppendTxn is Append as records of producer (pid, epoch)'s transaction
-// (TxnOffsetCommit): a transactional batch without a sequence, as a
-// coordinator writes it; the marker that ends the transaction decides
-// whether it counts.
-func (s *offsetStore) AppendTxn(ctx context.Context, pid int64, epoch int16, recs []group.StoreRecord) error {
-	opts := record.DefaultBatchOptions()
-	opts.ProducerID, opts.ProducerEpoch, opts.Transactional = pid, epoch, true
-	return s.append(ctx, recs, opts)
-}
-
-func (s *offsetStore) append(ctx context.Context, recs []group.StoreRecord, opts record.BatchOptions) error {
-	if len(recs) == 0 {
-		return nil
-	}
-	now := s.now().UnixMilli()
-	rs := make([]record.Record, len(recs))
-	for i, r := range recs {
-		rs[i] = record.Record{Offset: record.Offset(i), Timestamp: now, Key: r.Key, Value: r.Value}
-	}
-	batch, err := record.Encode(0, rs, opts)
-	if err != nil {
-		return fmt.Errorf("broker: encode %s batch: %w", s.p.Topic(), err)
-	}
-	if _, err := s.p.Append(ctx, batch, AcksAll); err != nil {
-		return fmt.Errorf("broker: append to %s: %w", s.p.Topic(), err)
-	}
-	return nil
-}
-
-// replayChunk is how many bytes Replay reads at once.
-const replayChunk = 4 << 20
-
-// Replay calls fn for every record from the log start to the high
-// watermark, in offset order. Records of transactions carry their
-// producer, and each marker is passed as a record of its own.
-func (s *offsetStore) Replay(fn func(group.StoreRecord) error) error {
-	for off := s.p.LogStartOffset(); off < s.p.HighWatermark(); {
-		res, err := s.p.Read(off, replayChunk)
-		if err != nil {
-			return err
-		}
-		if len(res.Batches) == 0 {
-			return nil
-		}
-		sc := record.Batches(res.Batches)
-		for sc.Next() {
-			h := sc.Header()
-			next := h.NextOffset()
-			if h.IsControl() {
-				if m, err := record.DecodeMarker(sc.Batch()); err == nil && h.BaseOffset >= off {
-					tag := &group.TxnTag{ProducerID: h.ProducerID, Epoch: h.ProducerEpoch, Marker: true, Commit: m.Commit}
-					if err := fn(group.StoreRecord{Txn: tag}); err != nil {
-						return err
-					}
-				}
-				off = max(off, next)
-				continue
-			}
-			batch, err := record.Decode(sc.Batch())
-			if err != nil {
-				return fmt.Errorf("broker: %s at %d: %w", s.p.Topic(), h.BaseOffset, err)
-			}
-			var tag *group.TxnTag
-			if h.IsTransactional() {
-				tag = &group.TxnTag{ProducerID: h.ProducerID, Epoch: h.ProducerEpoch}
-			}
-			for _, r := range batch.Records {
-				if r.Offset < off {
-					continue
-				}
-				if err := fn(group.StoreRecord{Key: r.Key, Value: r.Value, Txn: tag}); err != nil {
-					return err
-				}
-			}
-			off = max(off, next)
-		}
-		if err := sc.Err(); err != nil {
-			return fmt.Errorf("broker: %s: %w", s.p.Topic(), err)
-		}
-	}
-	return nil
 }
 
 // ErrGroupNotEmpty: an offset change (Seek) refused because the group has
