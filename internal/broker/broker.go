@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/strandmq/strand/internal/cluster"
+	"github.com/strandmq/strand/internal/dlq"
 	"github.com/strandmq/strand/internal/group"
 	"github.com/strandmq/strand/internal/partition"
 	"github.com/strandmq/strand/internal/partition/fetcher"
@@ -229,7 +230,7 @@ type Broker struct {
 	fetchers    *fetcher.Fetchers // a follower's fetchers, by leader
 	started     time.Time
 	syncedIndex int64        // newest image syncLocked applied (b.admin)
-	ingest      ingestStats  // validation counters (ingest.go)
+	ingest      dlq.Stats    // validation counters (package dlq)
 	schemas     *SchemaStore // the schema registry's storage (schemas.go)
 	stats       stats        // traffic counters (stats.go)
 

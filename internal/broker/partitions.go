@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/strandmq/strand/internal/cluster"
+	"github.com/strandmq/strand/internal/dlq"
 	"github.com/strandmq/strand/internal/partition"
 	"github.com/strandmq/strand/internal/partlog"
 	"github.com/strandmq/strand/internal/producer"
@@ -174,7 +175,7 @@ func (b *Broker) partitionConfig(tc TopicConfig, topic, dir string) partition.Co
 		Trusted:           internal,
 	}
 	if !internal { // the coordinators' records are not the user's to judge
-		c.Screen = &screener{b: b, cfg: tc}
+		c.Screen = dlq.NewScreener(dlqNode{b}, &b.ingest, tc.Validator(), tc.DLQTopic(topic))
 	}
 	return c
 }

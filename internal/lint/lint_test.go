@@ -19,7 +19,7 @@ var layers = [][]string{
 	{"internal/metrics"},
 	{"internal/kafka"},
 	{"internal/broker"},
-	{"internal/partition/fetcher", "internal/txn/txncoord"},
+	{"internal/partition/fetcher", "internal/txn/txncoord", "internal/dlq"},
 	{"internal/partition"},
 	{"internal/cluster"},
 	{"internal/replica"},

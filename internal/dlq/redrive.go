@@ -1,10 +1,11 @@
-package broker
+package dlq
 
 import (
 	"context"
 	"fmt"
 
 	"github.com/strandmq/strand/internal/ingest"
+	"github.com/strandmq/strand/internal/partition"
 	"github.com/strandmq/strand/internal/partitioner"
 	"github.com/strandmq/strand/internal/record"
 )
@@ -44,31 +45,31 @@ type RedriveResult struct {
 	AlreadyDone  int64 // below the group's committed offsets: an earlier run handled them
 }
 
-// Redrive redrives topic's DLQ; see RedriveOptions.
-func (b *Broker) Redrive(ctx context.Context, topic string, opts RedriveOptions) (RedriveResult, error) {
+// Redrive redrives topic's DLQ through the node's in-process API; see
+// RedriveOptions.
+func Redrive(ctx context.Context, b Redriver, topic string, opts RedriveOptions) (RedriveResult, error) {
 	var res RedriveResult
-	src, err := b.Topic(topic)
+	dlqName, err := b.DLQTopic(topic)
 	if err != nil {
 		return res, err
 	}
-	dlqName := src.Config.DLQTopic(topic)
-	dlq, err := b.Topic(dlqName)
+	dlq, err := b.Partitions(dlqName)
 	if err != nil {
 		return res, fmt.Errorf("broker: redrive %q: DLQ: %w", topic, err)
 	}
 	if opts.ChunkBytes <= 0 {
 		opts.ChunkBytes = 1 << 20
 	}
-	g := b.Group(ingest.RedriveGroup(topic))
+	group := ingest.RedriveGroup(topic)
 	type span struct{ from, to record.Offset }
-	spans := make([]span, dlq.Partitions())
+	spans := make([]span, len(dlq))
 	var total int64
 	for i := range spans {
-		p, err := dlq.Partition(PartitionID(i))
-		if err != nil {
-			return res, fmt.Errorf("broker: redrive %q: %w", topic, err)
+		p := dlq[i]
+		if p == nil {
+			return res, fmt.Errorf("broker: redrive %q: %w: %s-%d is not on this node", topic, partition.ErrNotLeader, dlqName, i)
 		}
-		from, err := g.Committed(ctx, dlqName, PartitionID(i))
+		from, err := b.Committed(ctx, group, dlqName, PartitionID(i))
 		if err != nil {
 			return res, fmt.Errorf("broker: redrive %q: %w", topic, err)
 		}
@@ -85,7 +86,7 @@ func (b *Broker) Redrive(ctx context.Context, topic string, opts RedriveOptions)
 			if err := ctx.Err(); err != nil {
 				return res, fmt.Errorf("broker: redrive %q interrupted: %w", topic, err)
 			}
-			next, err := b.redriveStep(context.WithoutCancel(ctx), src, dlqName, PartitionID(i), pos, s.to, opts.ChunkBytes, &res)
+			next, err := redriveStep(context.WithoutCancel(ctx), b, topic, dlqName, PartitionID(i), pos, s.to, opts.ChunkBytes, &res)
 			if err != nil {
 				return res, err
 			}
@@ -100,19 +101,18 @@ func (b *Broker) Redrive(ctx context.Context, topic string, opts RedriveOptions)
 
 // redriveStep handles the DLQ records of one read from pos (below end) and
 // commits past them; it returns the next position.
-func (b *Broker) redriveStep(ctx context.Context, src *Topic, dlqName string, dp PartitionID, pos, end record.Offset, chunk int, res *RedriveResult) (record.Offset, error) {
+func redriveStep(ctx context.Context, b Redriver, topic, dlqName string, dp PartitionID, pos, end record.Offset, chunk int, res *RedriveResult) (record.Offset, error) {
 	// read_committed: records a transaction quarantined and then aborted
 	// are not the DLQ's.
 	recs, read, err := b.FetchCommitted(dlqName, dp, pos, chunk)
 	if err != nil {
-		return pos, fmt.Errorf("broker: redrive %q: read %s-%d: %w", src.Name, dlqName, dp, err)
+		return pos, fmt.Errorf("broker: redrive %q: read %s-%d: %w", topic, dlqName, dp, err)
 	}
 	// The topic's current validator (AlterConfigs may have changed it).
-	cur, err := b.Topic(src.Name)
+	v, partitions, err := b.Validator(topic)
 	if err != nil {
 		return pos, err
 	}
-	v := b.TopicValidator(cur)
 	out := map[PartitionID][]record.Record{}
 	next := pos
 	var redriven int64
@@ -127,8 +127,8 @@ func (b *Broker) redriveStep(ctx context.Context, src *Topic, dlqName string, dp
 			continue
 		}
 		target := PartitionID(q.Source.Partition)
-		if !q.OK || target < 0 || int32(target) >= cur.Partitions() {
-			target = PartitionID(partitioner.ForKey(r.Key, int(cur.Partitions())))
+		if !q.OK || target < 0 || int32(target) >= partitions {
+			target = PartitionID(partitioner.ForKey(r.Key, int(partitions)))
 		}
 		hs := append(q.Headers, record.RecordHeader{Key: ingest.HeaderRedriveSource,
 			Value: []byte(ingest.RedriveSource(dlqName, int32(dp), r.Offset))})
@@ -143,13 +143,31 @@ func (b *Broker) redriveStep(ctx context.Context, src *Topic, dlqName string, dp
 		next = end
 	}
 	for p, rs := range out {
-		if _, err := b.ProduceRecords(ctx, src.Name, p, rs); err != nil {
-			return pos, fmt.Errorf("broker: redrive %q: produce: %w", src.Name, err)
+		if _, err := b.ProduceRecords(ctx, topic, p, rs); err != nil {
+			return pos, fmt.Errorf("broker: redrive %q: produce: %w", topic, err)
 		}
 	}
-	if err := b.Group(ingest.RedriveGroup(src.Name)).CommitThrough(ctx, dlqName, dp, next-1); err != nil {
-		return pos, fmt.Errorf("broker: redrive %q: commit progress: %w", src.Name, err)
+	if err := b.CommitThrough(ctx, ingest.RedriveGroup(topic), dlqName, dp, next-1); err != nil {
+		return pos, fmt.Errorf("broker: redrive %q: commit progress: %w", topic, err)
 	}
 	res.Redriven += redriven // the append counted them in the topic's redriven metric
 	return next, nil
+}
+
+// PartitionID is package partition's.
+type PartitionID = partition.PartitionID
+
+// Redriver is the node's in-process API, as a redrive uses it.
+type Redriver interface {
+	// DLQTopic returns the name of topic's DLQ topic.
+	DLQTopic(topic string) (string, error)
+	// Partitions returns a topic's partitions (nil: not on this node).
+	Partitions(topic string) ([]*Partition, error)
+	// Validator returns topic's current validator, bound to the schema
+	// registry, and its partition count.
+	Validator(topic string) (*ingest.Validator, int32, error)
+	FetchCommitted(topic string, p PartitionID, from record.Offset, maxBytes int) ([]record.Record, record.Offset, error)
+	ProduceRecords(ctx context.Context, topic string, p PartitionID, recs []record.Record) (record.Offset, error)
+	Committed(ctx context.Context, group, topic string, p PartitionID) (record.Offset, error)
+	CommitThrough(ctx context.Context, group, topic string, p PartitionID, last record.Offset) error
 }
