@@ -21,6 +21,7 @@ import (
 	"github.com/strandmq/strand/internal/partition/fetcher"
 	"github.com/strandmq/strand/internal/partlog"
 	"github.com/strandmq/strand/internal/producer"
+	"github.com/strandmq/strand/internal/schemareg/schemastore"
 	"github.com/strandmq/strand/internal/txn/txncoord"
 	"github.com/strandmq/strand/internal/vfs"
 	"github.com/strandmq/strand/internal/wire"
@@ -231,7 +232,7 @@ type Broker struct {
 	started     time.Time
 	syncedIndex int64        // newest image syncLocked applied (b.admin)
 	ingest      dlq.Stats    // validation counters (package dlq)
-	schemas     *SchemaStore // the schema registry's storage (schemas.go)
+	schemas     *SchemaStore // the schema registry's storage (package schemastore)
 	stats       stats        // traffic counters (stats.go)
 
 	lock      io.Closer // the data directory's .lock, held until Close
@@ -303,7 +304,7 @@ func Open(cfg Config) (_ *Broker, err error) {
 	}
 	b.mu.topics = make(map[string]*Topic)
 	b.mu.byID = make(map[TopicID]*Topic)
-	b.schemas = newSchemaStore(b)
+	b.schemas = schemastore.New(schemaNode{b}, b.stop)
 	if err := b.fs.MkdirAll(cfg.Dir, 0o755); err != nil {
 		return nil, fmt.Errorf("broker: create %s: %w", cfg.Dir, err)
 	}

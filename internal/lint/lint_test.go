@@ -19,6 +19,7 @@ var layers = [][]string{
 	{"internal/metrics"},
 	{"internal/kafka"},
 	{"internal/broker"},
+	{"internal/schemareg/schemastore"},
 	{"internal/partition/fetcher", "internal/txn/txncoord", "internal/dlq"},
 	{"internal/partition"},
 	{"internal/cluster"},
