@@ -229,6 +229,7 @@ type Broker struct {
 	txnCount    txncoord.Counters
 	member      *membership       // nil on a single node
 	fetchers    *fetcher.Fetchers // a follower's fetchers, by leader
+	peers       wire.Peers        // calls to other nodes
 	started     time.Time
 	syncedIndex int64        // newest image syncLocked applied (b.admin)
 	ingest      dlq.Stats    // validation counters (package dlq)
@@ -296,6 +297,7 @@ func Open(cfg Config) (_ *Broker, err error) {
 		ProducerIDExpiration: cfg.ProducerIDExpiration, Started: b.started,
 		RollSnapSlots: make(chan struct{}, partition.RollSnapWriters)}
 	b.node.Host = nodeHost{b}
+	b.peers = wire.Peers{Dialer: cfg.Dialer, Self: int32(cfg.NodeID), Addr: func(n int32) (string, error) { return b.internalAddr(NodeID(n)) }}
 	b.fetchers = fetcher.New(fetcher.Config{NodeID: cfg.NodeID, Addr: b.internalAddr, Dialer: cfg.Dialer, Logger: b.logger,
 		BrokerEpoch: func() int64 { return b.member.epoch.Load() }})
 	if cfg.MaxOpenLogFiles > 0 {

@@ -13,12 +13,10 @@ import (
 	"maps"
 	"slices"
 
-	"github.com/twmb/franz-go/pkg/kerr"
-	"github.com/twmb/franz-go/pkg/kmsg"
-
 	"github.com/strandmq/strand/internal/producer"
 	"github.com/strandmq/strand/internal/txn"
 	"github.com/strandmq/strand/internal/txn/txncoord"
+	"github.com/strandmq/strand/internal/wire"
 )
 
 // TransactionStateTopic is the transaction coordinator's log.
@@ -219,31 +217,10 @@ func (b *Broker) writeMarker(ctx context.Context, tp txn.Partition, m *txn.Marke
 	if leader < 0 {
 		return fmt.Errorf("%w: %s-%d has no leader", ErrNotLeader, tp.Topic, tp.Partition)
 	}
-	return b.writeMarkerRemote(ctx, leader, tp, m)
-}
-
-// writeMarkerRemote sends WriteTxnMarkers for one partition to its leader.
-func (b *Broker) writeMarkerRemote(ctx context.Context, leader NodeID, tp txn.Partition, m *txn.Markers) error {
-	req := kmsg.NewPtrWriteTxnMarkersRequest()
-	mk := kmsg.NewWriteTxnMarkersRequestMarker()
-	mk.ProducerID, mk.ProducerEpoch, mk.Committed, mk.CoordinatorEpoch = int64(m.ProducerID), int16(m.Epoch), m.Commit, m.CoordinatorEpoch
-	rt := kmsg.NewWriteTxnMarkersRequestMarkerTopic()
-	rt.Topic, rt.Partitions = tp.Topic, []int32{tp.Partition}
-	mk.Topics = append(mk.Topics, rt)
-	req.Markers = append(req.Markers, mk)
-	resp, err := b.roundTrip(ctx, leader, req)
+	err = b.peers.WriteTxnMarker(ctx, int32(leader), tp.Topic, tp.Partition,
+		wire.Marker{ProducerID: int64(m.ProducerID), ProducerEpoch: int16(m.Epoch), Commit: m.Commit, CoordinatorEpoch: m.CoordinatorEpoch})
 	if err != nil {
-		return err
-	}
-	wr := resp.(*kmsg.WriteTxnMarkersResponse)
-	for _, rm := range wr.Markers {
-		for _, rt := range rm.Topics {
-			for _, rp := range rt.Partitions {
-				if rp.ErrorCode != 0 {
-					return fmt.Errorf("broker: marker for %s-%d on node %d: %w", tp.Topic, tp.Partition, leader, kerr.ErrorForCode(rp.ErrorCode))
-				}
-			}
-		}
+		return fmt.Errorf("broker: marker for %s-%d on node %d: %w", tp.Topic, tp.Partition, leader, err)
 	}
 	return nil
 }
@@ -263,43 +240,17 @@ func (b *Broker) EnlistRemote(ctx context.Context, transactionalID string, pid p
 	if node == b.cfg.NodeID {
 		return nil, fmt.Errorf("%w: %s", ErrCoordinatorLoading, transactionalID)
 	}
-	req := kmsg.NewPtrAddPartitionsToTxnRequest()
-	req.SetVersion(5)
-	rt := kmsg.NewAddPartitionsToTxnRequestTransaction()
-	rt.TransactionalID, rt.ProducerID, rt.ProducerEpoch, rt.VerifyOnly = transactionalID, int64(pid), int16(epoch), verifyOnly
-	byTopic := map[string]int{}
-	for _, p := range parts {
-		i, ok := byTopic[p.Topic]
-		if !ok {
-			i = len(rt.Topics)
-			byTopic[p.Topic] = i
-			t := kmsg.NewAddPartitionsToTxnRequestTransactionTopic()
-			t.Topic = p.Topic
-			rt.Topics = append(rt.Topics, t)
-		}
-		rt.Topics[i].Partitions = append(rt.Topics[i].Partitions, p.Partition)
+	wparts := make([]wire.TopicPartition, len(parts))
+	for i, p := range parts {
+		wparts[i] = wire.TopicPartition{Topic: p.Topic, Partition: p.Partition}
 	}
-	req.Transactions = append(req.Transactions, rt)
-	resp, err := b.roundTrip(ctx, node, req)
+	codes, err := b.peers.AddPartitionsToTxn(ctx, int32(node), transactionalID, int64(pid), int16(epoch), wparts, verifyOnly)
 	if err != nil {
 		return nil, fmt.Errorf("broker: transaction coordinator of %s on node %d: %w", transactionalID, node, err)
 	}
-	ar := resp.(*kmsg.AddPartitionsToTxnResponse)
-	if ar.ErrorCode != 0 {
-		return nil, fmt.Errorf("broker: transaction coordinator of %s on node %d: %w", transactionalID, node, kerr.ErrorForCode(ar.ErrorCode))
-	}
-	out := make(map[txn.Partition]int16, len(parts))
-	for _, t := range ar.Transactions {
-		for _, tt := range t.Topics {
-			for _, p := range tt.Partitions {
-				out[txn.Partition{Topic: tt.Topic, Partition: p.Partition}] = p.ErrorCode
-			}
-		}
-	}
-	for _, p := range parts {
-		if _, ok := out[p]; !ok {
-			return nil, fmt.Errorf("broker: transaction coordinator of %s on node %d did not answer for %s-%d", transactionalID, node, p.Topic, p.Partition)
-		}
+	out := make(map[txn.Partition]int16, len(codes))
+	for p, code := range codes {
+		out[txn.Partition{Topic: p.Topic, Partition: p.Partition}] = code
 	}
 	return out, nil
 }
