@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/strandmq/strand/internal/cluster"
+	"github.com/strandmq/strand/internal/coordlog"
 	"github.com/strandmq/strand/internal/dlq"
 	"github.com/strandmq/strand/internal/group"
 	"github.com/strandmq/strand/internal/partition"
@@ -222,10 +223,9 @@ type Broker struct {
 	unsubscribe func()
 	defaults    map[string]string // validated TopicDefaults
 	ids         *producer.Allocator
-	coords      coordShards // group coordinators, by __consumer_offsets partition
-	coordSync   sync.Mutex  // serialises syncCoordinators
-	txns        txnShards   // transaction coordinators, by __transaction_state partition
-	txnSync     sync.Mutex  // serialises syncTxnCoordinators
+	coords      coordlog.Shards[*Partition, *group.Coordinator] // by __consumer_offsets partition
+	txns        coordlog.Shards[*Partition, *TxnCoordinator]    // by __transaction_state partition
+	txnEnsure   sync.Mutex                                      // a single node creates __transaction_state once
 	txnCount    txncoord.Counters
 	member      *membership       // nil on a single node
 	fetchers    *fetcher.Fetchers // a follower's fetchers, by leader
@@ -297,6 +297,12 @@ func Open(cfg Config) (_ *Broker, err error) {
 		ProducerIDExpiration: cfg.ProducerIDExpiration, Started: b.started,
 		RollSnapSlots: make(chan struct{}, partition.RollSnapWriters)}
 	b.node.Host = nodeHost{b}
+	b.coords = coordlog.Shards[*Partition, *group.Coordinator]{What: "group coordinator", Logger: b.logger,
+		Load: func(_ int32, p *Partition) (*group.Coordinator, error) { return b.newCoordinator(p) },
+		Stop: (*group.Coordinator).Close}
+	b.txns = coordlog.Shards[*Partition, *TxnCoordinator]{What: "transaction coordinator", Logger: b.logger,
+		Load: func(_ int32, p *Partition) (*TxnCoordinator, error) { return b.loadTxnCoordinator(p) },
+		Stop: (*TxnCoordinator).Stop}
 	b.peers = wire.Peers{Dialer: cfg.Dialer, Self: int32(cfg.NodeID), Addr: func(n int32) (string, error) { return b.internalAddr(NodeID(n)) }}
 	b.fetchers = fetcher.New(fetcher.Config{NodeID: cfg.NodeID, Addr: b.internalAddr, Dialer: cfg.Dialer, Logger: b.logger,
 		BrokerEpoch: func() int64 { return b.member.epoch.Load() }})
@@ -551,7 +557,7 @@ func (b *Broker) every(interval time.Duration, fn func()) {
 // expires committed offsets, now (the broker also does so every
 // RetentionCheckInterval).
 func (b *Broker) ApplyRetention() {
-	for _, g := range b.coords.loaded() {
+	for _, g := range b.coords.Loaded() {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		g.ExpireOffsets(ctx)
 		cancel()
@@ -580,15 +586,8 @@ func (b *Broker) Close() error {
 	b.mu.Unlock()
 	// The coordinators first: they write to __transaction_state and
 	// __consumer_offsets (transaction markers reach the group coordinators).
-	b.stopTxnCoordinators()
-	b.coordSync.Lock()
-	for k, sh := range b.coords.all() {
-		b.coords.set(k, nil)
-		if sh.loaded != nil {
-			sh.loaded.Close()
-		}
-	}
-	b.coordSync.Unlock()
+	b.txns.StopAll()
+	b.coords.StopAll()
 	b.unsubscribe()
 	close(b.stop)
 	b.fetchers.Close()

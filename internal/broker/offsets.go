@@ -4,11 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
-	"slices"
 	"strconv"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/strandmq/strand/internal/group"
@@ -80,7 +76,7 @@ func (b *Broker) openGroups() error {
 		if err != nil {
 			return err
 		}
-		b.coords.set(int32(p.ID()), &coordShard{p: p, loaded: g})
+		b.coords.Set(int32(p.ID()), p, g)
 	}
 	// Offsets of topics that no longer exist: a delete that crashed before
 	// its second pass, or data from before offsets were removed on delete.
@@ -88,7 +84,7 @@ func (b *Broker) openGroups() error {
 	// topic it does not know yet is not a deleted one.)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	for _, g := range b.coords.loaded() {
+	for _, g := range b.coords.Loaded() {
 		if n, err := g.RemoveTopicOffsets(ctx, func(topic string) bool { _, err := b.Topic(topic); return err != nil }); err != nil {
 			b.logger.Warn("broker: removing committed offsets of deleted topics", "err", err)
 		} else if n > 0 {
@@ -140,7 +136,7 @@ func (b *Broker) removeTopicOffsets(topic string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	var errs []error
-	for _, g := range b.coords.loaded() {
+	for _, g := range b.coords.Loaded() {
 		_, err := g.RemoveTopicOffsets(ctx, func(t string) bool { return t == topic })
 		errs = append(errs, err)
 	}
@@ -149,7 +145,7 @@ func (b *Broker) removeTopicOffsets(topic string) error {
 
 // Coordinators returns the group coordinators this node runs and has
 // loaded: one per __consumer_offsets partition it leads.
-func (b *Broker) Coordinators() []*group.Coordinator { return b.coords.loaded() }
+func (b *Broker) Coordinators() []*group.Coordinator { return b.coords.Loaded() }
 
 // GroupCoordinator returns the coordinator of group groupID if this node
 // runs it: ErrNotCoordinator if another node leads the group's
@@ -161,14 +157,14 @@ func (b *Broker) GroupCoordinator(groupID string) (*group.Coordinator, error) {
 		return nil, fmt.Errorf("%w: %s does not exist yet", ErrNotCoordinator, ConsumerOffsetsTopic)
 	}
 	k := offsetsPartition(groupID, t.Partitions())
-	sh := b.coords.get(int32(k))
+	g, ok := b.coords.Get(int32(k))
 	switch {
-	case sh == nil:
+	case !ok:
 		return nil, fmt.Errorf("%w: group %q is coordinated by the leader of %s-%d, not node %d", ErrNotCoordinator, groupID, ConsumerOffsetsTopic, k, b.cfg.NodeID)
-	case sh.loaded == nil:
+	case g == nil:
 		return nil, fmt.Errorf("%w: %s-%d", ErrCoordinatorLoading, ConsumerOffsetsTopic, k)
 	}
-	return sh.loaded, nil
+	return g, nil
 }
 
 // localCoordinator is GroupCoordinator for the in-process group API.
@@ -180,62 +176,6 @@ func (b *Broker) localCoordinator(groupID string) (*group.Coordinator, error) {
 	return g, nil
 }
 
-// coordShard is the coordinator of one __consumer_offsets partition this
-// node leads: loaded is nil while it replays the partition.
-type coordShard struct {
-	p      *Partition
-	loaded *group.Coordinator
-}
-
-// shardMap maps a partition of an internal topic to the coordinator shard
-// this node runs for it (group coordinators by __consumer_offsets
-// partition, transaction coordinators by __transaction_state partition).
-// The map is replaced whole on every change, so readers need no lock.
-type shardMap[S comparable] struct {
-	mu sync.Mutex // writers
-	m  atomic.Pointer[map[int32]S]
-}
-
-// get returns partition k's shard, or the zero S.
-func (c *shardMap[S]) get(k int32) S { return c.all()[k] }
-
-func (c *shardMap[S]) all() map[int32]S {
-	if m := c.m.Load(); m != nil {
-		return *m
-	}
-	return nil
-}
-
-// set installs sh for partition k; the zero S removes k.
-func (c *shardMap[S]) set(k int32, sh S) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	next := maps.Clone(c.all())
-	if next == nil {
-		next = map[int32]S{}
-	}
-	var none S
-	if sh == none {
-		delete(next, k)
-	} else {
-		next[k] = sh
-	}
-	c.m.Store(&next)
-}
-
-// coordShards are the group coordinators, by __consumer_offsets partition.
-type coordShards struct{ shardMap[*coordShard] }
-
-func (c *coordShards) loaded() []*group.Coordinator {
-	var out []*group.Coordinator
-	for _, k := range slices.Sorted(maps.Keys(c.all())) {
-		if g := c.get(k).loaded; g != nil {
-			out = append(out, g)
-		}
-	}
-	return out
-}
-
 // syncCoordinators runs a coordinator for each __consumer_offsets
 // partition this member leads and stops those of partitions it no longer
 // leads (their groups move with the partition's leadership). A new
@@ -243,56 +183,20 @@ func (c *coordShards) loaded() []*group.Coordinator {
 // COORDINATOR_LOAD_IN_PROGRESS meanwhile.
 func (b *Broker) syncCoordinators() {
 	defer b.syncTxnCoordinators()
-	b.coordSync.Lock()
-	defer b.coordSync.Unlock()
-	if b.isClosed() { // Close has unloaded every coordinator: load none
-		return
-	}
-	t, err := b.Topic(ConsumerOffsetsTopic)
+	b.coords.Sync(b.ledPartitions(ConsumerOffsetsTopic), b.isClosed, b.stop, b.node.Host.Go)
+}
+
+// ledPartitions are the partitions of topic this node leads, by index.
+func (b *Broker) ledPartitions(topic string) map[int32]*Partition {
 	leads := map[int32]*Partition{}
-	if err == nil {
+	if t, err := b.Topic(topic); err == nil {
 		for _, p := range t.local() {
 			if p.Role() == RoleLeader && !p.Closed() {
 				leads[int32(p.ID())] = p
 			}
 		}
 	}
-	for k, sh := range b.coords.all() {
-		if leads[k] != sh.p {
-			b.coords.set(k, nil)
-			if sh.loaded != nil {
-				sh.loaded.Close()
-			}
-			b.logger.Info("broker: group coordinator unloaded: this node no longer leads its partition", "partition", k)
-		}
-	}
-	for k, p := range leads {
-		if b.coords.get(k) != nil {
-			continue
-		}
-		sh := &coordShard{p: p}
-		b.coords.set(k, sh)
-		b.wg.Add(1)
-		go func() {
-			defer b.wg.Done()
-			if !p.WaitEpochCommitted(b.stop) {
-				return // leadership moved on before it could load: the next sync decides
-			}
-			g, err := b.newCoordinator(p)
-			if err != nil {
-				b.logger.Error("broker: cannot load a group coordinator", "partition", k, "err", err)
-				return
-			}
-			b.coordSync.Lock()
-			defer b.coordSync.Unlock()
-			if b.coords.get(k) != sh || b.isClosed() { // unloaded meanwhile
-				g.Close()
-				return
-			}
-			b.coords.set(k, &coordShard{p: p, loaded: g})
-			b.logger.Info("broker: group coordinator loaded", "partition", k)
-		}()
-	}
+	return leads
 }
 
 // ErrGroupNotEmpty: an offset change (Seek) refused because the group has

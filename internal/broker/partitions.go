@@ -157,8 +157,8 @@ func (h nodeHost) MarkerWritten(ctx context.Context, p *Partition, pid producer.
 	if p.Topic() != ConsumerOffsetsTopic {
 		return nil
 	}
-	if sh := h.b.coords.get(int32(p.ID())); sh != nil && sh.loaded != nil {
-		return sh.loaded.CompleteTxn(ctx, int64(pid), commit)
+	if g, _ := h.b.coords.Get(int32(p.ID())); g != nil {
+		return g.CompleteTxn(ctx, int64(pid), commit)
 	}
 	return nil
 }

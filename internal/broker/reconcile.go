@@ -329,7 +329,7 @@ func (b *Broker) dropDeletedLocked(t *Topic) {
 			b.logger.Warn("broker: removing a deleted topic's partition", "topic", t.Name, "partition", p.ID(), "err", err)
 		}
 	}
-	if len(b.coords.loaded()) > 0 {
+	if len(b.coords.Loaded()) > 0 {
 		b.wg.Add(1)
 		go func() { // a write to __consumer_offsets; not under b.admin
 			defer b.wg.Done()

@@ -10,8 +10,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
-	"slices"
 
 	"github.com/strandmq/strand/internal/producer"
 	"github.com/strandmq/strand/internal/txn"
@@ -59,28 +57,6 @@ func (b *Broker) TxnStats() TxnStats {
 	return st
 }
 
-// txnShards are the transaction coordinators, by __transaction_state
-// partition (loaded is nil while one replays its partition).
-type txnShards struct{ shardMap[*txnShard] }
-
-type txnShard struct {
-	p      *Partition
-	loaded *TxnCoordinator
-}
-
-// loadedTxnCoordinators returns the coordinators this node runs, by
-// partition.
-func (b *Broker) loadedTxnCoordinators() []*TxnCoordinator {
-	all := b.txns.all()
-	var out []*TxnCoordinator
-	for _, k := range slices.Sorted(maps.Keys(all)) {
-		if c := all[k].loaded; c != nil {
-			out = append(out, c)
-		}
-	}
-	return out
-}
-
 // openTxnState loads a single node's transaction coordinator if its
 // __transaction_state exists. Like Kafka, the topic is created on the
 // first request that needs it (ensureTxnState).
@@ -94,9 +70,9 @@ func (b *Broker) openTxnState() error {
 // ensureTxnState creates a single node's __transaction_state (one
 // partition: nothing to spread) and loads its coordinator, once.
 func (b *Broker) ensureTxnState() error {
-	b.txnSync.Lock()
-	defer b.txnSync.Unlock()
-	if len(b.txns.all()) > 0 {
+	b.txnEnsure.Lock()
+	defer b.txnEnsure.Unlock()
+	if b.txns.Len() > 0 {
 		return nil
 	}
 	if b.isClosed() {
@@ -120,7 +96,7 @@ func (b *Broker) loadLocalTxnState() error {
 		if err != nil {
 			return err
 		}
-		b.txns.set(int32(p.ID()), &txnShard{p: p, loaded: c})
+		b.txns.Set(int32(p.ID()), p, c)
 	}
 	return nil
 }
@@ -129,67 +105,7 @@ func (b *Broker) loadLocalTxnState() error {
 // partition this cluster member leads and stops the others, as
 // syncCoordinators does for groups.
 func (b *Broker) syncTxnCoordinators() {
-	b.txnSync.Lock()
-	defer b.txnSync.Unlock()
-	if b.isClosed() {
-		return
-	}
-	leads := map[int32]*Partition{}
-	if t, err := b.Topic(TransactionStateTopic); err == nil {
-		for _, p := range t.local() {
-			if p.Role() == RoleLeader && !p.Closed() {
-				leads[int32(p.ID())] = p
-			}
-		}
-	}
-	for k, sh := range b.txns.all() {
-		if leads[k] != sh.p {
-			b.txns.set(k, nil)
-			if sh.loaded != nil {
-				sh.loaded.Stop()
-			}
-			b.logger.Info("broker: transaction coordinator unloaded: this node no longer leads its partition", "partition", k)
-		}
-	}
-	for k, p := range leads {
-		if b.txns.get(k) != nil {
-			continue
-		}
-		sh := &txnShard{p: p}
-		b.txns.set(k, sh)
-		b.wg.Add(1)
-		go func() {
-			defer b.wg.Done()
-			if !p.WaitEpochCommitted(b.stop) {
-				return
-			}
-			c, err := b.loadTxnCoordinator(p)
-			if err != nil {
-				b.logger.Error("broker: cannot load a transaction coordinator", "partition", k, "err", err)
-				return
-			}
-			b.txnSync.Lock()
-			defer b.txnSync.Unlock()
-			if b.txns.get(k) != sh || b.isClosed() {
-				c.Stop()
-				return
-			}
-			b.txns.set(k, &txnShard{p: p, loaded: c})
-			b.logger.Info("broker: transaction coordinator loaded", "partition", k)
-		}()
-	}
-}
-
-// stopTxnCoordinators unloads every coordinator (Close).
-func (b *Broker) stopTxnCoordinators() {
-	b.txnSync.Lock()
-	defer b.txnSync.Unlock()
-	for k, sh := range b.txns.all() {
-		b.txns.set(k, nil)
-		if sh.loaded != nil {
-			sh.loaded.Stop()
-		}
-	}
+	b.txns.Sync(b.ledPartitions(TransactionStateTopic), b.isClosed, b.stop, b.node.Host.Go)
 }
 
 // writeMarker writes one marker: to the partition here if this node leads
@@ -269,14 +185,14 @@ func (b *Broker) TxnCoordinatorFor(transactionalID string) (*TxnCoordinator, err
 		return nil, fmt.Errorf("%w: %s does not exist yet", ErrNotCoordinator, TransactionStateTopic)
 	}
 	k := txn.PartitionFor(transactionalID, t.Partitions())
-	sh := b.txns.get(k)
+	c, ok := b.txns.Get(k)
 	switch {
-	case sh == nil:
+	case !ok:
 		return nil, fmt.Errorf("%w: transactional id %q is coordinated by the leader of %s-%d, not node %d", ErrNotCoordinator, transactionalID, TransactionStateTopic, k, b.cfg.NodeID)
-	case sh.loaded == nil:
+	case c == nil:
 		return nil, fmt.Errorf("%w: %s-%d", ErrCoordinatorLoading, TransactionStateTopic, k)
 	}
-	return sh.loaded, nil
+	return c, nil
 }
 
 // TxnCoordinatorNode returns the node that coordinates transactionalID: the
@@ -311,7 +227,7 @@ func (b *Broker) TxnCoordinatorNode(transactionalID string) (NodeID, error) {
 // node.
 func (b *Broker) Transactions() []txn.Metadata {
 	var out []txn.Metadata
-	for _, c := range b.loadedTxnCoordinators() {
+	for _, c := range b.txns.Loaded() {
 		out = append(out, c.All()...)
 	}
 	return out
@@ -321,7 +237,7 @@ func (b *Broker) Transactions() []txn.Metadata {
 func (b *Broker) ListTransactions(f txn.ListFilter) ([]txn.Metadata, []string) {
 	var out []txn.Metadata
 	var unknown []string
-	for _, c := range b.loadedTxnCoordinators() {
+	for _, c := range b.txns.Loaded() {
 		mds, u := c.List(f)
 		out, unknown = append(out, mds...), u
 	}
