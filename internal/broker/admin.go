@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 
 	"github.com/strandmq/strand/internal/cluster"
+	"github.com/strandmq/strand/internal/topicconfig"
 )
 
 // TopicSpec describes a topic to create.
@@ -39,14 +40,14 @@ func (b *Broker) CreateTopic(spec TopicSpec) (*Topic, error) {
 	if err := b.checkOpen(); err != nil {
 		return nil, err
 	}
-	if err := validateTopicName(spec.Name); err != nil {
+	if err := topicconfig.ValidateTopicName(spec.Name); err != nil {
 		return nil, err
 	}
 	n, err := b.partitionCount(spec)
 	if err != nil {
 		return nil, err
 	}
-	tc, err := newTopicConfig(spec.Configs, b.defaults)
+	tc, err := topicconfig.New(spec.Configs, b.defaults)
 	if err != nil {
 		return nil, fmt.Errorf("broker: create topic %q: %w", spec.Name, err)
 	}
@@ -313,7 +314,7 @@ func (b *Broker) AlterConfigs(name string, configs map[string]string, validateOn
 // topic's config overrides.
 func (b *Broker) IncrementalAlterConfigs(name string, changes []ConfigChange, validateOnly bool) error {
 	return b.alterConfigs(name, validateOnly, func(cur TopicConfig) (map[string]string, error) {
-		return applyChanges(cur, changes)
+		return topicconfig.Apply(cur, changes)
 	})
 }
 
@@ -331,7 +332,7 @@ func (b *Broker) alterConfigs(name string, validateOnly bool, next func(TopicCon
 	if err != nil {
 		return fmt.Errorf("broker: alter configs of %q: %w", name, err)
 	}
-	tc, err := newTopicConfig(overrides, b.defaults)
+	tc, err := topicconfig.New(overrides, b.defaults)
 	if err != nil {
 		return fmt.Errorf("broker: alter configs of %q: %w", name, err)
 	}

@@ -23,6 +23,7 @@ import (
 	"github.com/strandmq/strand/internal/partlog"
 	"github.com/strandmq/strand/internal/producer"
 	"github.com/strandmq/strand/internal/schemareg/schemastore"
+	"github.com/strandmq/strand/internal/topicconfig"
 	"github.com/strandmq/strand/internal/txn/txncoord"
 	"github.com/strandmq/strand/internal/vfs"
 	"github.com/strandmq/strand/internal/wire"
@@ -32,9 +33,6 @@ import (
 const (
 	// MaxPartitionsPerTopic bounds CreateTopics and CreatePartitions.
 	MaxPartitionsPerTopic = 10000
-	// maxTopicNameLen is Kafka's limit (249: room for the partition suffix in
-	// a 255-byte file name).
-	maxTopicNameLen = 249
 )
 
 // Config configures a Broker. The zero value of every field is usable except
@@ -286,7 +284,7 @@ func Open(cfg Config) (_ *Broker, err error) {
 	if cfg.Dir == "" {
 		return nil, errors.New("broker: Config.Dir is empty")
 	}
-	defaults, err := parseConfigs(cfg.TopicDefaults)
+	defaults, err := topicconfig.Parse(cfg.TopicDefaults)
 	if err != nil {
 		return nil, fmt.Errorf("broker: topic defaults: %w", err)
 	}
@@ -425,7 +423,7 @@ func (b *Broker) openTopics(metas []cluster.Topic) error {
 	var topics []*Topic
 	for _, mt := range metas {
 		id := mt.ID
-		tc, err := newTopicConfig(b.internalOverrides(mt.Name, mt.Configs), b.defaults)
+		tc, err := topicconfig.New(b.internalOverrides(mt.Name, mt.Configs), b.defaults)
 		if err != nil {
 			return fmt.Errorf("broker: topic %q: %w", mt.Name, err)
 		}
@@ -531,7 +529,7 @@ func parsePartitionDir(name string) (string, PartitionID, bool) {
 	if err != nil || n < 0 || strconv.FormatInt(n, 10) != name[i+1:] {
 		return "", 0, false
 	}
-	if validateTopicName(name[:i]) != nil {
+	if topicconfig.ValidateTopicName(name[:i]) != nil {
 		return "", 0, false
 	}
 	return name[:i], PartitionID(n), true
@@ -759,27 +757,6 @@ func (b *Broker) installLocked(name string, t *Topic) error {
 		b.mu.byID[t.ID] = t
 	}
 	b.mu.Unlock()
-	return nil
-}
-
-// ValidateTopicName returns an error wrapping ErrInvalidTopic unless name
-// is a legal Kafka topic name.
-func ValidateTopicName(name string) error { return validateTopicName(name) }
-
-func validateTopicName(name string) error {
-	switch {
-	case name == "":
-		return fmt.Errorf("%w: empty name", ErrInvalidTopic)
-	case name == "." || name == "..":
-		return fmt.Errorf("%w: %q is not allowed", ErrInvalidTopic, name)
-	case len(name) > maxTopicNameLen:
-		return fmt.Errorf("%w: longer than %d characters", ErrInvalidTopic, maxTopicNameLen)
-	}
-	for _, c := range []byte(name) {
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-') {
-			return fmt.Errorf("%w: %q contains a character other than ASCII alphanumerics, '.', '_' and '-'", ErrInvalidTopic, name)
-		}
-	}
 	return nil
 }
 

@@ -13,6 +13,7 @@ import (
 	"github.com/strandmq/strand/internal/partitioner"
 	"github.com/strandmq/strand/internal/producer"
 	"github.com/strandmq/strand/internal/record"
+	"github.com/strandmq/strand/internal/topicconfig"
 	"github.com/strandmq/strand/internal/vfs"
 )
 
@@ -341,23 +342,23 @@ func TestLeftoverPartitionDirsRemoved(t *testing.T) {
 
 func TestConfigTranslation(t *testing.T) {
 	t.Parallel()
-	tc, err := newTopicConfig(map[string]string{
+	tc, err := topicconfig.New(map[string]string{
 		ConfigRetentionMs: "0", ConfigRetentionBytes: "0", ConfigFlushMs: "250", ConfigFlushMessages: "10", ConfigIndexIntervalBytes: "0",
 	}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	lc := tc.logConfig(nil, quiet)
+	lc := tc.LogConfig(nil, quiet)
 	if lc.RetentionTime <= 0 || lc.RetentionBytes != 1 || lc.FlushInterval.Milliseconds() != 250 || lc.FlushMessages != 10 || lc.IndexIntervalBytes != 1 {
 		t.Fatalf("%+v", lc)
 	}
-	dflt, _ := newTopicConfig(nil, nil)
-	lc = dflt.logConfig(nil, quiet)
+	dflt, _ := topicconfig.New(nil, nil)
+	lc = dflt.LogConfig(nil, quiet)
 	if lc.FlushMessages != 0 || lc.FlushInterval != 0 || lc.RetentionBytes != -1 || lc.RetentionRecords != -1 {
 		t.Fatalf("defaults: %+v", lc)
 	}
-	forever, _ := newTopicConfig(map[string]string{ConfigRetentionMs: "-1"}, nil)
-	if lc := forever.logConfig(nil, quiet); lc.RetentionTime >= 0 {
+	forever, _ := topicconfig.New(map[string]string{ConfigRetentionMs: "-1"}, nil)
+	if lc := forever.LogConfig(nil, quiet); lc.RetentionTime >= 0 {
 		t.Fatalf("retention.ms=-1: %v", lc.RetentionTime)
 	}
 }

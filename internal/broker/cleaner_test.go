@@ -112,14 +112,14 @@ func TestCompactionConfigs(t *testing.T) {
 	tp := mustCreate(t, b, TopicSpec{Name: "c", Partitions: 1, Configs: map[string]string{
 		ConfigCleanupPolicy: "compact", ConfigMinCleanableDirtyRatio: "0.25",
 		ConfigMinCompactionLagMs: "1000", ConfigMaxCompactionLagMs: "60000", ConfigDeleteRetentionMs: "5000"}})
-	p := tp.Config.compactPolicy()
+	p := tp.Config.CompactPolicy()
 	if !tp.Config.Compacted() || p.MinDirtyRatio != 0.25 || p.MinCompactionLag != time.Second ||
 		p.MaxCompactionLag != time.Minute || p.DeleteRetention != 5*time.Second {
 		t.Fatalf("policy %+v", p)
 	}
-	if d := mustCreate(t, b, TopicSpec{Name: "d", Partitions: 1}).Config; d.Compacted() || d.compactPolicy().MaxCompactionLag != 0 ||
-		d.compactPolicy().MinDirtyRatio != 0.5 || d.compactPolicy().DeleteRetention != 24*time.Hour {
-		t.Fatalf("defaults: compacted %v policy %+v", d.Compacted(), d.compactPolicy())
+	if d := mustCreate(t, b, TopicSpec{Name: "d", Partitions: 1}).Config; d.Compacted() || d.CompactPolicy().MaxCompactionLag != 0 ||
+		d.CompactPolicy().MinDirtyRatio != 0.5 || d.CompactPolicy().DeleteRetention != 24*time.Hour {
+		t.Fatalf("defaults: compacted %v policy %+v", d.Compacted(), d.CompactPolicy())
 	}
 	var ce *ConfigError
 	for _, bad := range []string{"1.5", "-0.1", "x"} {

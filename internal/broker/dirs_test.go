@@ -10,6 +10,7 @@ import (
 
 	"github.com/strandmq/strand/internal/group"
 	"github.com/strandmq/strand/internal/producer"
+	"github.com/strandmq/strand/internal/topicconfig"
 	"github.com/strandmq/strand/internal/vfs"
 )
 
@@ -219,7 +220,7 @@ func TestForeignPartitionDirRefused(t *testing.T) {
 // the real file system, whose names are limited to 255 bytes.
 func TestLongestTopicName(t *testing.T) {
 	dir := t.TempDir()
-	name := strings.Repeat("x", maxTopicNameLen)
+	name := strings.Repeat("x", topicconfig.MaxTopicNameLen)
 	b := open(t, vfs.Default, dir)
 	mustCreate(t, b, TopicSpec{Name: name, Partitions: 3, Configs: map[string]string{"segment.bytes": "16384"}})
 	ctx := context.Background()

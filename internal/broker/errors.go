@@ -2,9 +2,9 @@ package broker
 
 import (
 	"errors"
-	"fmt"
 
 	"github.com/strandmq/strand/internal/partition"
+	"github.com/strandmq/strand/internal/topicconfig"
 )
 
 // Sentinel errors. Each maps to the Kafka error code of the same name in the
@@ -16,9 +16,8 @@ var (
 	// ErrUnknownTopicID: no topic has this id.
 	ErrUnknownTopicID = errors.New("broker: unknown topic id")
 	// ErrTopicExists: CreateTopic for a topic that already exists.
-	ErrTopicExists = errors.New("broker: topic already exists")
-	// ErrInvalidTopic: the name is not a legal Kafka topic name.
-	ErrInvalidTopic = errors.New("broker: invalid topic name")
+	ErrTopicExists  = errors.New("broker: topic already exists")
+	ErrInvalidTopic = topicconfig.ErrInvalidTopic
 	// ErrInvalidPartitions: a partition count that is not positive, or not
 	// larger than the current one (CreatePartitions).
 	ErrInvalidPartitions = errors.New("broker: invalid number of partitions")
@@ -28,9 +27,7 @@ var (
 	// ErrInvalidReplicaAssignment: a manual assignment naming unknown nodes or
 	// of the wrong shape.
 	ErrInvalidReplicaAssignment = errors.New("broker: invalid replica assignment")
-	// ErrInvalidConfig: an unknown config name or an invalid value; see
-	// ConfigError.
-	ErrInvalidConfig            = errors.New("broker: invalid config")
+	ErrInvalidConfig            = topicconfig.ErrInvalidConfig
 	ErrCorruptMessage           = partition.ErrCorruptMessage
 	ErrInvalidRecord            = partition.ErrInvalidRecord
 	ErrUnsupportedMessageFormat = partition.ErrUnsupportedMessageFormat
@@ -51,20 +48,3 @@ var (
 	// ErrClosed: the broker is shut down.
 	ErrClosed = errors.New("broker: closed")
 )
-
-// ConfigError says which config is wrong and why. It matches ErrInvalidConfig.
-type ConfigError struct {
-	Name   string
-	Value  string
-	Reason string
-}
-
-func (e *ConfigError) Error() string {
-	if e.Value == "" {
-		return fmt.Sprintf("broker: config %s: %s", e.Name, e.Reason)
-	}
-	return fmt.Sprintf("broker: config %s=%q: %s", e.Name, e.Value, e.Reason)
-}
-
-// Is makes errors.Is(err, ErrInvalidConfig) hold.
-func (e *ConfigError) Is(target error) bool { return target == ErrInvalidConfig }

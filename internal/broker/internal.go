@@ -46,7 +46,7 @@ func checkInternalConfig(name string, tc TopicConfig) error {
 		}
 	}
 	maxBatch, _ := strconv.ParseInt(spec.Configs[ConfigMaxMessageBytes], 10, 64)
-	if seg := tc.long(ConfigSegmentBytes); seg < maxBatch {
+	if seg := tc.Long(ConfigSegmentBytes); seg < maxBatch {
 		return fmt.Errorf("%w: %s of internal topic %q must be at least %d (its max.message.bytes), not %d: larger writes would fail",
 			ErrPolicyViolation, ConfigSegmentBytes, name, maxBatch, seg)
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/strandmq/strand/internal/group"
 	"github.com/strandmq/strand/internal/group/consumer"
+	"github.com/strandmq/strand/internal/topicconfig"
 )
 
 // This file is the consumer-group coordinator's storage: the internal topic
@@ -24,19 +25,12 @@ import (
 
 // ConsumerOffsetsTopic is the internal topic holding committed offsets and
 // group metadata.
-const ConsumerOffsetsTopic = "__consumer_offsets"
+const ConsumerOffsetsTopic = topicconfig.ConsumerOffsetsTopic
 
 // offsetsTopicMaxBatch bounds one coordinator write (a commit of many
 // partitions, or the metadata of a large group); Kafka's default
 // message.max.bytes would refuse a 200-member group's assignments.
 const offsetsTopicMaxBatch = 64 << 20
-
-// IsInternalTopic reports whether a topic is one of the broker's own
-// (listed with IsInternal in Metadata; it cannot be deleted, and clients
-// cannot produce to it).
-func IsInternalTopic(name string) bool {
-	return name == ConsumerOffsetsTopic || name == TransactionStateTopic || name == SchemasTopic
-}
 
 // offsetsTopicSpec is __consumer_offsets with n partitions.
 func offsetsTopicSpec(n int32) TopicSpec {

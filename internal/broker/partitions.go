@@ -58,7 +58,7 @@ func (b *Broker) openPartitionTaken(topic string, tid TopicID, id PartitionID, t
 // logConfig is a partition's log config: the topic's, with the high
 // watermark replication's on a cluster member.
 func (b *Broker) logConfig(tc TopicConfig, name string) partlog.Config {
-	c := tc.logConfig(b.cfg.Now, b.logger.With("partition", name))
+	c := tc.LogConfig(b.cfg.Now, b.logger.With("partition", name))
 	c.ReplicatedHighWatermark = b.clustered()
 	return c
 }

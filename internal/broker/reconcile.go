@@ -12,6 +12,7 @@ import (
 	"github.com/strandmq/strand/internal/cluster"
 	"github.com/strandmq/strand/internal/partition"
 	"github.com/strandmq/strand/internal/record"
+	"github.com/strandmq/strand/internal/topicconfig"
 )
 
 // The reconciler makes this node's partitions what the metadata image says
@@ -282,10 +283,10 @@ func (b *Broker) syncTopicLocked(img *cluster.Image, mt cluster.Topic) {
 		b.dropDeletedLocked(old)
 		old = nil
 	}
-	tc, err := newTopicConfig(b.internalOverrides(mt.Name, mt.Configs), b.defaults)
+	tc, err := topicconfig.New(b.internalOverrides(mt.Name, mt.Configs), b.defaults)
 	if err != nil {
 		b.logger.Warn("broker: topic configs from the cluster's metadata do not parse; keeping defaults", "topic", mt.Name, "err", err)
-		tc, _ = newTopicConfig(nil, b.defaults)
+		tc, _ = topicconfig.New(nil, b.defaults)
 	}
 	nt := &Topic{Name: mt.Name, ID: mt.ID, Config: tc, partitions: make([]*Partition, mt.Partitions)}
 	changed := old == nil || old.Partitions() != mt.Partitions || !maps.Equal(old.Config.Overrides(), tc.Overrides())

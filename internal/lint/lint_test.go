@@ -22,6 +22,7 @@ var layers = [][]string{
 	{"internal/schemareg/schemastore"},
 	{"internal/partition/fetcher", "internal/txn/txncoord", "internal/dlq"},
 	{"internal/partition"},
+	{"internal/topicconfig"},
 	{"internal/cluster"},
 	{"internal/replica"},
 	{"internal/group", "internal/txn"},

@@ -13,11 +13,12 @@ import (
 	"github.com/strandmq/strand/internal/partition/fetcher"
 	"github.com/strandmq/strand/internal/record"
 	"github.com/strandmq/strand/internal/schemareg"
+	"github.com/strandmq/strand/internal/topicconfig"
 	"github.com/twmb/franz-go/pkg/kerr"
 )
 
 // Topic is the internal topic holding the schema registry.
-const Topic = "_schemas"
+const Topic = topicconfig.SchemasTopic
 
 // Node is what the store needs of the node.
 type Node interface {

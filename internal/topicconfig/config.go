@@ -1,6 +1,8 @@
-package broker
+package topicconfig
 
 import (
+	"errors"
+	"fmt"
 	"log/slog"
 	"maps"
 	"math"
@@ -10,8 +12,10 @@ import (
 	"time"
 
 	"github.com/strandmq/strand/internal/cluster"
+	"github.com/strandmq/strand/internal/compact"
 	"github.com/strandmq/strand/internal/ingest"
 	"github.com/strandmq/strand/internal/partlog"
+	"github.com/strandmq/strand/internal/txn"
 )
 
 // Topic config names, as Kafka spells them. Strand's own carry the strand.
@@ -96,10 +100,14 @@ var configDefs = []*ConfigDef{
 		Doc: "Strand: keep only the newest N offsets (the seed's retain_count); -1: no limit."},
 }
 
-// configDefs also holds the validation configs (ingest.go).
+// configDefs also holds the validation and compaction configs.
 func init() {
 	configDefs = append(configDefs, ingestConfigDefs...)
 	for _, d := range ingestConfigDefs {
+		configByName[d.Name] = d
+	}
+	configDefs = append(configDefs, compactionConfigDefs...)
+	for _, d := range compactionConfigDefs {
 		configByName[d.Name] = d
 	}
 	slices.SortFunc(configDefs, func(x, y *ConfigDef) int { return strings.Compare(x.Name, y.Name) })
@@ -191,17 +199,17 @@ const (
 	LogAppendTime TimestampType = 1
 )
 
-// TopicConfig is a topic's effective configuration: defaults, overridden by
+// Config is a topic's effective configuration: defaults, overridden by
 // broker-wide defaults, overridden by the topic's own settings. It is an
 // immutable value.
-type TopicConfig struct {
+type Config struct {
 	overrides map[string]string // the topic's own settings, normalised
 	defaults  map[string]string // broker-level defaults (Config.TopicDefaults)
 	validator *ingest.Validator // compiled from the strand.validation configs; nil: none
 }
 
-// parseConfigs validates and normalises a set of topic settings.
-func parseConfigs(in map[string]string) (map[string]string, error) {
+// Parse validates and normalises a set of topic settings.
+func Parse(in map[string]string) (map[string]string, error) {
 	out := make(map[string]string, len(in))
 	for name, v := range in {
 		d, ok := configByName[name]
@@ -217,20 +225,20 @@ func parseConfigs(in map[string]string) (map[string]string, error) {
 	return out, nil
 }
 
-func newTopicConfig(overrides, defaults map[string]string) (TopicConfig, error) {
-	o, err := parseConfigs(overrides)
+func New(overrides, defaults map[string]string) (Config, error) {
+	o, err := Parse(overrides)
 	if err != nil {
-		return TopicConfig{}, err
+		return Config{}, err
 	}
-	tc := TopicConfig{overrides: o, defaults: defaults}
+	tc := Config{overrides: o, defaults: defaults}
 	if err := tc.compileValidator(); err != nil {
-		return TopicConfig{}, err
+		return Config{}, err
 	}
 	return tc, nil
 }
 
 // Get returns the effective value of a config and where it comes from.
-func (c TopicConfig) Get(name string) (value string, source ConfigSource) {
+func (c Config) Get(name string) (value string, source ConfigSource) {
 	if v, ok := c.overrides[name]; ok {
 		return v, SourceTopic
 	}
@@ -244,32 +252,33 @@ func (c TopicConfig) Get(name string) (value string, source ConfigSource) {
 }
 
 // Overrides returns a copy of the topic's own settings.
-func (c TopicConfig) Overrides() map[string]string { return maps.Clone(c.overrides) }
+func (c Config) Overrides() map[string]string { return maps.Clone(c.overrides) }
 
-func (c TopicConfig) long(name string) int64 {
+// Long returns an integer config's effective value.
+func (c Config) Long(name string) int64 {
 	v, _ := c.Get(name)
 	n, _ := strconv.ParseInt(v, 10, 64)
 	return n
 }
 
 // MaxMessageBytes is max.message.bytes.
-func (c TopicConfig) MaxMessageBytes() int { return int(c.long(ConfigMaxMessageBytes)) }
+func (c Config) MaxMessageBytes() int { return int(c.Long(ConfigMaxMessageBytes)) }
 
 // MinInsyncReplicas is min.insync.replicas.
-func (c TopicConfig) MinInsyncReplicas() int { return int(c.long(ConfigMinInsyncReplicas)) }
+func (c Config) MinInsyncReplicas() int { return int(c.Long(ConfigMinInsyncReplicas)) }
 
 // TimestampType is message.timestamp.type.
-func (c TopicConfig) TimestampType() TimestampType {
+func (c Config) TimestampType() TimestampType {
 	if v, _ := c.Get(ConfigMessageTimestampType); v == "LogAppendTime" {
 		return LogAppendTime
 	}
 	return CreateTime
 }
 
-// logConfig translates Kafka's config values into partlog's. partlog reads a
+// LogConfig translates Kafka's config values into partlog's. partlog reads a
 // zero as "default", so Kafka's meaningful zeros become the smallest
 // positive value, and Kafka's Long.MAX "never" becomes partlog's zero.
-func (c TopicConfig) logConfig(now func() time.Time, logger *slog.Logger) partlog.Config {
+func (c Config) LogConfig(now func() time.Time, logger *slog.Logger) partlog.Config {
 	ms := func(n int64) time.Duration {
 		if n == 0 {
 			return time.Nanosecond
@@ -280,14 +289,14 @@ func (c TopicConfig) logConfig(now func() time.Time, logger *slog.Logger) partlo
 		return time.Duration(n) * time.Millisecond
 	}
 	cfg := partlog.Config{
-		SegmentBytes:       c.long(ConfigSegmentBytes),
-		SegmentTime:        ms(c.long(ConfigSegmentMs)),
-		RetentionRecords:   c.long(ConfigRetentionRecords),
-		IndexIntervalBytes: max(c.long(ConfigIndexIntervalBytes), 1),
+		SegmentBytes:       c.Long(ConfigSegmentBytes),
+		SegmentTime:        ms(c.Long(ConfigSegmentMs)),
+		RetentionRecords:   c.Long(ConfigRetentionRecords),
+		IndexIntervalBytes: max(c.Long(ConfigIndexIntervalBytes), 1),
 		Now:                now,
 		Logger:             logger,
 	}
-	if n := c.long(ConfigRetentionMs); n < 0 {
+	if n := c.Long(ConfigRetentionMs); n < 0 {
 		cfg.RetentionTime = -1
 	} else {
 		cfg.RetentionTime = ms(n)
@@ -295,18 +304,18 @@ func (c TopicConfig) logConfig(now func() time.Time, logger *slog.Logger) partlo
 			cfg.RetentionTime = -1
 		}
 	}
-	if n := c.long(ConfigRetentionBytes); n < 0 {
+	if n := c.Long(ConfigRetentionBytes); n < 0 {
 		cfg.RetentionBytes = -1
 	} else {
 		cfg.RetentionBytes = max(n, 1)
 	}
-	if !c.hasPolicy("delete") { // compact only: no time or size retention, as in Kafka
+	if !c.HasPolicy("delete") { // compact only: no time or size retention, as in Kafka
 		cfg.RetentionTime, cfg.RetentionBytes = -1, -1
 	}
-	if n := c.long(ConfigFlushMessages); n != math.MaxInt64 {
+	if n := c.Long(ConfigFlushMessages); n != math.MaxInt64 {
 		cfg.FlushMessages = n
 	}
-	if n := c.long(ConfigFlushMs); n != math.MaxInt64 {
+	if n := c.Long(ConfigFlushMs); n != math.MaxInt64 {
 		cfg.FlushInterval = ms(n)
 	}
 	return cfg
@@ -344,7 +353,7 @@ type ConfigSynonym struct {
 }
 
 // Entries returns every topic config with its effective value, in name order.
-func (c TopicConfig) Entries() []ConfigEntry {
+func (c Config) Entries() []ConfigEntry {
 	out := make([]ConfigEntry, 0, len(configDefs))
 	for _, d := range configDefs {
 		v, src := c.Get(d.Name)
@@ -380,9 +389,9 @@ type ConfigChange struct {
 	Value string
 }
 
-// applyChanges applies incremental changes to a copy of overrides and
+// Apply applies incremental changes to a copy of overrides and
 // returns the result (not yet validated).
-func applyChanges(c TopicConfig, changes []ConfigChange) (map[string]string, error) {
+func Apply(c Config, changes []ConfigChange) (map[string]string, error) {
 	out := maps.Clone(c.overrides)
 	if out == nil {
 		out = map[string]string{}
@@ -434,4 +443,242 @@ func editList(cur, change string, add bool) string {
 		}
 	}
 	return strings.Join(items, ",")
+}
+
+// TypeDouble is Kafka's DOUBLE config type.
+const TypeDouble ConfigType = 6
+
+var compactionConfigDefs = []*ConfigDef{
+	{Name: ConfigMinCleanableDirtyRatio, Default: "0.5", Type: TypeDouble, check: checkRatio,
+		Doc: "Clean a compacted partition once this share of its sealed bytes has not been cleaned yet."},
+	{Name: ConfigMinCompactionLagMs, Default: "0", Type: TypeLong, check: checkLong(0, math.MaxInt64),
+		Doc: "Keep a record out of compaction until it is at least this old (its segment's newest record)."},
+	{Name: ConfigMaxCompactionLagMs, Default: maxLongText, Type: TypeLong, check: checkLong(1, math.MaxInt64),
+		Doc: "Clean a compacted partition, whatever its dirty ratio, once a dirty segment's newest record is this old."},
+}
+
+func checkRatio(v string) (string, error) {
+	f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+	if err != nil || f < 0 || f > 1 {
+		return "", errInvalidValue("must be a number in [0, 1]")
+	}
+	return strconv.FormatFloat(f, 'g', -1, 64), nil
+}
+
+// HasPolicy reports whether cleanup.policy lists p ("delete" or "compact").
+func (c Config) HasPolicy(p string) bool {
+	v, _ := c.Get(ConfigCleanupPolicy)
+	for s := range strings.SplitSeq(v, ",") { // no allocation: it runs per produce
+		if s == p {
+			return true
+		}
+	}
+	return false
+}
+
+// Compacted reports whether cleanup.policy includes compact.
+func (c Config) Compacted() bool { return c.HasPolicy("compact") }
+
+// CompactPolicy translates the topic's compaction configs for the cleaner.
+func (c Config) CompactPolicy() compact.Policy {
+	ms := func(n int64) time.Duration {
+		if n > math.MaxInt64/int64(time.Millisecond) {
+			return math.MaxInt64
+		}
+		return time.Duration(n) * time.Millisecond
+	}
+	ratio, _ := c.Get(ConfigMinCleanableDirtyRatio)
+	r, _ := strconv.ParseFloat(ratio, 64)
+	p := compact.Policy{
+		DeleteRetention:  ms(c.Long(ConfigDeleteRetentionMs)),
+		MinDirtyRatio:    r,
+		MinCompactionLag: ms(c.Long(ConfigMinCompactionLagMs)),
+		SegmentBytes:     c.Long(ConfigSegmentBytes),
+	}
+	if n := c.Long(ConfigMaxCompactionLagMs); n != math.MaxInt64 {
+		p.MaxCompactionLag = ms(n)
+	}
+	return p
+}
+
+// ingestConfigDefs are appended to configDefs.
+var ingestConfigDefs = []*ConfigDef{
+	{Name: ConfigValidation, Default: string(ingest.ModeNone), Type: TypeString,
+		check: checkEnum(string(ingest.ModeNone), string(ingest.ModeJSON), string(ingest.ModeJSONSchema), string(ingest.ModeSchema)),
+		Doc:   "Strand: validate records at ingress: none, json (the value must be a JSON document), jsonschema (it must satisfy strand.validation.schema) or schema (Confluent wire format: a schema id of the built-in registry, of the topic's subject, and a payload that decodes against it). Invalid records go to strand.dlq.topic (or, with strand.validation.action=reject, fail the batch)."},
+	{Name: ConfigValidationKey, Default: "none", Type: TypeString, check: checkEnum("none", "schema"),
+		Doc: "Strand: with strand.validation=schema, schema also checks each non-null key against the registry (subject <topic>-key under TopicNameStrategy)."},
+	{Name: ConfigValidationStrategy, Default: string(ingest.TopicName), Type: TypeString, check: checkStrategy,
+		Doc: "Strand: the subject a schema id must belong to with strand.validation=schema: TopicNameStrategy (<topic>-value), RecordNameStrategy (the record's full name) or TopicRecordNameStrategy (<topic>-<record name>)."},
+	{Name: ConfigValidationAction, Default: string(ingest.ActionDLQ), Type: TypeString, check: checkEnum(string(ingest.ActionDLQ), string(ingest.ActionReject)),
+		Doc: "Strand: what happens to an invalid record: dlq (to strand.dlq.topic with its reason; the producer is not failed, its offset is a gap) or reject (the whole batch fails with INVALID_RECORD and one error per invalid record)."},
+	{Name: ConfigValidationSchema, Default: "", Type: TypeString, check: checkSchema,
+		Doc: "Strand: the JSON Schema (text) of strand.validation=jsonschema; references must stay inside it."},
+	{Name: ConfigValidationKeyRequired, Default: "false", Type: TypeBoolean, check: checkEnum("true", "false"),
+		Doc: "Strand: quarantine records with a null or empty key."},
+	{Name: ConfigDLQTopic, Default: "", Type: TypeString, check: checkDLQTopic,
+		Doc: "Strand: the topic invalid records go to; empty: <topic>.dlq, created on first use with the topic's partition count."},
+}
+
+func checkSchema(v string) (string, error) {
+	if strings.TrimSpace(v) == "" {
+		return "", nil
+	}
+	if _, err := ingest.Compile(ingest.Spec{Mode: ingest.ModeJSONSchema, Schema: v}); err != nil {
+		return "", errInvalidValue(err.Error())
+	}
+	return v, nil
+}
+
+func checkStrategy(v string) (string, error) {
+	s, err := ingest.ParseStrategy(v)
+	if err != nil {
+		return "", errInvalidValue(err.Error())
+	}
+	return string(s), nil
+}
+
+func checkDLQTopic(v string) (string, error) {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return "", nil
+	}
+	if err := validateTopicName(v); err != nil {
+		return "", errInvalidValue(err.Error())
+	}
+	if IsInternalTopic(v) {
+		return "", errInvalidValue("an internal topic cannot be a DLQ")
+	}
+	return v, nil
+}
+
+// ValidationSpec returns the topic's validation settings.
+func (c Config) ValidationSpec() ingest.Spec {
+	mode, _ := c.Get(ConfigValidation)
+	schema, _ := c.Get(ConfigValidationSchema)
+	key, _ := c.Get(ConfigValidationKeyRequired)
+	spec := ingest.Spec{Mode: ingest.Mode(mode), Schema: schema, KeyRequired: key == "true"}
+	if action, _ := c.Get(ConfigValidationAction); action != "" {
+		spec.Action = ingest.Action(action)
+	}
+	if spec.Mode == ingest.ModeSchema {
+		spec.Schema = "" // strand.validation.schema is jsonschema's
+		keys, _ := c.Get(ConfigValidationKey)
+		strategy, _ := c.Get(ConfigValidationStrategy)
+		spec.KeySchema, spec.Strategy = keys == "schema", ingest.Strategy(strategy)
+	}
+	return spec
+}
+
+// DLQTopic returns the name of the topic's DLQ.
+func (c Config) DLQTopic(topic string) string {
+	if v, _ := c.Get(ConfigDLQTopic); v != "" {
+		return v
+	}
+	return ingest.DefaultDLQTopic(topic)
+}
+
+// Validator returns the topic's compiled validator (nil: no validation).
+func (c Config) Validator() *ingest.Validator { return c.validator }
+
+// compileValidator compiles the config's validator once per config change
+// (ingest caches compiled Specs, so partitions and topics with the same
+// settings share one).
+func (c *Config) compileValidator() error {
+	v, err := ingest.Compile(c.ValidationSpec())
+	if err != nil {
+		name := ConfigValidation
+		if c.ValidationSpec().Mode == ingest.ModeJSONSchema {
+			name = ConfigValidationSchema
+		}
+		return &ConfigError{Name: name, Reason: err.Error()}
+	}
+	c.validator = v
+	return nil
+}
+
+// ValidateTopicName returns an error wrapping ErrInvalidTopic unless name
+// is a legal Kafka topic name.
+func ValidateTopicName(name string) error { return validateTopicName(name) }
+
+func validateTopicName(name string) error {
+	switch {
+	case name == "":
+		return fmt.Errorf("%w: empty name", ErrInvalidTopic)
+	case name == "." || name == "..":
+		return fmt.Errorf("%w: %q is not allowed", ErrInvalidTopic, name)
+	case len(name) > MaxTopicNameLen:
+		return fmt.Errorf("%w: longer than %d characters", ErrInvalidTopic, MaxTopicNameLen)
+	}
+	for _, c := range []byte(name) {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-') {
+			return fmt.Errorf("%w: %q contains a character other than ASCII alphanumerics, '.', '_' and '-'", ErrInvalidTopic, name)
+		}
+	}
+	return nil
+}
+
+// ConfigError says which config is wrong and why. It matches ErrInvalidConfig.
+type ConfigError struct {
+	Name   string
+	Value  string
+	Reason string
+}
+
+func (e *ConfigError) Error() string {
+	if e.Value == "" {
+		return fmt.Sprintf("broker: config %s: %s", e.Name, e.Reason)
+	}
+	return fmt.Sprintf("broker: config %s=%q: %s", e.Name, e.Value, e.Reason)
+}
+
+// Is makes errors.Is(err, ErrInvalidConfig) hold.
+func (e *ConfigError) Is(target error) bool { return target == ErrInvalidConfig }
+
+// Compaction topic configs (cleanup.policy and delete.retention.ms are in
+// config.go).
+const (
+	ConfigMinCleanableDirtyRatio = "min.cleanable.dirty.ratio"
+	ConfigMinCompactionLagMs     = "min.compaction.lag.ms"
+	ConfigMaxCompactionLagMs     = "max.compaction.lag.ms"
+)
+
+// Validation topic config names.
+const (
+	ConfigValidation            = "strand.validation"
+	ConfigValidationSchema      = "strand.validation.schema"
+	ConfigValidationKeyRequired = "strand.validation.key.required"
+	ConfigDLQTopic              = "strand.dlq.topic"
+	ConfigValidationKey         = "strand.validation.key"
+	ConfigValidationStrategy    = "strand.validation.subject.strategy"
+	ConfigValidationAction      = "strand.validation.action"
+)
+
+// MaxTopicNameLen is Kafka's limit (249: room for the partition suffix in
+// a 255-byte file name).
+const MaxTopicNameLen = 249
+
+// Sentinel errors of topic names and configs (package broker re-exports
+// them; the wire layer maps them to Kafka's error codes).
+var (
+	// ErrInvalidTopic: the name is not a legal Kafka topic name.
+	ErrInvalidTopic = errors.New("broker: invalid topic name")
+	// ErrInvalidConfig: an unknown config name or an invalid value; see
+	// ConfigError.
+	ErrInvalidConfig = errors.New("broker: invalid config")
+)
+
+// The node's internal topics: its own records, which clients may read but
+// not write, delete or misconfigure.
+const (
+	ConsumerOffsetsTopic  = "__consumer_offsets"
+	TransactionStateTopic = txn.LogTopic
+	SchemasTopic          = "_schemas"
+)
+
+// IsInternalTopic reports whether a topic is one of the node's own (listed
+// with IsInternal in Metadata; it cannot be deleted, and clients cannot
+// produce to it).
+func IsInternalTopic(name string) bool {
+	return name == ConsumerOffsetsTopic || name == TransactionStateTopic || name == SchemasTopic
 }
