@@ -11,8 +11,8 @@ import (
 	"github.com/strandmq/strand/internal/record"
 )
 
-// Internal topics (today __consumer_offsets and _schemas; next
-// __transaction_state) hold the broker's own records. A client may tune what does not
+// Internal topics (__consumer_offsets, __transaction_state and _schemas)
+// hold the broker's own records. A client may tune what does not
 // matter to them (segment size, flushing, cleaner ratios) but not what
 // would drop, divert or refuse their records: the pinned configs of their
 // spec, their partition count, or a segment smaller than the largest batch

@@ -12,16 +12,18 @@ import (
 	"github.com/strandmq/strand/internal/topicconfig"
 )
 
-// This file is the consumer-group coordinator's storage: the internal topic
-// __consumer_offsets, and the group.Store over it.
+// This file hosts the consumer-group coordinators (package group): the
+// internal topic __consumer_offsets, a coordinator over each partition of
+// it this node leads (coordlog.Shards), and the group.Store over each
+// (coordlog.Store).
 //
-// The topic has a single partition. Kafka spreads it over 50
-// (offsets.topic.num.partitions) so that coordinators of different groups
-// live on different brokers; on a single node there is nothing to spread,
-// and one partition keeps the replay in one pass. Replication will revisit
-// this. Its config is cleanup.policy=compact, as in Kafka, with no time or
-// size retention: the broker's cleaner (cleaner.go) keeps the latest record
-// of each key, and nothing ever deletes committed offsets from under a group.
+// On a single node the topic has one partition: there is nothing to
+// spread, and one partition keeps the replay in one pass. A cluster
+// creates it with offsets.topic.num.partitions (50, as Kafka) spread over
+// the nodes, so the coordinators of different groups live on different
+// nodes. Its config is cleanup.policy=compact, as in Kafka, with no time or
+// size retention: the cleaner keeps the latest record of each key, and
+// nothing ever deletes committed offsets from under a group.
 
 // ConsumerOffsetsTopic is the internal topic holding committed offsets and
 // group metadata.
