@@ -13,7 +13,6 @@ import (
 	"github.com/strandmq/strand/internal/partitioner"
 	"github.com/strandmq/strand/internal/producer"
 	"github.com/strandmq/strand/internal/record"
-	"github.com/strandmq/strand/internal/topicconfig"
 	"github.com/strandmq/strand/internal/vfs"
 )
 
@@ -337,29 +336,6 @@ func TestLeftoverPartitionDirsRemoved(t *testing.T) {
 	}
 	if _, err := fs.Stat("/d/keep-0"); err != nil {
 		t.Fatalf("live partition removed: %v", err)
-	}
-}
-
-func TestConfigTranslation(t *testing.T) {
-	t.Parallel()
-	tc, err := topicconfig.New(map[string]string{
-		ConfigRetentionMs: "0", ConfigRetentionBytes: "0", ConfigFlushMs: "250", ConfigFlushMessages: "10", ConfigIndexIntervalBytes: "0",
-	}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	lc := tc.LogConfig(nil, quiet)
-	if lc.RetentionTime <= 0 || lc.RetentionBytes != 1 || lc.FlushInterval.Milliseconds() != 250 || lc.FlushMessages != 10 || lc.IndexIntervalBytes != 1 {
-		t.Fatalf("%+v", lc)
-	}
-	dflt, _ := topicconfig.New(nil, nil)
-	lc = dflt.LogConfig(nil, quiet)
-	if lc.FlushMessages != 0 || lc.FlushInterval != 0 || lc.RetentionBytes != -1 || lc.RetentionRecords != -1 {
-		t.Fatalf("defaults: %+v", lc)
-	}
-	forever, _ := topicconfig.New(map[string]string{ConfigRetentionMs: "-1"}, nil)
-	if lc := forever.LogConfig(nil, quiet); lc.RetentionTime >= 0 {
-		t.Fatalf("retention.ms=-1: %v", lc.RetentionTime)
 	}
 }
 
