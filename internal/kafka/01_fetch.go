@@ -42,7 +42,7 @@ import (
 //
 //   - Follower fetches (ReplicaState.ID, or ReplicaID before v15, ≥ 0) on a
 //     cluster node's internal listener are replication (see
-//     broker/leader.go): records up to the log end, not the high
+//     partition/leader.go): records up to the log end, not the high
 //     watermark; DivergingEpoch when the follower's last fetched epoch
 //     ends earlier on the leader; the long poll wakes on appends. The
 //     fetch tells the leader how far the follower has come. On a client

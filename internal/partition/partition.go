@@ -45,7 +45,7 @@ type Partition struct {
 	id      PartitionID
 	log     *partlog.Log
 	// replica is the partition's role, leader, replicas, ISR and leader
-	// epoch (replica.go).
+	// epoch (role.go).
 	replica atomic.Pointer[replicaState]
 	// lead is what the leader knows of its followers (leader.go); nil
 	// on a follower and on a single node.
@@ -71,7 +71,7 @@ type Partition struct {
 		appends   int
 		closed    bool
 		// rolledAt is the active segment's base when the last periodic
-		// producer snapshot was taken (producerstate.go).
+		// producer snapshot was taken (producers.go).
 		rolledAt record.Offset
 	}
 }
@@ -488,7 +488,7 @@ func requireKeys(batch []byte) error {
 
 // appendLocked appends a checked batch under the partition lock. q, for a
 // validated topic, holds the batch's invalid records: they are written to
-// the DLQ after the idempotence check and before the batch (see ingest.go).
+// the DLQ after the idempotence check and before the batch (see package dlq).
 // The batch may not be durable yet when it returns: pending.Wait says when.
 func (p *Partition) appendLocked(batch []byte, h record.Header, cfg *Config, q Quarantine, txn txnCheck) (AppendResult, partlog.Pending, error) {
 	p.mu.Lock()
