@@ -3,6 +3,7 @@ package broker
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"slices"
 
@@ -28,9 +29,13 @@ func liveBrokers(img *cluster.Image) []cluster.NodeID {
 }
 
 // place assigns n partitions rf replicas each over the live brokers,
-// striped from a random start (Kafka's placement without racks): partition
-// i's replicas are the rf brokers from (start+i), so partitions, their
-// leaders (the first replica) and their followers spread over the cluster.
+// striped from a random start: partition i's replicas start at broker
+// (start+i) of a list that takes the racks in turn (Kafka's rack-aware
+// placement), so partitions, their leaders (the first replica) and their
+// followers spread over the cluster, and a partition's replicas are on
+// different racks while there are as many racks as replicas. Without
+// racks the list is the brokers in id order (Kafka's placement without
+// racks).
 func place(img *cluster.Image, n int32, rf int) ([][]cluster.NodeID, error) {
 	live := liveBrokers(img)
 	switch {
@@ -39,14 +44,59 @@ func place(img *cluster.Image, n int32, rf int) ([][]cluster.NodeID, error) {
 	case rf > len(live):
 		return nil, fmt.Errorf("%w: replication factor %d is more than the %d live brokers (%v)", ErrInvalidReplicationFactor, rf, len(live), live)
 	}
-	start := rand.IntN(len(live))
+	order, rackOf := rackAlternated(img, live)
+	racks := len(slices.Compact(slices.Sorted(maps.Values(rackOf))))
+	start := rand.IntN(len(order))
 	out := make([][]cluster.NodeID, n)
 	for i := range out {
-		for j := range rf {
-			out[i] = append(out[i], live[(start+i+j)%len(live)])
-		}
+		out[i] = pickReplicas(order, rackOf, (start+i)%len(order), rf, racks)
 	}
 	return out, nil
+}
+
+// rackAlternated orders brokers so that consecutive ones are on different
+// racks where it can (racks by name, each rack's brokers by id, then one
+// of each rack in turn), and returns each broker's rack.
+func rackAlternated(img *cluster.Image, live []cluster.NodeID) ([]cluster.NodeID, map[cluster.NodeID]string) {
+	rackOf := make(map[cluster.NodeID]string, len(live))
+	byRack := map[string][]cluster.NodeID{}
+	for _, id := range live { // live is in id order
+		br, _ := img.Broker(id)
+		rackOf[id] = br.Rack
+		byRack[br.Rack] = append(byRack[br.Rack], id)
+	}
+	names := slices.Sorted(maps.Keys(byRack))
+	order := make([]cluster.NodeID, 0, len(live))
+	for round := 0; len(order) < len(live); round++ {
+		for _, r := range names {
+			if round < len(byRack[r]) {
+				order = append(order, byRack[r][round])
+			}
+		}
+	}
+	return order, rackOf
+}
+
+// pickReplicas takes rf brokers from order starting at from: each from a
+// rack no replica of the partition is on yet, while any is left, then the
+// next brokers not taken.
+func pickReplicas(order []cluster.NodeID, rackOf map[cluster.NodeID]string, from, rf, racks int) []cluster.NodeID {
+	out := make([]cluster.NodeID, 0, rf)
+	used := map[string]bool{}
+	for pass := 0; pass < 2 && len(out) < rf; pass++ {
+		for k := range order {
+			id := order[(from+k)%len(order)]
+			if len(out) == rf {
+				break
+			}
+			if slices.Contains(out, id) || pass == 0 && used[rackOf[id]] && len(used) < racks {
+				continue
+			}
+			out = append(out, id)
+			used[rackOf[id]] = true
+		}
+	}
+	return out
 }
 
 // ReplicationFactor is the replica count a new topic asking for rf gets:

@@ -583,7 +583,13 @@ func (p *Partition) Read(from record.Offset, maxBytes int) (ReadResult, error) {
 // ReadInto is Read into buf when buf's capacity suffices (the result then
 // aliases buf), so a server can recycle its read buffers.
 func (p *Partition) ReadInto(buf []byte, from record.Offset, maxBytes int) (ReadResult, error) {
-	if err := p.notLeader(); err != nil {
+	return p.ConsumerReads(false).Into(buf, from, maxBytes)
+}
+
+// Into is ReadInto, served as r allows.
+func (r Reads) Into(buf []byte, from record.Offset, maxBytes int) (ReadResult, error) {
+	p := r.p
+	if err := p.serving(r.anyReplica); err != nil {
 		return ReadResult{}, err
 	}
 	b, err := p.log.ReadInto(buf, from, maxBytes, p.log.HighWatermark())
@@ -614,7 +620,13 @@ type SpanResult struct {
 // when the caller must read the bytes instead; the offsets in the result
 // are valid even then.
 func (p *Partition) ReadSpan(from record.Offset, maxBytes int, committed bool) (SpanResult, error) {
-	if err := p.notLeader(); err != nil {
+	return p.ConsumerReads(false).Span(from, maxBytes, committed)
+}
+
+// Span is ReadSpan, served as r allows.
+func (r Reads) Span(from record.Offset, maxBytes int, committed bool) (SpanResult, error) {
+	p := r.p
+	if err := p.serving(r.anyReplica); err != nil {
 		return SpanResult{}, err
 	}
 	lso := p.LastStableOffset()

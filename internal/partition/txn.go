@@ -167,7 +167,13 @@ func (p *Partition) OpenTransactions() int {
 // the last stable offset only, with the aborted transactions that overlap
 // what was returned (the client drops their records).
 func (p *Partition) ReadCommittedInto(buf []byte, from record.Offset, maxBytes int) (ReadResult, []producer.AbortedTxn, error) {
-	if err := p.notLeader(); err != nil {
+	return p.ConsumerReads(false).CommittedInto(buf, from, maxBytes)
+}
+
+// CommittedInto is ReadCommittedInto, served as r allows.
+func (r Reads) CommittedInto(buf []byte, from record.Offset, maxBytes int) (ReadResult, []producer.AbortedTxn, error) {
+	p := r.p
+	if err := p.serving(r.anyReplica); err != nil {
 		return ReadResult{}, nil, err
 	}
 	lso := p.LastStableOffset()
