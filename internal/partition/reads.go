@@ -1,6 +1,13 @@
 package partition
 
-import "fmt"
+import (
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/strandmq/strand/internal/cluster"
+	"github.com/strandmq/strand/internal/record"
+)
 
 // Reads are a consumer's reads of a partition: from its leader only, or
 // (KIP-392 follower fetching) from whichever replica of it this node
@@ -34,4 +41,39 @@ func (p *Partition) serving(anyReplica bool) error {
 		return fmt.Errorf("%w: %s-%d has no leader to follow", ErrNotLeader, p.topic, p.id)
 	}
 	return nil
+}
+
+// PreferredReadReplica is the replica this partition's leader sends a
+// consumer in rack to (KIP-392, Kafka's RackAwareReplicaSelector): -1 to
+// stay on the leader — when this node does not lead, rack is empty, the
+// leader is in rack itself, or no in-sync replica there holds
+// fetchOffset — else the in-sync follower in rack, unfenced, whose log
+// reaches fetchOffset, the furthest along (the most recently caught up
+// on a tie).
+func (p *Partition) PreferredReadReplica(rack string, fetchOffset record.Offset) NodeID {
+	ls, s := p.leading()
+	img := p.node.Host.Image()
+	if ls == nil || rack == "" || img == nil {
+		return -1
+	}
+	if self, ok := img.Broker(cluster.NodeID(p.node.ID)); !ok || self.Rack == rack {
+		return -1
+	}
+	best := NodeID(-1)
+	var bestLEO record.Offset
+	var bestCaughtUp time.Time
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	for id, f := range ls.followers {
+		if !slices.Contains(s.isr, id) || f.LEO < fetchOffset {
+			continue
+		}
+		if b, ok := img.Broker(cluster.NodeID(id)); !ok || b.Fenced || b.Rack != rack {
+			continue
+		}
+		if best < 0 || f.LEO > bestLEO || f.LEO == bestLEO && f.LastCaughtUp.After(bestCaughtUp) {
+			best, bestLEO, bestCaughtUp = id, f.LEO, f.LastCaughtUp
+		}
+	}
+	return best
 }
