@@ -3,11 +3,9 @@ package broker
 import (
 	"errors"
 	"fmt"
-	"maps"
-	"math/rand/v2"
-	"slices"
 
 	"github.com/strandmq/strand/internal/cluster"
+	"github.com/strandmq/strand/internal/partition"
 )
 
 // On a cluster member, topic changes are records committed through the
@@ -16,88 +14,30 @@ import (
 // (syncLocked), so the answer to a CreateTopics already lists the topic
 // with its leaders, on this node and — a moment later — on every other.
 
-// liveBrokers are the brokers partitions may be placed on: registered,
-// unfenced and not shutting down, by id.
-func liveBrokers(img *cluster.Image) []cluster.NodeID {
-	var out []cluster.NodeID
-	for _, br := range img.Brokers() {
-		if !br.Fenced && !br.InControlledShutdown {
-			out = append(out, br.ID)
-		}
-	}
-	return out
-}
-
-// place assigns n partitions rf replicas each over the live brokers,
-// striped from a random start: partition i's replicas start at broker
-// (start+i) of a list that takes the racks in turn (Kafka's rack-aware
-// placement), so partitions, their leaders (the first replica) and their
-// followers spread over the cluster, and a partition's replicas are on
-// different racks while there are as many racks as replicas. Without
-// racks the list is the brokers in id order (Kafka's placement without
-// racks).
+// place assigns n partitions rf replicas each (cluster.Place).
 func place(img *cluster.Image, n int32, rf int) ([][]cluster.NodeID, error) {
-	live := liveBrokers(img)
-	switch {
-	case len(live) == 0:
-		return nil, fmt.Errorf("%w: no live broker to place partitions on (brokers register and are unfenced once they reach the controller)", ErrInvalidReplicationFactor)
-	case rf > len(live):
-		return nil, fmt.Errorf("%w: replication factor %d is more than the %d live brokers (%v)", ErrInvalidReplicationFactor, rf, len(live), live)
+	a, err := cluster.Place(img, n, rf)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidReplicationFactor, err)
 	}
-	order, rackOf := rackAlternated(img, live)
-	racks := len(slices.Compact(slices.Sorted(maps.Values(rackOf))))
-	start := rand.IntN(len(order))
-	out := make([][]cluster.NodeID, n)
-	for i := range out {
-		out[i] = pickReplicas(order, rackOf, (start+i)%len(order), rf, racks)
-	}
-	return out, nil
+	return a, nil
 }
 
-// rackAlternated orders brokers so that consecutive ones are on different
-// racks where it can (racks by name, each rack's brokers by id, then one
-// of each rack in turn), and returns each broker's rack.
-func rackAlternated(img *cluster.Image, live []cluster.NodeID) ([]cluster.NodeID, map[cluster.NodeID]string) {
-	rackOf := make(map[cluster.NodeID]string, len(live))
-	byRack := map[string][]cluster.NodeID{}
-	for _, id := range live { // live is in id order
-		br, _ := img.Broker(id)
-		rackOf[id] = br.Rack
-		byRack[br.Rack] = append(byRack[br.Rack], id)
+// checkClusterAssignment checks a manual assignment (cluster.CheckAssignment).
+func checkClusterAssignment(img *cluster.Image, a [][]NodeID) error {
+	ca := make([][]cluster.NodeID, len(a))
+	for i, r := range a {
+		ca[i] = partition.ClusterIDs(r)
 	}
-	names := slices.Sorted(maps.Keys(byRack))
-	order := make([]cluster.NodeID, 0, len(live))
-	for round := 0; len(order) < len(live); round++ {
-		for _, r := range names {
-			if round < len(byRack[r]) {
-				order = append(order, byRack[r][round])
-			}
-		}
+	if err := cluster.CheckAssignment(img, ca); err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalidReplicaAssignment, err)
 	}
-	return order, rackOf
+	return nil
 }
 
-// pickReplicas takes rf brokers from order starting at from: each from a
-// rack no replica of the partition is on yet, while any is left, then the
-// next brokers not taken.
-func pickReplicas(order []cluster.NodeID, rackOf map[cluster.NodeID]string, from, rf, racks int) []cluster.NodeID {
-	out := make([]cluster.NodeID, 0, rf)
-	used := map[string]bool{}
-	for pass := 0; pass < 2 && len(out) < rf; pass++ {
-		for k := range order {
-			id := order[(from+k)%len(order)]
-			if len(out) == rf {
-				break
-			}
-			if slices.Contains(out, id) || pass == 0 && used[rackOf[id]] && len(used) < racks {
-				continue
-			}
-			out = append(out, id)
-			used[rackOf[id]] = true
-		}
-	}
-	return out
-}
+// liveBrokers are the brokers partitions may be placed on
+// (cluster.LiveBrokers).
+func liveBrokers(img *cluster.Image) []cluster.NodeID { return cluster.LiveBrokers(img) }
 
 // ReplicationFactor is the replica count a new topic asking for rf gets:
 // rf, or the broker default (default.replication.factor) for -1 and 0.
@@ -106,27 +46,6 @@ func (b *Broker) ReplicationFactor(rf int16) int {
 		return b.cfg.DefaultReplicationFactor
 	}
 	return int(rf)
-}
-
-func checkClusterAssignment(img *cluster.Image, a [][]NodeID) error {
-	live := liveBrokers(img)
-	for i, replicas := range a {
-		if len(replicas) == 0 {
-			return fmt.Errorf("%w: partition %d has no replicas", ErrInvalidReplicaAssignment, i)
-		}
-		if len(a[0]) != len(replicas) {
-			return fmt.Errorf("%w: partition %d has %d replicas, partition 0 has %d: every partition of a topic has the same replication factor", ErrInvalidReplicaAssignment, i, len(replicas), len(a[0]))
-		}
-		for j, r := range replicas {
-			if slices.Contains(replicas[:j], r) {
-				return fmt.Errorf("%w: partition %d names broker %d twice", ErrInvalidReplicaAssignment, i, r)
-			}
-			if !slices.Contains(live, cluster.NodeID(r)) {
-				return fmt.Errorf("%w: partition %d on broker %d, which is not a live broker (live: %v)", ErrInvalidReplicaAssignment, i, r, live)
-			}
-		}
-	}
-	return nil
 }
 
 // partitionRecords registers partitions first.. of topic id on the given

@@ -1,27 +1,25 @@
-package broker
+package cluster
 
 import (
 	"fmt"
 	"testing"
-
-	"github.com/strandmq/strand/internal/cluster"
 )
 
 // rackImage is a cluster of live brokers 1..len(racks), broker i on
 // racks[i-1].
-func rackImage(t *testing.T, racks ...string) *cluster.Image {
+func rackImage(t *testing.T, racks ...string) *Image {
 	t.Helper()
-	im := cluster.NewImage("c")
-	var recs []cluster.Record
+	im := NewImage("c")
+	var recs []Record
 	for i, r := range racks {
-		recs = append(recs, cluster.RegisterBroker{ID: cluster.NodeID(i + 1), IncarnationID: fmt.Sprint("inc", i), Rack: r})
+		recs = append(recs, RegisterBroker{ID: NodeID(i + 1), IncarnationID: fmt.Sprint("inc", i), Rack: r})
 	}
 	im, err := im.WithAt(10, recs...)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for i := range racks { // unfence them, as the controller does
-		if im, err = im.WithAt(int64(11+i), cluster.BrokerRegistrationChange{ID: cluster.NodeID(i + 1), Epoch: 10, Fenced: -1}); err != nil {
+		if im, err = im.WithAt(int64(11+i), BrokerRegistrationChange{ID: NodeID(i + 1), Epoch: 10, Fenced: -1}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -51,13 +49,13 @@ func TestPlacementSpreadsRacks(t *testing.T) {
 				racks[r] = true
 			}
 			const n = 60
-			a, err := place(img, n, tc.rf)
+			a, err := Place(img, n, tc.rf)
 			if err != nil {
 				t.Fatal(err)
 			}
-			leaders := map[cluster.NodeID]int{}
+			leaders := map[NodeID]int{}
 			for i, ids := range a {
-				seen, ranks := map[cluster.NodeID]bool{}, map[string]int{}
+				seen, ranks := map[NodeID]bool{}, map[string]int{}
 				for _, id := range ids {
 					if seen[id] {
 						t.Fatalf("partition %d: broker %d twice in %v", i, id, ids)
@@ -75,7 +73,7 @@ func TestPlacementSpreadsRacks(t *testing.T) {
 				}
 			}
 			if tc.name == "3 racks of 2" || tc.name == "no racks" {
-				for id := range cluster.NodeID(len(tc.racks)) {
+				for id := range NodeID(len(tc.racks)) {
 					if want := n / len(tc.racks); leaders[id+1] != want {
 						t.Fatalf("broker %d leads %d partitions, want %d (leaders %v)", id+1, leaders[id+1], want, leaders)
 					}
