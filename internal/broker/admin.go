@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 
 	"github.com/strandmq/strand/internal/cluster"
+	"github.com/strandmq/strand/internal/datadir"
 	"github.com/strandmq/strand/internal/topicconfig"
 )
 
@@ -186,7 +187,7 @@ func (b *Broker) openNewPartitions(topic string, tid TopicID, from, to int32, tc
 // name as another topic's data. A directory of any other topic stays.
 func (b *Broker) dropFailedPartitionDir(name string, tid TopicID) {
 	path := filepath.Join(b.cfg.Dir, name)
-	if got, err := readPartitionMeta(b.fs, path); err != nil || got != tid {
+	if got, err := datadir.ReadPartitionMeta(b.fs, path); err != nil || got != tid {
 		return
 	}
 	if err := b.fs.RemoveAll(path); err != nil {

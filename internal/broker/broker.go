@@ -16,6 +16,7 @@ import (
 
 	"github.com/strandmq/strand/internal/cluster"
 	"github.com/strandmq/strand/internal/coordlog"
+	"github.com/strandmq/strand/internal/datadir"
 	"github.com/strandmq/strand/internal/dlq"
 	"github.com/strandmq/strand/internal/group"
 	"github.com/strandmq/strand/internal/partition"
@@ -314,7 +315,7 @@ func Open(cfg Config) (_ *Broker, err error) {
 	if err := b.fs.MkdirAll(cfg.Dir, 0o755); err != nil {
 		return nil, fmt.Errorf("broker: create %s: %w", cfg.Dir, err)
 	}
-	if b.lock, err = lockDir(b.fs, cfg.Dir); err != nil {
+	if b.lock, err = datadir.Lock(b.fs, cfg.Dir); err != nil {
 		return nil, err
 	}
 	defer func() {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/strandmq/strand/internal/cluster"
+	"github.com/strandmq/strand/internal/datadir"
 	"github.com/strandmq/strand/internal/partition"
 	"github.com/strandmq/strand/internal/record"
 	"github.com/strandmq/strand/internal/topicconfig"
@@ -127,7 +128,7 @@ func (b *Broker) openMember(m Member) (*Broker, error) {
 	b.member.previousEpoch = prev
 	// A data directory this node never ran on has no marker either: only
 	// one with the node's identity in it stopped uncleanly.
-	if _, ranHere, _ := readNodeMeta(b.fs, b.cfg.Dir); prev == cluster.UncleanShutdown && ranHere {
+	if _, ranHere, _ := datadir.ReadNodeMeta(b.fs, b.cfg.Dir); prev == cluster.UncleanShutdown && ranHere {
 		b.logger.Warn("broker: no clean-shutdown marker: the last process did not stop cleanly; the controller keeps this node out of every ISR and ELR until it catches up", "node", b.cfg.NodeID)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

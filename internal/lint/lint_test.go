@@ -22,7 +22,7 @@ var layers = [][]string{
 	{"internal/schemareg/schemastore"},
 	{"internal/partition/fetcher", "internal/txn/txncoord", "internal/dlq"},
 	{"internal/partition"},
-	{"internal/topicconfig"},
+	{"internal/topicconfig", "internal/datadir"},
 	{"internal/cluster"},
 	{"internal/replica"},
 	{"internal/group", "internal/txn"},

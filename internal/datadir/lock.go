@@ -1,4 +1,4 @@
-package broker
+package datadir
 
 import (
 	"errors"
@@ -11,13 +11,13 @@ import (
 	"github.com/strandmq/strand/internal/vfs"
 )
 
-// lockFileName is the data directory's lock (Kafka's .lock): held by the one
+// LockFile is the data directory's lock (Kafka's .lock): held by the one
 // process that owns the directory, so two brokers never write one log.
-const lockFileName = ".lock"
+const LockFile = ".lock"
 
-// lockDir takes the data directory's lock, or says who holds it.
-func lockDir(fs vfs.FS, dir string) (io.Closer, error) {
-	l, err := vfs.Lock(fs, filepath.Join(dir, lockFileName), strconv.Itoa(os.Getpid()))
+// Lock takes the data directory's lock, or says who holds it.
+func Lock(fs vfs.FS, dir string) (io.Closer, error) {
+	l, err := vfs.Lock(fs, filepath.Join(dir, LockFile), strconv.Itoa(os.Getpid()))
 	var held *vfs.LockedError
 	if errors.As(err, &held) {
 		who := "another process"
@@ -25,7 +25,7 @@ func lockDir(fs vfs.FS, dir string) (io.Closer, error) {
 			who = "process " + held.Holder
 		}
 		return nil, fmt.Errorf("broker: data directory %s is in use by %s (its %s is locked): stop that broker or choose another --data-dir: %w",
-			dir, who, lockFileName, err)
+			dir, who, LockFile, err)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("broker: lock data directory %s: %w", dir, err)

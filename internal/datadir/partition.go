@@ -1,4 +1,4 @@
-package broker
+package datadir
 
 import (
 	"encoding/base64"
@@ -11,23 +11,25 @@ import (
 	"github.com/strandmq/strand/internal/vfs"
 )
 
-// partitionMetaFile records, inside each partition directory, the id of the
+// PartitionMetaFile records, inside each partition directory, the id of the
 // topic the data belongs to (Kafka's partition.metadata, same format). The
 // directory name alone cannot tell a topic from an older, deleted one of the
 // same name; the id can, so the broker never adopts or deletes data on a
 // name's say-so.
-const partitionMetaFile = "partition.metadata"
+const PartitionMetaFile = "partition.metadata"
 
-// errNoPartitionMeta: the directory predates partition.metadata.
-var errNoPartitionMeta = errors.New("no " + partitionMetaFile)
+// ErrNoPartitionMeta: the directory predates partition.metadata.
+var ErrNoPartitionMeta = errors.New("no " + PartitionMetaFile)
 
-func readPartitionMeta(fs vfs.FS, dir string) (TopicID, error) {
-	b, err := vfs.ReadFile(fs, filepath.Join(dir, partitionMetaFile))
+// ReadPartitionMeta returns the topic id a partition directory's data
+// belongs to.
+func ReadPartitionMeta(fs vfs.FS, dir string) (TopicID, error) {
+	b, err := vfs.ReadFile(fs, filepath.Join(dir, PartitionMetaFile))
 	if errors.Is(err, os.ErrNotExist) {
-		return TopicID{}, errNoPartitionMeta
+		return TopicID{}, ErrNoPartitionMeta
 	}
 	if err != nil {
-		return TopicID{}, fmt.Errorf("read %s: %w", filepath.Join(dir, partitionMetaFile), err)
+		return TopicID{}, fmt.Errorf("read %s: %w", filepath.Join(dir, PartitionMetaFile), err)
 	}
 	var id TopicID
 	for _, line := range strings.Split(string(b), "\n") {
@@ -42,20 +44,22 @@ func readPartitionMeta(fs vfs.FS, dir string) (TopicID, error) {
 		copy(id[:], raw)
 		return id, nil
 	}
-	return TopicID{}, fmt.Errorf("%s: no valid topic_id", filepath.Join(dir, partitionMetaFile))
+	return TopicID{}, fmt.Errorf("%s: no valid topic_id", filepath.Join(dir, PartitionMetaFile))
 }
 
-func writePartitionMeta(fs vfs.FS, dir string, id TopicID) error {
+// WritePartitionMeta records, durably, which topic a partition directory's
+// data belongs to.
+func WritePartitionMeta(fs vfs.FS, dir string, id TopicID) error {
 	data := "version: 0\ntopic_id: " + id.String() + "\n"
-	if err := vfs.WriteFileSync(fs, dir, filepath.Join(dir, partitionMetaFile), []byte(data)); err != nil {
-		return fmt.Errorf("write %s: %w", filepath.Join(dir, partitionMetaFile), err)
+	if err := vfs.WriteFileSync(fs, dir, filepath.Join(dir, PartitionMetaFile), []byte(data)); err != nil {
+		return fmt.Errorf("write %s: %w", filepath.Join(dir, PartitionMetaFile), err)
 	}
 	return nil
 }
 
-// holdsRecords reports whether a partition directory has any non-empty
+// HoldsRecords reports whether a partition directory has any non-empty
 // segment: an empty one is what a create interrupted by a crash leaves.
-func holdsRecords(fs vfs.FS, dir string) bool {
+func HoldsRecords(fs vfs.FS, dir string) bool {
 	names, err := fs.ReadDir(dir)
 	if err != nil {
 		return true // unreadable: assume it matters
