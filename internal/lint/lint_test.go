@@ -26,6 +26,7 @@ var layers = [][]string{
 	{"internal/producer"},
 	{"internal/ingest"},
 	{"internal/compact"},
+	{"internal/tiered"},
 	{"internal/partlog"},
 	{"internal/record"},
 	{"internal/httpauth"},
