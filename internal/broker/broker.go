@@ -77,6 +77,7 @@ type Config struct {
 	// (log.retention.check.interval.ms); default 30 s (Kafka's is 5 minutes;
 	// a small broker's users expect to see retention act).
 	RetentionCheckInterval time.Duration
+	Tiered                 TieredConfig // tiered storage (tiered.go); zero: off
 	// CleanerBackoff is how often the compaction cleaner looks for dirty
 	// compacted partitions (log.cleaner.backoff.ms); default 15 s.
 	CleanerBackoff time.Duration
@@ -391,6 +392,7 @@ func (b *Broker) startLoops() {
 	b.wg.Add(3)
 	go b.tailSchemas()
 	go b.every(b.cfg.RetentionCheckInterval, b.ApplyRetention)
+	b.startTiered()
 	go b.every(b.cfg.CleanerBackoff, b.CleanLogs) // log.cleaner.backoff.ms
 	if b.cfg.ScrubInterval > 0 {
 		b.wg.Add(1)
@@ -592,6 +594,7 @@ func (b *Broker) Close() error {
 	close(b.stop)
 	b.stopFetchers()
 	b.wg.Wait()
+	b.cfg.Tiered.Tier.Close()
 	b.admin.Lock()
 	defer b.admin.Unlock()
 	err := b.closePartitions()

@@ -309,6 +309,7 @@ func (c TopicConfig) logConfig(now func() time.Time, logger *slog.Logger) partlo
 	if n := c.long(ConfigFlushMs); n != math.MaxInt64 {
 		cfg.FlushInterval = ms(n)
 	}
+	c.tieredLogConfig(&cfg)
 	return cfg
 }
 

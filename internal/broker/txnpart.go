@@ -177,7 +177,8 @@ func (p *Partition) ReadCommittedInto(buf []byte, from record.Offset, maxBytes i
 	}
 	lso := p.LastStableOffset()
 	b, err := p.log.ReadInto(buf, from, maxBytes, lso)
-	res := ReadResult{Batches: b, HighWatermark: p.log.HighWatermark(), LogStartOffset: p.log.LogStartOffset(), LastStable: lso}
+	b, err = p.remoteRead(b, err, from, maxBytes)
+	res := ReadResult{Batches: b, HighWatermark: p.log.HighWatermark(), LogStartOffset: p.logStart(), LastStable: lso}
 	if err != nil {
 		return res, nil, p.readError(from, err)
 	}

@@ -34,9 +34,13 @@ type S3Config struct {
 
 // S3 is a Store on an S3-compatible bucket, through minio-go.
 type S3 struct {
-	client *minio.Client
-	bucket string
+	client    *minio.Client
+	bucket    string
+	transport *http.Transport
 }
+
+// CloseIdle closes the client's idle connections.
+func (s *S3) CloseIdle() { s.transport.CloseIdleConnections() }
 
 // NewS3 returns a Store on cfg's bucket. It does not contact the store.
 func NewS3(cfg S3Config) (*S3, error) {
@@ -68,7 +72,7 @@ func NewS3(cfg S3Config) (*S3, error) {
 	if err != nil {
 		return nil, fmt.Errorf("tiered: s3 client: %w", err)
 	}
-	return &S3{client: c, bucket: cfg.Bucket}, nil
+	return &S3{client: c, bucket: cfg.Bucket, transport: tr}, nil
 }
 
 // Check verifies the bucket exists and the credentials reach it.

@@ -102,6 +102,16 @@ func New(cfg Config) (*Tier, error) {
 	return t, nil
 }
 
+// Close releases the store's idle connections. A nil tier is a no-op.
+func (t *Tier) Close() {
+	if t == nil {
+		return
+	}
+	if c, ok := t.cfg.Store.(interface{ CloseIdle() }); ok {
+		c.CloseIdle()
+	}
+}
+
 // Stats returns the tier's counters.
 func (t *Tier) Stats() *Stats { return &t.stats }
 

@@ -1,0 +1,240 @@
+package strand_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http/httptest"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/johannesboyne/gofakes3"
+	"github.com/johannesboyne/gofakes3/backend/s3mem"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strandmq/strand"
+)
+
+// startObjectStore serves an S3-compatible store (gofakes3) over HTTP on a
+// loopback port with one bucket, and returns the tiered-storage config for
+// it.
+func startObjectStore(t *testing.T) *strand.TieredStorageConfig {
+	t.Helper()
+	backend := s3mem.New()
+	if err := backend.CreateBucket("tier"); err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(gofakes3.New(backend).Server())
+	t.Cleanup(srv.Close)
+	return &strand.TieredStorageConfig{Endpoint: srv.URL, Bucket: "tier", AccessKey: "strand", SecretKey: "secret",
+		Prefix: "test/", UploadInterval: time.Hour}
+}
+
+func startTiered(t *testing.T, dir string, store *strand.TieredStorageConfig) (*strand.Broker, *kgo.Client) {
+	t.Helper()
+	b, err := strand.Start(context.Background(), strand.Config{Dir: dir, TieredStorage: store, RetentionCheckInterval: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addr()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b, cl
+}
+
+// listOffset asks ListOffsets (v9, KIP-1005) for one timestamp sentinel.
+func listOffset(t *testing.T, cl *kgo.Client, topic string, ts int64) int64 {
+	t.Helper()
+	req := kmsg.NewPtrListOffsetsRequest()
+	req.Version = 9
+	rt := kmsg.NewListOffsetsRequestTopic()
+	rt.Topic = topic
+	rp := kmsg.NewListOffsetsRequestTopicPartition()
+	rp.Timestamp = ts
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	resp, err := req.RequestWith(context.Background(), cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := resp.Topics[0].Partitions[0]
+	if err := kerr.ErrorForCode(p.ErrorCode); err != nil {
+		t.Fatalf("ListOffsets %d: %v", ts, err)
+	}
+	return p.Offset
+}
+
+// consumeFromZero reads n records of the topic's partition 0 from offset 0.
+func consumeFromZero(t *testing.T, addr, topic string, n int) []*kgo.Record {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr),
+		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {0: kgo.NewOffset().At(0)}}),
+		kgo.FetchMaxBytes(64<<10), kgo.FetchMaxPartitionBytes(64<<10))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var out []*kgo.Record
+	for len(out) < n {
+		fs := cl.PollFetches(ctx)
+		if err := ctx.Err(); err != nil {
+			t.Fatalf("consumed %d of %d records: %v", len(out), n, err)
+		}
+		if errs := fs.Errors(); len(errs) > 0 {
+			t.Fatalf("fetch: %v", errs)
+		}
+		out = append(out, fs.Records()...)
+	}
+	return out
+}
+
+func tieredValue(i int) string { return fmt.Sprintf("record-%05d-%0100d", i, i) }
+
+// A topic with local.retention.bytes far below its size: the sealed
+// segments go to the store, local disk keeps the tail, and a consumer that
+// starts at offset 0 reads every record at its original offset, across a
+// broker restart too.
+func TestTieredConsumeFromZeroAfterLocalDeletion(t *testing.T) {
+	store := startObjectStore(t)
+	dir := filepath.Join(t.TempDir(), "data")
+	b, cl := startTiered(t, dir, store)
+	adm := kadm.NewClient(cl)
+	ctx := context.Background()
+	const topic, n = "tiered", 600
+	resp, err := adm.CreateTopic(ctx, 1, 1, map[string]*string{
+		"remote.storage.enable": kadm.StringPtr("true"),
+		"local.retention.bytes": kadm.StringPtr("1"),
+		"segment.bytes":         kadm.StringPtr("8192"),
+	}, topic)
+	if err == nil {
+		err = resp.Err
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range n {
+		if err := cl.ProduceSync(ctx, &kgo.Record{Topic: topic, Value: []byte(tieredValue(i))}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := listOffset(t, cl, topic, -5); got != -1 {
+		t.Fatalf("latest tiered offset %d before any upload, want -1", got)
+	}
+	b.TierPass(false)
+	b.ApplyRetention()
+	localStart, tiered := listOffset(t, cl, topic, -4), listOffset(t, cl, topic, -5)
+	if start := listOffset(t, cl, topic, -2); start != 0 {
+		t.Fatalf("earliest offset %d, want 0 (the remote log start)", start)
+	}
+	if localStart <= 0 || localStart != tiered+1 {
+		t.Fatalf("earliest local offset %d, latest tiered %d: want local data to start right after the tiered end", localStart, tiered)
+	}
+	check := func(recs []*kgo.Record) {
+		t.Helper()
+		for i, r := range recs[:n] {
+			if r.Offset != int64(i) || string(r.Value) != tieredValue(i) {
+				t.Fatalf("record %d: offset %d value %.20q", i, r.Offset, r.Value)
+			}
+		}
+	}
+	check(consumeFromZero(t, b.Addr(), topic, n))
+
+	// Restart: the manifest is found again, nothing is uploaded twice, and
+	// reads from 0 still work.
+	cl.Close()
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	b, cl = startTiered(t, dir, store)
+	defer func() {
+		cl.Close()
+		if err := b.Close(); err != nil {
+			t.Error(err)
+		}
+	}()
+	if got := listOffset(t, cl, topic, -2); got != localStart {
+		// Until this leader claims the manifest, it knows only its disk.
+		t.Logf("earliest offset %d before the first tier pass", got)
+	}
+	b.TierPass(true)
+	if got := listOffset(t, cl, topic, -5); got != tiered {
+		t.Fatalf("latest tiered offset %d after restart, want %d (nothing new sealed)", got, tiered)
+	}
+	if got := listOffset(t, cl, topic, -2); got != 0 {
+		t.Fatalf("earliest offset %d after restart, want 0", got)
+	}
+	check(consumeFromZero(t, b.Addr(), topic, n))
+}
+
+// Kafka's checks on the tiered-storage topic configs.
+func TestTieredTopicConfigChecks(t *testing.T) {
+	store := startObjectStore(t)
+	b, cl := startTiered(t, t.TempDir(), store)
+	defer func() {
+		cl.Close()
+		b.Close()
+	}()
+	adm := kadm.NewClient(cl)
+	ctx := context.Background()
+	create := func(name string, cfg map[string]*string) error {
+		resp, err := adm.CreateTopic(ctx, 1, 1, cfg, name)
+		if err != nil {
+			return err
+		}
+		return resp.Err
+	}
+	on := kadm.StringPtr("true")
+	refused := []struct {
+		name string
+		cfg  map[string]*string
+	}{
+		{"compacted", map[string]*string{"remote.storage.enable": on, "cleanup.policy": kadm.StringPtr("compact")}},
+		{"local-bytes-over-total", map[string]*string{"remote.storage.enable": on, "retention.bytes": kadm.StringPtr("1000"), "local.retention.bytes": kadm.StringPtr("2000")}},
+		{"local-ms-unlimited", map[string]*string{"remote.storage.enable": on, "retention.ms": kadm.StringPtr("1000"), "local.retention.ms": kadm.StringPtr("-1")}},
+		{"local-ms-over-total", map[string]*string{"remote.storage.enable": on, "retention.ms": kadm.StringPtr("1000"), "local.retention.ms": kadm.StringPtr("1001")}},
+	}
+	for _, c := range refused {
+		if err := create(c.name, c.cfg); !errors.Is(err, kerr.InvalidConfig) {
+			t.Errorf("%s: %v, want INVALID_CONFIG", c.name, err)
+		}
+	}
+	if err := create("ok", map[string]*string{"remote.storage.enable": on, "retention.ms": kadm.StringPtr("1000"), "local.retention.ms": kadm.StringPtr("-2")}); err != nil {
+		t.Fatalf("local.retention.ms=-2 (same as total): %v", err)
+	}
+	alter := func(cfgs ...kadm.AlterConfig) error {
+		rs, err := adm.AlterTopicConfigs(ctx, cfgs, "ok")
+		if err != nil {
+			return err
+		}
+		return rs[0].Err
+	}
+	off := kadm.StringPtr("false")
+	if err := alter(kadm.AlterConfig{Name: "remote.storage.enable", Value: off}); !errors.Is(err, kerr.InvalidConfig) {
+		t.Fatalf("turning remote storage off silently: %v, want INVALID_CONFIG", err)
+	}
+	if err := alter(kadm.AlterConfig{Name: "remote.storage.enable", Value: off},
+		kadm.AlterConfig{Name: "remote.log.delete.on.disable", Value: on}); err != nil {
+		t.Fatalf("turning remote storage off with remote.log.delete.on.disable: %v", err)
+	}
+
+	// A broker without an object store refuses the topic.
+	plain, pcl := startTiered(t, t.TempDir(), nil)
+	defer func() {
+		pcl.Close()
+		plain.Close()
+	}()
+	resp, err := kadm.NewClient(pcl).CreateTopic(ctx, 1, 1, map[string]*string{"remote.storage.enable": on}, "nostore")
+	if err == nil {
+		err = resp.Err
+	}
+	if !errors.Is(err, kerr.InvalidConfig) {
+		t.Fatalf("remote storage without a store: %v, want INVALID_CONFIG", err)
+	}
+}
