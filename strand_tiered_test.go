@@ -72,8 +72,14 @@ func listOffset(t *testing.T, cl *kgo.Client, topic string, ts int64) int64 {
 // consumeFromZero reads n records of the topic's partition 0 from offset 0.
 func consumeFromZero(t *testing.T, addr, topic string, n int) []*kgo.Record {
 	t.Helper()
+	return consumeFrom(t, addr, topic, 0, n)
+}
+
+// consumeFrom reads n records of the topic's partition 0 from offset from.
+func consumeFrom(t *testing.T, addr, topic string, from int64, n int) []*kgo.Record {
+	t.Helper()
 	cl, err := kgo.NewClient(kgo.SeedBrokers(addr),
-		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {0: kgo.NewOffset().At(0)}}),
+		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {0: kgo.NewOffset().At(from)}}),
 		kgo.FetchMaxBytes(64<<10), kgo.FetchMaxPartitionBytes(64<<10))
 	if err != nil {
 		t.Fatal(err)
@@ -119,8 +125,10 @@ func TestTieredConsumeFromZeroAfterLocalDeletion(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	base := time.Now().Add(-time.Hour).Truncate(time.Second)
 	for i := range n {
-		if err := cl.ProduceSync(ctx, &kgo.Record{Topic: topic, Value: []byte(tieredValue(i))}).FirstErr(); err != nil {
+		r := &kgo.Record{Topic: topic, Value: []byte(tieredValue(i)), Timestamp: base.Add(time.Duration(i) * time.Second)}
+		if err := cl.ProduceSync(ctx, r).FirstErr(); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -145,6 +153,16 @@ func TestTieredConsumeFromZeroAfterLocalDeletion(t *testing.T) {
 		}
 	}
 	check(consumeFromZero(t, b.Addr(), topic, n))
+	// ListOffsets by time finds records in either tier.
+	for _, i := range []int{0, 10, int(tiered), int(localStart), n - 1} {
+		res, err := adm.ListOffsetsAfterMilli(ctx, base.Add(time.Duration(i)*time.Second).UnixMilli()-500, topic)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if lo, _ := res.Lookup(topic, 0); lo.Err != nil || lo.Offset != int64(i) {
+			t.Fatalf("offset for the timestamp of record %d: %d (%v)", i, lo.Offset, lo.Err)
+		}
+	}
 
 	// Restart: the manifest is found again, nothing is uploaded twice, and
 	// reads from 0 still work.
@@ -171,6 +189,28 @@ func TestTieredConsumeFromZeroAfterLocalDeletion(t *testing.T) {
 		t.Fatalf("earliest offset %d after restart, want 0", got)
 	}
 	check(consumeFromZero(t, b.Addr(), topic, n))
+
+	// Total retention reaches the store: with retention.bytes at half the
+	// data, the oldest remote segments go and the log start moves.
+	rs, err := kadm.NewClient(cl).AlterTopicConfigs(ctx, []kadm.AlterConfig{
+		{Name: "retention.bytes", Value: kadm.StringPtr("40000")},
+		{Name: "local.retention.bytes", Value: kadm.StringPtr("1")},
+	}, topic)
+	if err == nil {
+		err = rs[0].Err
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.TierPass(false)
+	start := listOffset(t, cl, topic, -2)
+	if start <= 0 || start >= localStart {
+		t.Fatalf("log start %d after total retention, want inside the remote range (0, %d)", start, localStart)
+	}
+	recs := consumeFrom(t, b.Addr(), topic, start, n-int(start))
+	if recs[0].Offset != start || string(recs[0].Value) != tieredValue(int(start)) {
+		t.Fatalf("first record after retention: offset %d", recs[0].Offset)
+	}
 }
 
 // Kafka's checks on the tiered-storage topic configs.

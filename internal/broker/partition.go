@@ -732,6 +732,9 @@ func (p *Partition) ListOffset(ts int64) (record.Offset, int64, error) {
 	if ts < 0 {
 		return record.NoOffset, -1, fmt.Errorf("%w: timestamp %d", ErrInvalidRecord, ts)
 	}
+	if off, found, ok, err := p.remoteOffsetForTimestamp(ts); ok || err != nil {
+		return off, found, err
+	}
 	off, found, err := p.log.OffsetForTimestamp(ts)
 	if err != nil {
 		return record.NoOffset, -1, fmt.Errorf("broker: offset for timestamp %d in %s-%d: %w", ts, p.topic, p.id, err)

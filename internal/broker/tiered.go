@@ -208,17 +208,24 @@ func (p *Partition) tierStep(ctx context.Context, orphans bool) error {
 		return nil // KIP-405: only the leader uploads
 	}
 	if tp == nil {
+		// The gate goes on first: until the claim succeeds it reads -1,
+		// so an unreachable store keeps every local segment.
 		tp = p.b.cfg.Tiered.Tier.Partition(p.topic, p.topicID.String(), int32(p.id), p.log)
-		if err := tp.Claim(ctx, p.log.LatestEpoch()); err != nil {
-			return err
-		}
 		p.tier.Store(tp)
 		p.log.SetTierGate(tp.UploadedEnd)
 	}
+	if !tp.Claimed() {
+		if err := tp.Claim(ctx, p.log.LatestEpoch()); err != nil {
+			return err
+		}
+	}
 	if _, err := tp.Upload(ctx); err != nil {
 		if errors.Is(err, tiered.ErrFenced) {
-			p.log.SetTierGate(nil)
-			p.tier.Store(nil)
+			// A newer leader uploads now. Keep the gate (the local
+			// segments stay) and claim afresh if this node leads again.
+			fresh := p.b.cfg.Tiered.Tier.Partition(p.topic, p.topicID.String(), int32(p.id), p.log)
+			p.tier.Store(fresh)
+			p.log.SetTierGate(fresh.UploadedEnd)
 		}
 		return err
 	}
@@ -288,6 +295,22 @@ func (p *Partition) latestTiered() record.Offset {
 		return tp.UploadedEnd() - 1
 	}
 	return record.NoOffset
+}
+
+// remoteOffsetForTimestamp searches the remote tier for ListOffsets by
+// time; ok is false when the local log is to be searched instead.
+func (p *Partition) remoteOffsetForTimestamp(ts int64) (record.Offset, int64, bool, error) {
+	tp := p.tier.Load()
+	if tp == nil || tp.RemoteStart() < 0 {
+		return record.NoOffset, -1, false, nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	off, found, ok, err := tp.OffsetForTimestamp(ctx, ts)
+	if err != nil {
+		return record.NoOffset, -1, false, fmt.Errorf("broker: remote offset for timestamp %d in %s-%d: %w", ts, p.topic, p.id, err)
+	}
+	return off, found, ok, nil
 }
 
 // deleteRecordsTiered is DeleteRecords on a partition with remote data: an

@@ -61,6 +61,14 @@ func (p *Partition) Manifest() *Manifest {
 	return p.mu.man.clone()
 }
 
+// Claimed reports whether Claim succeeded and no newer leader has fenced
+// this node since.
+func (p *Partition) Claimed() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.mu.claimed && !p.mu.fenced
+}
+
 // Fenced reports whether a newer leader has claimed the partition.
 func (p *Partition) Fenced() bool {
 	p.mu.Lock()

@@ -201,3 +201,56 @@ func (c *chunkCache) readAt(ctx context.Context, t *Tier, id, key string, objSiz
 	}
 	return out, nil
 }
+
+// OffsetForTimestamp finds, in the remote tier, the first record at or
+// after the log start whose timestamp is at least ts (ListOffsets by
+// time). found is false when no remote record is that new: the local log
+// is to be searched next.
+func (p *Partition) OffsetForTimestamp(ctx context.Context, ts int64) (off record.Offset, recTS int64, found bool, err error) {
+	man := p.Manifest()
+	for _, seg := range man.Segments {
+		if seg.MaxTimestamp < ts || seg.Next <= man.LogStart {
+			continue
+		}
+		off, recTS, found, err = p.searchSegment(ctx, seg, ts, man.LogStart)
+		if err != nil || found {
+			return off, recTS, found, err
+		}
+	}
+	return record.NoOffset, -1, false, nil
+}
+
+// searchSegment scans one remote segment's batch headers for the first
+// batch holding a record at least ts new, and decodes only that batch.
+func (p *Partition) searchSegment(ctx context.Context, seg Segment, ts int64, start record.Offset) (record.Offset, int64, bool, error) {
+	c := p.t.cache
+	key := segmentKey(p.prefix, seg, ".log")
+	for pos := int64(0); pos < seg.Size; {
+		hb, err := c.readAt(ctx, p.t, seg.ID, key, seg.Size, pos, record.HeaderSize)
+		if err != nil {
+			return record.NoOffset, -1, false, err
+		}
+		h, err := record.ParseHeader(hb)
+		if err != nil {
+			return record.NoOffset, -1, false, fmt.Errorf("tiered: %s at %d: %w", key, pos, err)
+		}
+		size := int64(h.Size())
+		if h.MaxTimestamp >= ts && h.NextOffset() > start {
+			raw, err := c.readAt(ctx, p.t, seg.ID, key, seg.Size, pos, size)
+			if err != nil {
+				return record.NoOffset, -1, false, err
+			}
+			b, err := record.Decode(raw)
+			if err != nil {
+				return record.NoOffset, -1, false, fmt.Errorf("tiered: %s at %d: %w", key, pos, err)
+			}
+			for _, r := range b.Records {
+				if r.Offset >= start && r.Timestamp >= ts {
+					return r.Offset, r.Timestamp, true, nil
+				}
+			}
+		}
+		pos += size
+	}
+	return record.NoOffset, -1, false, nil
+}
