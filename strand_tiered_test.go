@@ -2,10 +2,14 @@ package strand_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -17,6 +21,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strandmq/strand"
+	"github.com/strandmq/strand/internal/tiered"
 )
 
 // startObjectStore serves an S3-compatible store (gofakes3) over HTTP on a
@@ -277,4 +282,151 @@ func TestTieredTopicConfigChecks(t *testing.T) {
 	if !errors.Is(err, kerr.InvalidConfig) {
 		t.Fatalf("remote storage without a store: %v, want INVALID_CONFIG", err)
 	}
+}
+
+// faultProxy stands between the broker and the object store and refuses
+// the requests refuse says to, as a store might (403, 5xx).
+type faultProxy struct {
+	next   http.Handler
+	refuse atomic.Pointer[func(*http.Request) bool]
+}
+
+func (f *faultProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if fn := f.refuse.Load(); fn != nil && (*fn)(r) {
+		w.Header().Set("Content-Type", "application/xml")
+		w.WriteHeader(http.StatusForbidden)
+		fmt.Fprint(w, `<?xml version="1.0" encoding="UTF-8"?><Error><Code>AccessDenied</Code><Message>injected</Message></Error>`)
+		return
+	}
+	f.next.ServeHTTP(w, r)
+}
+
+// The broker stops after a segment's objects are in the store but before a
+// manifest names them (the manifest writes fail): after a restart the
+// segments are recorded once each, in order, the orphans go, and every
+// record reads back from offset 0.
+func TestTieredRestartMidUpload(t *testing.T) {
+	backend := s3mem.New()
+	if err := backend.CreateBucket("tier"); err != nil {
+		t.Fatal(err)
+	}
+	proxy := &faultProxy{next: gofakes3.New(backend).Server()}
+	srv := httptest.NewServer(proxy)
+	t.Cleanup(srv.Close)
+	store := &strand.TieredStorageConfig{Endpoint: srv.URL, Bucket: "tier", AccessKey: "strand", SecretKey: "secret",
+		UploadInterval: time.Hour, OrphanGrace: time.Nanosecond}
+	dir := filepath.Join(t.TempDir(), "data")
+	b, cl := startTiered(t, dir, store)
+	ctx := context.Background()
+	const topic, n = "midupload", 300
+	resp, err := kadm.NewClient(cl).CreateTopic(ctx, 1, 1, map[string]*string{
+		"remote.storage.enable": kadm.StringPtr("true"),
+		"local.retention.bytes": kadm.StringPtr("1"),
+		"segment.bytes":         kadm.StringPtr("8192"),
+	}, topic)
+	if err == nil {
+		err = resp.Err
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range n {
+		if err := cl.ProduceSync(ctx, &kgo.Record{Topic: topic, Value: []byte(tieredValue(i))}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var manifestPuts atomic.Int32
+	refuse := func(r *http.Request) bool {
+		return r.Method == http.MethodPut && strings.Contains(r.URL.Path, "/manifest/") && manifestPuts.Add(1) > 2
+	}
+	proxy.refuse.Store(&refuse)
+	b.TierPass(false) // the claim and one segment are recorded; the next segment's objects are not
+	b.ApplyRetention()
+	cl.Close()
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	proxy.refuse.Store(nil)
+
+	s3, err := tiered.NewS3(tiered.S3Config{Endpoint: srv.URL, Bucket: "tier", Region: "us-east-1", AccessKey: "strand", SecretKey: "secret"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s3.CloseIdle()
+	before := segmentObjects(t, s3)
+
+	b, cl = startTiered(t, dir, store)
+	defer func() {
+		cl.Close()
+		if err := b.Close(); err != nil {
+			t.Error(err)
+		}
+	}()
+	b.TierPass(true)
+	b.ApplyRetention()
+	m := newestManifest(t, s3)
+	if len(m.Segments) < 3 {
+		t.Fatalf("manifest holds %d segments", len(m.Segments))
+	}
+	seen := map[int64]bool{}
+	for i, s := range m.Segments {
+		if seen[int64(s.Base)] || (i > 0 && s.Base != m.Segments[i-1].Next) {
+			t.Fatalf("segment %d at %d is recorded twice or out of order", i, s.Base)
+		}
+		seen[int64(s.Base)] = true
+	}
+	after := segmentObjects(t, s3)
+	if after != 3*len(m.Segments) {
+		t.Fatalf("%d segment objects for %d segments (%d before the restart): orphans remain", after, len(m.Segments), before)
+	}
+	if before != 3*2 {
+		t.Fatalf("%d segment objects before the restart, want 6 (one recorded segment, one orphan)", before)
+	}
+	if got := listOffset(t, cl, topic, -4); got <= int64(m.Segments[0].Next) {
+		t.Fatalf("local log start %d: local retention did not act after the upload", got)
+	}
+	recs := consumeFromZero(t, b.Addr(), topic, n)
+	for i, r := range recs[:n] {
+		if r.Offset != int64(i) || string(r.Value) != tieredValue(i) {
+			t.Fatalf("record %d: offset %d", i, r.Offset)
+		}
+	}
+}
+
+func segmentObjects(t *testing.T, s *tiered.S3) int {
+	t.Helper()
+	objs, err := s.List(context.Background(), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, o := range objs {
+		if strings.Contains(o.Key, "/segments/") {
+			n++
+		}
+	}
+	return n
+}
+
+func newestManifest(t *testing.T, s *tiered.S3) *tiered.Manifest {
+	t.Helper()
+	objs, err := s.List(context.Background(), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var last string
+	for _, o := range objs {
+		if strings.Contains(o.Key, "/manifest/") {
+			last = o.Key
+		}
+	}
+	raw, err := s.Get(context.Background(), last, 0, -1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m tiered.Manifest
+	if err := json.Unmarshal(raw, &m); err != nil {
+		t.Fatal(err)
+	}
+	return &m
 }
