@@ -240,6 +240,9 @@ func (p *Partition) tierStep(ctx context.Context, orphans bool) error {
 	return nil
 }
 
+// Tier returns the broker's object-storage tier, nil when it has none.
+func (b *Broker) Tier() *tiered.Tier { return b.cfg.Tiered.Tier }
+
 // Tier returns the partition's remote-tier handle, nil when it has none.
 func (p *Partition) Tier() *tiered.Partition { return p.tier.Load() }
 

@@ -22,8 +22,12 @@ func (p *Partition) Read(ctx context.Context, from record.Offset, maxBytes int) 
 	for i := man.find(from); i < len(man.Segments); i++ {
 		seg := man.Segments[i]
 		out, err := p.readSegment(ctx, seg, max(from, seg.Base), maxBytes)
-		if err != nil || len(out) > 0 {
-			return out, err
+		if err != nil {
+			p.t.stats.RemoteReadErrors.Add(1)
+			return nil, err
+		}
+		if len(out) > 0 {
+			return out, nil
 		}
 		// from fell in a gap at the segment's end (compaction or
 		// quarantine can leave one): the next segment holds what follows.

@@ -87,6 +87,7 @@ type Stats struct {
 	UploadErrors     atomic.Int64
 	DeletedSegments  atomic.Int64
 	RemoteReadBytes  atomic.Int64
+	RemoteReadErrors atomic.Int64
 	CacheHits        atomic.Int64
 	CacheMisses      atomic.Int64
 }
@@ -111,6 +112,9 @@ func (t *Tier) Close() {
 		c.CloseIdle()
 	}
 }
+
+// CacheBytes is the size of the remote-read chunk cache.
+func (t *Tier) CacheBytes() int64 { return t.cache.bytes() }
 
 // Stats returns the tier's counters.
 func (t *Tier) Stats() *Stats { return &t.stats }
