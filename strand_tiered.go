@@ -36,6 +36,8 @@ type TieredStorageConfig struct {
 	// UploadConcurrency bounds the segment uploads running at once;
 	// default 4.
 	UploadConcurrency int
+	// UploadBytesPerSecond bounds the upload bandwidth; zero: unbounded.
+	UploadBytesPerSecond int64
 	// CacheBytes bounds the memory holding chunks of remote segments for
 	// reads; default 64 MiB.
 	CacheBytes int64
@@ -66,7 +68,7 @@ func (c *TieredStorageConfig) brokerConfig(ctx context.Context, logger *slog.Log
 		logger.Warn("strand: tiered storage: the object store does not answer yet; uploads will retry", "err", err)
 	}
 	t, err := tiered.New(tiered.Config{Store: s3, Prefix: c.Prefix, Concurrency: c.UploadConcurrency,
-		CacheBytes: c.CacheBytes, OrphanGrace: c.OrphanGrace, Logger: logger})
+		CacheBytes: c.CacheBytes, OrphanGrace: c.OrphanGrace, UploadBytesPerSecond: c.UploadBytesPerSecond, Logger: logger})
 	if err != nil {
 		return broker.TieredConfig{}, err
 	}

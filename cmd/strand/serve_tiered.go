@@ -23,6 +23,7 @@ type tieredOptions struct {
 	interval    time.Duration
 	concurrency int
 	cacheBytes  int64
+	uploadRate  int64
 }
 
 func (o *tieredOptions) addFlags(f *pflag.FlagSet) {
@@ -34,6 +35,7 @@ func (o *tieredOptions) addFlags(f *pflag.FlagSet) {
 	f.StringVar(&o.credentials, "tier-credentials-file", "", "with --tier-endpoint: file of access_key_id = … and secret_access_key = … lines (default: the AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY environment variables)")
 	f.DurationVar(&o.interval, "tier-upload-interval", 10*time.Second, "with --tier-endpoint: how often sealed segments are uploaded and remote retention runs")
 	f.IntVar(&o.concurrency, "tier-upload-concurrency", 4, "with --tier-endpoint: most segment uploads at once")
+	f.Int64Var(&o.uploadRate, "tier-upload-bytes-per-second", 0, "with --tier-endpoint: most bytes a second uploaded over every partition (0: no limit)")
 	f.Int64Var(&o.cacheBytes, "tier-cache-bytes", 64<<20, "with --tier-endpoint: memory for chunks of remote segments being read")
 }
 
@@ -53,7 +55,7 @@ func (o *tieredOptions) config() (*strand.TieredStorageConfig, error) {
 		return nil, usageErr("--tier-upload-concurrency must be at least 1, --tier-cache-bytes at least 1 MiB, --tier-upload-interval positive")
 	}
 	cfg := &strand.TieredStorageConfig{Endpoint: o.endpoint, Bucket: o.bucket, Region: o.region, Prefix: o.prefix,
-		CAFile: o.caFile, UploadInterval: o.interval, UploadConcurrency: o.concurrency, CacheBytes: o.cacheBytes,
+		CAFile: o.caFile, UploadInterval: o.interval, UploadConcurrency: o.concurrency, CacheBytes: o.cacheBytes, UploadBytesPerSecond: o.uploadRate,
 		AccessKey: os.Getenv("AWS_ACCESS_KEY_ID"), SecretKey: os.Getenv("AWS_SECRET_ACCESS_KEY")}
 	if o.credentials != "" {
 		var err error

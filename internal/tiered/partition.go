@@ -264,7 +264,7 @@ func (p *Partition) uploadOne(ctx context.Context, info partlog.SegmentInfo) err
 		body   func() io.Reader
 		size   int64
 	}{
-		{".log", func() io.Reader { return io.NewSectionReader(files.Log, 0, files.Size) }, files.Size},
+		{".log", func() io.Reader { return p.t.paced(ctx, io.NewSectionReader(files.Log, 0, files.Size)) }, files.Size},
 		{".index", func() io.Reader { return bytes.NewReader(files.Index) }, int64(len(files.Index))},
 		{".timeindex", func() io.Reader { return bytes.NewReader(files.TimeIndex) }, int64(len(files.TimeIndex))},
 	}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/strandmq/strand/internal/partlog"
 	"github.com/strandmq/strand/internal/record"
@@ -70,7 +71,47 @@ func (p *Partition) readSegment(ctx context.Context, seg Segment, from record.Of
 		pos += size
 	}
 	p.t.stats.RemoteReadBytes.Add(int64(len(out)))
+	if pos < seg.Size {
+		c.prefetch(p.t, seg.ID, key, seg.Size, pos)
+	}
 	return out, nil
+}
+
+// prefetch fetches, in the background, the chunk holding off and the one
+// after it, so a sequential reader finds them cached. It gives up when
+// readAhead fetches already run.
+func (c *chunkCache) prefetch(t *Tier, id, key string, objSize, off int64) {
+	cs := t.cfg.ChunkBytes
+	for idx := off / cs; idx <= off/cs+1 && idx*cs < objSize; idx++ {
+		k := chunkKey{key: key, chunk: idx}
+		if c.has(k) {
+			continue
+		}
+		select {
+		case t.ahead <- struct{}{}:
+		default:
+			return
+		}
+		t.aheadWG.Add(1)
+		go func() {
+			defer t.aheadWG.Done()
+			defer func() { <-t.ahead }()
+			ctx, cancel := context.WithTimeout(t.aheadCtx, 30*time.Second)
+			defer cancel()
+			start := idx * cs
+			if data, err := t.cfg.Store.Get(ctx, key, start, min(cs, objSize-start)); err == nil {
+				c.add(id, k, data)
+			}
+		}()
+	}
+}
+
+// has reports whether k is cached, without counting a hit or a miss.
+func (c *chunkCache) has(k chunkKey) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	_, ok := c.mu.byKey[k]
+	return ok
 }
 
 // chunkCache holds fixed-size chunks of remote objects, least recently used

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -40,8 +41,11 @@ type Config struct {
 	// CleanOrphans deletes it, so an upload in flight on another node is
 	// never taken for an orphan. Default 1h.
 	OrphanGrace time.Duration
-	Logger      *slog.Logger
-	Now         func() time.Time
+	// UploadBytesPerSecond bounds the upload bandwidth of the segment
+	// logs over every partition; zero or less: unbounded.
+	UploadBytesPerSecond int64
+	Logger               *slog.Logger
+	Now                  func() time.Time
 }
 
 func (c Config) withDefaults() Config {
@@ -78,7 +82,18 @@ type Tier struct {
 	sem   chan struct{}
 	cache *chunkCache
 	stats Stats
+	pace  *pacer // nil: uploads are not rate-limited
+
+	// Read-ahead: a sequential reader's next chunk is fetched in the
+	// background, at most readAhead at once; Close cancels and waits.
+	ahead     chan struct{}
+	aheadWG   sync.WaitGroup
+	aheadCtx  context.Context
+	aheadStop context.CancelFunc
 }
+
+// readAhead bounds the chunks fetched ahead at once.
+const readAhead = 4
 
 // Stats are the tier's counters since start.
 type Stats struct {
@@ -98,8 +113,12 @@ func New(cfg Config) (*Tier, error) {
 		return nil, errors.New("tiered: no store")
 	}
 	cfg = cfg.withDefaults()
-	t := &Tier{cfg: cfg, sem: make(chan struct{}, cfg.Concurrency)}
+	t := &Tier{cfg: cfg, sem: make(chan struct{}, cfg.Concurrency), ahead: make(chan struct{}, readAhead)}
 	t.cache = newChunkCache(cfg.CacheBytes, &t.stats)
+	t.aheadCtx, t.aheadStop = context.WithCancel(context.Background())
+	if cfg.UploadBytesPerSecond > 0 {
+		t.pace = &pacer{rate: cfg.UploadBytesPerSecond, now: time.Now, sleep: sleepCtx}
+	}
 	return t, nil
 }
 
@@ -108,6 +127,8 @@ func (t *Tier) Close() {
 	if t == nil {
 		return
 	}
+	t.aheadStop()
+	t.aheadWG.Wait()
 	if c, ok := t.cfg.Store.(interface{ CloseIdle() }); ok {
 		c.CloseIdle()
 	}
