@@ -182,10 +182,8 @@ func TestTieredConsumeFromZeroAfterLocalDeletion(t *testing.T) {
 			t.Error(err)
 		}
 	}()
-	if got := listOffset(t, cl, topic, -2); got != localStart {
-		// Until this leader claims the manifest, it knows only its disk.
-		t.Logf("earliest offset %d before the first tier pass", got)
-	}
+	// Until the broker has read the manifest (its first pass, at start)
+	// the earliest offset is OFFSET_NOT_AVAILABLE; after it, the remote one.
 	b.TierPass(true)
 	if got := listOffset(t, cl, topic, -5); got != tiered {
 		t.Fatalf("latest tiered offset %d after restart, want %d (nothing new sealed)", got, tiered)
@@ -390,6 +388,37 @@ func TestTieredRestartMidUpload(t *testing.T) {
 		if r.Offset != int64(i) || string(r.Value) != tieredValue(i) {
 			t.Fatalf("record %d: offset %d", i, r.Offset)
 		}
+	}
+
+	// Restarted while the store refuses everything: the broker serves,
+	// but the earliest offset is not available (retriable) rather than
+	// the local start, so no consumer resets past the remote data.
+	cl.Close()
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	all := func(*http.Request) bool { return true }
+	proxy.refuse.Store(&all)
+	b, cl = startTiered(t, dir, store)
+	req := kmsg.NewPtrListOffsetsRequest()
+	req.Version = 9
+	rt := kmsg.NewListOffsetsRequestTopic()
+	rt.Topic = topic
+	rp := kmsg.NewListOffsetsRequestTopicPartition()
+	rp.Timestamp = -2
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	resp2, err := req.RequestWith(ctx, cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code := resp2.Topics[0].Partitions[0].ErrorCode; code != kerr.OffsetNotAvailable.Code {
+		t.Fatalf("earliest offset with the store down: error %v, want OFFSET_NOT_AVAILABLE", kerr.ErrorForCode(code))
+	}
+	proxy.refuse.Store(nil)
+	b.TierPass(false)
+	if got := listOffset(t, cl, topic, -2); got != 0 {
+		t.Fatalf("earliest offset %d once the store answers, want 0", got)
 	}
 }
 

@@ -664,7 +664,7 @@ func (p *Partition) ReadSpan(from record.Offset, maxBytes int, committed bool) (
 	sp, err := p.log.ReadSpan(from, maxBytes, limit)
 	res := SpanResult{Span: sp, HighWatermark: p.log.HighWatermark(), LogStartOffset: p.logStart(), LastStable: lso}
 	switch {
-	case errors.Is(err, vfs.ErrNoDescriptor), err != nil && p.remoteHolds(from):
+	case errors.Is(err, vfs.ErrNoDescriptor), err != nil && p.belowLocal(from):
 		return res, ErrNoSpan
 	case err != nil:
 		return res, p.readError(from, err)
@@ -707,6 +707,9 @@ func (p *Partition) ListOffset(ts int64) (record.Offset, int64, error) {
 	}
 	switch ts {
 	case TimestampEarliest:
+		if p.tierPending() {
+			return record.NoOffset, -1, fmt.Errorf("%w: %s-%d: the remote tier is not loaded yet", ErrOffsetNotAvailable, p.topic, p.id)
+		}
 		return p.logStart(), -1, nil
 	case TimestampEarliestLocal:
 		return p.log.LogStartOffset(), -1, nil

@@ -155,10 +155,14 @@ func (b *Broker) startTiered() {
 	}
 	b.wg.Add(1)
 	passes := 0
-	go b.every(b.cfg.Tiered.Interval, func() {
+	pass := func() {
 		passes++
 		b.TierPass(passes%b.cfg.Tiered.OrphanEvery == 0)
-	})
+	}
+	go func() {
+		pass() // at once: until it reads the manifests, offsets below the local start are unavailable
+		b.every(b.cfg.Tiered.Interval, pass) // its Done is the Add above
+	}()
 }
 
 // TierPass uploads every sealed segment not yet remote, applies total
@@ -169,6 +173,10 @@ func (b *Broker) TierPass(orphans bool) {
 	if b.cfg.Tiered.Tier == nil {
 		return
 	}
+	b.cfg.Tiered.Tier.Serialize(func() { b.tierPass(orphans) })
+}
+
+func (b *Broker) tierPass(orphans bool) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go func() {
@@ -214,6 +222,11 @@ func (p *Partition) tierStep(ctx context.Context, orphans bool) error {
 		p.tier.Store(tp)
 		p.log.SetTierGate(tp.UploadedEnd)
 	}
+	if !tp.Loaded() {
+		if err := tp.Load(ctx); err != nil {
+			return err
+		}
+	}
 	if !tp.Claimed() {
 		if err := tp.Claim(ctx, p.log.LatestEpoch()); err != nil {
 			return err
@@ -224,6 +237,9 @@ func (p *Partition) tierStep(ctx context.Context, orphans bool) error {
 			// A newer leader uploads now. Keep the gate (the local
 			// segments stay) and claim afresh if this node leads again.
 			fresh := p.b.cfg.Tiered.Tier.Partition(p.topic, p.topicID.String(), int32(p.id), p.log)
+			if lerr := fresh.Load(ctx); lerr != nil {
+				return errors.Join(err, lerr)
+			}
 			p.tier.Store(fresh)
 			p.log.SetTierGate(fresh.UploadedEnd)
 		}
@@ -261,12 +277,33 @@ func (p *Partition) logStart() record.Offset {
 	return local
 }
 
+// tierPending reports whether p is tiered but its remote tier is not yet
+// known (right after a start, or while the store does not answer): offsets
+// below the local log start are then unavailable, not out of range.
+func (p *Partition) tierPending() bool {
+	if p.b.cfg.Tiered.Tier == nil || !p.config.Load().remoteStorage() {
+		return false
+	}
+	tp := p.tier.Load()
+	return tp == nil || !tp.Loaded()
+}
+
+// belowLocal reports whether a read at from is the remote tier's to serve
+// (or to refuse as not available yet).
+func (p *Partition) belowLocal(from record.Offset) bool {
+	return p.remoteHolds(from) || (from < p.log.LogStartOffset() && p.tierPending())
+}
+
 // remoteRead serves a read the local log refused as out of range from the
 // remote tier, when the tier holds from; otherwise it returns b and err
 // unchanged.
 func (p *Partition) remoteRead(b []byte, err error, from record.Offset, maxBytes int) ([]byte, error) {
-	if err == nil || !errors.Is(err, partlog.ErrOffsetOutOfRange) || !p.remoteHolds(from) {
+	if err == nil || !errors.Is(err, partlog.ErrOffsetOutOfRange) || !p.belowLocal(from) {
 		return b, err
+	}
+	if !p.remoteHolds(from) {
+		return nil, fmt.Errorf("%w: %s-%d: offset %d is below the local log start and the remote tier is not loaded yet",
+			ErrOffsetNotAvailable, p.topic, p.id, from)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()

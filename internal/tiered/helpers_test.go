@@ -43,7 +43,7 @@ func newTier(t testing.TB, s Store) *Tier {
 	t.Helper()
 	tr, err := New(Config{Store: s, Prefix: "test/", Backoff: time.Millisecond, ChunkBytes: 4096, CacheBytes: 64 << 10,
 		UploadBytesPerSecond: 1 << 40,
-		OrphanGrace: time.Nanosecond, Now: func() time.Time { return time.Now().Add(time.Minute) }})
+		OrphanGrace:          time.Nanosecond, Now: func() time.Time { return time.Now().Add(time.Minute) }})
 	if err != nil {
 		t.Fatal(err)
 	}

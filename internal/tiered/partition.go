@@ -35,6 +35,7 @@ type Partition struct {
 		key      string // the newest manifest's key, "" when none
 		epoch    record.Epoch
 		claimed  bool
+		loaded   bool
 		fenced   bool
 		inflight map[string]bool // upload ids not yet in a manifest
 	}
@@ -59,6 +60,39 @@ func (p *Partition) Manifest() *Manifest {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.mu.man.clone()
+}
+
+// Loaded reports whether the newest manifest has been read (Load or
+// Claim): until then RemoteStart and UploadedEnd know nothing.
+func (p *Partition) Loaded() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.mu.loaded
+}
+
+// Load reads the newest manifest without claiming the partition, so that
+// reads and offsets know the remote tier at once after a restart.
+func (p *Partition) Load(ctx context.Context) error {
+	p.upload.Lock()
+	defer p.upload.Unlock()
+	key, _, err := p.newest(ctx)
+	if err != nil {
+		return err
+	}
+	man := emptyManifest()
+	if key != "" {
+		if man, err = p.load(ctx, key); err != nil {
+			return err
+		}
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.mu.claimed {
+		p.mu.man, p.mu.key = man, key
+		p.publishLocked()
+	}
+	p.mu.loaded = true
+	return nil
 }
 
 // Claimed reports whether Claim succeeded and no newer leader has fenced
@@ -134,6 +168,7 @@ func (p *Partition) Claim(ctx context.Context, epoch record.Epoch) error {
 		return fmt.Errorf("%w: %s is at epoch %d, this node at %d", ErrFenced, p.prefix, man.Epoch, epoch)
 	}
 	p.mu.man, p.mu.key, p.mu.epoch, p.mu.fenced = man, key, epoch, false
+	p.mu.loaded = true
 	p.publishLocked()
 	if man.Epoch < epoch {
 		next := man.clone()

@@ -83,6 +83,7 @@ type Tier struct {
 	cache *chunkCache
 	stats Stats
 	pace  *pacer // nil: uploads are not rate-limited
+	pass  sync.Mutex
 
 	// Read-ahead: a sequential reader's next chunk is fetched in the
 	// background, at most readAhead at once; Close cancels and waits.
@@ -132,6 +133,14 @@ func (t *Tier) Close() {
 	if c, ok := t.cfg.Store.(interface{ CloseIdle() }); ok {
 		c.CloseIdle()
 	}
+}
+
+// Serialize runs fn while no other Serialize runs: one upload pass at a
+// time per broker (the timer's and an operator's or a test's).
+func (t *Tier) Serialize(fn func()) {
+	t.pass.Lock()
+	defer t.pass.Unlock()
+	fn()
 }
 
 // CacheBytes is the size of the remote-read chunk cache.
