@@ -160,7 +160,7 @@ func (b *Broker) startTiered() {
 		b.TierPass(passes%b.cfg.Tiered.OrphanEvery == 0)
 	}
 	go func() {
-		pass() // at once: until it reads the manifests, offsets below the local start are unavailable
+		pass()                               // at once: until it reads the manifests, offsets below the local start are unavailable
 		b.every(b.cfg.Tiered.Interval, pass) // its Done is the Add above
 	}()
 }
