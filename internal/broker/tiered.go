@@ -160,8 +160,10 @@ func (b *Broker) startTiered() {
 		b.TierPass(passes%b.cfg.Tiered.OrphanEvery == 0)
 	}
 	go func() {
-		pass()                               // at once: until it reads the manifests, offsets below the local start are unavailable
-		b.every(b.cfg.Tiered.Interval, pass) // its Done is the Add above
+		// At once: until a pass reads the manifests, offsets below the
+		// local start are unavailable. every's Done is the Add above.
+		pass()
+		b.every(b.cfg.Tiered.Interval, pass)
 	}()
 }
 

@@ -13,8 +13,12 @@ import (
 // Segment is one uploaded segment as a manifest records it.
 type Segment struct {
 	// ID makes the segment's object keys unique per upload.
-	ID           string        `json:"id"`
-	Base         record.Offset `json:"base"`
+	ID   string        `json:"id"`
+	Base record.Offset `json:"base"`
+	// Start is the first offset the segment serves: its base, or later
+	// when its first batches were already remote in another segment (a
+	// new leader's segments need not split where the old leader's did).
+	Start        record.Offset `json:"start"`
 	Next         record.Offset `json:"next"`
 	Size         int64         `json:"size"`
 	MaxTimestamp int64         `json:"maxTimestamp"`
@@ -76,7 +80,7 @@ func (m *Manifest) find(o record.Offset) int {
 		switch {
 		case s.Next <= o:
 			return -1
-		case s.Base > o:
+		case s.Start > o:
 			return 1
 		}
 		return 0
@@ -133,8 +137,11 @@ func decodeManifest(b []byte) (*Manifest, error) {
 	if m.Version != manifestVersion {
 		return nil, fmt.Errorf("tiered: manifest version %d, want %d", m.Version, manifestVersion)
 	}
+	for i := range m.Segments {
+		m.Segments[i].Start = max(m.Segments[i].Start, m.Segments[i].Base)
+	}
 	for i := 1; i < len(m.Segments); i++ {
-		if m.Segments[i].Base < m.Segments[i-1].Next {
+		if m.Segments[i].Start < m.Segments[i-1].Next {
 			return nil, fmt.Errorf("tiered: manifest %d-%d: segments %d and %d overlap",
 				m.Epoch, m.Seq, m.Segments[i-1].Base, m.Segments[i].Base)
 		}

@@ -187,7 +187,7 @@ func (p *Partition) publishLocked() {
 	if len(m.Segments) == 0 {
 		p.start.Store(-1)
 	} else {
-		p.start.Store(int64(max(m.LogStart, m.Segments[0].Base)))
+		p.start.Store(int64(max(m.LogStart, m.Segments[0].Start)))
 	}
 }
 
@@ -237,11 +237,10 @@ func (p *Partition) Upload(ctx context.Context) (int, error) {
 		switch {
 		case s.Next <= end:
 			continue // already remote
-		case s.Base < end:
-			// Only a truncation and new appends over an uploaded range
-			// could make this: uploading it would record offsets twice.
-			return n, fmt.Errorf("tiered: %s: local segment %d-%d overlaps the remote end %d", p.prefix, s.Base, s.Next, end)
 		}
+		// A segment that starts below the remote end (this node's
+		// segments split elsewhere than a former leader's) is uploaded
+		// whole and serves from the end on: no offset is recorded twice.
 		if err := p.uploadOne(ctx, s); err != nil {
 			p.t.stats.UploadErrors.Add(1)
 			return n, err
@@ -282,7 +281,7 @@ func (p *Partition) uploadOne(ctx context.Context, info partlog.SegmentInfo) err
 		return err
 	}
 	defer files.Log.Close()
-	seg := Segment{ID: newID(), Base: info.Base, Next: info.Next, Size: files.Size, MaxTimestamp: info.MaxTimestamp}
+	seg := Segment{ID: newID(), Base: info.Base, Start: max(info.Base, p.UploadedEnd()), Next: info.Next, Size: files.Size, MaxTimestamp: info.MaxTimestamp}
 	for _, e := range files.Epochs {
 		seg.Epochs = append(seg.Epochs, EpochStart{Epoch: e.Epoch, Start: e.Start})
 	}
@@ -314,8 +313,8 @@ func (p *Partition) uploadOne(ctx context.Context, info partlog.SegmentInfo) err
 	next := p.mu.man.clone()
 	next.Seq++
 	next.Epoch = p.mu.epoch
-	if len(next.Segments) == 0 && next.LogStart < seg.Base {
-		next.LogStart = seg.Base
+	if len(next.Segments) == 0 && next.LogStart < seg.Start {
+		next.LogStart = seg.Start
 	}
 	next.Segments = append(next.Segments, seg)
 	next.End = seg.Next
@@ -417,7 +416,7 @@ func (p *Partition) dropLocked(ctx context.Context, n int, start record.Offset) 
 	next.Seq++
 	next.Epoch = p.mu.epoch
 	if len(next.Segments) > 0 {
-		next.LogStart = max(next.LogStart, next.Segments[0].Base, start)
+		next.LogStart = max(next.LogStart, next.Segments[0].Start, start)
 	} else {
 		next.LogStart = max(next.LogStart, next.End, start)
 	}

@@ -17,12 +17,12 @@ import (
 // more). It fails with ErrOutOfRange when from is not remote.
 func (p *Partition) Read(ctx context.Context, from record.Offset, maxBytes int) ([]byte, error) {
 	man := p.Manifest()
-	if len(man.Segments) == 0 || from < max(man.LogStart, man.Segments[0].Base) || from >= man.Segments[len(man.Segments)-1].Next {
+	if len(man.Segments) == 0 || from < max(man.LogStart, man.Segments[0].Start) || from >= man.Segments[len(man.Segments)-1].Next {
 		return nil, fmt.Errorf("%w: %d", ErrOutOfRange, from)
 	}
 	for i := man.find(from); i < len(man.Segments); i++ {
 		seg := man.Segments[i]
-		out, err := p.readSegment(ctx, seg, max(from, seg.Base), maxBytes)
+		out, err := p.readSegment(ctx, seg, max(from, seg.Start), maxBytes)
 		if err != nil {
 			p.t.stats.RemoteReadErrors.Add(1)
 			return nil, err
@@ -257,7 +257,7 @@ func (p *Partition) OffsetForTimestamp(ctx context.Context, ts int64) (off recor
 		if seg.MaxTimestamp < ts || seg.Next <= man.LogStart {
 			continue
 		}
-		off, recTS, found, err = p.searchSegment(ctx, seg, ts, man.LogStart)
+		off, recTS, found, err = p.searchSegment(ctx, seg, ts, max(man.LogStart, seg.Start))
 		if err != nil || found {
 			return off, recTS, found, err
 		}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/strandmq/strand/internal/partlog"
 	"github.com/strandmq/strand/internal/record"
+	"github.com/strandmq/strand/internal/vfs"
 )
 
 var ctx = context.Background()
@@ -25,8 +26,8 @@ func mustClaim(t *testing.T, p *Partition, epoch record.Epoch) {
 func checkManifest(t *testing.T, m *Manifest, end record.Offset) {
 	t.Helper()
 	for i := 1; i < len(m.Segments); i++ {
-		if m.Segments[i].Base != m.Segments[i-1].Next {
-			t.Fatalf("segments %d-%d and %d-%d are not contiguous", m.Segments[i-1].Base, m.Segments[i-1].Next, m.Segments[i].Base, m.Segments[i].Next)
+		if m.Segments[i].Start != m.Segments[i-1].Next {
+			t.Fatalf("segments %d-%d and %d-%d are not contiguous", m.Segments[i-1].Start, m.Segments[i-1].Next, m.Segments[i].Start, m.Segments[i].Next)
 		}
 	}
 	if m.End != end {
@@ -277,4 +278,53 @@ func localUploaded(l *partlog.Log, end record.Offset) int64 {
 		}
 	}
 	return n
+}
+
+// A new leader whose segments split elsewhere than the old leader's (each
+// replica rolls its own) continues the uploads: its first segment overlaps
+// the remote end, serves only from it, and every offset is recorded once.
+func TestNewLeaderWithOtherSegmentBoundaries(t *testing.T) {
+	s := startS3(t)
+	oldLog := openLog(t, tempDir(t))
+	fill(t, oldLog, 100)
+	old := newTier(t, s).Partition("t", "id", 0, oldLog)
+	mustClaim(t, old, 1)
+	if _, err := old.Upload(ctx); err != nil {
+		t.Fatal(err)
+	}
+	end := old.UploadedEnd()
+
+	// The follower holds the same records in segments of another size.
+	newLog, err := partlog.Open(vfs.Default, tempDir(t), partlog.Config{SegmentBytes: 2500, IndexIntervalBytes: 128, RetentionTime: -1, RetentionBytes: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer newLog.Close()
+	fill(t, newLog, 200)
+	neu := newTier(t, s).Partition("t", "id", 0, newLog)
+	mustClaim(t, neu, 2)
+	if _, err := neu.Upload(ctx); err != nil {
+		t.Fatal(err)
+	}
+	m := neu.Manifest()
+	sealed := newLog.SealedSegments()
+	checkManifest(t, m, sealed[len(sealed)-1].Next)
+	overlap := slices.IndexFunc(m.Segments, func(s Segment) bool { return s.Base < end && s.Next > end })
+	if overlap < 0 || m.Segments[overlap].Start != end {
+		t.Fatalf("no segment overlapping the old end %d serves from it: %+v", end, m.Segments)
+	}
+	newLog.SetConfig(partlog.Config{SegmentBytes: 2500, IndexIntervalBytes: 128, RetentionTime: -1, RetentionBytes: -1, LocalRetentionBytes: 1})
+	newLog.SetTierGate(neu.UploadedEnd)
+	if _, err := newLog.ApplyRetention(); err != nil {
+		t.Fatal(err)
+	}
+	got := readBoth(t, neu, newLog)
+	if len(got) != 200 {
+		t.Fatalf("read %d records, want 200", len(got))
+	}
+	for i, r := range got {
+		if r.Offset != record.Offset(i) || string(r.Value) != value(i) {
+			t.Fatalf("record %d: offset %d", i, r.Offset)
+		}
+	}
 }
