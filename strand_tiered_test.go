@@ -459,3 +459,87 @@ func newestManifest(t *testing.T, s *tiered.S3) *tiered.Manifest {
 	}
 	return &m
 }
+
+// A read_committed consumer reading from offset 0 after the segments that
+// hold an aborted transaction went remote does not see its records: the
+// broker keeps the aborted transactions as long as the remote tier holds
+// them, across the segment rolls that follow the local deletion.
+func TestTieredReadCommittedSkipsAbortedRemoteRecords(t *testing.T) {
+	store := startObjectStore(t)
+	b, cl := startTiered(t, t.TempDir(), store)
+	defer func() {
+		cl.Close()
+		b.Close()
+	}()
+	ctx := context.Background()
+	const topic = "tiered-txn"
+	resp, err := kadm.NewClient(cl).CreateTopic(ctx, 1, 1, map[string]*string{
+		"remote.storage.enable": kadm.StringPtr("true"),
+		"local.retention.bytes": kadm.StringPtr("1"),
+		"segment.bytes":         kadm.StringPtr("8192"),
+	}, topic)
+	if err == nil {
+		err = resp.Err
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	txn, err := kgo.NewClient(kgo.SeedBrokers(b.Addr()), kgo.TransactionalID("tiered-txn"), kgo.DefaultProduceTopic(topic))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer txn.Close()
+	if err := txn.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 5 {
+		if err := txn.ProduceSync(ctx, &kgo.Record{Value: []byte(fmt.Sprintf("aborted-%d", i))}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := txn.EndTransaction(ctx, kgo.TryAbort); err != nil {
+		t.Fatal(err)
+	}
+	produceN := func(from, n int) {
+		for i := from; i < from+n; i++ {
+			if err := cl.ProduceSync(ctx, &kgo.Record{Topic: topic, Value: []byte(tieredValue(i))}).FirstErr(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	produceN(0, 300)
+	b.TierPass(false)
+	b.ApplyRetention()
+	produceN(300, 300) // more rolls, now with the aborted batch only remote
+	b.TierPass(false)
+	b.ApplyRetention()
+	if local := listOffset(t, cl, topic, -4); local <= 6 {
+		t.Fatalf("local log start %d: the aborted transaction is still local", local)
+	}
+	rc, err := kgo.NewClient(kgo.SeedBrokers(b.Addr()), kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {0: kgo.NewOffset().At(0)}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rc.Close()
+	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	var got []string
+	for len(got) < 600 {
+		fs := rc.PollFetches(cctx)
+		if cctx.Err() != nil {
+			t.Fatalf("read %d of 600 committed records", len(got))
+		}
+		if errs := fs.Errors(); len(errs) > 0 {
+			t.Fatal(errs)
+		}
+		for _, r := range fs.Records() {
+			got = append(got, string(r.Value))
+		}
+	}
+	for i, v := range got {
+		if v != tieredValue(i) {
+			t.Fatalf("committed record %d is %.20q: an aborted record was served", i, v)
+		}
+	}
+}

@@ -112,7 +112,7 @@ func rollSnapshots(fs vfs.FS, dir string, topic TopicID, p PartitionID) []rollSn
 // logged, not returned, for the same reason.
 func (p *Partition) snapshotAtRollLocked() {
 	at := p.log.LogEndOffset()
-	p.mu.producers.DropAbortedBefore(p.log.LogStartOffset())
+	p.mu.producers.DropAbortedBefore(p.abortedHorizon()) // tiered.go
 	b, err := producer.EncodeSnapshot(at, p.mu.producers)
 	if err != nil {
 		p.b.logger.Warn("broker: producer snapshot at segment roll", "topic", p.topic, "partition", p.id, "err", err)

@@ -296,6 +296,17 @@ func (p *Partition) belowLocal(from record.Offset) bool {
 	return p.remoteHolds(from) || (from < p.log.LogStartOffset() && p.tierPending())
 }
 
+// abortedHorizon is the offset below which no reader can fetch, so the
+// aborted transactions before it may be forgotten: the log start across
+// both tiers (read_committed readers of remote data need them), and
+// nothing while a tiered partition's remote start is not known yet.
+func (p *Partition) abortedHorizon() record.Offset {
+	if p.tierPending() {
+		return 0
+	}
+	return p.logStart()
+}
+
 // remoteRead serves a read the local log refused as out of range from the
 // remote tier, when the tier holds from; otherwise it returns b and err
 // unchanged.
