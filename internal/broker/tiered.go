@@ -325,7 +325,8 @@ func (p *Partition) remoteRead(b []byte, err error, from record.Offset, maxBytes
 		if errors.Is(rerr, tiered.ErrOutOfRange) {
 			return b, err
 		}
-		return nil, fmt.Errorf("broker: remote read of %s-%d at %d: %w", p.topic, p.id, from, rerr)
+		// KAFKA_STORAGE_ERROR: retriable, the client fetches again.
+		return nil, fmt.Errorf("%w: remote read of %s-%d at %d: %w", ErrStorage, p.topic, p.id, from, rerr)
 	}
 	return rb, nil
 }
