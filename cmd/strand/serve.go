@@ -55,7 +55,8 @@ type serveOptions struct {
 	httpTLSClientCA   string
 	httpInsecure      bool
 	saslUsers         string
-	oauth             oauthOptions // serve_oauth.go
+	oauth             oauthOptions  // serve_oauth.go
+	tiered            tieredOptions // serve_tiered.go
 	authorizer        bool
 	superUsers        string
 	allowIfNoACL      bool
@@ -180,6 +181,7 @@ func newServeCmd() *cobra.Command {
 	f.BoolVar(&o.httpInsecure, "http-insecure", false, "let the console, metrics and schema registry listen beyond loopback without authentication (everyone is User:ANONYMOUS); without it such a listener needs --http-tls-cert with --sasl-users or --http-tls-client-ca")
 	f.StringVar(&o.saslUsers, "sasl-users", "", `file of "user:password" lines: clients must authenticate as one of them with SASL PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512`)
 	o.oauth.addFlags(f)
+	o.tiered.addFlags(f)
 	f.StringVar(&o.consoleListen, "console-listen", "127.0.0.1:9645", `address serving the web console and its JSON API over HTTP; its actions answer loopback clients only ("" disables)`)
 	f.StringVar(&o.schemaListen, "schema-registry-listen", "127.0.0.1:8081", `address serving the Confluent-compatible schema registry API over HTTP ("" disables)`)
 	f.DurationVar(&o.retentionCheck, "retention-check-interval", 30*time.Second, "how often retention.ms and retention.bytes are applied (log.retention.check.interval.ms)")
@@ -441,6 +443,10 @@ func (o *serveOptions) run(ctx context.Context, logOut io.Writer) error {
 	if err != nil {
 		return err
 	}
+	tierCfg, err := o.tiered.config()
+	if err != nil {
+		return err
+	}
 	if !o.authorizer && (o.superUsers != "" || o.allowIfNoACL) {
 		return usageErr("--super-users and --allow-everyone-if-no-acl-found need --authorizer")
 	}
@@ -498,6 +504,7 @@ func (o *serveOptions) run(ctx context.Context, logOut io.Writer) error {
 		CertificateExpiry:       o.listenerCerts.expiry(),
 		SASLUsers:               users,
 		OAuthBearer:             oauthCfg,
+		TieredStorage:           tierCfg,
 		Authorizer:              o.authorizer,
 		SuperUsers:              superUsers(o.superUsers),
 		AllowEveryoneIfNoACL:    o.allowIfNoACL,

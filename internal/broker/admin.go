@@ -49,6 +49,9 @@ func (b *Broker) CreateTopic(spec TopicSpec) (*Topic, error) {
 		return nil, err
 	}
 	tc, err := topicconfig.New(spec.Configs, b.defaults)
+	if err == nil {
+		err = b.checkTieredConfig(nil, tc)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("broker: create topic %q: %w", spec.Name, err)
 	}
@@ -339,6 +342,9 @@ func (b *Broker) alterConfigs(name string, validateOnly bool, next func(TopicCon
 	}
 	if err := checkInternalConfig(name, tc); err != nil {
 		return err
+	}
+	if err := b.checkTieredConfig(&t.Config, tc); err != nil {
+		return fmt.Errorf("broker: alter configs of %q: %w", name, err)
 	}
 	if validateOnly {
 		return nil

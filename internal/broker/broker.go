@@ -74,6 +74,7 @@ type Config struct {
 	// (log.retention.check.interval.ms); default 30 s (Kafka's is 5 minutes;
 	// a small broker's users expect to see retention act).
 	RetentionCheckInterval time.Duration
+	Tiered                 TieredConfig // tiered storage (tiered.go); zero: off
 	// CleanerBackoff is how often the compaction cleaner looks for dirty
 	// compacted partitions (log.cleaner.backoff.ms); default 15 s.
 	CleanerBackoff time.Duration
@@ -294,7 +295,7 @@ func Open(cfg Config) (_ *Broker, err error) {
 	b.node = &partition.Node{ID: cfg.NodeID, FS: b.fs, Logger: b.logger, Now: cfg.Now,
 		SnapshotDir: filepath.Join(cfg.Dir, producerStateDir), ReplicaLagTime: cfg.ReplicaLagTime,
 		ProducerIDExpiration: cfg.ProducerIDExpiration, Started: b.started,
-		RollSnapSlots: make(chan struct{}, partition.RollSnapWriters)}
+		RollSnapSlots: make(chan struct{}, partition.RollSnapWriters), Tier: cfg.Tiered.Tier}
 	b.node.Host = nodeHost{b}
 	b.coords = coordlog.Shards[*Partition, *group.Coordinator]{What: "group coordinator", Logger: b.logger,
 		Load: func(_ int32, p *Partition) (*group.Coordinator, error) { return b.newCoordinator(p) },
@@ -397,6 +398,7 @@ func (b *Broker) startLoops() {
 	b.wg.Add(3)
 	go b.tailSchemas()
 	go b.every(b.cfg.RetentionCheckInterval, b.ApplyRetention)
+	b.startTiered()
 	go b.every(b.cfg.CleanerBackoff, b.CleanLogs) // log.cleaner.backoff.ms
 	if b.cfg.ScrubInterval > 0 {
 		b.wg.Add(1)
@@ -591,6 +593,7 @@ func (b *Broker) Close() error {
 	close(b.stop)
 	b.fetchers.Close()
 	b.wg.Wait()
+	b.cfg.Tiered.Tier.Close()
 	b.admin.Lock()
 	defer b.admin.Unlock()
 	err := b.closePartitions()

@@ -173,6 +173,8 @@ func (b *Broker) partitionConfig(tc TopicConfig, topic, dir string) partition.Co
 		LogAppendTime:     tc.TimestampType() == LogAppendTime,
 		RequireKeys:       tc.Compacted() && !internal,
 		Trusted:           internal,
+		RemoteStorage:     tc.RemoteStorage(),
+		TotalRetention:    tc.TotalRetention(),
 	}
 	if !internal { // the coordinators' records are not the user's to judge
 		c.Screen = dlq.NewScreener(dlqNode{b}, &b.ingest, tc.Validator(), tc.DLQTopic(topic))

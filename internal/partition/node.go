@@ -10,6 +10,7 @@ import (
 	"github.com/strandmq/strand/internal/partlog"
 	"github.com/strandmq/strand/internal/producer"
 	"github.com/strandmq/strand/internal/record"
+	"github.com/strandmq/strand/internal/tiered"
 	"github.com/strandmq/strand/internal/vfs"
 )
 
@@ -44,6 +45,8 @@ type Node struct {
 	// time in the background (a buffered channel).
 	RollSnapSlots chan struct{}
 	Host          Host
+	// Tier is the node's object-storage tier (KIP-405); nil: none.
+	Tier *tiered.Tier
 
 	// Parked counts acks=all produces waiting for the high watermark;
 	// ISRShrinks and ISRExpands the ISR changes this node's leaders
@@ -88,8 +91,12 @@ type Config struct {
 	// batches do not apply.
 	Trusted bool
 	// Screen, when set, judges each batch before it is appended
-	// (validation with a dead-letter queue: package ingest).
+	// (validation with a dead-letter queue: package dlq).
 	Screen Screener
+	// RemoteStorage: sealed segments go to the node's Tier
+	// (remote.storage.enable), which keeps them for TotalRetention.
+	RemoteStorage  bool
+	TotalRetention tiered.Retention
 }
 
 // Screener judges a batch before it is appended. It returns the batch

@@ -10,6 +10,7 @@ import (
 	"github.com/strandmq/strand/internal/partlog"
 	"github.com/strandmq/strand/internal/producer"
 	"github.com/strandmq/strand/internal/record"
+	"github.com/strandmq/strand/internal/tiered"
 	"github.com/strandmq/strand/internal/vfs"
 )
 
@@ -50,6 +51,7 @@ type Partition struct {
 	// lead is what the leader knows of its followers (leader.go); nil
 	// on a follower and on a single node.
 	lead atomic.Pointer[leaderState]
+	tier atomic.Pointer[tiered.Partition] // the remote tier (tiered.go); nil: none
 	// traffic is the topic's stats counters (shared by its partitions).
 	traffic *Counters
 
@@ -143,6 +145,7 @@ func (p *Partition) Remove() error {
 	}
 	p.rollSnaps.Wait()
 	RemoveSnapshots(p.node, p.topicID, p.id)
+	p.dropRemote()
 	if err := p.log.Delete(); err != nil && !errors.Is(err, partlog.ErrClosed) {
 		return fmt.Errorf("broker: delete %s-%d: %w", p.topic, p.id, err)
 	}
@@ -167,7 +170,7 @@ func (p *Partition) ID() PartitionID { return p.id }
 func (p *Partition) HighWatermark() record.Offset { return p.log.HighWatermark() }
 
 // LogStartOffset returns the first offset still in the log.
-func (p *Partition) LogStartOffset() record.Offset { return p.log.LogStartOffset() }
+func (p *Partition) LogStartOffset() record.Offset { return p.logStart() }
 
 // LogEndOffset returns the next offset to be assigned.
 func (p *Partition) LogEndOffset() record.Offset { return p.log.LogEndOffset() }
@@ -593,7 +596,8 @@ func (r Reads) Into(buf []byte, from record.Offset, maxBytes int) (ReadResult, e
 		return ReadResult{}, err
 	}
 	b, err := p.log.ReadInto(buf, from, maxBytes, p.log.HighWatermark())
-	res := ReadResult{Batches: b, HighWatermark: p.log.HighWatermark(), LogStartOffset: p.log.LogStartOffset()}
+	b, err = p.remoteRead(b, err, from, maxBytes)
+	res := ReadResult{Batches: b, HighWatermark: p.log.HighWatermark(), LogStartOffset: p.logStart()}
 	if err != nil {
 		return res, p.readError(from, err)
 	}
@@ -635,9 +639,9 @@ func (r Reads) Span(from record.Offset, maxBytes int, committed bool) (SpanResul
 		limit = lso
 	}
 	sp, err := p.log.ReadSpan(from, maxBytes, limit)
-	res := SpanResult{Span: sp, HighWatermark: p.log.HighWatermark(), LogStartOffset: p.log.LogStartOffset(), LastStable: lso}
+	res := SpanResult{Span: sp, HighWatermark: p.log.HighWatermark(), LogStartOffset: p.logStart(), LastStable: lso}
 	switch {
-	case errors.Is(err, vfs.ErrNoDescriptor):
+	case errors.Is(err, vfs.ErrNoDescriptor), err != nil && p.belowLocal(from):
 		return res, ErrNoSpan
 	case err != nil:
 		return res, p.readError(from, err)
@@ -679,7 +683,12 @@ func (p *Partition) ListOffset(ts int64) (record.Offset, int64, error) {
 		return record.NoOffset, -1, err
 	}
 	switch ts {
-	case TimestampEarliest, TimestampEarliestLocal:
+	case TimestampEarliest:
+		if p.tierPending() {
+			return record.NoOffset, -1, fmt.Errorf("%w: %s-%d: the remote tier is not loaded yet", ErrOffsetNotAvailable, p.topic, p.id)
+		}
+		return p.logStart(), -1, nil
+	case TimestampEarliestLocal:
 		return p.log.LogStartOffset(), -1, nil
 	case TimestampLatest:
 		if ls, _ := p.leading(); ls != nil && p.log.HighWatermark() < ls.epochStart {
@@ -695,11 +704,16 @@ func (p *Partition) ListOffset(ts int64) (record.Offset, int64, error) {
 			return record.NoOffset, -1, fmt.Errorf("broker: max timestamp of %s-%d: %w", p.topic, p.id, err)
 		}
 		return off, mts, nil
-	case TimestampLatestTiered, TimestampEarliestPendingUpload:
-		return record.NoOffset, -1, nil // no tiered storage
+	case TimestampLatestTiered:
+		return p.latestTiered(), -1, nil
+	case TimestampEarliestPendingUpload:
+		return record.NoOffset, -1, nil // not built (KIP-1023)
 	}
 	if ts < 0 {
 		return record.NoOffset, -1, fmt.Errorf("%w: timestamp %d", ErrInvalidRecord, ts)
+	}
+	if off, found, ok, err := p.remoteOffsetForTimestamp(ts); ok || err != nil {
+		return off, found, err
 	}
 	off, found, err := p.log.OffsetForTimestamp(ts)
 	if err != nil {
@@ -723,6 +737,9 @@ func (p *Partition) DeleteRecordsBefore(before record.Offset) (record.Offset, er
 	if before < 0 || before > p.log.HighWatermark() {
 		return record.NoOffset, fmt.Errorf("%w: %s-%d: delete before %d, high watermark %d",
 			ErrOffsetOutOfRange, p.topic, p.id, before, p.log.HighWatermark())
+	}
+	if start, done, err := p.deleteRecordsTiered(before); done || err != nil {
+		return start, err
 	}
 	start, err := p.log.DeleteRecordsBefore(before)
 	if errors.Is(err, partlog.ErrOffsetOutOfRange) {

@@ -116,7 +116,7 @@ func RollSnapshots(fs vfs.FS, dir string, topic TopicID, p PartitionID) []RollSn
 // logged, not returned, for the same reason.
 func (p *Partition) snapshotAtRollLocked() {
 	at := p.log.LogEndOffset()
-	p.mu.producers.DropAbortedBefore(p.log.LogStartOffset())
+	p.mu.producers.DropAbortedBefore(p.abortedHorizon()) // tiered.go
 	b, err := producer.EncodeSnapshot(at, p.mu.producers)
 	if err != nil {
 		p.node.Logger.Warn("broker: producer snapshot at segment roll", "topic", p.topic, "partition", p.id, "err", err)

@@ -178,7 +178,8 @@ func (r Reads) CommittedInto(buf []byte, from record.Offset, maxBytes int) (Read
 	}
 	lso := p.LastStableOffset()
 	b, err := p.log.ReadInto(buf, from, maxBytes, lso)
-	res := ReadResult{Batches: b, HighWatermark: p.log.HighWatermark(), LogStartOffset: p.log.LogStartOffset(), LastStable: lso}
+	b, err = p.remoteRead(b, err, from, maxBytes)
+	res := ReadResult{Batches: b, HighWatermark: p.log.HighWatermark(), LogStartOffset: p.logStart(), LastStable: lso}
 	if err != nil {
 		return res, nil, p.readError(from, err)
 	}

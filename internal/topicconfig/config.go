@@ -106,6 +106,10 @@ func init() {
 	for _, d := range ingestConfigDefs {
 		configByName[d.Name] = d
 	}
+	configDefs = append(configDefs, tieredConfigDefs...)
+	for _, d := range tieredConfigDefs {
+		configByName[d.Name] = d
+	}
 	configDefs = append(configDefs, compactionConfigDefs...)
 	for _, d := range compactionConfigDefs {
 		configByName[d.Name] = d
@@ -318,6 +322,7 @@ func (c Config) LogConfig(now func() time.Time, logger *slog.Logger) partlog.Con
 	if n := c.Long(ConfigFlushMs); n != math.MaxInt64 {
 		cfg.FlushInterval = ms(n)
 	}
+	c.tieredLogConfig(&cfg)
 	return cfg
 }
 
