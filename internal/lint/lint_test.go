@@ -21,7 +21,7 @@ var layers = [][]string{
 	{"internal/broker"},
 	{"internal/cluster"},
 	{"internal/replica"},
-	{"internal/group", "internal/txn"},
+	{"internal/group", "internal/txn", "internal/share"},
 	{"internal/group/consumer"},
 	{"internal/producer"},
 	{"internal/ingest"},
