@@ -240,6 +240,7 @@ type Broker struct {
 	syncedIndex int64        // newest image syncLocked applied (b.admin)
 	ingest      ingestStats  // validation counters (ingest.go)
 	schemas     *SchemaStore // the schema registry's storage (schemas.go)
+	share       *ShareNode   // share groups, nil on a cluster member (share_host.go)
 	stats       stats        // traffic counters (stats.go)
 
 	lock      io.Closer // the data directory's .lock, held until Close
@@ -378,6 +379,10 @@ func Open(cfg Config) (_ *Broker, err error) {
 		return nil, err
 	}
 	if err := b.openTxnState(); err != nil {
+		b.closePartitions()
+		return nil, err
+	}
+	if err := b.openShare(); err != nil {
 		b.closePartitions()
 		return nil, err
 	}
@@ -580,6 +585,7 @@ func (b *Broker) Close() error {
 	// The coordinators first: they write to __transaction_state and
 	// __consumer_offsets (transaction markers reach the group coordinators).
 	b.stopTxnCoordinators()
+	b.closeShare()
 	b.coordSync.Lock()
 	for k, sh := range b.coords.all() {
 		b.coords.set(k, nil)

@@ -14,6 +14,7 @@ import (
 	"github.com/strandmq/strand/internal/group"
 	"github.com/strandmq/strand/internal/group/consumer"
 	"github.com/strandmq/strand/internal/record"
+	"github.com/strandmq/strand/internal/share"
 )
 
 // This file is the consumer-group coordinator's storage: the internal topic
@@ -40,7 +41,7 @@ const offsetsTopicMaxBatch = 64 << 20
 // (listed with IsInternal in Metadata; it cannot be deleted, and clients
 // cannot produce to it).
 func IsInternalTopic(name string) bool {
-	return name == ConsumerOffsetsTopic || name == TransactionStateTopic || name == SchemasTopic
+	return name == ConsumerOffsetsTopic || name == TransactionStateTopic || name == SchemasTopic || name == share.StateTopic
 }
 
 // offsetsTopicSpec is __consumer_offsets with n partitions.

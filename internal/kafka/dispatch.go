@@ -118,6 +118,10 @@ func init() {
 		68: {0, 1, (*Server).handleConsumerGroupHeartbeat},
 		69: {0, 1, (*Server).handleConsumerGroupDescribe},
 		75: {0, 0, (*Server).handleDescribeTopicPartitions},
+		76: {1, 1, (*Server).handleShareGroupHeartbeat},
+		77: {1, 1, (*Server).handleShareGroupDescribe},
+		78: {1, 2, (*Server).handleShareFetch},
+		79: {1, 2, (*Server).handleShareAcknowledge},
 		80: {0, 1, (*Server).handleAddRaftVoter},
 		81: {0, 0, (*Server).handleRemoveRaftVoter},
 	}

@@ -43,10 +43,16 @@ import (
 // ErrCorrupt is returned (wrapped) for a record that does not decode.
 var ErrCorrupt = errors.New("share: corrupt __share_group_state record")
 
-// The record types (the key's version).
+// The record types (the key's version). KeyGroupConfig is Strand's own:
+// Kafka keeps group configs in its metadata log, which Strand's does not
+// hold yet, so a share group's configs (JSON, name → value) live beside
+// its state, under a key version Kafka does not use (its key carries the
+// group, a zero topic id and partition -1). Kafka's tools never read this
+// topic; a Kafka broker reading it would stop at this record.
 const (
-	KeySnapshot int16 = 0
-	KeyUpdate   int16 = 1
+	KeySnapshot    int16 = 0
+	KeyUpdate      int16 = 1
+	KeyGroupConfig int16 = 32000
 )
 
 // Key names one share-partition's record in __share_group_state.
@@ -80,7 +86,7 @@ func EncodeKey(k Key) []byte {
 func DecodeKey(b []byte) (Key, error) {
 	r := reader{b: b}
 	k := Key{Type: r.i16()}
-	if k.Type != KeySnapshot && k.Type != KeyUpdate {
+	if k.Type != KeySnapshot && k.Type != KeyUpdate && k.Type != KeyGroupConfig {
 		return Key{}, fmt.Errorf("%w: key type %d", ErrCorrupt, k.Type)
 	}
 	n := int(r.i16())
