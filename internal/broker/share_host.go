@@ -44,16 +44,12 @@ func shareStateTopicSpec() TopicSpec {
 	return spec
 }
 
-// openShare creates __share_group_state if it is missing and starts the
-// share coordinator and manager over it, which replay it first.
+// openShare starts the share coordinator and manager, which replay
+// __share_group_state first. The topic is created on the first write, so
+// a broker whose clients never use share groups lists no new topic.
 func (b *Broker) openShare() error {
 	if b.clustered() {
 		return nil
-	}
-	if _, err := b.Topic(share.StateTopic); err != nil {
-		if _, err := b.CreateTopic(shareStateTopicSpec()); err != nil && !errors.Is(err, ErrTopicExists) {
-			return fmt.Errorf("broker: create %s: %w", share.StateTopic, err)
-		}
 	}
 	h := &shareHost{b: b}
 	coord, err := share.NewCoordinator(h, b.cfg.Now, share.GroupDefaults{Partition: share.Defaults})
@@ -125,12 +121,19 @@ func (h *shareHost) ReadLog(tp share.TopicPartition, from share.Offset, maxBytes
 	return rd, nil
 }
 
-func (h *shareHost) statePartition() (*Partition, error) {
+// statePartition returns __share_group_state's partition, creating the
+// topic first when create is set and it is missing.
+func (h *shareHost) statePartition(create bool) (*Partition, error) {
+	if _, err := h.b.Topic(share.StateTopic); err != nil && create {
+		if _, err := h.b.CreateTopic(shareStateTopicSpec()); err != nil && !errors.Is(err, ErrTopicExists) {
+			return nil, fmt.Errorf("broker: create %s: %w", share.StateTopic, err)
+		}
+	}
 	return h.b.Partition(share.StateTopic, 0)
 }
 
 func (h *shareHost) AppendState(ctx context.Context, recs []share.StateRecord) error {
-	p, err := h.statePartition()
+	p, err := h.statePartition(true)
 	if err != nil {
 		return err
 	}
@@ -150,7 +153,10 @@ func (h *shareHost) AppendState(ctx context.Context, recs []share.StateRecord) e
 }
 
 func (h *shareHost) ReplayState(fn func(key, value []byte)) error {
-	p, err := h.statePartition()
+	if _, err := h.b.Topic(share.StateTopic); err != nil {
+		return nil // never written
+	}
+	p, err := h.statePartition(false)
 	if err != nil {
 		return err
 	}

@@ -1,9 +1,14 @@
 package kafka
 
 import (
+	"context"
 	"errors"
+	"fmt"
+	"slices"
+	"strconv"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strandmq/strand/internal/broker"
 	"github.com/strandmq/strand/internal/share"
@@ -68,4 +73,66 @@ func (s *Server) shareTP(id [16]byte, partition int32) (share.TopicPartition, er
 		return share.TopicPartition{}, broker.ErrUnknownTopicOrPartition
 	}
 	return share.TopicPartition{TopicID: id, Topic: t.Name, Partition: partition}, nil
+}
+
+// alterShareGroupConfigs applies IncrementalAlterConfigs to a GROUP
+// resource: share-group configs only, SET and DELETE.
+func (s *Server) alterShareGroupConfigs(ctx context.Context, rr kmsg.IncrementalAlterConfigsRequestResource, validateOnly bool) error {
+	node, code := s.shareNode()
+	if node == nil {
+		return kerr.ErrorForCode(code)
+	}
+	set := map[string]*string{}
+	for _, c := range rr.Configs {
+		if _, dup := set[c.Name]; dup {
+			return fmt.Errorf("%w: config %s listed twice", kerr.InvalidRequest, c.Name)
+		}
+		switch c.Op {
+		case kmsg.IncrementalAlterConfigOpSet:
+			if c.Value == nil {
+				return fmt.Errorf("%w: %s: null value", kerr.InvalidConfig, c.Name)
+			}
+			set[c.Name] = c.Value
+		case kmsg.IncrementalAlterConfigOpDelete:
+			set[c.Name] = nil
+		default:
+			return fmt.Errorf("%w: %s: group configs are not lists", kerr.InvalidConfig, c.Name)
+		}
+	}
+	if err := node.Coordinator.AlterConfigs(ctx, rr.ResourceName, set, validateOnly); err != nil {
+		if errors.Is(err, share.ErrInvalidConfig) {
+			return fmt.Errorf("%w: %w", kerr.InvalidConfig, err)
+		}
+		return err
+	}
+	return nil
+}
+
+// shareGroupConfigs describes a GROUP resource: every share-group config
+// with its effective value.
+func (s *Server) shareGroupConfigs(group string) ([]broker.ConfigEntry, bool, error) {
+	node, code := s.shareNode()
+	if node == nil {
+		return nil, true, kerr.ErrorForCode(code)
+	}
+	own := node.Coordinator.Configs(group)
+	gc := node.Coordinator.GroupConfig(group)
+	defaults := map[string]string{
+		share.ConfigLockDuration:    strconv.FormatInt(gc.Partition.LockDuration.Milliseconds(), 10),
+		share.ConfigDeliveryLimit:   strconv.Itoa(int(gc.Partition.DeliveryLimit)),
+		share.ConfigAutoOffsetReset: gc.AutoOffsetReset,
+		share.ConfigIsolationLevel:  "read_uncommitted",
+		share.ConfigSessionTimeout:  "45000",
+		share.ConfigHeartbeat:       "5000",
+		share.ConfigDeadLetterTopic: gc.DeadLetterTopic,
+	}
+	var out []broker.ConfigEntry
+	for _, name := range slices.Sorted(slices.Values(share.ConfigNames)) {
+		e := broker.ConfigEntry{Name: name, Value: defaults[name], Source: broker.SourceDefault, Type: broker.TypeString}
+		if v, ok := own[name]; ok {
+			e.Value, e.Source = v, broker.ConfigSource(kmsg.ConfigSourceGroupConfig)
+		}
+		out = append(out, e)
+	}
+	return out, false, nil
 }

@@ -16,7 +16,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strandmq/strand/internal/broker"
 	"github.com/strandmq/strand/internal/ingest"
@@ -91,16 +94,36 @@ func (h *shareBroker) restart() {
 	h.start()
 }
 
-// configure sets share group configs.
+// configure sets share group configs with IncrementalAlterConfigs on a
+// GROUP resource, as an admin client would.
 func (h *shareBroker) configure(group string, kv ...string) {
 	h.t.Helper()
-	set := map[string]*string{}
+	if code := alterGroupConfigs(h.t, h.addr, group, kv...); code != 0 {
+		h.t.Fatalf("alter configs of group %s: error %d", group, code)
+	}
+}
+
+func alterGroupConfigs(t *testing.T, addr, group string, kv ...string) int16 {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	req := kmsg.NewPtrIncrementalAlterConfigsRequest()
+	rr := kmsg.NewIncrementalAlterConfigsRequestResource()
+	rr.ResourceType, rr.ResourceName = kmsg.ConfigResourceTypeGroupConfig, group
 	for i := 0; i < len(kv); i += 2 {
-		set[kv[i]] = &kv[i+1]
+		c := kmsg.NewIncrementalAlterConfigsRequestResourceConfig()
+		c.Name, c.Op, c.Value = kv[i], kmsg.IncrementalAlterConfigOpSet, kmsg.StringPtr(kv[i+1])
+		rr.Configs = append(rr.Configs, c)
 	}
-	if err := h.b.Share().Coordinator.AlterConfigs(context.Background(), group, set, false); err != nil {
-		h.t.Fatal(err)
+	req.Resources = append(req.Resources, rr)
+	resp, err := req.RequestWith(context.Background(), cl)
+	if err != nil {
+		t.Fatal(err)
 	}
+	return resp.Resources[0].ErrorCode
 }
 
 // produceN writes n records "<prefix>-<i>" round-robin over the topic's
@@ -264,6 +287,20 @@ func TestShareGroupInterop(t *testing.T) {
 			for i := range 3 {
 				cs = append(cs, startShareConsumer(t, h.addr, group, topic, fmt.Sprintf("c%d", i), &log, acceptAll))
 			}
+			// Every member has been told its partitions before records
+			// arrive: all three share the work from the first record.
+			waitShare(t, "three members with their assignments", 30*time.Second, func() bool {
+				d := h.b.Share().Coordinator.Describe([]string{group})[0]
+				if len(d.Members) != 3 {
+					return false
+				}
+				for _, m := range d.Members {
+					if len(m.Assigned[topic]) == 0 {
+						return false
+					}
+				}
+				return true
+			})
 			produceN(t, h.addr, topic, "job", n)
 			waitShare(t, "every record accepted", time.Minute, func() bool { return len(log.accepted()) == n })
 			for _, c := range cs {
@@ -459,5 +496,81 @@ func TestShareGroupRestart(t *testing.T) {
 		if d.who == "after" && before[d.value] {
 			t.Errorf("%s was accepted before the restart and delivered again after it", d.value)
 		}
+	}
+}
+
+// TestShareGroupAdmin: group configs are validated, described and survive
+// a restart; ListGroups lists a share group with type "share" and
+// ShareGroupDescribe shows its members and their partitions.
+func TestShareGroupAdmin(t *testing.T) {
+	h := newShareBroker(t)
+	topic, group := "admin-work", "admins"
+	createTopic(t, h.b, topic, 4, nil)
+	if code := alterGroupConfigs(t, h.addr, group, share.ConfigDeliveryLimit, "1"); code != kerr.InvalidConfig.Code {
+		t.Errorf("delivery-count limit 1: code %d, want INVALID_CONFIG", code)
+	}
+	if code := alterGroupConfigs(t, h.addr, group, "share.bogus", "1"); code != kerr.InvalidConfig.Code {
+		t.Errorf("an unknown group config: code %d, want INVALID_CONFIG", code)
+	}
+	h.configure(group, share.ConfigDeadLetterTopic, "dlq.admin", share.ConfigHeartbeat, "200")
+	h.restart()
+
+	cl, err := kgo.NewClient(kgo.SeedBrokers(h.addr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx := context.Background()
+	dreq := kmsg.NewPtrDescribeConfigsRequest()
+	dr := kmsg.NewDescribeConfigsRequestResource()
+	dr.ResourceType, dr.ResourceName = kmsg.ConfigResourceTypeGroupConfig, group
+	dreq.Resources = append(dreq.Resources, dr)
+	dresp, err := dreq.RequestWith(ctx, cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, c := range dresp.Resources[0].Configs {
+		got[c.Name] = *c.Value
+	}
+	if got[share.ConfigDeadLetterTopic] != "dlq.admin" || got[share.ConfigDeliveryLimit] != "5" {
+		t.Errorf("described group configs after a restart: %v", got)
+	}
+
+	var log deliveryLog
+	var cs []*shareConsumer
+	for i := range 2 {
+		cs = append(cs, startShareConsumer(t, h.addr, group, topic, fmt.Sprintf("a%d", i), &log, acceptAll))
+	}
+	defer func() {
+		for _, c := range cs {
+			c.close()
+		}
+	}()
+	adm := kadm.NewClient(cl)
+	waitShare(t, "two members sharing the four partitions", 30*time.Second, func() bool {
+		req := kmsg.NewPtrShareGroupDescribeRequest()
+		req.GroupIDs = []string{group}
+		resp, err := req.RequestWith(ctx, cl)
+		if err != nil || len(resp.Groups) != 1 || len(resp.Groups[0].Members) != 2 {
+			return false
+		}
+		n := 0
+		for _, m := range resp.Groups[0].Members {
+			for _, tp := range m.Assignment.TopicPartitions {
+				n += len(tp.Partitions)
+			}
+		}
+		return n == 4 && resp.Groups[0].GroupState == "Stable"
+	})
+	listed, err := adm.ListGroupsByType(ctx, []string{"share"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l, ok := listed[group]; !ok || l.ProtocolType != "share" {
+		t.Errorf("ListGroups by type share: %+v", listed)
+	}
+	if all, err := adm.ListGroupsByType(ctx, []string{"consumer"}); err != nil || len(all) != 0 {
+		t.Errorf("ListGroups by type consumer lists %v (%v); want no share group", all, err)
 	}
 }
