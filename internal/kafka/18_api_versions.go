@@ -50,6 +50,9 @@ func (s *Server) handleApiVersions(_ context.Context, kreq kmsg.Request) (kmsg.R
 	resp.ApiKeys = s.advertisedKeys()
 	if req.Version >= 3 {
 		for _, f := range features {
+			if f.name == "share.version" && s.b.Share() == nil {
+				continue // a cluster member serves no share groups yet
+			}
 			sf := kmsg.NewApiVersionsResponseSupportedFeature()
 			sf.Name, sf.MinVersion, sf.MaxVersion = f.name, 0, f.level
 			resp.SupportedFeatures = append(resp.SupportedFeatures, sf)

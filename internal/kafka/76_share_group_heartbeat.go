@@ -34,6 +34,8 @@ import (
 //     are told UNKNOWN_MEMBER_ID), which costs no delivery.
 //   - Share groups and consumer groups have separate id namespaces.
 
+const apiKeyShareGroupHeartbeat = 76
+
 func (s *Server) handleShareGroupHeartbeat(ctx context.Context, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.ShareGroupHeartbeatRequest)
 	resp := req.ResponseKind().(*kmsg.ShareGroupHeartbeatResponse)

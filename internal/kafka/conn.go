@@ -436,7 +436,7 @@ func (c *conn) handlerContext(req *request) context.Context {
 		ctx := context.WithValue(c.ctx, remoteKey{}, c.nc.RemoteAddr().String())
 		ctx = context.WithValue(ctx, connKey{}, c)
 		return context.WithValue(ctx, authKey{}, &c.auth)
-	case apiKeyJoinGroup, apiKeyConsumerGroupHeartbeat:
+	case apiKeyJoinGroup, apiKeyConsumerGroupHeartbeat, apiKeyShareGroupHeartbeat:
 	default:
 		if !forwardable[req.key] {
 			return c.ctx

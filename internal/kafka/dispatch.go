@@ -46,6 +46,9 @@ func (s *Server) serves(key int16) bool {
 	if s.cfg.Internal {
 		return nodeAPIs[key]
 	}
+	if shareAPIs[key] && s.b.Share() == nil {
+		return false // share groups are single-node for now (share.go)
+	}
 	return !internalOnly[key]
 }
 

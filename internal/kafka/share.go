@@ -18,6 +18,10 @@ import (
 // The state machines are internal/share's; the node hosts them
 // (broker.ShareNode; nil on a cluster member, see shareNode).
 
+// shareAPIs are the share-group keys: served (and share.version finalized)
+// only where the node hosts share groups.
+var shareAPIs = map[int16]bool{76: true, 77: true, 78: true, 79: true}
+
 // shareCodes maps internal/share's errors to Kafka's codes.
 var shareCodes = []struct {
 	err  error

@@ -1,0 +1,79 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/strandmq/strand"
+)
+
+// TestGroupShareCommands: strand group list and describe show a KIP-932
+// share group — its type, state, members and each member's partitions —
+// beside the other kinds.
+func TestGroupShareCommands(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	b, err := strand.Start(ctx, strand.Config{Dir: t.TempDir(), Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	addr := b.Addr()
+	adm, err := kadm.NewOptClient(kgo.SeedBrokers(addr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer adm.Close()
+	if r, err := adm.CreateTopic(ctx, 3, 1, nil, "queue"); err != nil || r.Err != nil {
+		t.Fatalf("create topic: %v %v", err, r.Err)
+	}
+	member, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ShareGroup("workers"), kgo.ConsumeTopics("queue"), kgo.ClientID("worker-1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer member.Close()
+	go func() {
+		for ctx.Err() == nil {
+			member.PollFetches(ctx)
+		}
+	}()
+
+	var d []groupDescription
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		out, err := runGroupCLI(t, ctx, addr, "group", "describe", "workers", "-o", "json")
+		if err == nil && json.Unmarshal([]byte(out), &d) == nil && len(d) == 1 && len(d[0].Members) == 1 && len(d[0].Members[0].Assigned["queue"]) == 3 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("describe never showed the member with its three partitions: %v\n%s", err, out)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if d[0].Type != "share" || d[0].State != "Stable" || d[0].Members[0].ClientID != "worker-1" {
+		t.Errorf("describe: %+v", d[0])
+	}
+	out, err := runGroupCLI(t, ctx, addr, "group", "describe", "workers")
+	if err != nil || !strings.Contains(out, "share") || !strings.Contains(out, "queue[0,1,2]") {
+		t.Errorf("describe as a table: %v\n%s", err, out)
+	}
+	out, err = runGroupCLI(t, ctx, addr, "group", "list", "-o", "json")
+	var rows []groupSummary
+	if err != nil || json.Unmarshal([]byte(out), &rows) != nil {
+		t.Fatalf("group list: %v\n%s", err, out)
+	}
+	found := false
+	for _, r := range rows {
+		found = found || (r.Group == "workers" && r.Type == "share" && r.State == "Stable")
+	}
+	if !found {
+		t.Errorf("group list does not show the share group: %+v", rows)
+	}
+}
