@@ -395,10 +395,14 @@ func TestShareGroupRedelivery(t *testing.T) {
 
 // TestShareGroupDeadLetters: rejected records and records past the
 // delivery-count limit go to the dead-letter topic with their reasons,
-// in a shape `strand dlq` reads; every other record is accepted once.
+// in the shape `strand dlq` reads; every other record is accepted once;
+// after the fix, a redrive brings each dead record back exactly once and
+// the group accepts it.
 func TestShareGroupDeadLetters(t *testing.T) {
 	h := newShareBroker(t)
-	topic, group, dlq := "orders", "billing", "dlq.orders"
+	// The group's dead-letter topic is the topic's own Strand DLQ, so
+	// `strand dlq list orders` and `strand dlq redrive orders` find it.
+	topic, group, dlq := "orders", "billing", "orders.dlq"
 	createTopic(t, h.b, topic, 2, nil)
 	h.configure(group, share.ConfigAutoOffsetReset, "earliest", share.ConfigHeartbeat, "200",
 		share.ConfigDeliveryLimit, "2", share.ConfigDeadLetterTopic, dlq)
@@ -449,6 +453,38 @@ func TestShareGroupDeadLetters(t *testing.T) {
 			if dead {
 				t.Errorf("%s accepted but also dead-lettered (%q)", v, reason)
 			}
+		}
+	}
+
+	// The consumer is fixed; the dead letters are redriven, twice.
+	fixed := startShareConsumer(t, h.addr, group, topic, "fixed", &log, acceptAll)
+	defer fixed.close()
+	for run := range 2 {
+		res, err := h.b.Redrive(context.Background(), topic, broker.RedriveOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := int64(6 * (1 - run)); res.Redriven != want {
+			t.Errorf("redrive run %d redrove %d records, want %d", run, res.Redriven, want)
+		}
+	}
+	waitShare(t, "the redriven records accepted", time.Minute, func() bool { return len(log.accepted()) == 30 })
+	// Everything in the topic has been delivered and acknowledged: a
+	// second copy of a redriven record would have been accepted by now.
+	tobj, _ := h.b.Topic(topic)
+	waitShare(t, "the group at the end of the topic", time.Minute, func() bool {
+		for p := range int32(2) {
+			part, _ := tobj.Partition(broker.PartitionID(p))
+			start, ok := h.b.Share().Manager.StartOffset(group, share.TopicPartition{TopicID: tobj.ID, Topic: topic, Partition: p})
+			if !ok || int64(start) != int64(part.HighWatermark()) {
+				return false
+			}
+		}
+		return true
+	})
+	for v, k := range log.accepted() {
+		if k != 1 {
+			t.Errorf("%s accepted %d times", v, k)
 		}
 	}
 }
