@@ -35,12 +35,18 @@ import (
 //     the request waits up to MaxWaitMillis.
 //   - IsRenewAck: the acknowledgements are applied (renew extends locks)
 //     and nothing is fetched.
+//   - A share session belongs to the connection that opened it: when the
+//     connection closes, the session closes and the member's acquired
+//     records are released (delivered again at once, their delivery
+//     counts kept), as Kafka does.
 //
 // Deviations:
 //   - MinBytes is ignored: any acquired record answers the fetch.
 //   - Acquisition is not persisted (as Kafka): after a restart the records
 //     a member held are available again, with the delivery count of their
 //     last persisted state.
+
+const apiKeyShareFetch = 78
 
 func (s *Server) handleShareFetch(ctx context.Context, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.ShareFetchRequest)
@@ -90,7 +96,7 @@ func (s *Server) handleShareFetch(ctx context.Context, kreq kmsg.Request) (kmsg.
 			}
 		}
 	}
-	parts, err := node.Sessions.Use(group, member, req.ShareSessionEpoch, add, forget)
+	parts, err := node.Sessions.Use(group, member, req.ShareSessionEpoch, add, forget, connOf(ctx))
 	if err != nil {
 		resp.ErrorCode, resp.ErrorMessage = shareCode(err), shareMessage(err)
 		return resp, nil

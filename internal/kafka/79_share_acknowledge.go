@@ -21,6 +21,8 @@ import (
 //   - Per partition all or nothing, as ShareFetch's piggybacked ones:
 //     durable (and dead letters written) before the response.
 
+const apiKeyShareAcknowledge = 79
+
 func (s *Server) handleShareAcknowledge(ctx context.Context, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.ShareAcknowledgeRequest)
 	resp := req.ResponseKind().(*kmsg.ShareAcknowledgeResponse)
@@ -62,7 +64,7 @@ func (s *Server) handleShareAcknowledge(ctx context.Context, kreq kmsg.Request) 
 		}
 		resp.Topics = append(resp.Topics, rt)
 	}
-	if _, err := node.Sessions.Use(group, member, req.ShareSessionEpoch, nil, nil); err != nil {
+	if _, err := node.Sessions.Use(group, member, req.ShareSessionEpoch, nil, nil, connOf(ctx)); err != nil {
 		resp.ErrorCode, resp.ErrorMessage = shareCode(err), shareMessage(err)
 		return resp, nil
 	}

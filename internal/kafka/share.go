@@ -140,3 +140,24 @@ func (s *Server) shareGroupConfigs(group string) ([]broker.ConfigEntry, bool, er
 	}
 	return out, false, nil
 }
+
+// closeShareSessions closes the share sessions opened on a connection that
+// closed and releases their members' acquired records, as Kafka does: the
+// records go to other members at once, not when their locks expire.
+func (s *Server) closeShareSessions(c *conn) {
+	node, _ := s.shareNode()
+	if node == nil {
+		return
+	}
+	for _, m := range node.Sessions.DropOwner(c) {
+		node.Manager.ReleaseMember(context.Background(), m.Group, m.ID)
+	}
+}
+
+// connOf is the connection a share request came on (handlerContext).
+func connOf(ctx context.Context) any {
+	if c, ok := ctx.Value(connKey{}).(*conn); ok {
+		return c
+	}
+	return nil
+}

@@ -33,6 +33,7 @@ type sessionKey struct{ group, member string }
 type session struct {
 	epoch int32
 	parts []TopicPartition
+	owner any // the connection that opened it
 }
 
 // NewSessions returns an empty session table.
@@ -44,14 +45,18 @@ func NewSessions() *Sessions { return &Sessions{m: map[sessionKey]*session{}} }
 // (wrapping to 1). add joins partitions to the session, forget removes
 // them, in that order. It returns the session's partitions after the
 // change (for -1, before closing).
-func (s *Sessions) Use(group, member string, epoch int32, add, forget []TopicPartition) ([]TopicPartition, error) {
+//
+// owner is the connection the request came on; a session opened on it is
+// closed by DropOwner when the connection closes (KIP-932 ties a share
+// session to its connection).
+func (s *Sessions) Use(group, member string, epoch int32, add, forget []TopicPartition, owner any) ([]TopicPartition, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	k := sessionKey{group, member}
 	cur := s.m[k]
 	switch {
 	case epoch == SessionOpen:
-		cur = &session{}
+		cur = &session{owner: owner}
 		s.m[k] = cur
 	case cur == nil:
 		return nil, fmt.Errorf("%w: group %s member %s", ErrSessionNotFound, group, member)
@@ -99,4 +104,22 @@ func (s *Sessions) Drop(group, member string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	delete(s.m, sessionKey{group, member})
+}
+
+// SessionMember names the member a share session belongs to.
+type SessionMember struct{ Group, ID string }
+
+// DropOwner closes every session opened on connection owner and returns
+// their members, whose acquired records the caller releases.
+func (s *Sessions) DropOwner(owner any) []SessionMember {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []SessionMember
+	for k, cur := range s.m {
+		if cur.owner == owner {
+			delete(s.m, k)
+			out = append(out, SessionMember{Group: k.group, ID: k.member})
+		}
+	}
+	return out
 }
