@@ -432,6 +432,11 @@ func (m *Manager) acquire(ctx context.Context, group, member string, tp TopicPar
 			return nil, nil, err
 		}
 	}
+	if e.p.SetConfig(m.config(group).Partition); e.p.OverLimit() {
+		if err := m.changeLocked(ctx, e, func(p *Partition) ([]Dead, error) { return p.ArchiveOverLimit(), nil }); err != nil {
+			return nil, nil, err
+		}
+	}
 	if !e.p.CanAcquire(hw) {
 		return nil, nil, nil
 	}

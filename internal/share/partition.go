@@ -300,6 +300,32 @@ func (p *Partition) releaseWhere(match func(*slot) bool, expired bool) []Dead {
 	return dead
 }
 
+// ArchiveOverLimit archives every available record already delivered
+// DeliveryLimit times — the limit was lowered since, or the state was
+// loaded under another one — as a dead letter: it must not be delivered
+// again.
+func (p *Partition) ArchiveOverLimit() []Dead {
+	var dead []Dead
+	for i := range p.slots {
+		if s := &p.slots[i]; s.state == Available && s.count >= p.cfg.DeliveryLimit {
+			dead = append(dead, Dead{Offset: p.start + Offset(i), Count: s.count, Reason: ReasonDeliveryLimit})
+			*s = slot{state: Archived, count: s.count}
+		}
+	}
+	p.advance()
+	return dead
+}
+
+// OverLimit reports whether ArchiveOverLimit has anything to do.
+func (p *Partition) OverLimit() bool {
+	for _, s := range p.slots {
+		if s.state == Available && s.count >= p.cfg.DeliveryLimit {
+			return true
+		}
+	}
+	return false
+}
+
 // NextDeadline is the earliest lock deadline, and whether any lock is held.
 func (p *Partition) NextDeadline() (time.Time, bool) {
 	var t time.Time

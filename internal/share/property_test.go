@@ -135,8 +135,8 @@ func check(t *rapid.T, p *Partition, m *model) {
 		if st != r.state || n != r.count || p.Owner(o) != r.member {
 			t.Fatalf("offset %d: got %s×%d by %q, want %s×%d by %q", o, st, n, p.Owner(o), r.state, r.count, r.member)
 		}
-		if n > p.cfg.DeliveryLimit {
-			t.Fatalf("offset %d delivered %d times, limit %d", o, n, p.cfg.DeliveryLimit)
+		if st == Available && n >= p.cfg.DeliveryLimit {
+			t.Fatalf("offset %d available after %d deliveries, limit %d", o, n, p.cfg.DeliveryLimit)
 		}
 		if (st == Acquired) != (p.Owner(o) != "") {
 			t.Fatalf("offset %d: %s with owner %q", o, st, p.Owner(o))
@@ -231,6 +231,22 @@ func TestPartitionModel(t *testing.T) {
 					if m.hi < o {
 						m.hi = o
 					}
+				}
+			},
+			"changeLimit": func(t *rapid.T) {
+				cfg.DeliveryLimit = int16(rapid.IntRange(1, 4).Draw(t, "newLimit"))
+				p.SetConfig(cfg)
+				m.cfg = cfg
+				got := p.ArchiveOverLimit()
+				var want []Dead
+				for o := m.start(); o < m.hi; o++ {
+					if r := m.get(o); r.state == Available && r.count >= cfg.DeliveryLimit {
+						want = append(want, Dead{Offset: o, Count: r.count, Reason: ReasonDeliveryLimit})
+						m.recs[o] = &mrec{state: Archived, count: r.count}
+					}
+				}
+				if !reflect.DeepEqual(got, want) {
+					t.Fatalf("archive over limit %d: got %v, want %v", cfg.DeliveryLimit, got, want)
 				}
 			},
 			"": func(t *rapid.T) { check(t, p, m) },
