@@ -396,6 +396,23 @@ func matrixRows(b *broker.Broker) []matrixRow {
 			r.Topics = []kmsg.ShareAcknowledgeRequestTopic{{TopicID: topicID(), Partitions: []kmsg.ShareAcknowledgeRequestTopicPartition{{Partition: 0}}}}
 			return r
 		}, []matrixNeed{{acl.Group(mxShareGroup), acl.OpRead}, topicNeed(mxTopic, acl.OpRead)}, -1, nil},
+		{"DescribeShareGroupOffsets", 90, func() kmsg.Request {
+			r := kmsg.NewPtrDescribeShareGroupOffsetsRequest()
+			r.Groups = []kmsg.DescribeShareGroupOffsetsRequestGroup{{GroupID: mxShareGroup, Topics: []kmsg.DescribeShareGroupOffsetsRequestGroupTopic{{Topic: mxTopic, Partitions: []int32{0}}}}}
+			return r
+		}, []matrixNeed{{acl.Group(mxShareGroup), acl.OpDescribe}, topicNeed(mxTopic, acl.OpDescribe)}, -1, nil},
+		{"AlterShareGroupOffsets", 91, func() kmsg.Request {
+			r := kmsg.NewPtrAlterShareGroupOffsetsRequest()
+			r.GroupID = mxShareGroup
+			r.Topics = []kmsg.AlterShareGroupOffsetsRequestTopic{{Topic: mxTopic, Partitions: []kmsg.AlterShareGroupOffsetsRequestTopicPartition{{Partition: 0, StartOffset: 0}}}}
+			return r
+		}, []matrixNeed{{acl.Group(mxShareGroup), acl.OpRead}, topicNeed(mxTopic, acl.OpRead)}, -1, nil},
+		{"DeleteShareGroupOffsets", 92, func() kmsg.Request {
+			r := kmsg.NewPtrDeleteShareGroupOffsetsRequest()
+			r.GroupID = mxShareGroup
+			r.Topics = []kmsg.DeleteShareGroupOffsetsRequestTopic{{Topic: mxTopic}}
+			return r
+		}, []matrixNeed{{acl.Group(mxShareGroup), acl.OpDelete}, topicNeed(mxTopic, acl.OpRead)}, -1, nil},
 		{"AddRaftVoter", 80, func() kmsg.Request {
 			r := kmsg.NewPtrAddRaftVoterRequest()
 			r.VoterID, r.TimeoutMillis = 9, 1000

@@ -125,6 +125,9 @@ func init() {
 		77: {1, 1, (*Server).handleShareGroupDescribe},
 		78: {1, 2, (*Server).handleShareFetch},
 		79: {1, 2, (*Server).handleShareAcknowledge},
+		90: {0, 1, (*Server).handleDescribeShareGroupOffsets},
+		91: {0, 0, (*Server).handleAlterShareGroupOffsets},
+		92: {0, 0, (*Server).handleDeleteShareGroupOffsets},
 		80: {0, 1, (*Server).handleAddRaftVoter},
 		81: {0, 0, (*Server).handleRemoveRaftVoter},
 	}

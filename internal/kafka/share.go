@@ -20,7 +20,7 @@ import (
 
 // shareAPIs are the share-group keys: served (and share.version finalized)
 // only where the node hosts share groups.
-var shareAPIs = map[int16]bool{76: true, 77: true, 78: true, 79: true}
+var shareAPIs = map[int16]bool{76: true, 77: true, 78: true, 79: true, 90: true, 91: true, 92: true}
 
 // shareCodes maps internal/share's errors to Kafka's codes.
 var shareCodes = []struct {
@@ -36,6 +36,7 @@ var shareCodes = []struct {
 	{share.ErrSessionEpoch, kerr.InvalidShareSessionEpoch},
 	{share.ErrInvalidConfig, kerr.InvalidConfig},
 	{share.ErrGroupNotFound, kerr.GroupIDNotFound},
+	{share.ErrNotEmpty, kerr.NonEmptyGroup},
 }
 
 // shareCode is the Kafka error code of err.

@@ -610,3 +610,87 @@ func TestShareGroupAdmin(t *testing.T) {
 		t.Errorf("ListGroups by type consumer lists %v (%v); want no share group", all, err)
 	}
 }
+
+// TestShareGroupOffsets: DescribeShareGroupOffsets reports each
+// share-partition's start offset and lag; AlterShareGroupOffsets is refused
+// while the group has members and, once it has none, moves the start back
+// so that the records are delivered again (replay is a seek, for share
+// groups too); DeleteShareGroupOffsets forgets the state.
+func TestShareGroupOffsets(t *testing.T) {
+	h := newShareBroker(t)
+	topic, group := "ledger", "auditors"
+	createTopic(t, h.b, topic, 2, nil)
+	h.configure(group, share.ConfigAutoOffsetReset, "earliest", share.ConfigHeartbeat, "200")
+	produceN(t, h.addr, topic, "entry", 40)
+	var log deliveryLog
+	c := startShareConsumer(t, h.addr, group, topic, "auditor", &log, acceptAll)
+	waitShare(t, "every record accepted", 30*time.Second, func() bool { return len(log.accepted()) == 40 })
+
+	cl, err := kgo.NewClient(kgo.SeedBrokers(h.addr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx := context.Background()
+	describe := func() map[int32][2]int64 {
+		req := kmsg.NewPtrDescribeShareGroupOffsetsRequest()
+		req.Groups = []kmsg.DescribeShareGroupOffsetsRequestGroup{{GroupID: group}} // null topics: all
+		resp, err := req.RequestWith(ctx, cl)
+		if err != nil || len(resp.Groups) != 1 || resp.Groups[0].ErrorCode != 0 {
+			t.Fatalf("describe offsets: %v %+v", err, resp)
+		}
+		out := map[int32][2]int64{}
+		for _, tt := range resp.Groups[0].Topics {
+			for _, p := range tt.Partitions {
+				out[p.Partition] = [2]int64{p.StartOffset, p.Lag}
+			}
+		}
+		return out
+	}
+	waitShare(t, "the start offsets at the end", 30*time.Second, func() bool {
+		d := describe()
+		return d[0] == [2]int64{20, 0} && d[1] == [2]int64{20, 0}
+	})
+
+	alter := func() *kmsg.AlterShareGroupOffsetsResponse {
+		req := kmsg.NewPtrAlterShareGroupOffsetsRequest()
+		req.GroupID = group
+		req.Topics = []kmsg.AlterShareGroupOffsetsRequestTopic{{Topic: topic, Partitions: []kmsg.AlterShareGroupOffsetsRequestTopicPartition{{Partition: 0, StartOffset: 15}}}}
+		resp, err := req.RequestWith(ctx, cl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp
+	}
+	if r := alter(); r.ErrorCode != kerr.NonEmptyGroup.Code {
+		t.Errorf("alter with a member: code %d, want NON_EMPTY_GROUP", r.ErrorCode)
+	}
+	c.close()
+	if r := alter(); r.ErrorCode != 0 || r.Topics[0].Partitions[0].ErrorCode != 0 {
+		t.Fatalf("alter with no members: %+v", r)
+	}
+	if d := describe(); d[0] != [2]int64{15, 5} {
+		t.Errorf("after the seek: partition 0 at %v, want start 15 with lag 5", d[0])
+	}
+	replay := startShareConsumer(t, h.addr, group, topic, "replay", &log, acceptAll)
+	waitShare(t, "the five records again", 30*time.Second, func() bool {
+		n := 0
+		for _, d := range log.snapshot() {
+			if d.who == "replay" {
+				n++
+			}
+		}
+		return n == 5
+	})
+	replay.close()
+
+	del := kmsg.NewPtrDeleteShareGroupOffsetsRequest()
+	del.GroupID = group
+	del.Topics = []kmsg.DeleteShareGroupOffsetsRequestTopic{{Topic: topic}}
+	if r, err := del.RequestWith(ctx, cl); err != nil || r.ErrorCode != 0 || r.Topics[0].ErrorCode != 0 {
+		t.Fatalf("delete offsets: %v %+v", err, r)
+	}
+	if d := describe(); len(d) != 0 {
+		t.Errorf("after delete: %v, want no state", d)
+	}
+}

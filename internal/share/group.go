@@ -452,3 +452,20 @@ func (c *Coordinator) AlterConfigs(ctx context.Context, group string, set map[st
 	}
 	return nil
 }
+
+// ErrNotEmpty: the group has members (NON_EMPTY_GROUP); its offsets may
+// not be altered or deleted.
+var ErrNotEmpty = errors.New("share: the share group has members")
+
+// CheckEmpty fails with ErrNotEmpty while the group has live members.
+func (c *Coordinator) CheckEmpty(group string) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if g := c.mu.groups[group]; g != nil {
+		c.expireLockedNoRelease(g)
+		if len(g.members) > 0 {
+			return fmt.Errorf("%w: %s has %d", ErrNotEmpty, group, len(g.members))
+		}
+	}
+	return nil
+}

@@ -226,7 +226,7 @@ func (m *Manager) changeLocked(ctx context.Context, e *entry, op func(p *Partiti
 // reflectSame reports whether two partitions hold the same persisted
 // state, so an operation that changed nothing durable writes nothing.
 func reflectSame(a, b *Partition) bool {
-	if a.start != b.start || len(a.slots) != len(b.slots) {
+	if a.start != b.start || a.stateEpoch != b.stateEpoch || len(a.slots) != len(b.slots) {
 		return false
 	}
 	for i := range a.slots {
@@ -576,4 +576,86 @@ func (m *Manager) StartOffset(group string, tp TopicPartition) (Offset, bool) {
 		}
 	}
 	return snap.Start, replayed
+}
+
+// Partitions lists the share-partitions group has state for on this node
+// (opened or replayed).
+func (m *Manager) Partitions(group string) []SPKey {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var out []SPKey
+	for k := range m.mu.parts {
+		if k.Group == group {
+			out = append(out, k)
+		}
+	}
+	for k := range m.mu.loaded {
+		if k.Group == group {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// Summary is a share-partition's start offset and how many offsets at or
+// past it are done (acknowledged or archived inside the window).
+type Summary struct {
+	Start Offset
+	Done  int
+}
+
+// Summary returns a share-partition's summary, and whether the group has
+// state there.
+func (m *Manager) Summary(group string, tp TopicPartition) (Summary, bool) {
+	key := SPKey{Group: group, TopicID: tp.TopicID, Partition: tp.Partition}
+	m.mu.Lock()
+	e, ok := m.mu.parts[key]
+	snap, replayed := m.mu.loaded[key]
+	m.mu.Unlock()
+	if ok {
+		e.mu.Lock()
+		defer e.mu.Unlock()
+		if e.p != nil {
+			return Summary{Start: e.p.Start(), Done: e.p.Stats().Done}, true
+		}
+	}
+	if !replayed {
+		return Summary{}, false
+	}
+	return Summary{Start: snap.Start, Done: Restore(Config{MaxRecordLocks: 1 << 30}, snap).Stats().Done}, true
+}
+
+// Reset moves a share-partition to start at o, forgetting every record's
+// state (AlterShareGroupOffsets; the group has no members), persisted.
+func (m *Manager) Reset(ctx context.Context, group string, tp TopicPartition, o Offset) error {
+	e, err := m.open(ctx, group, tp)
+	if err != nil {
+		return err
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return m.changeLocked(ctx, e, func(p *Partition) ([]Dead, error) { p.Reset(o); return nil, nil })
+}
+
+// Delete forgets a share-partition's state (DeleteShareGroupOffsets; the
+// group has no members): a tombstone in __share_group_state. The next use
+// starts it again by share.auto.offset.reset.
+func (m *Manager) Delete(ctx context.Context, group string, tp TopicPartition) error {
+	key := SPKey{Group: group, TopicID: tp.TopicID, Partition: tp.Partition}
+	m.mu.Lock()
+	e := m.mu.parts[key]
+	m.mu.Unlock()
+	if e != nil {
+		e.mu.Lock()
+		defer e.mu.Unlock()
+	}
+	k := EncodeKey(Key{Type: KeySnapshot, Group: group, TopicID: tp.TopicID, Partition: tp.Partition})
+	if err := m.host.AppendState(ctx, []StateRecord{{Key: k}}); err != nil {
+		return fmt.Errorf("share: delete %s %s-%d: %w", group, tp.Topic, tp.Partition, err)
+	}
+	m.mu.Lock()
+	delete(m.mu.parts, key)
+	delete(m.mu.loaded, key)
+	m.mu.Unlock()
+	return nil
 }
