@@ -34,6 +34,14 @@ func TestGroupShareCommands(t *testing.T) {
 	if r, err := adm.CreateTopic(ctx, 3, 1, nil, "queue"); err != nil || r.Err != nil {
 		t.Fatalf("create topic: %v %v", err, r.Err)
 	}
+	producer, err := kgo.NewClient(kgo.SeedBrokers(addr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer producer.Close()
+	if err := producer.ProduceSync(ctx, &kgo.Record{Topic: "queue", Value: []byte("x")}, &kgo.Record{Topic: "queue", Value: []byte("y")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
 	member, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ShareGroup("workers"), kgo.ConsumeTopics("queue"), kgo.ClientID("worker-1"))
 	if err != nil {
 		t.Fatal(err)
@@ -41,7 +49,9 @@ func TestGroupShareCommands(t *testing.T) {
 	defer member.Close()
 	go func() {
 		for ctx.Err() == nil {
-			member.PollFetches(ctx)
+			if member.PollFetches(ctx).IsClientClosed() {
+				return
+			}
 		}
 	}()
 
@@ -75,5 +85,25 @@ func TestGroupShareCommands(t *testing.T) {
 	}
 	if !found {
 		t.Errorf("group list does not show the share group: %+v", rows)
+	}
+
+	// seek: refused while the member is there; then the share-partitions
+	// start again at the log start.
+	if out, err := runGroupCLI(t, ctx, addr, "group", "seek", "workers", "--to-earliest", "--topic", "queue"); err == nil || !strings.Contains(err.Error(), "live member") {
+		t.Errorf("seek with a live member: %v\n%s", err, out)
+	}
+	member.Close()
+	out, err = runGroupCLI(t, ctx, addr, "group", "seek", "workers", "--to-earliest", "--topic", "queue", "-o", "json")
+	if err != nil {
+		t.Fatalf("seek: %v\n%s", err, out)
+	}
+	offs, err := adm.DescribeShareGroupOffsets(ctx, "workers")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for p := range int32(3) {
+		if o, ok := offs["workers"].Offsets.Lookup("queue", p); !ok || o.StartOffset != 0 {
+			t.Errorf("after seek --to-earliest: partition %d at %+v, want 0", p, o)
+		}
 	}
 }
