@@ -14,8 +14,9 @@
 // Invariants (checked by the model test, property_test.go):
 //   - every offset in [start, end) has exactly one state; start ≤ end;
 //   - an Acquired offset has an owner and a deadline; no other state has one;
-//   - a delivery count is ≥ 1 for an offset that was ever acquired, never
-//     decreases, and is never above the delivery-count limit;
+//   - a delivery count is ≥ 1 for an offset that was ever acquired and
+//     never decreases; an Available offset has been delivered fewer times
+//     than the delivery-count limit (at the limit it is archived instead);
 //   - the offset at start, if any, is neither Acknowledged nor Archived;
 //   - an Acknowledged or Archived offset never changes state again.
 //

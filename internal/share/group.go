@@ -261,7 +261,8 @@ func (c *Coordinator) reassignLocked(g *group) {
 	}
 }
 
-// Describe returns a group's members, sorted by id.
+// Description is a share group as ShareGroupDescribe reports it; Members
+// are sorted by id.
 type Description struct {
 	Group   string
 	State   string // Empty, Stable or Dead (unknown)

@@ -54,8 +54,8 @@ func Restore(cfg Config, snap Snapshot) *Partition {
 			p.slots = append(p.slots, slot{})
 		}
 		st := b.State
-		if st == Acquired || (st != Acknowledged && st != Archived) {
-			st = Available
+		if st != Acknowledged && st != Archived {
+			st = Available // Acquired (never written by Strand) or unknown
 		}
 		for o := first; o <= b.Last; o++ {
 			p.slots[o-p.start] = slot{state: st, count: b.Count}
