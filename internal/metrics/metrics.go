@@ -71,6 +71,7 @@ func New(b *broker.Broker) *Metrics {
 	}
 	m.reg.MustRegister(m.requests, m.failures, m.latency,
 		&brokerCollector{b: b, scrapeTimeout: 5 * time.Second},
+		&shareCollector{b: b},
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	)

@@ -43,8 +43,9 @@ type Manager struct {
 		loaded map[SPKey]Snapshot // replayed state not yet opened
 		wake   chan struct{}      // closed and replaced when records become available
 	}
-	stop chan struct{}
-	done chan struct{}
+	stop   chan struct{}
+	done   chan struct{}
+	counts counters
 }
 
 type entry struct {
@@ -316,7 +317,9 @@ func (m *Manager) Acknowledge(ctx context.Context, group, member string, tp Topi
 	now := m.now()
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	return m.changeLocked(ctx, e, func(p *Partition) ([]Dead, error) {
+	byKind := map[AckType]int64{}
+	var given int
+	err = m.changeLocked(ctx, e, func(p *Partition) ([]Dead, error) {
 		var dead []Dead
 		for _, a := range acks {
 			if a.First > a.Last || (len(a.Types) != 1 && len(a.Types) != int(a.Last-a.First+1)) {
@@ -336,11 +339,22 @@ func (m *Manager) Acknowledge(ctx context.Context, group, member string, tp Topi
 					return nil, err
 				}
 				dead = append(dead, d...)
+				byKind[kind] += int64(end - o + 1)
 				o = end + 1
 			}
 		}
+		given = len(dead)
 		return dead, nil
 	})
+	if err == nil {
+		m.counts.add(group, func(c *Counters) {
+			for k, n := range byKind {
+				c.Acknowledged[k] += n
+			}
+			c.DeadLettered += int64(given)
+		})
+	}
+	return err
 }
 
 // Grant is one partition's share of a fetch.
@@ -433,9 +447,11 @@ func (m *Manager) acquire(ctx context.Context, group, member string, tp TopicPar
 		}
 	}
 	if e.p.SetConfig(m.config(group).Partition); e.p.OverLimit() {
-		if err := m.changeLocked(ctx, e, func(p *Partition) ([]Dead, error) { return p.ArchiveOverLimit(), nil }); err != nil {
+		var given int
+		if err := m.changeLocked(ctx, e, func(p *Partition) ([]Dead, error) { d := p.ArchiveOverLimit(); given = len(d); return d, nil }); err != nil {
 			return nil, nil, err
 		}
+		m.counts.add(group, func(c *Counters) { c.DeadLettered += int64(given) })
 	}
 	if !e.p.CanAcquire(hw) {
 		return nil, nil, nil
@@ -452,6 +468,15 @@ func (m *Manager) acquire(ctx context.Context, group, member string, tp TopicPar
 	if len(ranges) == 0 {
 		return nil, nil, nil
 	}
+	m.counts.add(group, func(c *Counters) {
+		for _, r := range ranges {
+			n := int64(r.Last - r.First + 1)
+			c.Acquired += n
+			if r.Count > 1 {
+				c.Redelivered += n
+			}
+		}
+	})
 	return keepBatches(rd.Batches, ranges), ranges, nil
 }
 
@@ -479,8 +504,12 @@ func (m *Manager) ReleaseMember(ctx context.Context, group, member string) {
 	for _, e := range m.entries(group) {
 		e.mu.Lock()
 		if e.p != nil {
-			if err := m.changeLocked(ctx, e, func(p *Partition) ([]Dead, error) { return p.ReleaseMember(member), nil }); err != nil {
+			var given int
+			err := m.changeLocked(ctx, e, func(p *Partition) ([]Dead, error) { d := p.ReleaseMember(member); given = len(d); return d, nil })
+			if err != nil {
 				m.logger.Warn("share: releasing a member's records", "group", group, "member", member, "err", err)
+			} else if given > 0 {
+				m.counts.add(group, func(c *Counters) { c.DeadLettered += int64(given) })
 			}
 		}
 		e.mu.Unlock()
@@ -522,8 +551,17 @@ func (m *Manager) ExpireLocks(ctx context.Context) {
 		e.mu.Lock()
 		if e.p != nil {
 			if t, ok := e.p.NextDeadline(); ok && !t.After(now) {
-				if err := m.changeLocked(ctx, e, func(p *Partition) ([]Dead, error) { return p.Expire(now), nil }); err != nil {
+				var expired, given int
+				err := m.changeLocked(ctx, e, func(p *Partition) ([]Dead, error) {
+					before := p.Stats().Acquired
+					dead := p.Expire(now)
+					expired, given = before-p.Stats().Acquired, len(dead)
+					return dead, nil
+				})
+				if err != nil {
 					m.logger.Warn("share: expiring locks", "group", e.key.Group, "topic", e.tp.Topic, "partition", e.tp.Partition, "err", err)
+				} else {
+					m.counts.add(e.key.Group, func(c *Counters) { c.LockExpired += int64(expired); c.DeadLettered += int64(given) })
 				}
 			}
 		}
