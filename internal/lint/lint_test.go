@@ -25,7 +25,7 @@ var layers = [][]string{
 	{"internal/topicconfig", "internal/datadir"},
 	{"internal/cluster"},
 	{"internal/replica"},
-	{"internal/group", "internal/txn"},
+	{"internal/group", "internal/txn", "internal/share"},
 	{"internal/group/consumer"},
 	{"internal/producer"},
 	{"internal/ingest"},

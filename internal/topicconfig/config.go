@@ -15,6 +15,7 @@ import (
 	"github.com/strandmq/strand/internal/compact"
 	"github.com/strandmq/strand/internal/ingest"
 	"github.com/strandmq/strand/internal/partlog"
+	"github.com/strandmq/strand/internal/share"
 	"github.com/strandmq/strand/internal/txn"
 )
 
@@ -679,11 +680,12 @@ const (
 	ConsumerOffsetsTopic  = "__consumer_offsets"
 	TransactionStateTopic = txn.LogTopic
 	SchemasTopic          = "_schemas"
+	ShareStateTopic       = share.StateTopic
 )
 
 // IsInternalTopic reports whether a topic is one of the node's own (listed
 // with IsInternal in Metadata; it cannot be deleted, and clients cannot
 // produce to it).
 func IsInternalTopic(name string) bool {
-	return name == ConsumerOffsetsTopic || name == TransactionStateTopic || name == SchemasTopic
+	return name == ConsumerOffsetsTopic || name == TransactionStateTopic || name == SchemasTopic || name == ShareStateTopic
 }
