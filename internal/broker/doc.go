@@ -10,23 +10,28 @@
 //     snapshots), admin.go (create, delete, alter configs, add
 //     partitions), topicconfig.go (package topicconfig's names), internal.go
 //     (internal topics and their pinned configs), stats.go, acls.go;
-//   - the data directory: lock.go, meta.go, dirs.go (partition
-//     directories and their claims), partmeta.go, nodemeta.go,
-//     shutdown_marker.go, scrub.go, cleaner.go;
+//   - the data directory: meta.go, dirs.go (partition directories and
+//     their claims), shutdown_marker.go (the files themselves are package
+//     datadir's), scrub.go, cleaner.go;
 //   - the partitions it hosts: partitions.go opens each one (package
 //     partition) and is its partition.Host; the follower fetchers are
 //     package fetcher's;
 //   - the cluster: member.go (registration, heartbeats, fencing),
 //     reconcile.go (this node's partitions made to match the metadata
-//     image), clusterview.go, placement.go, elect.go, remote.go (writes
-//     to partitions led elsewhere, through wire.Peers);
+//     image), clusterview.go, placement.go (topics created through the
+//     controller; where replicas go is cluster.Place), elect.go,
+//     remote.go (writes to partitions led elsewhere, through wire.Peers);
 //   - coordinator hosting: offsets.go (group coordinators over
 //     __consumer_offsets), txncoord.go (which transaction coordinators of
 //     package txncoord run here, their markers, routing), schemas.go
-//     (_schemas for package schemastore), ingest.go (validation configs,
-//     DLQ topics for package dlq); each coordinator's storage is beside its
-//     state machine, and the shards that follow leadership are
+//     (_schemas for package schemastore), share_host.go (share groups of
+//     package share over __share_group_state), ingest.go (validation
+//     configs, DLQ topics for package dlq); each coordinator's storage is
+//     beside its state machine, and the shards that follow leadership are
 //     coordlog.Shards;
+//   - tiered storage: tiered.go (the object store, the upload loop over
+//     the partitions this node leads; a partition's tier is package
+//     partition's, the tier itself package tiered's);
 //   - the in-process API: api.go, groups.go.
 //
 // # Layout on disk
