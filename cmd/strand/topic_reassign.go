@@ -161,7 +161,7 @@ func listReassignments(ctx context.Context, cl *kgo.Client, topic string) ([]rea
 	}
 	out := []reassignment{}
 	for _, t := range resp.Topics {
-		if t.Topic != topic {
+		if topic != "" && t.Topic != topic { // "": every topic's
 			continue
 		}
 		for _, p := range t.Partitions {
