@@ -23,13 +23,9 @@ import (
 func (s *Server) handleAlterShareGroupOffsets(ctx context.Context, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.AlterShareGroupOffsetsRequest)
 	resp := req.ResponseKind().(*kmsg.AlterShareGroupOffsetsResponse)
-	node, code := s.shareNode()
+	node, code, msg := s.emptyShareGroup(req.GroupID)
 	if node == nil {
-		resp.ErrorCode = code
-		return resp, nil
-	}
-	if err := node.Coordinator.CheckEmpty(req.GroupID); err != nil {
-		resp.ErrorCode, resp.ErrorMessage = kerr.NonEmptyGroup.Code, shareMessage(err)
+		resp.ErrorCode, resp.ErrorMessage = code, msg
 		return resp, nil
 	}
 	for _, rt := range req.Topics {

@@ -3,7 +3,6 @@ package kafka
 import (
 	"context"
 
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strandmq/strand/internal/share"
@@ -21,13 +20,9 @@ import (
 func (s *Server) handleDeleteShareGroupOffsets(ctx context.Context, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.DeleteShareGroupOffsetsRequest)
 	resp := req.ResponseKind().(*kmsg.DeleteShareGroupOffsetsResponse)
-	node, code := s.shareNode()
+	node, code, msg := s.emptyShareGroup(req.GroupID)
 	if node == nil {
-		resp.ErrorCode = code
-		return resp, nil
-	}
-	if err := node.Coordinator.CheckEmpty(req.GroupID); err != nil {
-		resp.ErrorCode, resp.ErrorMessage = kerr.NonEmptyGroup.Code, shareMessage(err)
+		resp.ErrorCode, resp.ErrorMessage = code, msg
 		return resp, nil
 	}
 	for _, rt := range req.Topics {

@@ -162,3 +162,17 @@ func connOf(ctx context.Context) any {
 	}
 	return nil
 }
+
+// emptyShareGroup is the share node for a request that may change a
+// group's offsets only while the group has no members; without it, the
+// error code (and message) to answer.
+func (s *Server) emptyShareGroup(group string) (*broker.ShareNode, int16, *string) {
+	node, code := s.shareNode()
+	if node == nil {
+		return nil, code, nil
+	}
+	if err := node.Coordinator.CheckEmpty(group); err != nil {
+		return nil, kerr.NonEmptyGroup.Code, shareMessage(err)
+	}
+	return node, 0, nil
+}
