@@ -11,8 +11,10 @@
 // leader, ISR, epochs), leader.go (followers' progress, the high watermark,
 // ISR changes), follower.go (a follower's appends and truncations from its
 // leader), txn.go (transactions: markers, the last stable offset, aborted
-// ranges), producers.go (producer-state snapshots and recovery), traffic.go
-// (counters) and node.go (what the node provides: Node, Host, Config).
+// ranges), producers.go (producer-state snapshots and recovery), reads.go
+// (who may serve a consumer's read; the rack-aware preferred replica),
+// tiered.go (the remote tier), traffic.go (counters) and node.go (what the
+// node provides: Node, Host, Config).
 //
 // # What it must never do
 //
