@@ -1,0 +1,254 @@
+package cluster
+
+import (
+	"errors"
+	"io"
+	"net"
+	"strconv"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/strandmq/strand/internal/nodetls"
+)
+
+// Fast detection of a dead process (issue 39). Heartbeats are one request
+// per connection, so the controller learns nothing between two of them;
+// a broker killed just after a heartbeat is fenced only when its session
+// lapses (broker.session.timeout.ms, 9 s). But when a process dies and
+// its machine lives — a crash, an OOM kill, a deploy — the kernel closes
+// its sockets at once. So each registered broker also holds one idle
+// connection open to the controller (a "session watch"), and the
+// controller reads it until it ends. An end alone proves nothing (the
+// broker may be following a new controller, or its network may have reset
+// the connection), so the controller then dials the node's raft port: a
+// refused connection means nothing listens there — the process is gone
+// while its machine answers — and the controller fences the broker at
+// once, with the same records a lapsed session writes (epoch-checked, and
+// only if the incarnation that held the watch is still the registered
+// one). A hung or partitioned node neither closes the watch nor refuses
+// the probe (packets stall, or the probe times out), so it still waits
+// for its session. A new controller probes every unfenced broker the
+// same way as it takes over: the usual case of a controller change is the
+// old controller's process dying, with its broker.
+
+// SessionWatch opens a broker's session watch on the controller.
+type SessionWatch struct {
+	ID            NodeID
+	IncarnationID string
+}
+
+// probeTimeout bounds the probe of a node's raft port: a refusal comes
+// back in a round trip; a node that does not answer within this is not
+// known to be gone.
+const probeTimeout = 500 * time.Millisecond
+
+// watchRedial is how long a broker waits before watching again after its
+// watch could not be opened or ended.
+const watchRedial = 100 * time.Millisecond
+
+// sessionWatches is the controller's table of open watches.
+type sessionWatches struct {
+	mu sync.Mutex
+	by map[NodeID]*heldWatch
+}
+
+type heldWatch struct {
+	incarnation string
+	conn        net.Conn
+}
+
+// hold serves a session watch on connection conn until it ends; then,
+// unless a newer watch of the same broker replaced it or this leadership
+// ended, it probes whether the broker's process is gone.
+func (c *controller) hold(peer NodeID, conn net.Conn, r io.Reader, w SessionWatch) {
+	defer conn.Close()
+	if peer != nodetls.AnyNode && peer != w.ID {
+		c.logger.Warn("cluster: refused a session watch from a node speaking for another", "peer", peer, "claims", w.ID)
+		_ = writeFrame(conn, rpcFailure(ErrNotTheSender))
+		return
+	}
+	c.mu.Lock()
+	ready, term := c.ready, c.term
+	c.mu.Unlock()
+	if !ready {
+		_ = writeFrame(conn, rpcFailure(ErrNotController))
+		return
+	}
+	h := &heldWatch{incarnation: w.IncarnationID, conn: conn}
+	c.watches.mu.Lock()
+	if c.watches.by == nil {
+		c.watches.by = map[NodeID]*heldWatch{}
+	}
+	if old := c.watches.by[w.ID]; old != nil {
+		old.conn.Close() // replaced: its end is no news
+	}
+	c.watches.by[w.ID] = h
+	c.watches.mu.Unlock()
+	_ = conn.SetWriteDeadline(time.Now().Add(5 * time.Second))
+	err := writeFrame(conn, rpcResponse{})
+	ended := make(chan struct{})
+	if err == nil {
+		go func() {
+			select {
+			case <-term:
+				conn.Close()
+			case <-ended:
+			}
+		}()
+		_, _ = io.Copy(io.Discard, r) // the broker sends nothing: this returns when the connection ends
+	}
+	close(ended)
+	c.watches.mu.Lock()
+	mine := c.watches.by[w.ID] == h
+	if mine {
+		delete(c.watches.by, w.ID)
+	}
+	c.watches.mu.Unlock()
+	select {
+	case <-term:
+		return
+	default:
+	}
+	if mine {
+		c.fenceIfGone(w.ID, w.IncarnationID, "its session watch closed")
+	}
+}
+
+// probeAll probes every unfenced broker but this node's own, as a new
+// controller takes over: one whose process died (often the old
+// controller's) is fenced now rather than after a session.
+func (c *controller) probeAll(term chan struct{}) {
+	for _, b := range c.s.Image().Brokers() {
+		if b.Fenced || b.ID == c.s.self {
+			continue
+		}
+		select {
+		case <-term:
+			return
+		default:
+		}
+		go c.fenceIfGone(b.ID, b.IncarnationID, "this controller took over")
+	}
+}
+
+// fenceIfGone fences broker id's incarnation if its raft port refuses a
+// connection: nothing listens there, so that process is gone.
+func (c *controller) fenceIfGone(id NodeID, incarnation, why string) {
+	addr, ok := c.s.raftAddr(id)
+	if !ok || !c.s.refuses(addr) {
+		return
+	}
+	c.decide.Lock()
+	defer c.decide.Unlock()
+	c.mu.Lock()
+	ready := c.ready
+	c.mu.Unlock()
+	if !ready {
+		return
+	}
+	img := c.s.Image()
+	b, ok := img.Broker(id)
+	if !ok || b.Fenced || b.IncarnationID != incarnation {
+		return // already fenced, or a new process registered meanwhile
+	}
+	recs := append([]Record{BrokerRegistrationChange{ID: b.ID, Epoch: b.Epoch, Fenced: 1}}, leaveISRs(img, c.rules, b.ID)...)
+	if _, _, err := c.s.applyLocal(5*time.Second, recs...); err != nil {
+		c.logger.Warn("cluster: fencing a broker whose process is gone", "broker", id, "err", err)
+		return
+	}
+	c.logger.Warn("cluster: fenced a broker whose process is gone ("+why+" and its raft port refuses connections)", "broker", id, "epoch", b.Epoch)
+	c.warnUnclean(recs)
+}
+
+// raftAddr is node id's raft address in the quorum's configuration.
+func (s *RaftStore) raftAddr(id NodeID) (string, bool) {
+	f := s.r.GetConfiguration()
+	if f.Error() != nil {
+		return "", false
+	}
+	for _, srv := range f.Configuration().Servers {
+		if string(srv.ID) == strconv.Itoa(int(id)) {
+			return string(srv.Address), true
+		}
+	}
+	return "", false
+}
+
+// refuses reports whether a connection to addr is refused (an RST to the
+// SYN: the host answers, nothing listens). A timeout or any other error
+// is not a refusal.
+func (s *RaftStore) refuses(addr string) bool {
+	conn, err := s.nw.Dial(s.node, addr, probeTimeout)
+	if err == nil {
+		conn.Close()
+		return false
+	}
+	return errors.Is(err, syscall.ECONNREFUSED)
+}
+
+// startWatch starts this process's session watch, once, after it
+// registered as incarnation.
+func (s *RaftStore) startWatch(incarnation string) {
+	s.watchOnce.Do(func() { go s.keepWatch(incarnation) })
+}
+
+// keepWatch holds a session watch open on whichever node leads the quorum
+// (none while this node leads it: its own death ends that leadership, and
+// the next controller probes it), until Close.
+func (s *RaftStore) keepWatch(incarnation string) {
+	for {
+		if id, addr, ok := s.Leader(); ok && NodeID(id) != s.self {
+			s.watch(NodeID(id), addr, incarnation)
+		}
+		select {
+		case <-s.done:
+			return
+		case <-time.After(watchRedial):
+		}
+	}
+}
+
+// watch opens a session watch on controller id at addr and returns when
+// it ends: the controller closed it, or it stopped leading, or Close
+// closed it — after the raft listener, as a process's exit leaves the
+// controller a closed watch and a refusing port.
+func (s *RaftStore) watch(id NodeID, addr, incarnation string) {
+	conn, err := s.nw.Dial(s.node, addr, maxControllerDial)
+	if err != nil {
+		return
+	}
+	if !s.conns.add(conn) {
+		return
+	}
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(5 * time.Second))
+	var resp rpcResponse
+	if _, err = conn.Write([]byte{rpcMagic}); err == nil {
+		if err = writeFrame(conn, rpcRequest{Watch: &SessionWatch{ID: s.self, IncarnationID: incarnation}}); err == nil {
+			err = readFrame(conn, &resp)
+		}
+	}
+	if err != nil || resp.Code != "" {
+		return
+	}
+	_ = conn.SetDeadline(time.Time{})
+	ended := make(chan struct{})
+	defer close(ended)
+	go func() {
+		tick := time.NewTicker(watchRedial)
+		defer tick.Stop()
+		for {
+			select {
+			case <-ended:
+				return
+			case <-tick.C:
+				if now, _, ok := s.Leader(); ok && NodeID(now) != id {
+					conn.Close() // follow the new controller
+					return
+				}
+			}
+		}
+	}()
+	_, _ = io.Copy(io.Discard, conn)
+}
