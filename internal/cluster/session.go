@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"strconv"
@@ -136,7 +137,11 @@ func (c *controller) probeAll(term chan struct{}) {
 // connection: nothing listens there, so that process is gone.
 func (c *controller) fenceIfGone(id NodeID, incarnation, why string) {
 	addr, ok := c.s.raftAddr(id)
-	if !ok || !c.s.refuses(addr) {
+	if !ok {
+		return
+	}
+	if gone, how := c.s.gone(addr); !gone {
+		c.logger.Info("cluster: a broker's raft port answers; it keeps its session", "broker", id, "because", why, "probe", how)
 		return
 	}
 	c.decide.Lock()
@@ -175,16 +180,42 @@ func (s *RaftStore) raftAddr(id NodeID) (string, bool) {
 	return "", false
 }
 
-// refuses reports whether a connection to addr is refused (an RST to the
-// SYN: the host answers, nothing listens). A timeout or any other error
-// is not a refusal.
-func (s *RaftStore) refuses(addr string) bool {
-	conn, err := s.nw.Dial(s.node, addr, probeTimeout)
-	if err == nil {
+// gone reports whether nothing listens at addr any more: a connection
+// to it is refused (an RST to the SYN: the host answers, no process
+// listens). A process in the middle of dying may still complete a
+// connection — its listening socket closes a moment after the others,
+// and the kernel accepts for it meanwhile — but then resets it without a
+// word, so a connection that ends before probeTimeout is tried again. A
+// live node (or a hung one) leaves a silent connection open, and a timeout
+// or any other failure proves nothing: how says what the probe saw.
+func (s *RaftStore) gone(addr string) (bool, string) {
+	how := ""
+	for range 3 {
+		conn, err := s.nw.Dial(s.node, addr, probeTimeout)
+		switch {
+		case errors.Is(err, syscall.ECONNREFUSED):
+			return true, "refused"
+		case err != nil:
+			how = err.Error() // a handshake cut short, or a timeout: look again
+			if isTimeout(err) {
+				return false, how
+			}
+			continue
+		}
+		_ = conn.SetReadDeadline(time.Now().Add(probeTimeout))
+		_, err = conn.Read(make([]byte, 1))
 		conn.Close()
-		return false
+		if isTimeout(err) {
+			return false, "connected, and it stays open"
+		}
+		how = fmt.Sprintf("connected, then %v", err)
 	}
-	return errors.Is(err, syscall.ECONNREFUSED)
+	return false, how
+}
+
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
 }
 
 // startWatch starts this process's session watch, once, after it
