@@ -34,9 +34,6 @@ type BrokerReg struct {
 	Rack                 string
 	Fenced               bool
 	InControlledShutdown bool
-	// TokenHash is the SHA-256 of the secret this incarnation left in its
-	// data directory: its successor proves itself with the secret.
-	TokenHash string `json:",omitempty"`
 }
 
 // PartitionReg is one partition's placement and leadership.
@@ -101,7 +98,6 @@ type RegisterBroker struct {
 	IncarnationID string
 	Endpoints     []Endpoint
 	Rack          string
-	TokenHash     string `json:",omitempty"` // the incarnation's successor token hash (successor.go)
 }
 
 func (r RegisterBroker) apply(im *Image, index int64) error {
@@ -113,9 +109,6 @@ func (r RegisterBroker) apply(im *Image, index int64) error {
 		b = BrokerReg{ID: r.ID, IncarnationID: r.IncarnationID, Epoch: index, Fenced: true}
 	}
 	b.Endpoints, b.Rack = slices.Clone(r.Endpoints), r.Rack
-	if r.TokenHash != "" {
-		b.TokenHash = r.TokenHash
-	}
 	im.brokers[r.ID] = b
 	return nil
 }

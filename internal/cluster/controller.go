@@ -44,12 +44,11 @@ type Registration struct {
 	// leaves every ISR and ELR (Kafka's handleBrokerUncleanShutdown).
 	PreviousBrokerEpoch int64 `json:",omitempty"`
 	// SuccessorOf is the secret token the node's data directory held at
-	// this process's start, TokenHash the SHA-256 (hex) of the one it
-	// wrote in its place: a registration whose SuccessorOf hashes to the
-	// registered incarnation's TokenHash comes from the process that took
-	// over its directory, and replaces it at once (successor.go).
+	// this process's start: a registration whose SuccessorOf hashes to
+	// the token hash the registered incarnation id ends with comes from
+	// the process that took over its directory, and replaces it at once
+	// (successor.go). Controllers that predate it ignore it.
 	SuccessorOf string `json:",omitempty"`
-	TokenHash   string `json:",omitempty"`
 }
 
 // UncleanShutdown is Registration.PreviousBrokerEpoch of a node that found
@@ -303,7 +302,7 @@ func (c *controller) register(r Registration) (int64, uint64, error) {
 			return 0, 0, fmt.Errorf("%w: node %d (incarnation %s) was heard from %v ago", ErrDuplicateBroker, r.ID, old.IncarnationID, time.Since(last).Round(time.Millisecond))
 		}
 	}
-	recs := []Record{RegisterBroker{ID: r.ID, IncarnationID: r.IncarnationID, Endpoints: r.Endpoints, Rack: r.Rack, TokenHash: r.TokenHash}}
+	recs := []Record{RegisterBroker{ID: r.ID, IncarnationID: r.IncarnationID, Endpoints: r.Endpoints, Rack: r.Rack}}
 	old, known := img.Broker(r.ID)
 	if known && old.IncarnationID != r.IncarnationID && !old.Fenced {
 		recs = append(leaveISRs(img, c.rules, r.ID), recs...) // the old process is gone

@@ -239,7 +239,7 @@ func (s *RaftStore) watchLeaders() {
 // isLocal says whether r is this process's own registration.
 func (s *RaftStore) isLocal(r Registration) bool {
 	inc, _ := s.incarnation.Load().(string)
-	return r.ID == s.self && inc != "" && r.IncarnationID == inc
+	return r.ID == s.self && inc != "" && (r.IncarnationID == inc || r.IncarnationID == withTokenHash(inc, s.token))
 }
 
 // previousLeader is the node that led the quorum before this one and the
@@ -415,7 +415,7 @@ func (s *RaftStore) Register(r Registration, timeout time.Duration) (int64, erro
 		s.incarnation.CompareAndSwap(nil, r.IncarnationID)
 	}
 	if s.isLocal(r) {
-		r.SuccessorOf, r.TokenHash = s.prevToken, tokenHash(s.token)
+		r.IncarnationID, r.SuccessorOf = withTokenHash(r.IncarnationID, s.token), s.prevToken
 	}
 	resp, err := s.callController(rpcRequest{Register: &r}, timeout)
 	if err != nil {

@@ -128,7 +128,7 @@ func TestSuccessorRegistration(t *testing.T) {
 	via := nodes[leader]
 	for _, r := range []Registration{
 		{ID: id, IncarnationID: "impostor"},
-		{ID: id, IncarnationID: "impostor", SuccessorOf: "not-the-secret", TokenHash: tokenHash("x")},
+		{ID: id, IncarnationID: "impostor", SuccessorOf: "not-the-secret"},
 		{ID: id, IncarnationID: "impostor", SuccessorOf: tokenHash(nodes[id].token)}, // the public hash is no proof
 	} {
 		if _, err := via.Register(r, 5*time.Second); !errors.Is(err, ErrDuplicateBroker) {
@@ -139,7 +139,7 @@ func TestSuccessorRegistration(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	epoch, err := via.Register(Registration{ID: id, IncarnationID: "successor", SuccessorOf: strings.TrimSpace(string(secret)), TokenHash: tokenHash("next")}, 5*time.Second)
+	epoch, err := via.Register(Registration{ID: id, IncarnationID: withTokenHash("successor", "next"), SuccessorOf: strings.TrimSpace(string(secret))}, 5*time.Second)
 	if err != nil {
 		t.Fatalf("the successor of live broker %d: %v", id, err)
 	}
@@ -166,9 +166,11 @@ func TestSuccessorTokenRotates(t *testing.T) {
 	if prev, _, _ := rotateSuccessorToken(t.TempDir()); prev != "" {
 		t.Fatalf("another directory showed %q", prev)
 	}
-	if !succeeds(Registration{SuccessorOf: second}, BrokerReg{TokenHash: tokenHash(second)}) ||
-		succeeds(Registration{SuccessorOf: first}, BrokerReg{TokenHash: tokenHash(second)}) ||
-		succeeds(Registration{}, BrokerReg{}) {
+	reg := BrokerReg{IncarnationID: withTokenHash("inc", second)}
+	if !succeeds(Registration{SuccessorOf: second}, reg) ||
+		succeeds(Registration{SuccessorOf: first}, reg) ||
+		succeeds(Registration{}, reg) ||
+		succeeds(Registration{SuccessorOf: second}, BrokerReg{IncarnationID: "inc"}) {
 		t.Fatal("succeeds does not match a token to its hash alone")
 	}
 }

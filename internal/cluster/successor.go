@@ -20,12 +20,15 @@ import (
 // data directory (its lock) can only be the dead one's successor. So at
 // every start, under that lock, the node reads the secret token the
 // directory holds (written by the process before it), writes a fresh one
-// in its place, and registers with the old secret (SuccessorOf) and the
-// SHA-256 of the new (TokenHash). The registration record carries only
-// the hash; a registration whose SuccessorOf hashes to the registered
-// incarnation's TokenHash replaces it immediately. A process with another
-// directory has no secret to show and is still refused while the
-// registered one lives. (With inter-node TLS the registration also comes
+// in its place, and registers with the old secret (SuccessorOf) and an
+// incarnation id that ends with the SHA-256 of the new one. Only that
+// hash reaches the metadata log, inside an id every version of Strand
+// takes as opaque: no record changes shape, so nodes not yet upgraded
+// apply the registration as before (their FSM refuses unknown fields). A
+// registration whose SuccessorOf hashes to the registered incarnation's
+// suffix replaces it immediately. A process with another directory has
+// no secret to show and is still refused while the registered one lives.
+// (With inter-node TLS the registration also comes
 // over a connection whose certificate names the node: checkSender.)
 
 // successorFile is the token file, in the raft directory.
@@ -62,12 +65,34 @@ func tokenHash(token string) string {
 	return hex.EncodeToString(h[:])
 }
 
+// tokenSep joins an incarnation id and its token hash.
+const tokenSep = "~"
+
+// withTokenHash is the incarnation id inc registers with: inc, then the
+// hash of token.
+func withTokenHash(inc, token string) string {
+	if token == "" {
+		return inc
+	}
+	return inc + tokenSep + tokenHash(token)
+}
+
+// tokenHashOf is the token hash an incarnation id ends with ("" if none).
+func tokenHashOf(inc string) string {
+	i := strings.LastIndex(inc, tokenSep)
+	if i < 0 || len(inc)-i-1 != sha256.Size*2 {
+		return ""
+	}
+	return inc[i+1:]
+}
+
 // succeeds reports whether registration r proves it holds the data
-// directory of old's process (r.SuccessorOf is the secret whose hash old
-// registered).
+// directory of old's process (r.SuccessorOf is the secret whose hash
+// old's incarnation id ends with).
 func succeeds(r Registration, old BrokerReg) bool {
-	if r.SuccessorOf == "" || old.TokenHash == "" {
+	h := tokenHashOf(old.IncarnationID)
+	if r.SuccessorOf == "" || h == "" {
 		return false
 	}
-	return subtle.ConstantTimeCompare([]byte(tokenHash(r.SuccessorOf)), []byte(old.TokenHash)) == 1
+	return subtle.ConstantTimeCompare([]byte(tokenHash(r.SuccessorOf)), []byte(h)) == 1
 }
