@@ -42,7 +42,9 @@ import (
 // STRAND_FAILOVER_HEARTBEAT and STRAND_FAILOVER_SESSION set the nodes'
 // --broker-heartbeat-interval and --broker-session-timeout (default:
 // serve's defaults), STRAND_FAILOVER_KINDS the events (a comma-separated
-// subset of kill+restart, kill, stop-long, stop-short), STRAND_FAILOVER_RATE each producer's records a second
+// subset of kill+restart, kill, stop-long, stop-short, each with an
+// optional -controller suffix to aim at the controller's node),
+// STRAND_FAILOVER_RATE each producer's records a second
 // (default 500), STRAND_FAILOVER_SEED the schedule, and STRAND_TEST_BIN a
 // strand binary to measure instead of this tree's (an older build, for a
 // before-and-after).
@@ -84,11 +86,20 @@ func TestFailoverBench(t *testing.T) {
 	}
 	var done []benchEvent
 	for i := range events {
-		kind := kinds[i%len(kinds)]
+		label := kinds[i%len(kinds)]
+		kind := label
 		c.waitInSync(ctx, t, topic, 2*time.Minute)
 		time.Sleep(time.Second) // steady acknowledgements before the event
 		victim := 1 + rng.IntN(3)
-		e := benchEvent{kind: kind, node: victim, controller: c.controllerIs(ctx, t, victim)}
+		if base, ok := strings.CutSuffix(kind, "-controller"); ok { // the node leading the metadata quorum
+			kind = base
+			for n := 1; n <= 3; n++ {
+				if c.controllerIs(ctx, t, n) {
+					victim = n
+				}
+			}
+		}
+		e := benchEvent{kind: label, node: victim, controller: c.controllerIs(ctx, t, victim)}
 		epochs := c.leaderEpochs(ctx, t, topic)
 		fencedBefore := c.fencedLogs(victim)
 		e.at = time.Now()
@@ -121,7 +132,7 @@ func TestFailoverBench(t *testing.T) {
 		done = append(done, e)
 		stall, first := load.stall(e.at, e.end), load.firstAckOfNew(e.at)
 		t.Logf("event %d at %s: %s node %d (controller %v, paused %v): stall %v, first ack of a new record %v, leadership moved %v, fenced %v",
-			i, e.at.UTC().Format("15:04:05.000"), kind, victim, e.controller, e.paused, stall.Round(time.Millisecond), first.Round(time.Millisecond), e.moved, e.fenced)
+			i, e.at.UTC().Format("15:04:05.000"), label, victim, e.controller, e.paused, stall.Round(time.Millisecond), first.Round(time.Millisecond), e.moved, e.fenced)
 	}
 	stopLoad()
 	for _, p := range prods {

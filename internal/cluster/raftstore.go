@@ -109,9 +109,13 @@ type RaftStore struct {
 	// prevToken and token are the successor tokens the raft directory
 	// held at this start and holds now (successor.go).
 	prevToken, token string
-	dir              string        // the raft directory
-	done             chan struct{} // closed by Close: ends the controller's watch
-	conns            connSet       // raft's connections, both ways
+	dir              string // the raft directory
+	// lease is raft's leader lease: the shortest heartbeat timeout raft
+	// accepts, which maybeHastenElection uses (session.go).
+	lease     time.Duration
+	hastening atomic.Bool
+	done      chan struct{} // closed by Close: ends the controller's watch
+	conns     connSet       // raft's connections, both ways
 	// leaderless is when this node last saw the quorum without a leader
 	// it knows (unix ns; 0 while it knows one), and leaderlessLimit how
 	// long that lasts before callers are told at once (ErrNoLeader).
@@ -179,6 +183,7 @@ func OpenRaftStore(cfg RaftConfig) (*RaftStore, error) {
 	// randomises each between one and two); a node that sees none for
 	// longer is likely cut off, and its clients are better off elsewhere.
 	s.leaderlessLimit = 2 * max(rc.HeartbeatTimeout, rc.ElectionTimeout)
+	s.lease = rc.LeaderLeaseTimeout
 	notify := make(chan bool, 8) // raft blocks on a full NotifyCh: watch drains it
 	rc.NotifyCh = notify
 	existing, err := raft.HasExistingState(logs, logs, snaps)

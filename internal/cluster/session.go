@@ -7,8 +7,11 @@ import (
 	"net"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/hashicorp/raft"
 
 	"github.com/strandmq/strand/internal/nodetls"
 )
@@ -54,10 +57,7 @@ type sessionWatches struct {
 	by map[NodeID]*heldWatch
 }
 
-type heldWatch struct {
-	incarnation string
-	conn        net.Conn
-}
+type heldWatch struct{ conn net.Conn }
 
 // hold serves a session watch on connection conn until it ends; then,
 // unless a newer watch of the same broker replaced it or this leadership
@@ -76,7 +76,7 @@ func (c *controller) hold(peer NodeID, conn net.Conn, r io.Reader, w SessionWatc
 		_ = writeFrame(conn, rpcFailure(ErrNotController))
 		return
 	}
-	h := &heldWatch{incarnation: w.IncarnationID, conn: conn}
+	h := &heldWatch{conn: conn}
 	c.watches.mu.Lock()
 	if c.watches.by == nil {
 		c.watches.by = map[NodeID]*heldWatch{}
@@ -230,7 +230,9 @@ func (s *RaftStore) startWatch(incarnation string) {
 func (s *RaftStore) keepWatch(incarnation string) {
 	for {
 		if id, addr, ok := s.Leader(); ok && NodeID(id) != s.self {
-			s.watch(NodeID(id), addr, incarnation)
+			if s.watch(NodeID(id), addr, incarnation) {
+				s.maybeHastenElection(NodeID(id), addr)
+			}
 		}
 		select {
 		case <-s.done:
@@ -243,14 +245,16 @@ func (s *RaftStore) keepWatch(incarnation string) {
 // watch opens a session watch on controller id at addr and returns when
 // it ends: the controller closed it, or it stopped leading, or Close
 // closed it — after the raft listener, as a process's exit leaves the
-// controller a closed watch and a refusing port.
-func (s *RaftStore) watch(id NodeID, addr, incarnation string) {
+// controller a closed watch and a refusing port. It reports whether an
+// open watch ended from the controller's side while it still led, as far
+// as this node knows.
+func (s *RaftStore) watch(id NodeID, addr, incarnation string) (endedThere bool) {
 	conn, err := s.nw.Dial(s.node, addr, maxControllerDial)
 	if err != nil {
-		return
+		return false
 	}
 	if !s.conns.add(conn) {
-		return
+		return false
 	}
 	defer conn.Close()
 	_ = conn.SetDeadline(time.Now().Add(5 * time.Second))
@@ -261,11 +265,12 @@ func (s *RaftStore) watch(id NodeID, addr, incarnation string) {
 		}
 	}
 	if err != nil || resp.Code != "" {
-		return
+		return false
 	}
 	_ = conn.SetDeadline(time.Time{})
 	ended := make(chan struct{})
 	defer close(ended)
+	var moved atomic.Bool
 	go func() {
 		tick := time.NewTicker(watchRedial)
 		defer tick.Stop()
@@ -275,6 +280,7 @@ func (s *RaftStore) watch(id NodeID, addr, incarnation string) {
 				return
 			case <-tick.C:
 				if now, _, ok := s.Leader(); ok && NodeID(now) != id {
+					moved.Store(true)
 					conn.Close() // follow the new controller
 					return
 				}
@@ -282,4 +288,60 @@ func (s *RaftStore) watch(id NodeID, addr, incarnation string) {
 		}
 	}()
 	_, _ = io.Copy(io.Discard, conn)
+	select {
+	case <-s.done:
+		return false
+	default:
+	}
+	return !moved.Load()
+}
+
+// maybeHastenElection: the controller's end of this node's watch closed.
+// If its raft port now refuses connections, the controller's process is
+// gone and raft will not hear from it again; rather than wait out its
+// heartbeat timeout (one to two of them, 1–2 s by default) before
+// standing for election, this node shortens that timeout to the leader
+// lease (the shortest raft accepts) until a new leader is known. Raft's
+// safety does not rest on timeouts, only its liveness: a shorter one at a
+// moment when the leader is known to be gone costs nothing.
+func (s *RaftStore) maybeHastenElection(dead NodeID, addr string) {
+	if gone, _ := s.gone(addr); !gone || !s.hastening.CompareAndSwap(false, true) {
+		return
+	}
+	orig := s.r.ReloadableConfig()
+	fast := orig
+	fast.HeartbeatTimeout = max(s.lease, 50*time.Millisecond)
+	fast.ElectionTimeout = fast.HeartbeatTimeout
+	if fast.HeartbeatTimeout >= orig.HeartbeatTimeout {
+		s.hastening.Store(false)
+		return
+	}
+	if err := s.r.ReloadConfig(fast); err != nil {
+		s.hastening.Store(false)
+		s.ctl.logger.Info("cluster: could not shorten raft's heartbeat timeout after the controller died", "err", err)
+		return
+	}
+	s.ctl.logger.Info("cluster: the controller's process is gone; standing for election without waiting out its heartbeat timeout", "controller", dead)
+	go s.restoreTimeouts(dead, orig)
+}
+
+// restoreTimeouts puts raft's timeouts back once a leader other than
+// dead is known (or after ten heartbeat timeouts).
+func (s *RaftStore) restoreTimeouts(dead NodeID, orig raft.ReloadableConfig) {
+	defer s.hastening.Store(false)
+	tick := time.NewTicker(watchRedial)
+	defer tick.Stop()
+	for deadline := time.Now().Add(10 * orig.HeartbeatTimeout); time.Now().Before(deadline); {
+		select {
+		case <-s.done:
+			return
+		case <-tick.C:
+		}
+		if id, _, ok := s.Leader(); ok && NodeID(id) != dead {
+			break
+		}
+	}
+	if err := s.r.ReloadConfig(orig); err != nil {
+		s.ctl.logger.Warn("cluster: could not restore raft's heartbeat timeout", "err", err)
+	}
 }
