@@ -45,6 +45,11 @@ type ClusterConfig struct {
 	// it to their own, so a firewall rule can cut one pair of nodes; by
 	// default the operating system chooses (for loopback: 127.0.0.1).
 	SourceIP net.IP
+	// Rack is the node's rack or availability zone (Kafka's broker.rack):
+	// placement spreads each partition's replicas over racks, and a
+	// consumer that names its rack (client.rack) is sent to an in-sync
+	// replica there (KIP-392). Empty: no rack.
+	Rack string
 	// Join starts a node that the running cluster will add to its quorum
 	// (`strand cluster add-voter`): it does not bootstrap a quorum of its
 	// own, and serves once it has been added and has caught up. Quorum
@@ -246,6 +251,7 @@ func (c *ClusterConfig) configure(bcfg *broker.Config, cfg Config, ln, internal 
 		return fmt.Errorf("strand: %w", err)
 	}
 	bcfg.Endpoints = []cluster.Endpoint{{Name: "CLIENT", Host: host, Port: port}, {Name: "INTERNAL", Host: ihost, Port: iport}}
+	bcfg.Rack = c.Rack
 	bcfg.HeartbeatInterval, bcfg.SessionTimeout = c.HeartbeatInterval, c.SessionTimeout
 	bcfg.ReplicaLagTime, bcfg.DefaultReplicationFactor = c.ReplicaLagTime, c.DefaultReplicationFactor
 	return nil

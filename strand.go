@@ -188,6 +188,9 @@ type Config struct {
 	// (KIP-255, tokens validated as KIP-768 does: see OAuthBearerConfig),
 	// beside SASLUsers' mechanisms or, without them, alone.
 	OAuthBearer *OAuthBearerConfig
+	// TieredStorage, when set, uploads sealed segments of topics with
+	// remote.storage.enable to an object store (strand_tiered.go).
+	TieredStorage *TieredStorageConfig
 	// Authorizer turns on authorization (authorizer.class.name = Kafka's
 	// StandardAuthorizer): every request is checked against the ACLs,
 	// which are managed with CreateAcls/DeleteAcls and kept in the cluster
@@ -283,6 +286,9 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 		GroupConsumerSessionTimeout:    cfg.GroupConsumerSessionTimeout,
 		GroupConsumerHeartbeatInterval: cfg.GroupConsumerHeartbeatInterval,
 		GroupConsumerMigrationPolicy:   migration,
+	}
+	if bcfg.Tiered, err = cfg.TieredStorage.brokerConfig(ctx, cfg.Logger); err != nil {
+		return nil, fmt.Errorf("strand: tiered storage: %w", err)
 	}
 	var iln net.Listener // a cluster node's internal listener
 	var interTLS *nodetls.Source

@@ -38,6 +38,10 @@ type consumeOptions struct {
 	decoder    *schemaDecoder // with --decode
 	isolation  string
 	protocol   string // --group-protocol
+	// shareGroup and rejectMatching: --share-group, --reject-matching
+	// (consume_share.go).
+	shareGroup     string
+	rejectMatching string
 }
 
 const consumeLong = `Print a topic's records, one per --format line, from --from on.
@@ -82,7 +86,7 @@ func newConsumeCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "consume <topic>",
 		Short: "Print a topic's records",
-		Long:  consumeLong,
+		Long:  consumeLong + consumeShareLong,
 		Example: `  strand consume demo
   strand consume demo --from @1767225600000 --format '%p %o %k=%s\n'
   strand consume demo --group audit --follow`,
@@ -99,6 +103,8 @@ func newConsumeCmd() *cobra.Command {
 	f.StringVar(&o.encoding, "encoding", "raw", "how keys, values and header values are printed: raw, hex or base64 (JSON prints bytes that are not UTF-8 as base64 and says so)")
 	f.StringVar(&o.to, "to", "", "stop before this offset or time (@<unix-ms>, RFC 3339), or at the end offsets of the start (end)")
 	f.StringVarP(&o.group, "group", "g", "", "consume as a member of this consumer group, committing offsets")
+	f.StringVar(&o.shareGroup, "share-group", "", "consume as a member of this share group (KIP-932), acknowledging each printed record")
+	f.StringVar(&o.rejectMatching, "reject-matching", "", "with --share-group: reject (dead-letter) records whose value contains this text")
 	f.StringVar(&o.protocol, "group-protocol", "classic", "with --group: classic (JoinGroup/SyncGroup, client-side assignment) or consumer (KIP-848, server-side assignment; Kafka's group.protocol)")
 	f.StringVarP(&o.format, "format", "f", `%s\n`, "output format, like kcat -f")
 	f.IntVarP(&o.count, "count", "c", 0, "stop after this many records (0: no limit)")
@@ -191,6 +197,9 @@ func (o *consumeOptions) run(ctx context.Context, stdout, stderr io.Writer, topi
 		if o.decoder, err = newSchemaDecoder(&o.registry); err != nil {
 			return err
 		}
+	}
+	if o.shareGroup != "" {
+		return o.runShare(ctx, stdout, topic, format, enc)
 	}
 	if o.group != "" && len(o.partitions) > 0 {
 		return usageErr("--partition and --group exclude each other: the group assigns partitions")

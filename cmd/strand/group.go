@@ -12,6 +12,7 @@ var groupSubcommands = []func(*clientOptions) *cobra.Command{
 	newGroupLagCmd,
 	newGroupSeekCmd,
 	newGroupAssignCmd,
+	newGroupConfigCmd,
 }
 
 // newGroupCmd is "strand group": list, describe, lag and seek consumer

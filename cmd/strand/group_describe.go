@@ -21,9 +21,10 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 )
 
-// groupDescription is "strand group describe" as JSON. Type is "classic"
-// or "consumer" (KIP-848); a consumer group also has its epochs, its
-// server assignor and, with --history, its last rebalances.
+// groupDescription is "strand group describe" as JSON. Type is "classic",
+// "consumer" (KIP-848) or "share" (KIP-932); a consumer or share group
+// also has its epochs and its server assignor, a consumer group with
+// --history its last rebalances.
 type groupDescription struct {
 	Group           string              `json:"group"`
 	Type            string              `json:"type"`
@@ -110,7 +111,8 @@ serves on its console's JSON API (--console, the broker's --console-listen).`,
 
 // describeGroups describes each group: classic groups by DescribeGroups,
 // and, for an id DescribeGroups reports Dead or (v6) GROUP_ID_NOT_FOUND, as
-// Kafka does for a group of the other protocol, by ConsumerGroupDescribe.
+// Kafka does for a group of the other protocol, by ConsumerGroupDescribe,
+// and then by ShareGroupDescribe (KIP-932 share groups).
 func describeGroups(ctx context.Context, adm *kadm.Client, groups []string) ([]groupDescription, error) {
 	described, err := adm.DescribeGroups(ctx, groups...)
 	if err != nil {
@@ -135,7 +137,12 @@ func describeGroups(ctx context.Context, adm *kadm.Client, groups []string) ([]g
 		}
 		cd, ok := cds[id]
 		if !ok || errors.Is(cd.Err, kerr.GroupIDNotFound) {
-			return nil, errNoGroup(id)
+			sd, err := describeShareGroup(ctx, adm, id)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, sd)
+			continue
 		}
 		if cd.Err != nil {
 			return nil, fmt.Errorf("describe consumer group %q: %w", id, cd.Err)
@@ -154,7 +161,7 @@ func printGroups(w io.Writer, out []groupDescription, history bool) error {
 		fmt.Fprintf(tw, "GROUP\t%s\n", d.Group)
 		fmt.Fprintf(tw, "TYPE\t%s\n", d.Type)
 		fmt.Fprintf(tw, "STATE\t%s\n", d.State)
-		if d.Type == "consumer" {
+		if d.Type == "consumer" || d.Type == "share" {
 			fmt.Fprintf(tw, "EPOCH\tgroup %d, assignment %d\n", d.Epoch, d.AssignmentEpoch)
 			fmt.Fprintf(tw, "ASSIGNOR\t%s\n", d.Assignor)
 		} else {
@@ -168,12 +175,18 @@ func printGroups(w io.Writer, out []groupDescription, history bool) error {
 		if len(d.Members) > 0 {
 			fmt.Fprintln(w)
 			tw = newTable(w)
-			if d.Type == "consumer" {
+			switch d.Type {
+			case "share": // a share group's partitions may have several members each
+				fmt.Fprintln(tw, "MEMBER\tCLIENT ID\tHOST\tEPOCH\tASSIGNED")
+				for _, m := range d.Members {
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\n", m.MemberID, m.ClientID, m.ClientHost, m.MemberEpoch, formatAssigned(m.Assigned))
+				}
+			case "consumer":
 				fmt.Fprintln(tw, "MEMBER\tCLIENT ID\tHOST\tEPOCH\tASSIGNED\tTARGET")
 				for _, m := range d.Members {
 					fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\n", m.MemberID, m.ClientID, m.ClientHost, m.MemberEpoch, formatAssigned(m.Assigned), formatAssigned(m.Target))
 				}
-			} else {
+			default:
 				fmt.Fprintln(tw, "MEMBER\tCLIENT ID\tHOST\tASSIGNED")
 				for _, m := range d.Members {
 					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", m.MemberID, m.ClientID, m.ClientHost, formatAssigned(m.Assigned))
@@ -183,7 +196,7 @@ func printGroups(w io.Writer, out []groupDescription, history bool) error {
 				return err
 			}
 		}
-		if history && d.Type != "consumer" {
+		if history && d.Type == "classic" {
 			fmt.Fprintf(w, "\n%s\n", classicNoHistory)
 		}
 		if history && d.Type == "consumer" {
@@ -256,6 +269,32 @@ func describeGroup(d kadm.DescribedGroup) groupDescription {
 		g.Members = append(g.Members, md)
 	}
 	return g
+}
+
+// describeShareGroup describes a share group (ShareGroupDescribe); a group
+// no protocol knows is errNoGroup.
+func describeShareGroup(ctx context.Context, adm *kadm.Client, id string) (groupDescription, error) {
+	sds, err := adm.DescribeShareGroups(ctx, id)
+	if err != nil && !errors.Is(err, kerr.GroupIDNotFound) && !errors.Is(err, kerr.UnsupportedVersion) {
+		return groupDescription{}, fmt.Errorf("describe share group %q: %w", id, err)
+	}
+	sd, ok := sds[id]
+	if !ok || errors.Is(sd.Err, kerr.GroupIDNotFound) || errors.Is(sd.Err, kerr.UnsupportedVersion) || sd.GroupState == "Dead" {
+		return groupDescription{}, errNoGroup(id)
+	}
+	if sd.Err != nil {
+		return groupDescription{}, fmt.Errorf("describe share group %q: %w", id, sd.Err)
+	}
+	g := groupDescription{Group: id, Type: "share", State: sd.GroupState, ProtocolType: "share",
+		Coordinator: sd.Coordinator.NodeID, Epoch: sd.GroupEpoch, AssignmentEpoch: sd.AssignmentEpoch, Assignor: sd.Assignor,
+		Members: []memberDescription{}}
+	for _, m := range sd.Members {
+		assigned := map[string][]int32{}
+		m.Assignment.EachPartitions(func(t string, ps []int32) { assigned[t] = slices.Sorted(slices.Values(ps)) })
+		g.Members = append(g.Members, memberDescription{MemberID: m.MemberID, ClientID: m.ClientID, ClientHost: m.ClientHost,
+			MemberEpoch: m.MemberEpoch, Assigned: assigned})
+	}
+	return g, nil
 }
 
 func describeConsumerGroup(d kadm.DescribedConsumerGroup) groupDescription {

@@ -12,7 +12,7 @@ import (
 // groupSummary is one row of "strand group list".
 type groupSummary struct {
 	Group        string `json:"group"`
-	Type         string `json:"type"` // "classic" or "consumer" (KIP-848)
+	Type         string `json:"type"` // "classic", "consumer" (KIP-848) or "share" (KIP-932)
 	State        string `json:"state"`
 	ProtocolType string `json:"protocol_type"`
 }
@@ -22,7 +22,7 @@ func newGroupListCmd(o *clientOptions) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:     "list",
 		Aliases: []string{"ls"},
-		Short:   "List consumer groups",
+		Short:   "List consumer and share groups",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return o.adminRun(cmd, func(ctx context.Context, adm *kadm.Client, asJSON bool) error {
@@ -48,6 +48,6 @@ func newGroupListCmd(o *clientOptions) *cobra.Command {
 			})
 		},
 	}
-	cmd.Flags().StringSliceVar(&states, "state", nil, "only groups in these states (classic: Empty, Stable, PreparingRebalance, CompletingRebalance; consumer: Empty, Assigning, Reconciling, Stable)")
+	cmd.Flags().StringSliceVar(&states, "state", nil, "only groups in these states (classic: Empty, Stable, PreparingRebalance, CompletingRebalance; consumer: Empty, Assigning, Reconciling, Stable; share: Empty, Stable)")
 	return cmd
 }

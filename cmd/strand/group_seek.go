@@ -42,7 +42,11 @@ its lag jumps back up. The group must have no live members (stop its
 consumers first): a live consumer owns its positions and would overwrite
 the new offsets with its next commit.
 
-Without --topic, every topic the group has committed offsets for is moved.`,
+Without --topic, every topic the group has committed offsets for is moved.
+
+A share group (KIP-932) is moved the same way: its share-partitions' start
+offsets are set (AlterShareGroupOffsets) and the state of their in-flight
+records forgotten, so the group delivers everything from there again.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			asJSON, err := o.json()
@@ -96,7 +100,16 @@ Without --topic, every topic the group has committed offsets for is moved.`,
 					return fmt.Errorf("group %q has %d live member(s) (state %s): stop its consumers before seeking — "+
 						"a live consumer owns its positions and would overwrite the new offsets", group, len(d.Members), d.State)
 				}
-				current, err := adm.FetchOffsets(ctx, group)
+				shareGroup, err := emptyShareGroup(ctx, adm, group)
+				if err != nil {
+					return err
+				}
+				var current kadm.OffsetResponses
+				if shareGroup {
+					current, err = shareStartOffsets(ctx, adm, group)
+				} else {
+					current, err = adm.FetchOffsets(ctx, group)
+				}
 				if err != nil {
 					return fmt.Errorf("fetch offsets of group %q: %w", group, err)
 				}
@@ -181,7 +194,16 @@ Without --topic, every topic the group has committed offsets for is moved.`,
 					}
 					return int(a.Partition - b.Partition)
 				})
-				if !dryRun {
+				if !dryRun && shareGroup {
+					resps, err := adm.AlterShareGroupOffsets(ctx, group, to)
+					if err == nil {
+						err = firstShareAlterError(resps)
+					}
+					if err != nil {
+						return fmt.Errorf("alter the share group %q's start offsets (did a consumer join meanwhile?): %w", group, err)
+					}
+				}
+				if !dryRun && !shareGroup {
 					resps, err := adm.CommitOffsets(ctx, group, to)
 					if err != nil {
 						return fmt.Errorf("commit offsets of group %q: %w", group, err)
@@ -222,4 +244,58 @@ Without --topic, every topic the group has committed offsets for is moved.`,
 	f.StringVar(&datetime, "to-datetime", "", "seek to the first record at or after this RFC 3339 time")
 	f.BoolVar(&dryRun, "dry-run", false, "print the new offsets without committing them")
 	return cmd
+}
+
+// emptyShareGroup reports whether group is a share group, refusing one
+// with live members as the other kinds are refused.
+func emptyShareGroup(ctx context.Context, adm *kadm.Client, group string) (bool, error) {
+	sds, err := adm.DescribeShareGroups(ctx, group)
+	if err != nil {
+		return false, nil // no share groups here (or none by that id): not one
+	}
+	sd, ok := sds[group]
+	if !ok || sd.Err != nil || sd.GroupState == "Dead" {
+		return false, nil
+	}
+	if len(sd.Members) > 0 {
+		return false, fmt.Errorf("share group %q has %d live member(s) (state %s): stop its consumers before seeking", group, len(sd.Members), sd.GroupState)
+	}
+	return true, nil
+}
+
+// shareStartOffsets are a share group's start offsets, shaped as committed
+// offsets (DescribeShareGroupOffsets; -1 where the group has no state).
+func shareStartOffsets(ctx context.Context, adm *kadm.Client, group string) (kadm.OffsetResponses, error) {
+	ds, err := adm.DescribeShareGroupOffsets(ctx, group)
+	if err != nil {
+		return nil, err
+	}
+	d := ds[group]
+	if d.Err != nil {
+		return nil, d.Err
+	}
+	out := kadm.OffsetResponses{}
+	for t, ps := range d.Offsets {
+		for p, o := range ps {
+			if o.Err != nil || o.StartOffset < 0 {
+				continue
+			}
+			if out[t] == nil {
+				out[t] = map[int32]kadm.OffsetResponse{}
+			}
+			out[t][p] = kadm.OffsetResponse{Offset: kadm.Offset{Topic: t, Partition: p, At: o.StartOffset, LeaderEpoch: -1}}
+		}
+	}
+	return out, nil
+}
+
+func firstShareAlterError(rs kadm.AlterShareGroupOffsetsResponses) error {
+	for _, ps := range rs {
+		for _, err := range ps {
+			if err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }

@@ -55,7 +55,8 @@ type serveOptions struct {
 	httpTLSClientCA   string
 	httpInsecure      bool
 	saslUsers         string
-	oauth             oauthOptions // serve_oauth.go
+	oauth             oauthOptions  // serve_oauth.go
+	tiered            tieredOptions // serve_tiered.go
 	authorizer        bool
 	superUsers        string
 	allowIfNoACL      bool
@@ -89,6 +90,7 @@ type serveOptions struct {
 	join              bool
 	internalListen    string
 	sourceIP          string
+	rack              string
 	heartbeat         time.Duration
 	session           time.Duration
 	replicaLag        time.Duration
@@ -179,6 +181,7 @@ func newServeCmd() *cobra.Command {
 	f.BoolVar(&o.httpInsecure, "http-insecure", false, "let the console, metrics and schema registry listen beyond loopback without authentication (everyone is User:ANONYMOUS); without it such a listener needs --http-tls-cert with --sasl-users or --http-tls-client-ca")
 	f.StringVar(&o.saslUsers, "sasl-users", "", `file of "user:password" lines: clients must authenticate as one of them with SASL PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512`)
 	o.oauth.addFlags(f)
+	o.tiered.addFlags(f)
 	f.StringVar(&o.consoleListen, "console-listen", "127.0.0.1:9645", `address serving the web console and its JSON API over HTTP; its actions answer loopback clients only ("" disables)`)
 	f.StringVar(&o.schemaListen, "schema-registry-listen", "127.0.0.1:8081", `address serving the Confluent-compatible schema registry API over HTTP ("" disables)`)
 	f.DurationVar(&o.retentionCheck, "retention-check-interval", 30*time.Second, "how often retention.ms and retention.bytes are applied (log.retention.check.interval.ms)")
@@ -207,6 +210,7 @@ func newServeCmd() *cobra.Command {
 	f.Int64Var(&o.scrubRate, "scrub-rate", broker.DefaultScrubBytesPerSecond, "most bytes per second the background scrub reads")
 	f.StringVar(&o.quorum, "controller-quorum", "", `run as one node of a cluster: every node's id and Raft address, the same on each node ("1@127.0.0.1:9193,2@127.0.0.1:9293,3@127.0.0.1:9393"; controller.quorum.voters); this node's entry is where its Raft listener binds`)
 	f.StringVar(&o.internalListen, "internal-listen", "", "with --controller-quorum: address of the internal listener, where other nodes forward admin requests to the controller (default: the --listen host, a free port)")
+	f.StringVar(&o.rack, "rack", "", "with --controller-quorum: this node's rack or availability zone (Kafka's broker.rack); replicas of a partition go to different racks, and a consumer with client.rack reads from an in-sync replica in its rack (KIP-392)")
 	f.StringVar(&o.sourceIP, "source-ip", "", "with --controller-quorum: IP address this node's connections to other nodes leave from (default: the OS chooses); nodes sharing a host on 127.0.0.2, 127.0.0.3, … set their own, so a firewall rule can cut one pair")
 	f.StringVar(&o.interTLS[0], "inter-node-tls-cert", "", "with --controller-quorum: this node's certificate (`strand cert create-node`): mutual TLS on Raft, controller calls, the internal listener and replica fetches; reloaded on SIGHUP and when the file changes")
 	f.StringVar(&o.interTLS[1], "inter-node-tls-key", "", "with --controller-quorum: the key of --inter-node-tls-cert")
@@ -439,6 +443,10 @@ func (o *serveOptions) run(ctx context.Context, logOut io.Writer) error {
 	if err != nil {
 		return err
 	}
+	tierCfg, err := o.tiered.config()
+	if err != nil {
+		return err
+	}
 	if !o.authorizer && (o.superUsers != "" || o.allowIfNoACL) {
 		return usageErr("--super-users and --allow-everyone-if-no-acl-found need --authorizer")
 	}
@@ -458,7 +466,7 @@ func (o *serveOptions) run(ctx context.Context, logOut io.Writer) error {
 				return fmt.Errorf("--source-ip: %q is not an IP address", o.sourceIP)
 			}
 		}
-		clusterCfg = &strand.ClusterConfig{Quorum: voters, SourceIP: source, HeartbeatInterval: o.heartbeat, SessionTimeout: o.session, Join: o.join, InternalAddr: o.internalListen,
+		clusterCfg = &strand.ClusterConfig{Quorum: voters, SourceIP: source, Rack: o.rack, HeartbeatInterval: o.heartbeat, SessionTimeout: o.session, Join: o.join, InternalAddr: o.internalListen,
 			ReplicaLagTime: o.replicaLag, DefaultReplicationFactor: o.replicationFactor, LeaderImbalanceCheckInterval: o.imbalanceCheck, DisableELR: !o.elr}
 		if o.imbalanceCheck == 0 {
 			clusterCfg.LeaderImbalanceCheckInterval = -1
@@ -472,6 +480,8 @@ func (o *serveOptions) run(ctx context.Context, logOut io.Writer) error {
 		}
 	} else if o.interTLS != [3]string{} || o.insecureInterNode {
 		return usageErr("--inter-node-tls-* and --insecure-inter-node need --controller-quorum")
+	} else if o.rack != "" {
+		return usageErr("--rack needs --controller-quorum: a single node has no replicas to spread")
 	}
 	b, err := strand.Start(ctx, strand.Config{
 		Cluster:                 clusterCfg,
@@ -494,6 +504,7 @@ func (o *serveOptions) run(ctx context.Context, logOut io.Writer) error {
 		CertificateExpiry:       o.listenerCerts.expiry(),
 		SASLUsers:               users,
 		OAuthBearer:             oauthCfg,
+		TieredStorage:           tierCfg,
 		Authorizer:              o.authorizer,
 		SuperUsers:              superUsers(o.superUsers),
 		AllowEveryoneIfNoACL:    o.allowIfNoACL,

@@ -43,6 +43,9 @@ type partitionOffsets struct {
 	// partition had when its ISR emptied, shown when there is one.
 	ELR          []int32 `json:"elr,omitzero"`
 	LastKnownELR []int32 `json:"last_known_elr,omitempty"`
+	// LocalStartOffset is, for a topic with remote.storage.enable, the
+	// first offset on the leader's disk (StartOffset: in the object store).
+	LocalStartOffset *int64 `json:"local_start_offset,omitempty"`
 }
 
 func partitionStatus(leader int32, replicas, isr []int32) string {
@@ -113,6 +116,7 @@ DescribeTopicPartitions (Kafka 3.8 and later, Strand).`,
 				for _, t := range topics {
 					d := describeOne(details[t], starts, ends, rcs, allConfigs)
 					addELRs(&d, elrs)
+					addLocalStarts(ctx, adm, &d, rcs) // topic_describe_tiered.go
 					if underReplicated {
 						d.Partitions = slices.DeleteFunc(d.Partitions, func(p partitionOffsets) bool { return p.Status == "ok" })
 					}
@@ -273,16 +277,16 @@ func printDescription(w io.Writer, d topicDescription, all bool) error {
 	withELR := slices.ContainsFunc(d.Partitions, func(p partitionOffsets) bool { return len(p.ELR) > 0 })
 	withLast := slices.ContainsFunc(d.Partitions, func(p partitionOffsets) bool { return len(p.LastKnownELR) > 0 })
 	tw := newTable(w)
-	fmt.Fprint(tw, "PARTITION\tLEADER\tREPLICAS\tISR\tSTATUS\tSTART\tEND\tRECORDS")
+	fmt.Fprint(tw, "PARTITION\tLEADER\tREPLICAS\tISR\tSTATUS\tSTART\tEND\tRECORDS"+localStartCell(d, nil))
 	fmt.Fprintln(tw, elrCells(withELR, withLast, "ELR", "LAST KNOWN ELR"))
 	for _, p := range d.Partitions {
 		leader := fmt.Sprint(p.Leader)
 		if p.Leader < 0 {
 			leader = "none"
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s%s\n", p.Partition, leader,
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s%s%s\n", p.Partition, leader,
 			ints(p.Replicas), ints(p.ISR), p.Status, known(p.StartOffset), known(p.EndOffset), known(p.Records),
-			elrCells(withELR, withLast, orDash(ints(p.ELR)), orDash(ints(p.LastKnownELR))))
+			localStartCell(d, &p), elrCells(withELR, withLast, orDash(ints(p.ELR)), orDash(ints(p.LastKnownELR))))
 	}
 	if err := tw.Flush(); err != nil {
 		return err

@@ -283,6 +283,33 @@ var rules = map[int16]Rule{
 		check(WhenNamed, FailResource, need(OnTopics, OpDescribe)),
 		check(WhenListingAll, HideResource, need(OnTopics, OpDescribe)),
 	}, Note: "a named topic denied Describe answers 29 with a zero topic id whether or not it exists"},
+	76: {Name: "ShareGroupHeartbeat", Checks: []Check{
+		check(Always, FailRequest, need(OnGroups, OpRead)),
+		check(Always, FailRequest, need(OnTopics, OpDescribe)),
+	}, Note: "the topic check covers the subscribed topic names"},
+	77: {Name: "ShareGroupDescribe", Checks: []Check{
+		check(Always, FailResource, need(OnGroups, OpDescribe)),
+	}},
+	78: {Name: "ShareFetch", Checks: []Check{
+		check(Always, FailRequest, need(OnGroups, OpRead)),
+		check(Always, FailResource, need(OnTopics, OpRead)),
+	}},
+	79: {Name: "ShareAcknowledge", Checks: []Check{
+		check(Always, FailRequest, need(OnGroups, OpRead)),
+		check(Always, FailResource, need(OnTopics, OpRead)),
+	}},
+	90: {Name: "DescribeShareGroupOffsets", Checks: []Check{
+		check(Always, FailResource, need(OnGroups, OpDescribe)),
+		check(Always, FailResource, need(OnTopics, OpDescribe)),
+	}, Note: "groups nest in the request (a custom path): a denied group answers GROUP_AUTHORIZATION_FAILED, a denied topic TOPIC_AUTHORIZATION_FAILED on each partition"},
+	91: {Name: "AlterShareGroupOffsets", Checks: []Check{
+		check(Always, FailRequest, need(OnGroups, OpRead)),
+		check(Always, FailResource, need(OnTopics, OpRead)),
+	}},
+	92: {Name: "DeleteShareGroupOffsets", Checks: []Check{
+		check(Always, FailRequest, need(OnGroups, OpDelete)),
+		check(Always, FailResource, need(OnTopics, OpRead)),
+	}},
 	80: clusterRule("AddRaftVoter", OpAlter, ""),
 	81: clusterRule("RemoveRaftVoter", OpAlter, ""),
 	82: interBroker("UpdateRaftVoter"),

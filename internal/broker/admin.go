@@ -11,6 +11,8 @@ import (
 	"sync/atomic"
 
 	"github.com/strandmq/strand/internal/cluster"
+	"github.com/strandmq/strand/internal/datadir"
+	"github.com/strandmq/strand/internal/topicconfig"
 )
 
 // TopicSpec describes a topic to create.
@@ -39,14 +41,17 @@ func (b *Broker) CreateTopic(spec TopicSpec) (*Topic, error) {
 	if err := b.checkOpen(); err != nil {
 		return nil, err
 	}
-	if err := validateTopicName(spec.Name); err != nil {
+	if err := topicconfig.ValidateTopicName(spec.Name); err != nil {
 		return nil, err
 	}
 	n, err := b.partitionCount(spec)
 	if err != nil {
 		return nil, err
 	}
-	tc, err := newTopicConfig(spec.Configs, b.defaults)
+	tc, err := topicconfig.New(spec.Configs, b.defaults)
+	if err == nil {
+		err = b.checkTieredConfig(nil, tc)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("broker: create topic %q: %w", spec.Name, err)
 	}
@@ -185,7 +190,7 @@ func (b *Broker) openNewPartitions(topic string, tid TopicID, from, to int32, tc
 // name as another topic's data. A directory of any other topic stays.
 func (b *Broker) dropFailedPartitionDir(name string, tid TopicID) {
 	path := filepath.Join(b.cfg.Dir, name)
-	if got, err := readPartitionMeta(b.fs, path); err != nil || got != tid {
+	if got, err := datadir.ReadPartitionMeta(b.fs, path); err != nil || got != tid {
 		return
 	}
 	if err := b.fs.RemoveAll(path); err != nil {
@@ -195,8 +200,8 @@ func (b *Broker) dropFailedPartitionDir(name string, tid TopicID) {
 
 func (b *Broker) discard(ps []*Partition) {
 	for _, p := range ps {
-		if err := p.remove(); err != nil {
-			b.logger.Warn("broker: cannot remove partition of a failed topic change", "topic", p.topic, "partition", p.id, "err", err)
+		if err := p.Remove(); err != nil {
+			b.logger.Warn("broker: cannot remove partition of a failed topic change", "topic", p.Topic(), "partition", p.ID(), "err", err)
 		}
 	}
 }
@@ -233,7 +238,7 @@ func (b *Broker) DeleteTopic(name string) error {
 	}
 	var errs []error
 	for _, p := range t.local() {
-		errs = append(errs, p.remove())
+		errs = append(errs, p.Remove())
 	}
 	// A commit that raced the first pass is refused from now on (the
 	// partitions are gone); remove any that slipped in.
@@ -313,7 +318,7 @@ func (b *Broker) AlterConfigs(name string, configs map[string]string, validateOn
 // topic's config overrides.
 func (b *Broker) IncrementalAlterConfigs(name string, changes []ConfigChange, validateOnly bool) error {
 	return b.alterConfigs(name, validateOnly, func(cur TopicConfig) (map[string]string, error) {
-		return applyChanges(cur, changes)
+		return topicconfig.Apply(cur, changes)
 	})
 }
 
@@ -331,12 +336,15 @@ func (b *Broker) alterConfigs(name string, validateOnly bool, next func(TopicCon
 	if err != nil {
 		return fmt.Errorf("broker: alter configs of %q: %w", name, err)
 	}
-	tc, err := newTopicConfig(overrides, b.defaults)
+	tc, err := topicconfig.New(overrides, b.defaults)
 	if err != nil {
 		return fmt.Errorf("broker: alter configs of %q: %w", name, err)
 	}
 	if err := checkInternalConfig(name, tc); err != nil {
 		return err
+	}
+	if err := b.checkTieredConfig(&t.Config, tc); err != nil {
+		return fmt.Errorf("broker: alter configs of %q: %w", name, err)
 	}
 	if validateOnly {
 		return nil
@@ -351,7 +359,7 @@ func (b *Broker) alterConfigs(name string, validateOnly bool, next func(TopicCon
 		return fmt.Errorf("broker: alter configs of %q: %w", name, err)
 	}
 	for _, p := range nt.partitions {
-		p.setConfig(tc)
+		p.SetConfig(b.partitionConfig(tc, p.Topic(), partitionDirName(p.Topic(), p.ID())))
 	}
 	b.logger.Info("broker: topic configs altered", "topic", name, "configs", tc.Overrides())
 	return nil

@@ -7,36 +7,33 @@ import (
 	"io"
 	"log/slog"
 	"maps"
-	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/strandmq/strand/internal/cluster"
+	"github.com/strandmq/strand/internal/coordlog"
+	"github.com/strandmq/strand/internal/datadir"
+	"github.com/strandmq/strand/internal/dlq"
 	"github.com/strandmq/strand/internal/group"
+	"github.com/strandmq/strand/internal/partition"
+	"github.com/strandmq/strand/internal/partition/fetcher"
 	"github.com/strandmq/strand/internal/partlog"
 	"github.com/strandmq/strand/internal/producer"
+	"github.com/strandmq/strand/internal/schemareg/schemastore"
+	"github.com/strandmq/strand/internal/topicconfig"
+	"github.com/strandmq/strand/internal/txn/txncoord"
 	"github.com/strandmq/strand/internal/vfs"
 	"github.com/strandmq/strand/internal/wire"
 )
-
-// NodeID identifies a broker in a cluster (Kafka's node.id / broker.id).
-type NodeID int32
-
-// PartitionID is a partition's index within its topic.
-type PartitionID int32
 
 // Limits that keep one request from exhausting the machine.
 const (
 	// MaxPartitionsPerTopic bounds CreateTopics and CreatePartitions.
 	MaxPartitionsPerTopic = 10000
-	// maxTopicNameLen is Kafka's limit (249: room for the partition suffix in
-	// a 255-byte file name).
-	maxTopicNameLen = 249
 )
 
 // Config configures a Broker. The zero value of every field is usable except
@@ -77,6 +74,7 @@ type Config struct {
 	// (log.retention.check.interval.ms); default 30 s (Kafka's is 5 minutes;
 	// a small broker's users expect to see retention act).
 	RetentionCheckInterval time.Duration
+	Tiered                 TieredConfig // tiered storage (tiered.go); zero: off
 	// CleanerBackoff is how often the compaction cleaner looks for dirty
 	// compacted partitions (log.cleaner.backoff.ms); default 15 s.
 	CleanerBackoff time.Duration
@@ -216,30 +214,27 @@ type Broker struct {
 	// descriptor cap (Config.MaxOpenLogFiles); fs itself when uncapped.
 	logFS vfs.FS
 	files *vfs.FDCache
-	// rollSnapSlots bounds the roll snapshots written at once, so that
-	// many partitions rolling together do not each hold a thread in fsync.
-	rollSnapSlots chan struct{}
-	logger        *slog.Logger
-	meta          cluster.Store // topics, ids, configs, tombstones (Config.Metadata)
+	// node is what this node's partitions share (package partition).
+	node   *partition.Node
+	logger *slog.Logger
+	meta   cluster.Store // topics, ids, configs, tombstones (Config.Metadata)
 	// images feeds the reconciler (reconcile.go); unsubscribe ends its feed.
 	images      chan *cluster.Image
 	unsubscribe func()
 	defaults    map[string]string // validated TopicDefaults
 	ids         *producer.Allocator
-	coords      coordShards // group coordinators, by __consumer_offsets partition
-	coordSync   sync.Mutex  // serialises syncCoordinators
-	txns        txnShards   // transaction coordinators, by __transaction_state partition
-	txnSync     sync.Mutex  // serialises syncTxnCoordinators
-	txnCount    txnCounters
-	member      *membership // nil on a single node
-	replicas    fetchers    // a follower's fetchers, by leader (follower.go)
-	isrShrinks  atomic.Int64
-	isrExpands  atomic.Int64
-	parked      atomic.Int64 // acks=all produces waiting for the high watermark
+	coords      coordlog.Shards[*Partition, *group.Coordinator] // by __consumer_offsets partition
+	txns        coordlog.Shards[*Partition, *TxnCoordinator]    // by __transaction_state partition
+	txnEnsure   sync.Mutex                                      // a single node creates __transaction_state once
+	txnCount    txncoord.Counters
+	member      *membership       // nil on a single node
+	fetchers    *fetcher.Fetchers // a follower's fetchers, by leader
+	peers       wire.Peers        // calls to other nodes
 	started     time.Time
 	syncedIndex int64        // newest image syncLocked applied (b.admin)
-	ingest      ingestStats  // validation counters (ingest.go)
-	schemas     *SchemaStore // the schema registry's storage (schemas.go)
+	ingest      dlq.Stats    // validation counters (package dlq)
+	schemas     *SchemaStore // the schema registry's storage (package schemastore)
+	share       *ShareNode   // share groups, nil on a cluster member (share_host.go)
 	stats       stats        // traffic counters (stats.go)
 
 	lock      io.Closer // the data directory's .lock, held until Close
@@ -292,24 +287,37 @@ func Open(cfg Config) (_ *Broker, err error) {
 	if cfg.Dir == "" {
 		return nil, errors.New("broker: Config.Dir is empty")
 	}
-	defaults, err := parseConfigs(cfg.TopicDefaults)
+	defaults, err := topicconfig.Parse(cfg.TopicDefaults)
 	if err != nil {
 		return nil, fmt.Errorf("broker: topic defaults: %w", err)
 	}
 	b := &Broker{cfg: cfg, fs: cfg.FS, logger: cfg.Logger, defaults: defaults, stop: make(chan struct{}), started: cfg.Now()}
 	b.logFS = b.fs
-	b.rollSnapSlots = make(chan struct{}, rollSnapWriters)
+	b.node = &partition.Node{ID: cfg.NodeID, FS: b.fs, Logger: b.logger, Now: cfg.Now,
+		SnapshotDir: filepath.Join(cfg.Dir, producerStateDir), ReplicaLagTime: cfg.ReplicaLagTime,
+		ProducerIDExpiration: cfg.ProducerIDExpiration, Started: b.started,
+		RollSnapSlots: make(chan struct{}, partition.RollSnapWriters), Tier: cfg.Tiered.Tier}
+	b.node.Host = nodeHost{b}
+	b.coords = coordlog.Shards[*Partition, *group.Coordinator]{What: "group coordinator", Logger: b.logger,
+		Load: func(_ int32, p *Partition) (*group.Coordinator, error) { return b.newCoordinator(p) },
+		Stop: (*group.Coordinator).Close}
+	b.txns = coordlog.Shards[*Partition, *TxnCoordinator]{What: "transaction coordinator", Logger: b.logger,
+		Load: func(_ int32, p *Partition) (*TxnCoordinator, error) { return b.loadTxnCoordinator(p) },
+		Stop: (*TxnCoordinator).Stop}
+	b.peers = wire.Peers{Dialer: cfg.Dialer, Self: int32(cfg.NodeID), Addr: func(n int32) (string, error) { return b.internalAddr(NodeID(n)) }}
+	b.fetchers = fetcher.New(fetcher.Config{NodeID: cfg.NodeID, Addr: b.internalAddr, Dialer: cfg.Dialer, Logger: b.logger,
+		BrokerEpoch: func() int64 { return b.member.epoch.Load() }})
 	if cfg.MaxOpenLogFiles > 0 {
 		b.files = vfs.NewFDCache(cfg.MaxOpenLogFiles)
 		b.logFS = b.files.Wrap(b.fs)
 	}
 	b.mu.topics = make(map[string]*Topic)
 	b.mu.byID = make(map[TopicID]*Topic)
-	b.schemas = newSchemaStore(b)
+	b.schemas = schemastore.New(schemaNode{b}, b.stop)
 	if err := b.fs.MkdirAll(cfg.Dir, 0o755); err != nil {
 		return nil, fmt.Errorf("broker: create %s: %w", cfg.Dir, err)
 	}
-	if b.lock, err = lockDir(b.fs, cfg.Dir); err != nil {
+	if b.lock, err = datadir.Lock(b.fs, cfg.Dir); err != nil {
 		return nil, err
 	}
 	defer func() {
@@ -381,6 +389,10 @@ func Open(cfg Config) (_ *Broker, err error) {
 		b.closePartitions()
 		return nil, err
 	}
+	if err := b.openShare(); err != nil {
+		b.closePartitions()
+		return nil, err
+	}
 	b.startLoops()
 	return b, nil
 }
@@ -391,6 +403,7 @@ func (b *Broker) startLoops() {
 	b.wg.Add(3)
 	go b.tailSchemas()
 	go b.every(b.cfg.RetentionCheckInterval, b.ApplyRetention)
+	b.startTiered()
 	go b.every(b.cfg.CleanerBackoff, b.CleanLogs) // log.cleaner.backoff.ms
 	if b.cfg.ScrubInterval > 0 {
 		b.wg.Add(1)
@@ -418,7 +431,7 @@ func (b *Broker) openTopics(metas []cluster.Topic) error {
 	var topics []*Topic
 	for _, mt := range metas {
 		id := mt.ID
-		tc, err := newTopicConfig(b.internalOverrides(mt.Name, mt.Configs), b.defaults)
+		tc, err := topicconfig.New(b.internalOverrides(mt.Name, mt.Configs), b.defaults)
 		if err != nil {
 			return fmt.Errorf("broker: topic %q: %w", mt.Name, err)
 		}
@@ -463,7 +476,7 @@ func (b *Broker) openTopics(metas []cluster.Topic) error {
 	if err != nil {
 		for _, j := range jobs {
 			if p := j.t.partitions[j.id]; p != nil {
-				_ = p.close(false)
+				_ = p.Close(false)
 			}
 		}
 		return err
@@ -507,7 +520,7 @@ func (b *Broker) removeOrphanSnapshots() {
 		return
 	}
 	for _, name := range snaps {
-		id, part, ok := parseSnapshotName(name)
+		id, part, ok := partition.ParseSnapshotName(name)
 		if t := b.mu.byID[id]; ok && t != nil && int(part) < len(t.partitions) {
 			continue
 		}
@@ -524,7 +537,7 @@ func parsePartitionDir(name string) (string, PartitionID, bool) {
 	if err != nil || n < 0 || strconv.FormatInt(n, 10) != name[i+1:] {
 		return "", 0, false
 	}
-	if validateTopicName(name[:i]) != nil {
+	if topicconfig.ValidateTopicName(name[:i]) != nil {
 		return "", 0, false
 	}
 	return name[:i], PartitionID(n), true
@@ -550,7 +563,7 @@ func (b *Broker) every(interval time.Duration, fn func()) {
 // expires committed offsets, now (the broker also does so every
 // RetentionCheckInterval).
 func (b *Broker) ApplyRetention() {
-	for _, g := range b.coords.loaded() {
+	for _, g := range b.coords.Loaded() {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		g.ExpireOffsets(ctx)
 		cancel()
@@ -560,8 +573,8 @@ func (b *Broker) ApplyRetention() {
 			if p.Failed() != nil {
 				continue // offline: nothing may change its files
 			}
-			if _, err := p.log.ApplyRetention(); err != nil && !p.isClosed() {
-				b.logger.Warn("broker: retention failed", "topic", t.Name, "partition", p.id, "err", err)
+			if _, err := p.Log().ApplyRetention(); err != nil && !p.Closed() {
+				b.logger.Warn("broker: retention failed", "topic", t.Name, "partition", p.ID(), "err", err)
 			}
 		}
 	}
@@ -579,19 +592,14 @@ func (b *Broker) Close() error {
 	b.mu.Unlock()
 	// The coordinators first: they write to __transaction_state and
 	// __consumer_offsets (transaction markers reach the group coordinators).
-	b.stopTxnCoordinators()
-	b.coordSync.Lock()
-	for k, sh := range b.coords.all() {
-		b.coords.set(k, nil)
-		if sh.loaded != nil {
-			sh.loaded.Close()
-		}
-	}
-	b.coordSync.Unlock()
+	b.txns.StopAll()
+	b.closeShare()
+	b.coords.StopAll()
 	b.unsubscribe()
 	close(b.stop)
-	b.stopFetchers()
+	b.fetchers.Close()
 	b.wg.Wait()
+	b.cfg.Tiered.Tier.Close()
 	b.admin.Lock()
 	defer b.admin.Unlock()
 	err := b.closePartitions()
@@ -613,7 +621,7 @@ func (b *Broker) closePartitions() error {
 	for _, t := range b.mu.topics {
 		all = append(all, t.local()...)
 	}
-	err := forEach(len(all), func(i int) error { return all[i].close(true) })
+	err := forEach(len(all), func(i int) error { return all[i].Close(true) })
 	b.logger.Info("broker: closed partitions", "partitions", len(all), "took", time.Since(start).Round(time.Millisecond))
 	return err
 }
@@ -652,7 +660,7 @@ func (b *Broker) OfflinePartitions() []OfflinePartition {
 	for _, t := range b.Topics() {
 		for _, p := range t.local() {
 			if err := p.Failed(); err != nil {
-				out = append(out, OfflinePartition{Name: partitionDirName(t.Name, p.id), Damaged: errors.Is(err, partlog.ErrDamaged), Reason: err.Error()})
+				out = append(out, OfflinePartition{Name: partitionDirName(t.Name, p.ID()), Damaged: errors.Is(err, partlog.ErrDamaged), Reason: err.Error()})
 			}
 		}
 	}
@@ -760,42 +768,6 @@ func (b *Broker) installLocked(name string, t *Topic) error {
 	}
 	b.mu.Unlock()
 	return nil
-}
-
-// ValidateTopicName returns an error wrapping ErrInvalidTopic unless name
-// is a legal Kafka topic name.
-func ValidateTopicName(name string) error { return validateTopicName(name) }
-
-func validateTopicName(name string) error {
-	switch {
-	case name == "":
-		return fmt.Errorf("%w: empty name", ErrInvalidTopic)
-	case name == "." || name == "..":
-		return fmt.Errorf("%w: %q is not allowed", ErrInvalidTopic, name)
-	case len(name) > maxTopicNameLen:
-		return fmt.Errorf("%w: longer than %d characters", ErrInvalidTopic, maxTopicNameLen)
-	}
-	for _, c := range []byte(name) {
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-') {
-			return fmt.Errorf("%w: %q contains a character other than ASCII alphanumerics, '.', '_' and '-'", ErrInvalidTopic, name)
-		}
-	}
-	return nil
-}
-
-// removeProducerSnapshot deletes a partition's producer snapshot, if any.
-func (b *Broker) removeProducerSnapshot(topic TopicID, p PartitionID) {
-	dir := filepath.Join(b.cfg.Dir, producerStateDir)
-	names := []string{snapshotName(topic, p)}
-	for _, r := range rollSnapshots(b.fs, dir, topic, p) {
-		names = append(names, r.name)
-	}
-	for _, name := range names {
-		err := b.fs.Remove(filepath.Join(dir, name))
-		if err != nil && !errors.Is(err, os.ErrNotExist) {
-			b.logger.Warn("broker: cannot remove producer snapshot", "topic", topic, "partition", p, "err", err)
-		}
-	}
 }
 
 func partitionDirName(topic string, p PartitionID) string {

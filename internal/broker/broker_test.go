@@ -9,6 +9,7 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/strandmq/strand/internal/partition"
 	"github.com/strandmq/strand/internal/partitioner"
 	"github.com/strandmq/strand/internal/producer"
 	"github.com/strandmq/strand/internal/record"
@@ -283,7 +284,7 @@ func TestProducerStateSurvivesRestart(t *testing.T) {
 			t.Fatal(err)
 		}
 		if !crash {
-			if _, err := fs.Stat(filepath.Join("/d", producerStateDir, p.snapshotName())); err != nil {
+			if _, err := fs.Stat(filepath.Join("/d", producerStateDir, partition.SnapshotName(p.TopicID(), p.ID()))); err != nil {
 				t.Fatalf("no snapshot after a clean close: %v", err)
 			}
 		}
@@ -335,29 +336,6 @@ func TestLeftoverPartitionDirsRemoved(t *testing.T) {
 	}
 	if _, err := fs.Stat("/d/keep-0"); err != nil {
 		t.Fatalf("live partition removed: %v", err)
-	}
-}
-
-func TestConfigTranslation(t *testing.T) {
-	t.Parallel()
-	tc, err := newTopicConfig(map[string]string{
-		ConfigRetentionMs: "0", ConfigRetentionBytes: "0", ConfigFlushMs: "250", ConfigFlushMessages: "10", ConfigIndexIntervalBytes: "0",
-	}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	lc := tc.logConfig(nil, quiet)
-	if lc.RetentionTime <= 0 || lc.RetentionBytes != 1 || lc.FlushInterval.Milliseconds() != 250 || lc.FlushMessages != 10 || lc.IndexIntervalBytes != 1 {
-		t.Fatalf("%+v", lc)
-	}
-	dflt, _ := newTopicConfig(nil, nil)
-	lc = dflt.logConfig(nil, quiet)
-	if lc.FlushMessages != 0 || lc.FlushInterval != 0 || lc.RetentionBytes != -1 || lc.RetentionRecords != -1 {
-		t.Fatalf("defaults: %+v", lc)
-	}
-	forever, _ := newTopicConfig(map[string]string{ConfigRetentionMs: "-1"}, nil)
-	if lc := forever.logConfig(nil, quiet); lc.RetentionTime >= 0 {
-		t.Fatalf("retention.ms=-1: %v", lc.RetentionTime)
 	}
 }
 

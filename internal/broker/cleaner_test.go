@@ -23,8 +23,8 @@ func countRecords(t *testing.T, b *Broker, topic string) int {
 		t.Fatal(err)
 	}
 	n := 0
-	for off := p.log.LogStartOffset(); off < p.log.HighWatermark(); {
-		buf, err := p.log.Read(off, 1<<20)
+	for off := p.Log().LogStartOffset(); off < p.Log().HighWatermark(); {
+		buf, err := p.Log().Read(off, 1<<20)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -112,14 +112,14 @@ func TestCompactionConfigs(t *testing.T) {
 	tp := mustCreate(t, b, TopicSpec{Name: "c", Partitions: 1, Configs: map[string]string{
 		ConfigCleanupPolicy: "compact", ConfigMinCleanableDirtyRatio: "0.25",
 		ConfigMinCompactionLagMs: "1000", ConfigMaxCompactionLagMs: "60000", ConfigDeleteRetentionMs: "5000"}})
-	p := tp.Config.compactPolicy()
+	p := tp.Config.CompactPolicy()
 	if !tp.Config.Compacted() || p.MinDirtyRatio != 0.25 || p.MinCompactionLag != time.Second ||
 		p.MaxCompactionLag != time.Minute || p.DeleteRetention != 5*time.Second {
 		t.Fatalf("policy %+v", p)
 	}
-	if d := mustCreate(t, b, TopicSpec{Name: "d", Partitions: 1}).Config; d.Compacted() || d.compactPolicy().MaxCompactionLag != 0 ||
-		d.compactPolicy().MinDirtyRatio != 0.5 || d.compactPolicy().DeleteRetention != 24*time.Hour {
-		t.Fatalf("defaults: compacted %v policy %+v", d.Compacted(), d.compactPolicy())
+	if d := mustCreate(t, b, TopicSpec{Name: "d", Partitions: 1}).Config; d.Compacted() || d.CompactPolicy().MaxCompactionLag != 0 ||
+		d.CompactPolicy().MinDirtyRatio != 0.5 || d.CompactPolicy().DeleteRetention != 24*time.Hour {
+		t.Fatalf("defaults: compacted %v policy %+v", d.Compacted(), d.CompactPolicy())
 	}
 	var ce *ConfigError
 	for _, bad := range []string{"1.5", "-0.1", "x"} {
@@ -182,8 +182,8 @@ func TestCleanWhileProducingAndReading(t *testing.T) {
 			default:
 			}
 			last := record.Offset(-1)
-			for off := p.log.LogStartOffset(); off < p.log.HighWatermark(); {
-				buf, err := p.log.Read(off, 4096)
+			for off := p.Log().LogStartOffset(); off < p.Log().HighWatermark(); {
+				buf, err := p.Log().Read(off, 4096)
 				if err != nil {
 					errs <- err
 					return
@@ -221,8 +221,8 @@ func TestCleanWhileProducingAndReading(t *testing.T) {
 	b.CleanLogs()
 	want := compact.View(all)
 	got := map[string][]byte{}
-	for off := p.log.LogStartOffset(); off < p.log.HighWatermark(); {
-		buf, err := p.log.Read(off, 1<<20)
+	for off := p.Log().LogStartOffset(); off < p.Log().HighWatermark(); {
+		buf, err := p.Log().Read(off, 1<<20)
 		if err != nil {
 			t.Fatal(err)
 		}

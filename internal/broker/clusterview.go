@@ -6,6 +6,8 @@ import (
 	"math"
 	"slices"
 	"unicode/utf16"
+
+	"github.com/strandmq/strand/internal/partition"
 )
 
 // What a member tells clients about the cluster comes from its image:
@@ -91,8 +93,8 @@ func (b *Broker) PartitionInfo(t *Topic, p PartitionID) PartitionInfo {
 	if !ok {
 		return PartitionInfo{Leader: -1}
 	}
-	info := PartitionInfo{Leader: NodeID(reg.Leader), LeaderEpoch: reg.LeaderEpoch, Replicas: nodeIDs(reg.Replicas), ISR: nodeIDs(reg.ISR),
-		ELR: nodeIDs(reg.ELR), LastKnownELR: nodeIDs(reg.LastKnownELR)}
+	info := PartitionInfo{Leader: NodeID(reg.Leader), LeaderEpoch: reg.LeaderEpoch, Replicas: partition.NodeIDs(reg.Replicas), ISR: partition.NodeIDs(reg.ISR),
+		ELR: partition.NodeIDs(reg.ELR), LastKnownELR: partition.NodeIDs(reg.LastKnownELR)}
 	for _, r := range reg.Replicas {
 		if br, ok := img.Broker(r); !ok || br.Fenced {
 			info.Offline = append(info.Offline, NodeID(r))

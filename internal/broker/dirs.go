@@ -3,11 +3,13 @@ package broker
 import (
 	"errors"
 	"fmt"
-	"github.com/strandmq/strand/internal/cluster"
 	"maps"
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/strandmq/strand/internal/cluster"
+	"github.com/strandmq/strand/internal/datadir"
 )
 
 // A partition directory is removed for one reason only: its topic id has a
@@ -43,7 +45,7 @@ func (b *Broker) checkPartitionDirs(img *cluster.Image) ([]cluster.Record, error
 				b.logger.Warn("broker: cannot remove partition directory of a deleted topic", "dir", path, "err", err)
 				remaining[o.id] = true
 			}
-		case !holdsRecords(b.fs, path):
+		case !datadir.HoldsRecords(b.fs, path):
 			b.logger.Info("broker: removing empty partition directory no topic owns (an interrupted create)", "dir", path)
 			if err := b.fs.RemoveAll(path); err != nil {
 				b.logger.Warn("broker: cannot remove empty partition directory", "dir", path, "err", err)
@@ -95,8 +97,8 @@ func (b *Broker) orphanDirs(img *cluster.Image) ([]orphanDir, error) {
 		if fi, err := b.fs.Stat(path); err != nil || !fi.IsDir() {
 			continue
 		}
-		id, err := readPartitionMeta(b.fs, path)
-		if err != nil && !errors.Is(err, errNoPartitionMeta) {
+		id, err := datadir.ReadPartitionMeta(b.fs, path)
+		if err != nil && !errors.Is(err, datadir.ErrNoPartitionMeta) {
 			return nil, fmt.Errorf("broker: %w", err)
 		}
 		out = append(out, orphanDir{name: name, topic: topic, part: part, id: id})
@@ -172,7 +174,7 @@ func (b *Broker) recoverTopics(img *cluster.Image, dirs []orphanDir) ([]cluster.
 // leftover, and refuses another topic's data.
 func (b *Broker) claimPartitionDir(name string, id TopicID) error {
 	path := filepath.Join(b.cfg.Dir, name)
-	got, err := readPartitionMeta(b.fs, path)
+	got, err := datadir.ReadPartitionMeta(b.fs, path)
 	switch {
 	case err == nil && got == id:
 		return nil
@@ -183,13 +185,13 @@ func (b *Broker) claimPartitionDir(name string, id TopicID) error {
 		}
 	case err == nil:
 		return fmt.Errorf("%s holds data of topic id %s, not of this topic (id %s); move it out of %s", path, got, id, b.cfg.Dir)
-	case !errors.Is(err, errNoPartitionMeta):
+	case !errors.Is(err, datadir.ErrNoPartitionMeta):
 		return err
 	}
 	if err := b.fs.MkdirAll(path, 0o755); err != nil {
 		return err
 	}
-	if err := writePartitionMeta(b.fs, path, id); err != nil {
+	if err := datadir.WritePartitionMeta(b.fs, path, id); err != nil {
 		return err
 	}
 	return b.fs.SyncDir(b.cfg.Dir)

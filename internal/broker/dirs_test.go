@@ -8,8 +8,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/strandmq/strand/internal/datadir"
 	"github.com/strandmq/strand/internal/group"
 	"github.com/strandmq/strand/internal/producer"
+	"github.com/strandmq/strand/internal/topicconfig"
 	"github.com/strandmq/strand/internal/vfs"
 )
 
@@ -185,7 +187,7 @@ func TestInterruptedCreateCleaned(t *testing.T) {
 		if err := fs.MkdirAll(orphan, 0o755); err != nil {
 			t.Fatal(err)
 		}
-		if err := writePartitionMeta(fs, orphan, newTopicID()); err != nil {
+		if err := datadir.WritePartitionMeta(fs, orphan, newTopicID()); err != nil {
 			t.Fatal(err)
 		}
 		f, err := vfs.Create(fs, filepath.Join(orphan, "00000000000000000000.log"))
@@ -206,7 +208,7 @@ func TestInterruptedCreateCleaned(t *testing.T) {
 func TestForeignPartitionDirRefused(t *testing.T) {
 	fs, dir := vfs.NewMem(), "/d"
 	twoTopics(t, fs, dir)
-	if err := writePartitionMeta(fs, filepath.Join(dir, "b-0"), newTopicID()); err != nil {
+	if err := datadir.WritePartitionMeta(fs, filepath.Join(dir, "b-0"), newTopicID()); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := Open(Config{FS: fs, Dir: dir, Logger: quiet}); err == nil || !strings.Contains(err.Error(), "holds data of topic id") {
@@ -219,7 +221,7 @@ func TestForeignPartitionDirRefused(t *testing.T) {
 // the real file system, whose names are limited to 255 bytes.
 func TestLongestTopicName(t *testing.T) {
 	dir := t.TempDir()
-	name := strings.Repeat("x", maxTopicNameLen)
+	name := strings.Repeat("x", topicconfig.MaxTopicNameLen)
 	b := open(t, vfs.Default, dir)
 	mustCreate(t, b, TopicSpec{Name: name, Partitions: 3, Configs: map[string]string{"segment.bytes": "16384"}})
 	ctx := context.Background()

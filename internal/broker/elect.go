@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/strandmq/strand/internal/cluster"
+	"github.com/strandmq/strand/internal/partition"
 )
 
 // Operator requests the controller decides per partition: leader
@@ -60,7 +61,7 @@ func (b *Broker) Reassign(parts map[string]map[int32][]NodeID) ([]PartitionOutco
 	}, func(tp cluster.TopicPartition) {
 		var replicas []cluster.NodeID
 		if target := parts[b.topicName(tp.Topic)][tp.Partition]; target != nil {
-			replicas = clusterIDs(target)
+			replicas = partition.ClusterIDs(target)
 		}
 		req.Parts = append(req.Parts, cluster.Reassignment{TopicPartition: tp, Replicas: replicas})
 	})
@@ -100,8 +101,8 @@ func (b *Broker) Reassignments(parts map[string][]int32) []Reassignment {
 			if !ok || !reg.Reassigning() || (want != nil && !slices.Contains(want, p)) {
 				continue
 			}
-			out = append(out, Reassignment{Topic: t.Name, Partition: p, Replicas: nodeIDs(reg.Replicas),
-				Adding: nodeIDs(reg.AddingReplicas), Removing: nodeIDs(reg.RemovingReplicas)})
+			out = append(out, Reassignment{Topic: t.Name, Partition: p, Replicas: partition.NodeIDs(reg.Replicas),
+				Adding: partition.NodeIDs(reg.AddingReplicas), Removing: partition.NodeIDs(reg.RemovingReplicas)})
 		}
 	}
 	return out

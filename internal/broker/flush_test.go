@@ -119,7 +119,7 @@ func TestFlushEachAcknowledgesAfterFsync(t *testing.T) {
 			crashed := fs.CrashClone(vfs.CrashOptions{})
 			b2 := open(t, crashed, "/d")
 			p2, _ := b2.Partition("durable", 0)
-			if end := p2.log.LogEndOffset(); end != res.BaseOffset+1 {
+			if end := p2.Log().LogEndOffset(); end != res.BaseOffset+1 {
 				t.Fatalf("acks=%d: after a power cut the log ends at %d; offset %d was acknowledged", acks, end, res.BaseOffset)
 			}
 			if err := b2.Close(); err != nil {

@@ -86,7 +86,7 @@ func (b *Broker) GroupLag(ctx context.Context, groupID string) (GroupLag, error)
 			}
 			pl.Lag = max(int64(pl.End-from), 0)
 			if pl.Lag > 0 {
-				pl.TimeLag = p.waitingSince(from, b.cfg.Now())
+				pl.TimeLag = waitingSince(p, from, b.cfg.Now())
 			}
 			out.Total += pl.Lag
 			out.MaxTimeLag = max(out.MaxTimeLag, pl.TimeLag)
@@ -198,7 +198,7 @@ func (g *ConsumerGroup) Lag(ctx context.Context) (GroupLag, error) { return g.b.
 // waitingSince is now minus the timestamp of the first record at or after
 // offset from (0 if there is none, it cannot be read, or its timestamp is
 // in the future).
-func (p *Partition) waitingSince(from record.Offset, now time.Time) time.Duration {
+func waitingSince(p *Partition, from record.Offset, now time.Time) time.Duration {
 	res, err := p.Read(from, 1) // at least the batch holding from
 	if err != nil {
 		return 0

@@ -1,338 +1,21 @@
 package broker
 
 import (
-	"encoding/binary"
+	"context"
 	"errors"
 	"fmt"
-	"slices"
-	"strings"
-	"sync"
-	"sync/atomic"
-	"time"
+	"log/slog"
 
+	"github.com/strandmq/strand/internal/dlq"
 	"github.com/strandmq/strand/internal/ingest"
+	"github.com/strandmq/strand/internal/partition"
 	"github.com/strandmq/strand/internal/record"
 )
-
-// This file is validation at ingress (DESIGN.md invariant 7) on the produce
-// path: for a topic with strand.validation or
-// strand.validation.key.required, Partition.Append decodes the batch and
-// judges every record (screen); invalid records go to the topic's DLQ with
-// the reason attached, and the valid ones are appended in a batch that keeps
-// the producer's offset range, so each quarantined offset is a gap, exactly
-// like a compacted-away record, and every valid record has the offset its
-// producer was told.
-//
-// Order under the source partition's lock (appendLocked): the idempotence
-// check first (a retried batch is answered from producer state and
-// quarantines nothing), then the DLQ append, then the source append. The DLQ
-// goes first so that a failure leaves nothing acknowledged without its
-// quarantined records: if the DLQ append fails, the produce fails and nothing
-// was written; if the source append fails after it, the retry quarantines
-// those records a second time (duplicates in the DLQ, never losses). The
-// alternative order would lose poison records silently when the DLQ append
-// failed after the producer's batch was already in the log.
-//
-// Lock order: source Partition.mu → DLQ Partition.mu. A DLQ topic must not
-// itself be validated (resolveDLQ refuses it), so the DLQ append never nests
-// further and two topics cannot be each other's DLQ.
-
-// IngestStats are a topic's validation counters since the broker opened.
-// They only grow (a topic deleted and created again keeps counting), as
-// Prometheus counters must.
-type IngestStats struct {
-	Topic string
-	// Validated counts records judged on the produce path, Accepted those
-	// appended to the topic, Quarantined those sent to its DLQ (Validated =
-	// Accepted + Quarantined).
-	Validated, Accepted, Quarantined int64
-	// Rejected counts invalid records whose batches were refused
-	// (strand.validation.action=reject); they are not in Validated.
-	Rejected int64
-	// Redriven counts DLQ records produced back into the topic, whoever
-	// redrives them (Redrive in-process, strand dlq redrive or another
-	// client through the wire): records carrying a redrive's source
-	// header, also once the topic is no longer validated.
-	Redriven int64
-}
-
-type ingestCounters struct {
-	validated, accepted, quarantined, redriven atomic.Int64
-	rejected                                   atomic.Int64 // records of batches refused (action=reject)
-
-	// A quarantine burst is logged as one line: the first quarantine after a
-	// quiet quarantineLogEvery, then the count since, at most that often.
-	lastLog, sinceLog atomic.Int64
-}
-
-// quarantineLogEvery bounds quarantine log lines to one per topic per period.
-const quarantineLogEvery = 10 * time.Second
-
-// ingestStats maps topic names to their counters (*ingestCounters).
-type ingestStats struct{ topics sync.Map }
-
-func (s *ingestStats) counters(topic string) *ingestCounters {
-	if c, ok := s.topics.Load(topic); ok {
-		return c.(*ingestCounters)
-	}
-	c, _ := s.topics.LoadOrStore(topic, &ingestCounters{})
-	return c.(*ingestCounters)
-}
-
-// IngestStats returns the validation counters of every topic that has had a
-// record validated or redriven, sorted by topic.
-func (b *Broker) IngestStats() []IngestStats {
-	var out []IngestStats
-	b.ingest.topics.Range(func(k, v any) bool {
-		c := v.(*ingestCounters)
-		out = append(out, IngestStats{
-			Topic:     k.(string),
-			Validated: c.validated.Load(), Accepted: c.accepted.Load(),
-			Quarantined: c.quarantined.Load(), Redriven: c.redriven.Load(), Rejected: c.rejected.Load(),
-		})
-		return true
-	})
-	slices.SortFunc(out, func(x, y IngestStats) int { return strings.Compare(x.Topic, y.Topic) })
-	return out
-}
-
-// TopicIngestStats returns one topic's validation counters (zero if none).
-func (b *Broker) TopicIngestStats(topic string) IngestStats {
-	c := b.ingest.counters(topic)
-	return IngestStats{Topic: topic, Validated: c.validated.Load(), Accepted: c.accepted.Load(),
-		Quarantined: c.quarantined.Load(), Redriven: c.redriven.Load(), Rejected: c.rejected.Load()}
-}
-
-// Validation topic config names.
-const (
-	ConfigValidation            = "strand.validation"
-	ConfigValidationSchema      = "strand.validation.schema"
-	ConfigValidationKeyRequired = "strand.validation.key.required"
-	ConfigDLQTopic              = "strand.dlq.topic"
-	ConfigValidationKey         = "strand.validation.key"
-	ConfigValidationStrategy    = "strand.validation.subject.strategy"
-	ConfigValidationAction      = "strand.validation.action"
-)
-
-// ingestConfigDefs are appended to configDefs.
-var ingestConfigDefs = []*ConfigDef{
-	{Name: ConfigValidation, Default: string(ingest.ModeNone), Type: TypeString,
-		check: checkEnum(string(ingest.ModeNone), string(ingest.ModeJSON), string(ingest.ModeJSONSchema), string(ingest.ModeSchema)),
-		Doc:   "Strand: validate records at ingress: none, json (the value must be a JSON document), jsonschema (it must satisfy strand.validation.schema) or schema (Confluent wire format: a schema id of the built-in registry, of the topic's subject, and a payload that decodes against it). Invalid records go to strand.dlq.topic (or, with strand.validation.action=reject, fail the batch)."},
-	{Name: ConfigValidationKey, Default: "none", Type: TypeString, check: checkEnum("none", "schema"),
-		Doc: "Strand: with strand.validation=schema, schema also checks each non-null key against the registry (subject <topic>-key under TopicNameStrategy)."},
-	{Name: ConfigValidationStrategy, Default: string(ingest.TopicName), Type: TypeString, check: checkStrategy,
-		Doc: "Strand: the subject a schema id must belong to with strand.validation=schema: TopicNameStrategy (<topic>-value), RecordNameStrategy (the record's full name) or TopicRecordNameStrategy (<topic>-<record name>)."},
-	{Name: ConfigValidationAction, Default: string(ingest.ActionDLQ), Type: TypeString, check: checkEnum(string(ingest.ActionDLQ), string(ingest.ActionReject)),
-		Doc: "Strand: what happens to an invalid record: dlq (to strand.dlq.topic with its reason; the producer is not failed, its offset is a gap) or reject (the whole batch fails with INVALID_RECORD and one error per invalid record)."},
-	{Name: ConfigValidationSchema, Default: "", Type: TypeString, check: checkSchema,
-		Doc: "Strand: the JSON Schema (text) of strand.validation=jsonschema; references must stay inside it."},
-	{Name: ConfigValidationKeyRequired, Default: "false", Type: TypeBoolean, check: checkEnum("true", "false"),
-		Doc: "Strand: quarantine records with a null or empty key."},
-	{Name: ConfigDLQTopic, Default: "", Type: TypeString, check: checkDLQTopic,
-		Doc: "Strand: the topic invalid records go to; empty: <topic>.dlq, created on first use with the topic's partition count."},
-}
-
-func checkSchema(v string) (string, error) {
-	if strings.TrimSpace(v) == "" {
-		return "", nil
-	}
-	if _, err := ingest.Compile(ingest.Spec{Mode: ingest.ModeJSONSchema, Schema: v}); err != nil {
-		return "", errInvalidValue(err.Error())
-	}
-	return v, nil
-}
-
-func checkStrategy(v string) (string, error) {
-	s, err := ingest.ParseStrategy(v)
-	if err != nil {
-		return "", errInvalidValue(err.Error())
-	}
-	return string(s), nil
-}
-
-func checkDLQTopic(v string) (string, error) {
-	v = strings.TrimSpace(v)
-	if v == "" {
-		return "", nil
-	}
-	if err := validateTopicName(v); err != nil {
-		return "", errInvalidValue(err.Error())
-	}
-	if IsInternalTopic(v) {
-		return "", errInvalidValue("an internal topic cannot be a DLQ")
-	}
-	return v, nil
-}
-
-// ValidationSpec returns the topic's validation settings.
-func (c TopicConfig) ValidationSpec() ingest.Spec {
-	mode, _ := c.Get(ConfigValidation)
-	schema, _ := c.Get(ConfigValidationSchema)
-	key, _ := c.Get(ConfigValidationKeyRequired)
-	spec := ingest.Spec{Mode: ingest.Mode(mode), Schema: schema, KeyRequired: key == "true"}
-	if action, _ := c.Get(ConfigValidationAction); action != "" {
-		spec.Action = ingest.Action(action)
-	}
-	if spec.Mode == ingest.ModeSchema {
-		spec.Schema = "" // strand.validation.schema is jsonschema's
-		keys, _ := c.Get(ConfigValidationKey)
-		strategy, _ := c.Get(ConfigValidationStrategy)
-		spec.KeySchema, spec.Strategy = keys == "schema", ingest.Strategy(strategy)
-	}
-	return spec
-}
 
 // TopicValidator returns t's validator bound to this broker's schema
 // registry (nil: no validation).
 func (b *Broker) TopicValidator(t *Topic) *ingest.Validator {
 	return t.Config.Validator().Bind(b.schemas, t.Name)
-}
-
-// RecordError is one record a rejected batch was refused for.
-type RecordError struct {
-	Index  int32 // the record's place in its batch (its offset delta)
-	Reason string
-}
-
-// RecordErrors is the error of a batch refused by strand.validation.action=
-// reject: it wraps ErrInvalidRecord and lists every invalid record.
-type RecordErrors struct {
-	Topic     string
-	Partition PartitionID
-	Records   []RecordError
-}
-
-func (e *RecordErrors) Error() string {
-	first := e.Records[0]
-	return fmt.Sprintf("%v: %s-%d: %d invalid record(s) in the batch; record %d: %s",
-		ErrInvalidRecord, e.Topic, e.Partition, len(e.Records), first.Index, first.Reason)
-}
-
-// Unwrap makes errors.Is(err, ErrInvalidRecord) hold.
-func (e *RecordErrors) Unwrap() error { return ErrInvalidRecord }
-
-// DLQTopic returns the name of the topic's DLQ.
-func (c TopicConfig) DLQTopic(topic string) string {
-	if v, _ := c.Get(ConfigDLQTopic); v != "" {
-		return v
-	}
-	return ingest.DefaultDLQTopic(topic)
-}
-
-// Validator returns the topic's compiled validator (nil: no validation).
-func (c TopicConfig) Validator() *ingest.Validator { return c.validator }
-
-// compileValidator compiles the config's validator once per config change
-// (ingest caches compiled Specs, so partitions and topics with the same
-// settings share one).
-func (c *TopicConfig) compileValidator() error {
-	v, err := ingest.Compile(c.ValidationSpec())
-	if err != nil {
-		name := ConfigValidation
-		if c.ValidationSpec().Mode == ingest.ModeJSONSchema {
-			name = ConfigValidationSchema
-		}
-		return &ConfigError{Name: name, Reason: err.Error()}
-	}
-	c.validator = v
-	return nil
-}
-
-// quarantine is what screen found in one batch: the records to send to the
-// DLQ, with their reasons, and where they go.
-type quarantine struct {
-	validated int32
-	redriven  int32           // accepted records that carry a redrive's source header
-	records   []record.Record // offsets relative to the batch (producer's base offset + delta)
-	reasons   []string
-	base      record.Offset // the producer's base offset, to make offsets relative
-	codec     record.Codec
-	dlq       *Partition // nil when nothing is invalid
-	// inTxn: the DLQ partition was added to the source batch's
-	// transaction, so the quarantined records are written inside it.
-	inTxn bool
-	pid   int64
-	epoch int16
-}
-
-// joinTxn makes the quarantine part of transactional batch h's
-// transaction when the records go to a DLQ partition this node leads (a
-// DLQ led elsewhere, after a failover, is written outside it, as before).
-// It runs before the partition lock: enlisting may ask another node.
-func (q *quarantine) joinTxn(h record.Header, enlist Enlister) error {
-	if q == nil || q.dlq == nil || enlist == nil || !h.IsTransactional() || q.dlq.notLeader() != nil {
-		return nil
-	}
-	if err := enlist(q.dlq.topic, int32(q.dlq.id)); err != nil {
-		return fmt.Errorf("broker: adding DLQ %s-%d to the transaction: %w", q.dlq.topic, q.dlq.id, err)
-	}
-	q.inTxn, q.pid, q.epoch = true, h.ProducerID, h.ProducerEpoch
-	return nil
-}
-
-// screen decodes a batch of a validated topic and judges every record. When
-// all are valid it returns the batch unchanged (the fast path: the
-// producer's bytes are stored as sent). Otherwise it returns a new batch of
-// the valid records with the producer's offset range, producer id, epoch,
-// base sequence and codec (an empty batch, still spanning the range, when no
-// record is valid), and the invalid records to quarantine.
-func (p *Partition) screen(batch []byte, h record.Header, v *ingest.Validator, cfg *TopicConfig) ([]byte, record.Header, *quarantine, error) {
-	v = v.Bind(p.b.schemas, p.topic)
-	if ok, redriven := allValid(batch, h, v); ok {
-		return batch, h, &quarantine{validated: h.NumRecords, redriven: redriven}, nil
-	}
-	decoded, err := record.Decode(batch)
-	if err != nil {
-		return nil, h, nil, fmt.Errorf("%w: %s-%d: %w", ErrCorruptMessage, p.topic, p.id, err)
-	}
-	q := &quarantine{validated: h.NumRecords, base: h.BaseOffset, codec: h.Compression()}
-	var kept []record.Record
-	for i := range decoded.Records {
-		r := &decoded.Records[i]
-		reason := v.Validate(r.Key, r.Value)
-		if reason == "" {
-			if redrivenRecord(r.Headers) {
-				q.redriven++
-			}
-			if q.records != nil {
-				kept = append(kept, *r)
-			}
-			continue
-		}
-		if q.records == nil { // first invalid record: keep the valid ones before it
-			kept = append(make([]record.Record, 0, len(decoded.Records)), decoded.Records[:i]...)
-		}
-		q.records = append(q.records, *r)
-		q.reasons = append(q.reasons, reason)
-	}
-	if len(q.records) == 0 {
-		return batch, h, q, nil
-	}
-	if v.Spec().Action == ingest.ActionReject {
-		re := &RecordErrors{Topic: p.topic, Partition: p.id}
-		for i, r := range q.records {
-			re.Records = append(re.Records, RecordError{Index: int32(r.Offset - h.BaseOffset), Reason: q.reasons[i]})
-		}
-		p.b.ingest.counters(p.topic).rejected.Add(int64(len(q.records)))
-		return nil, h, nil, re
-	}
-	if q.dlq, err = p.b.resolveDLQ(p, cfg); err != nil {
-		return nil, h, nil, err
-	}
-	opts := h.Options()
-	if len(kept) == 0 {
-		opts.Codec = record.CodecNone // nothing to compress
-	}
-	nb, err := record.Encode(h.BaseOffset, kept, opts)
-	if err != nil {
-		return nil, h, nil, fmt.Errorf("broker: %s-%d: re-encode the valid records: %w", p.topic, p.id, err)
-	}
-	nh, err := record.ParseHeader(nb)
-	if err != nil {
-		return nil, h, nil, fmt.Errorf("broker: %s-%d: re-encoded batch: %w", p.topic, p.id, err)
-	}
-	return nb, nh, q, nil
 }
 
 // errDLQValidated refuses a DLQ topic that is validated itself.
@@ -343,11 +26,10 @@ var errDLQValidated = errors.New("a DLQ topic must not be validated itself")
 // have fewer), creating the topic with the source's partition count if it
 // does not exist. It runs before the source partition's lock is taken
 // (creating a topic takes the broker's locks).
-func (b *Broker) resolveDLQ(p *Partition, cfg *TopicConfig) (*Partition, error) {
-	name := cfg.DLQTopic(p.topic)
+func (b *Broker) resolveDLQ(p *Partition, name string) (*Partition, error) {
 	t, err := b.Topic(name)
 	if errors.Is(err, ErrUnknownTopicOrPartition) {
-		src, serr := b.Topic(p.topic)
+		src, serr := b.Topic(p.Topic())
 		if serr != nil {
 			return nil, serr
 		}
@@ -357,12 +39,12 @@ func (b *Broker) resolveDLQ(p *Partition, cfg *TopicConfig) (*Partition, error) 
 		}
 	}
 	if err != nil {
-		return nil, fmt.Errorf("broker: DLQ %q of %s-%d: %w", name, p.topic, p.id, err)
+		return nil, fmt.Errorf("broker: DLQ %q of %s-%d: %w", name, p.Topic(), p.ID(), err)
 	}
-	if t.Config.Validator() != nil || name == p.topic {
-		return nil, fmt.Errorf("%w: DLQ %q of topic %q: %w", ErrInvalidConfig, name, p.topic, errDLQValidated)
+	if t.Config.Validator() != nil || name == p.Topic() {
+		return nil, fmt.Errorf("%w: DLQ %q of topic %q: %w", ErrInvalidConfig, name, p.Topic(), errDLQValidated)
 	}
-	return t.Partition(PartitionID(int(p.id) % len(t.partitions)))
+	return t.Partition(PartitionID(int(p.ID()) % len(t.partitions)))
 }
 
 // dlqSpec is an auto-created DLQ topic: the source's partition count and,
@@ -380,227 +62,89 @@ func (b *Broker) dlqSpec(name string, src *Topic) TopicSpec {
 		if !ok {
 			return spec
 		}
-		a = append(a, nodeIDs(reg.Replicas))
+		a = append(a, partition.NodeIDs(reg.Replicas))
 	}
 	spec.Partitions, spec.Assignment = -1, a
 	return spec
 }
 
-// writeLocked appends the quarantined records to the DLQ partition, as if
-// the source batch were appended at base. The source partition's lock is
-// held (so base is the offset its append will assign).
-func (q *quarantine) writeLocked(src *Partition, base record.Offset) error {
-	if q.dlq == nil {
-		return nil
-	}
-	recs := make([]record.Record, len(q.records))
-	for i, r := range q.records {
-		at := base + (r.Offset - q.base)
-		recs[i] = ingest.Quarantine(r, q.reasons[i], ingest.Source{Topic: src.topic, Partition: int32(src.id), Offset: at})
-		recs[i].Offset = record.Offset(i)
-	}
-	opts := record.DefaultBatchOptions()
-	opts.Codec = q.codec
-	if q.inTxn {
-		// The producer's transactional batch, without a sequence: the
-		// broker writes it, the producer never numbers the DLQ partition
-		// (as Kafka's coordinator-written batches skip sequence checks).
-		opts.ProducerID, opts.ProducerEpoch, opts.BaseSequence, opts.Transactional = q.pid, q.epoch, -1, true
-	}
-	batch, err := record.Encode(0, recs, opts)
+// Validation's types, under the names the layers above have always used
+// (package dlq owns them).
+type (
+	IngestStats    = dlq.TopicStats
+	RecordError    = dlq.RecordError
+	RecordErrors   = dlq.RecordErrors
+	RedriveOptions = dlq.RedriveOptions
+	RedriveResult  = dlq.RedriveResult
+)
+
+// IngestStats returns the validation counters of every topic that has had a
+// record validated or redriven, sorted by topic.
+func (b *Broker) IngestStats() []IngestStats { return b.ingest.All() }
+
+// TopicIngestStats returns one topic's validation counters (zero if none).
+func (b *Broker) TopicIngestStats(topic string) IngestStats { return b.ingest.Topic(topic) }
+
+// Redrive moves the records of topic's DLQ that its validator now accepts
+// back into it (dlq.Redrive).
+func (b *Broker) Redrive(ctx context.Context, topic string, opts RedriveOptions) (RedriveResult, error) {
+	return dlq.Redrive(ctx, redriver{b}, topic, opts)
+}
+
+// dlqNode is the broker as quarantining sees it (dlq.Node).
+type dlqNode struct{ b *Broker }
+
+func (n dlqNode) DLQPartition(src *Partition, name string) (*Partition, error) {
+	return n.b.resolveDLQ(src, name)
+}
+
+func (n dlqNode) TopicExists(name string) bool {
+	_, err := n.b.Topic(name)
+	return err == nil
+}
+
+func (n dlqNode) Schemas() ingest.SchemaSource { return n.b.schemas }
+func (n dlqNode) Clustered() bool              { return n.b.clustered() }
+func (n dlqNode) Fenced() bool                 { return n.b.fenced() }
+func (n dlqNode) Logger() *slog.Logger         { return n.b.logger }
+
+func (n dlqNode) ProduceRemote(leader NodeID, p *Partition, batch []byte) error {
+	_, err := n.b.produceRemote(leader, p, batch)
+	return err
+}
+
+// redriver is the broker's in-process API as a redrive uses it
+// (dlq.Redriver).
+type redriver struct{ *Broker }
+
+func (r redriver) Partitions(topic string) ([]*Partition, error) {
+	t, err := r.Topic(topic)
 	if err != nil {
-		return fmt.Errorf("broker: quarantine from %s-%d: %w", src.topic, src.id, err)
+		return nil, err
 	}
-	// In a cluster the DLQ partition has the source's replicas and, but
-	// for failovers and reassignments, the same leader. A follower's copy
-	// never takes an append of its own (it would diverge from its
-	// leader's): the records go to the DLQ's leader instead.
-	if err := q.dlq.notLeader(); err != nil {
-		if s := q.dlq.state(); src.b.clustered() && !src.b.fenced() && s.role != RoleLeader && s.leader >= 0 {
-			_, err := src.b.produceRemote(s.leader, q.dlq, batch)
-			return err
-		}
-		return fmt.Errorf("broker: quarantine from %s-%d: %w", src.topic, src.id, err)
-	}
-	h, err := record.ParseHeader(batch)
+	return t.partitions, nil
+}
+
+func (r redriver) Committed(ctx context.Context, group, topic string, p PartitionID) (record.Offset, error) {
+	return r.Group(group).Committed(ctx, topic, p)
+}
+
+func (r redriver) CommitThrough(ctx context.Context, group, topic string, p PartitionID, last record.Offset) error {
+	return r.Group(group).CommitThrough(ctx, topic, p, last)
+}
+
+func (r redriver) DLQTopic(topic string) (string, error) {
+	t, err := r.Topic(topic)
 	if err != nil {
-		return fmt.Errorf("broker: quarantine from %s-%d: %w", src.topic, src.id, err)
+		return "", err
 	}
-	txn := txnUnverified
-	if q.inTxn {
-		txn = txnBrokerWrite
-	}
-	_, pending, err := q.dlq.appendLocked(batch, h, q.dlq.config.Load(), nil, txn)
-	if err == nil {
-		err = pending.Wait()
-	}
+	return t.Config.DLQTopic(topic), nil
+}
+
+func (r redriver) Validator(topic string) (*ingest.Validator, int32, error) {
+	t, err := r.Topic(topic)
 	if err != nil {
-		return fmt.Errorf("broker: quarantine from %s-%d to %s-%d: %w", src.topic, src.id, q.dlq.topic, q.dlq.id, err)
+		return nil, 0, err
 	}
-	q.dlq.traffic.countIn(len(batch), h.NumRecords) // the DLQ topic counts its records like any topic
-	if src.b.clustered() {
-		q.dlq.advanceHighWatermark() // as AppendAsync does for the source
-	}
-	return nil
-}
-
-// count adds a written batch's outcome to the topic's counters.
-func (q *quarantine) count(b *Broker, topic string) {
-	c := b.ingest.counters(topic)
-	c.validated.Add(int64(q.validated))
-	c.accepted.Add(int64(q.validated) - int64(len(q.records)))
-	c.quarantined.Add(int64(len(q.records)))
-	c.redriven.Add(int64(q.redriven))
-	if len(q.records) == 0 {
-		return
-	}
-	pending := c.sinceLog.Add(int64(len(q.records)))
-	now, last := time.Now().UnixNano(), c.lastLog.Load()
-	if now-last < int64(quarantineLogEvery) || !c.lastLog.CompareAndSwap(last, now) {
-		return
-	}
-	c.sinceLog.Add(-pending)
-	dlq := ""
-	if q.dlq != nil {
-		dlq = q.dlq.topic
-	}
-	b.logger.Warn("broker: records quarantined", "topic", topic, "dlq", dlq, "records", pending,
-		"reason", q.reasons[0], "log_every", quarantineLogEvery)
-}
-
-// redrivenUnvalidated counts the redriven records of a batch bound for a
-// topic that is not validated (screen counts them on a validated one). A
-// redrive is the usual way out of a DLQ once validation is relaxed, so
-// its records must still count; but scanning every batch of every topic
-// for the header would tax the produce path, so only batches that may be
-// a redrive's are read: any batch of a topic this broker has validated
-// records of, and a transactional batch (strand dlq redrive writes in
-// transactions) of a topic whose DLQ topic exists.
-func (p *Partition) redrivenUnvalidated(batch []byte, h record.Header, cfg *TopicConfig) int32 {
-	if IsInternalTopic(p.topic) {
-		return 0
-	}
-	if _, seen := p.b.ingest.topics.Load(p.topic); !seen {
-		if !h.IsTransactional() {
-			return 0
-		}
-		if _, err := p.b.Topic(cfg.DLQTopic(p.topic)); err != nil {
-			return 0
-		}
-	}
-	_, n := allValid(batch, h, nil) // a nil validator accepts every record
-	return n
-}
-
-// redrivenRecord reports whether a record came back from a DLQ (a redrive
-// marks it, whoever runs it: the broker, the CLI, or another client).
-func redrivenRecord(hs []record.RecordHeader) bool {
-	for _, h := range hs {
-		if h.Key == ingest.HeaderRedriveSource {
-			return true
-		}
-	}
-	return false
-}
-
-// allValid is screen's fast path: it walks the batch's records section
-// (decompressed if need be) just far enough to find each key and value, and
-// reports whether the validator accepts them all. Anything unexpected (a
-// malformed record, a failed decompression) answers false, and record.Decode
-// then judges the batch properly and says what is wrong with it. Decoding
-// every record into a Record (with its canonical-encoding check) cost as
-// much as validating the JSON in it.
-func allValid(batch []byte, h record.Header, v *ingest.Validator) (ok bool, redriven int32) {
-	if len(batch) < h.Size() || h.Size() < record.HeaderSize {
-		return false, 0
-	}
-	var buf *[]byte
-	if h.Compression() != record.CodecNone {
-		buf = decompressBufs.Get().(*[]byte)
-		defer func() {
-			if cap(*buf) <= maxPooledDecompress {
-				decompressBufs.Put(buf)
-			}
-		}()
-	}
-	var payload []byte
-	var err error
-	if buf != nil {
-		payload, err = record.DecompressInto(*buf, h.Compression(), batch[record.HeaderSize:h.Size()])
-		*buf = payload[:0]
-	} else {
-		payload = batch[record.HeaderSize:h.Size()]
-	}
-	if err != nil {
-		return false, 0
-	}
-	for range h.NumRecords {
-		size, n := binary.Varint(payload)
-		if n <= 0 || size < 1 || size > int64(len(payload)-n) {
-			return false, 0
-		}
-		rec := payload[n+1 : n+int(size)] // after the attributes byte
-		payload = payload[n+int(size):]
-		for range 2 { // timestamp delta, offset delta
-			if _, n = binary.Varint(rec); n <= 0 {
-				return false, 0
-			}
-			rec = rec[n:]
-		}
-		key, rec, ok := varBytes(rec)
-		if !ok {
-			return false, 0
-		}
-		value, rec, ok := varBytes(rec)
-		if !ok || v.Validate(key, value) != "" {
-			return false, 0
-		}
-		if hasRedriveHeader(rec) {
-			redriven++
-		}
-	}
-	return len(payload) == 0, redriven
-}
-
-// hasRedriveHeader reports whether a record's encoded headers section
-// holds the redrive source header (false if it cannot be read: the
-// record's validity does not depend on its headers).
-func hasRedriveHeader(rec []byte) bool {
-	count, n := binary.Varint(rec)
-	if n <= 0 {
-		return false
-	}
-	rec = rec[n:]
-	for range count {
-		key, rest, ok := varBytes(rec)
-		if !ok {
-			return false
-		}
-		if string(key) == ingest.HeaderRedriveSource {
-			return true
-		}
-		if _, rec, ok = varBytes(rest); !ok {
-			return false
-		}
-	}
-	return false
-}
-
-// Decompressed records sections are recycled across validated batches (the
-// values only need to live while they are judged); a buffer grown past
-// maxPooledDecompress is left to the garbage collector.
-const maxPooledDecompress = 4 << 20
-
-var decompressBufs = sync.Pool{New: func() any { return new([]byte) }}
-
-// varBytes reads a varint-length-prefixed nullable byte string.
-func varBytes(b []byte) (field, rest []byte, ok bool) {
-	l, n := binary.Varint(b)
-	switch {
-	case n <= 0 || l < -1 || l > int64(len(b)-n):
-		return nil, nil, false
-	case l == -1:
-		return nil, b[n:], true
-	}
-	return b[n : n+int(l)], b[n+int(l):], true
+	return r.TopicValidator(t), t.Partitions(), nil
 }

@@ -1,14 +1,18 @@
 package broker
 
 import (
+	"context"
 	"fmt"
 	"maps"
 	"slices"
 	"strconv"
+
+	"github.com/strandmq/strand/internal/coordlog"
+	"github.com/strandmq/strand/internal/record"
 )
 
-// Internal topics (today __consumer_offsets and _schemas; next
-// __transaction_state) hold the broker's own records. A client may tune what does not
+// Internal topics (__consumer_offsets, __transaction_state and _schemas)
+// hold the broker's own records. A client may tune what does not
 // matter to them (segment size, flushing, cleaner ratios) but not what
 // would drop, divert or refuse their records: the pinned configs of their
 // spec, their partition count, or a segment smaller than the largest batch
@@ -42,7 +46,7 @@ func checkInternalConfig(name string, tc TopicConfig) error {
 		}
 	}
 	maxBatch, _ := strconv.ParseInt(spec.Configs[ConfigMaxMessageBytes], 10, 64)
-	if seg := tc.long(ConfigSegmentBytes); seg < maxBatch {
+	if seg := tc.Long(ConfigSegmentBytes); seg < maxBatch {
 		return fmt.Errorf("%w: %s of internal topic %q must be at least %d (its max.message.bytes), not %d: larger writes would fail",
 			ErrPolicyViolation, ConfigSegmentBytes, name, maxBatch, seg)
 	}
@@ -74,3 +78,28 @@ func (b *Broker) internalOverrides(name string, stored map[string]string) map[st
 	}
 	return out
 }
+
+// coordStore is a coordinator's record store over p, a partition of its
+// internal topic.
+func (b *Broker) coordStore(p *Partition) *coordlog.Store {
+	return &coordlog.Store{Log: internalLog{p}, Now: b.cfg.Now}
+}
+
+// internalLog is an internal topic's partition as a coordinator's log
+// (coordlog.Log).
+type internalLog struct{ p *Partition }
+
+func (l internalLog) Name() string { return l.p.Topic() }
+
+func (l internalLog) Append(ctx context.Context, batch []byte) error {
+	_, err := l.p.Append(ctx, batch, AcksAll)
+	return err
+}
+
+func (l internalLog) Read(from record.Offset, maxBytes int) ([]byte, error) {
+	res, err := l.p.Read(from, maxBytes)
+	return res.Batches, err
+}
+
+func (l internalLog) LogStartOffset() record.Offset { return l.p.LogStartOffset() }
+func (l internalLog) HighWatermark() record.Offset  { return l.p.HighWatermark() }

@@ -68,7 +68,7 @@ func TestManyPartitionsStartStop(t *testing.T) {
 	total, parts := 0, 0
 	for _, tp := range b.Topics() {
 		for _, p := range tp.partitions {
-			total += int(p.log.LogEndOffset())
+			total += int(p.Log().LogEndOffset())
 			parts++
 		}
 	}
@@ -123,7 +123,7 @@ func TestLogFileCap(t *testing.T) {
 		for i := range parts {
 			p, _ := tp.Partition(PartitionID(i))
 			var got [][]byte
-			for from := record.Offset(0); from < p.log.HighWatermark(); {
+			for from := record.Offset(0); from < p.Log().HighWatermark(); {
 				res, err := p.Read(from, 1) // one batch a read
 				if err != nil {
 					t.Fatalf("%s: partition %d from %d: %v", when, i, from, err)

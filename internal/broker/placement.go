@@ -3,10 +3,9 @@ package broker
 import (
 	"errors"
 	"fmt"
-	"math/rand/v2"
-	"slices"
 
 	"github.com/strandmq/strand/internal/cluster"
+	"github.com/strandmq/strand/internal/partition"
 )
 
 // On a cluster member, topic changes are records committed through the
@@ -15,39 +14,30 @@ import (
 // (syncLocked), so the answer to a CreateTopics already lists the topic
 // with its leaders, on this node and — a moment later — on every other.
 
-// liveBrokers are the brokers partitions may be placed on: registered,
-// unfenced and not shutting down, by id.
-func liveBrokers(img *cluster.Image) []cluster.NodeID {
-	var out []cluster.NodeID
-	for _, br := range img.Brokers() {
-		if !br.Fenced && !br.InControlledShutdown {
-			out = append(out, br.ID)
-		}
+// place assigns n partitions rf replicas each (cluster.Place).
+func place(img *cluster.Image, n int32, rf int) ([][]cluster.NodeID, error) {
+	a, err := cluster.Place(img, n, rf)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidReplicationFactor, err)
 	}
-	return out
+	return a, nil
 }
 
-// place assigns n partitions rf replicas each over the live brokers,
-// striped from a random start (Kafka's placement without racks): partition
-// i's replicas are the rf brokers from (start+i), so partitions, their
-// leaders (the first replica) and their followers spread over the cluster.
-func place(img *cluster.Image, n int32, rf int) ([][]cluster.NodeID, error) {
-	live := liveBrokers(img)
-	switch {
-	case len(live) == 0:
-		return nil, fmt.Errorf("%w: no live broker to place partitions on (brokers register and are unfenced once they reach the controller)", ErrInvalidReplicationFactor)
-	case rf > len(live):
-		return nil, fmt.Errorf("%w: replication factor %d is more than the %d live brokers (%v)", ErrInvalidReplicationFactor, rf, len(live), live)
+// checkClusterAssignment checks a manual assignment (cluster.CheckAssignment).
+func checkClusterAssignment(img *cluster.Image, a [][]NodeID) error {
+	ca := make([][]cluster.NodeID, len(a))
+	for i, r := range a {
+		ca[i] = partition.ClusterIDs(r)
 	}
-	start := rand.IntN(len(live))
-	out := make([][]cluster.NodeID, n)
-	for i := range out {
-		for j := range rf {
-			out[i] = append(out[i], live[(start+i+j)%len(live)])
-		}
+	if err := cluster.CheckAssignment(img, ca); err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalidReplicaAssignment, err)
 	}
-	return out, nil
+	return nil
 }
+
+// liveBrokers are the brokers partitions may be placed on
+// (cluster.LiveBrokers).
+func liveBrokers(img *cluster.Image) []cluster.NodeID { return cluster.LiveBrokers(img) }
 
 // ReplicationFactor is the replica count a new topic asking for rf gets:
 // rf, or the broker default (default.replication.factor) for -1 and 0.
@@ -56,27 +46,6 @@ func (b *Broker) ReplicationFactor(rf int16) int {
 		return b.cfg.DefaultReplicationFactor
 	}
 	return int(rf)
-}
-
-func checkClusterAssignment(img *cluster.Image, a [][]NodeID) error {
-	live := liveBrokers(img)
-	for i, replicas := range a {
-		if len(replicas) == 0 {
-			return fmt.Errorf("%w: partition %d has no replicas", ErrInvalidReplicaAssignment, i)
-		}
-		if len(a[0]) != len(replicas) {
-			return fmt.Errorf("%w: partition %d has %d replicas, partition 0 has %d: every partition of a topic has the same replication factor", ErrInvalidReplicaAssignment, i, len(replicas), len(a[0]))
-		}
-		for j, r := range replicas {
-			if slices.Contains(replicas[:j], r) {
-				return fmt.Errorf("%w: partition %d names broker %d twice", ErrInvalidReplicaAssignment, i, r)
-			}
-			if !slices.Contains(live, cluster.NodeID(r)) {
-				return fmt.Errorf("%w: partition %d on broker %d, which is not a live broker (live: %v)", ErrInvalidReplicaAssignment, i, r, live)
-			}
-		}
-	}
-	return nil
 }
 
 // partitionRecords registers partitions first.. of topic id on the given

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/strandmq/strand/internal/partition"
 	"github.com/strandmq/strand/internal/producer"
 	"github.com/strandmq/strand/internal/record"
 	"github.com/strandmq/strand/internal/vfs"
@@ -50,14 +51,14 @@ func TestProducerStateFromRollSnapshot(t *testing.T) {
 		}
 	}
 	dir := filepath.Join("/d", producerStateDir)
-	p.rollSnaps.Wait() // roll snapshots are written in the background
-	snaps := rollSnapshots(fs, dir, tp.ID, 0)
-	if len(snaps) != rollSnapshotsKept {
-		t.Fatalf("%d roll snapshots kept, want %d: %v", len(snaps), rollSnapshotsKept, snaps)
+	p.WaitSnapshots() // roll snapshots are written in the background
+	snaps := partition.RollSnapshots(fs, dir, tp.ID, 0)
+	if len(snaps) != partition.RollSnapshotsKept {
+		t.Fatalf("%d roll snapshots kept, want %d: %v", len(snaps), partition.RollSnapshotsKept, snaps)
 	}
 	// A snapshot from the future, as if a crash lost the tail it described.
 	end := p.LogEndOffset()
-	bogus := rollSnapshotName(tp.ID, 0, end+100)
+	bogus := partition.RollSnapshotName(tp.ID, 0, end+100)
 	if err := producer.SaveSnapshot(fs, dir, bogus, end+100, producer.NewState()); err != nil {
 		t.Fatal(err)
 	}
@@ -80,8 +81,8 @@ func TestProducerStateFromRollSnapshot(t *testing.T) {
 	}
 	from, _ := strconv.Atoi(m[1])
 	read, _ := strconv.Atoi(m[2])
-	if from != int(snaps[len(snaps)-1].at) || read >= rounds*len(pids) {
-		t.Fatalf("rebuilt from offset %d reading %d batches; want from %d and fewer than %d", from, read, snaps[len(snaps)-1].at, rounds*len(pids))
+	if from != int(snaps[len(snaps)-1].At) || read >= rounds*len(pids) {
+		t.Fatalf("rebuilt from offset %d reading %d batches; want from %d and fewer than %d", from, read, snaps[len(snaps)-1].At, rounds*len(pids))
 	}
 
 	p, _ = b.Partition("r", 0)
@@ -131,7 +132,7 @@ func TestRollSnapshotNotAfterDelete(t *testing.T) {
 	}
 	time.Sleep(100 * time.Millisecond) // what a write not waited for would need to land
 	dir := filepath.Join("/d", producerStateDir)
-	if snaps := rollSnapshots(fs, dir, tp.ID, 0); len(snaps) > 0 {
+	if snaps := partition.RollSnapshots(fs, dir, tp.ID, 0); len(snaps) > 0 {
 		t.Fatalf("roll snapshots of a deleted topic: %v", snaps)
 	}
 }

@@ -47,8 +47,8 @@ func TestBrokerOverRaftMetadata(t *testing.T) {
 		t.Fatalf("after a restart: %v, id %s (was %s), cluster %s (was %s)", err, again.ID, tp.ID, b.ClusterID(), clusterID)
 	}
 	p, _ = again.Partition(1)
-	if p.log.LogEndOffset() != 1 {
-		t.Fatalf("partition 1 ends at %d after the restart, want 1", p.log.LogEndOffset())
+	if p.Log().LogEndOffset() != 1 {
+		t.Fatalf("partition 1 ends at %d after the restart, want 1", p.Log().LogEndOffset())
 	}
 }
 
@@ -106,7 +106,7 @@ func TestReconcilerAppliesRegistrations(t *testing.T) {
 		t.Helper()
 		for deadline := time.Now().Add(10 * time.Second); !ok(); time.Sleep(10 * time.Millisecond) {
 			if time.Now().After(deadline) {
-				t.Fatalf("timed out waiting for %s: %+v", what, *p.state())
+				t.Fatalf("timed out waiting for %s: %+v", what, p.State())
 			}
 		}
 	}

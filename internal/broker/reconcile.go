@@ -10,7 +10,10 @@ import (
 	"time"
 
 	"github.com/strandmq/strand/internal/cluster"
+	"github.com/strandmq/strand/internal/datadir"
+	"github.com/strandmq/strand/internal/partition"
 	"github.com/strandmq/strand/internal/record"
+	"github.com/strandmq/strand/internal/topicconfig"
 )
 
 // The reconciler makes this node's partitions what the metadata image says
@@ -63,7 +66,7 @@ func (b *Broker) reconcile(img *cluster.Image) {
 	}
 	for _, t := range b.Topics() {
 		for _, p := range t.local() {
-			if reg, ok := img.Partition(t.ID, int32(p.id)); ok {
+			if reg, ok := img.Partition(t.ID, int32(p.ID())); ok {
 				b.applyRegistration(p, reg)
 			}
 		}
@@ -78,54 +81,36 @@ func (b *Broker) reconcile(img *cluster.Image) {
 // fetching from its leader, a new leader stops); a newer partition epoch
 // of the same leader epoch changes only the ISR and replicas.
 func (b *Broker) applyRegistration(p *Partition, reg cluster.PartitionReg) {
-	cur, epoch := p.state(), record.Epoch(reg.LeaderEpoch)
-	if epoch < cur.epoch || (epoch == cur.epoch && reg.PartitionEpoch <= cur.partitionEpoch) {
+	cur, epoch := p.State(), record.Epoch(reg.LeaderEpoch)
+	if epoch < cur.Epoch || (epoch == cur.Epoch && reg.PartitionEpoch <= cur.PartitionEpoch) {
 		return
 	}
 	leads := NodeID(reg.Leader) == b.cfg.NodeID
-	if epoch == cur.epoch && leads == (cur.role == RoleLeader) && NodeID(reg.Leader) == cur.leader {
-		p.updateRegistration(reg)
+	if epoch == cur.Epoch && leads == (cur.Role == RoleLeader) && NodeID(reg.Leader) == cur.Leader {
+		p.UpdateRegistration(reg)
 		return
 	}
-	replicas, isr := nodeIDs(reg.Replicas), nodeIDs(reg.ISR)
+	replicas, isr := partition.NodeIDs(reg.Replicas), partition.NodeIDs(reg.ISR)
 	var err error
 	if leads {
-		b.unfollow(p) // a fetch in flight is dropped: its answer is for the old role
+		b.fetchers.Unfollow(p) // a fetch in flight is dropped: its answer is for the old role
 		err = p.BecomeLeader(epoch, replicas, isr)
 	} else {
 		err = p.BecomeFollower(epoch, NodeID(reg.Leader), replicas, isr)
 	}
 	if err != nil {
-		b.logger.Warn("broker: applying a partition's registration", "topic", p.topic, "partition", p.id, "err", err)
+		b.logger.Warn("broker: applying a partition's registration", "topic", p.Topic(), "partition", p.ID(), "err", err)
 		return
 	}
-	p.setPartitionEpoch(reg.PartitionEpoch)
+	p.SetPartitionEpoch(reg.PartitionEpoch)
 	switch {
 	case leads:
-		p.advanceHighWatermark()
+		p.AdvanceHighWatermark()
 	case reg.Leader >= 0 && b.clustered():
-		b.follow(p, NodeID(reg.Leader), epoch)
+		b.fetchers.Follow(p, NodeID(reg.Leader), epoch)
 	default:
-		b.unfollow(p) // leaderless: nothing to fetch from
+		b.fetchers.Unfollow(p) // leaderless: nothing to fetch from
 	}
-}
-
-func nodeIDs(ids []cluster.NodeID) []NodeID {
-	out := make([]NodeID, len(ids))
-	for i, id := range ids {
-		out[i] = NodeID(id)
-	}
-	return out
-}
-
-// setPartitionEpoch records the registration a role change came from.
-func (p *Partition) setPartitionEpoch(e int32) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	s := *p.state()
-	s.replicas, s.isr = slices.Clone(s.replicas), slices.Clone(s.isr)
-	s.partitionEpoch = e
-	p.setState(&s)
 }
 
 // openMember opens a broker that is a member of a cluster. Its partitions
@@ -135,6 +120,7 @@ func (p *Partition) setPartitionEpoch(e int32) {
 // serves nothing until the controller unfences it.
 func (b *Broker) openMember(m Member) (*Broker, error) {
 	b.member = &membership{m: m, incarnation: cluster.NewClusterID(), stopped: make(chan struct{})}
+	b.node.Clustered = true
 	prev, err := b.takeShutdownMarker()
 	if err != nil {
 		return nil, err
@@ -142,7 +128,7 @@ func (b *Broker) openMember(m Member) (*Broker, error) {
 	b.member.previousEpoch = prev
 	// A data directory this node never ran on has no marker either: only
 	// one with the node's identity in it stopped uncleanly.
-	if _, ranHere, _ := readNodeMeta(b.fs, b.cfg.Dir); prev == cluster.UncleanShutdown && ranHere {
+	if _, ranHere, _ := datadir.ReadNodeMeta(b.fs, b.cfg.Dir); prev == cluster.UncleanShutdown && ranHere {
 		b.logger.Warn("broker: no clean-shutdown marker: the last process did not stop cleanly; the controller keeps this node out of every ISR and ELR until it catches up", "node", b.cfg.NodeID)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -298,10 +284,10 @@ func (b *Broker) syncTopicLocked(img *cluster.Image, mt cluster.Topic) {
 		b.dropDeletedLocked(old)
 		old = nil
 	}
-	tc, err := newTopicConfig(b.internalOverrides(mt.Name, mt.Configs), b.defaults)
+	tc, err := topicconfig.New(b.internalOverrides(mt.Name, mt.Configs), b.defaults)
 	if err != nil {
 		b.logger.Warn("broker: topic configs from the cluster's metadata do not parse; keeping defaults", "topic", mt.Name, "err", err)
-		tc, _ = newTopicConfig(nil, b.defaults)
+		tc, _ = topicconfig.New(nil, b.defaults)
 	}
 	nt := &Topic{Name: mt.Name, ID: mt.ID, Config: tc, partitions: make([]*Partition, mt.Partitions)}
 	changed := old == nil || old.Partitions() != mt.Partitions || !maps.Equal(old.Config.Overrides(), tc.Overrides())
@@ -329,7 +315,7 @@ func (b *Broker) syncTopicLocked(img *cluster.Image, mt cluster.Topic) {
 		return
 	}
 	for _, p := range nt.local() {
-		p.setConfig(tc)
+		p.SetConfig(b.partitionConfig(tc, p.Topic(), partitionDirName(p.Topic(), p.ID())))
 	}
 	b.mu.Lock()
 	b.mu.topics[nt.Name] = nt
@@ -341,11 +327,11 @@ func (b *Broker) syncTopicLocked(img *cluster.Image, mt cluster.Topic) {
 // node coordinates groups, their committed offsets of it.
 func (b *Broker) dropDeletedLocked(t *Topic) {
 	for _, p := range t.local() {
-		if err := p.remove(); err != nil {
-			b.logger.Warn("broker: removing a deleted topic's partition", "topic", t.Name, "partition", p.id, "err", err)
+		if err := p.Remove(); err != nil {
+			b.logger.Warn("broker: removing a deleted topic's partition", "topic", t.Name, "partition", p.ID(), "err", err)
 		}
 	}
-	if len(b.coords.loaded()) > 0 {
+	if len(b.coords.Loaded()) > 0 {
 		b.wg.Add(1)
 		go func() { // a write to __consumer_offsets; not under b.admin
 			defer b.wg.Done()
@@ -361,23 +347,18 @@ func (b *Broker) dropDeletedLocked(t *Topic) {
 // it stops fetching (remove), and its data goes — the replicas that
 // replaced it held all of it before the move completed.
 func (b *Broker) dropMovedLocked(p *Partition) {
-	p.mu.Lock()
-	s := *p.state()
-	s.role, s.leader = RoleFollower, -1
-	p.setState(&s) // parked acks=all produces fail NOT_LEADER_OR_FOLLOWER now, not at their timeout
-	p.lead.Store(nil)
-	p.mu.Unlock()
-	if err := p.remove(); err != nil {
-		b.logger.Warn("broker: removing a replica moved off this node", "topic", p.topic, "partition", p.id, "err", err)
+	p.StepDown()
+	if err := p.Remove(); err != nil {
+		b.logger.Warn("broker: removing a replica moved off this node", "topic", p.Topic(), "partition", p.ID(), "err", err)
 		return
 	}
-	b.logger.Info("broker: replica moved off this node; its data is removed", "topic", p.topic, "partition", p.id)
+	b.logger.Info("broker: replica moved off this node; its data is removed", "topic", p.Topic(), "partition", p.ID())
 }
 
 // closeLocal closes a topic's local partitions, keeping their data.
 func (b *Broker) closeLocal(t *Topic) {
 	for _, p := range t.local() {
-		_ = p.close(true)
+		_ = p.Close(true)
 	}
 }
 

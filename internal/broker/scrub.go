@@ -30,16 +30,16 @@ func (b *Broker) Scrub(ctx context.Context) (ScrubReport, error) {
 	pace := b.scrubPacer(start)
 	for _, t := range b.Topics() {
 		for _, p := range t.local() {
-			if p.Failed() != nil || p.isClosed() {
+			if p.Failed() != nil || p.Closed() {
 				continue
 			}
-			n, err := p.log.Scrub(ctx, pace)
+			n, err := p.Log().Scrub(ctx, pace)
 			rep.Bytes += n
 			rep.Partitions++
-			if p.log.Damaged() != nil {
-				rep.Damaged = append(rep.Damaged, partitionDirName(t.Name, p.id))
-			} else if err != nil && ctx.Err() == nil && !p.isClosed() {
-				b.logger.Warn("broker: scrub could not read a partition", "topic", t.Name, "partition", p.id, "err", err)
+			if p.Log().Damaged() != nil {
+				rep.Damaged = append(rep.Damaged, partitionDirName(t.Name, p.ID()))
+			} else if err != nil && ctx.Err() == nil && !p.Closed() {
+				b.logger.Warn("broker: scrub could not read a partition", "topic", t.Name, "partition", p.ID(), "err", err)
 			}
 			if ctx.Err() != nil {
 				rep.Took = time.Since(start)

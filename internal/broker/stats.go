@@ -4,9 +4,8 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 
-	"github.com/strandmq/strand/internal/record"
+	"github.com/strandmq/strand/internal/partition"
 )
 
 // TopicStats are a topic's traffic counters since the broker opened:
@@ -21,66 +20,30 @@ type TopicStats struct {
 	BytesOut   int64
 }
 
-// topicCounters is one topic's live counters; atomics, so the produce and
-// fetch paths never take a lock to count.
-type topicCounters struct {
-	recordsIn, bytesIn, recordsOut, bytesOut atomic.Int64
-}
-
 // stats maps topic names to their counters. The alternative, counters on
 // Partition, would be lost when a topic is deleted, and a scrape would then
 // see a counter go backwards.
 type stats struct {
-	topics sync.Map // string → *topicCounters
+	topics sync.Map // string → *partition.Counters
 }
 
-func (s *stats) counters(topic string) *topicCounters {
+func (s *stats) counters(topic string) *partition.Counters {
 	if c, ok := s.topics.Load(topic); ok {
-		return c.(*topicCounters)
+		return c.(*partition.Counters)
 	}
-	c, _ := s.topics.LoadOrStore(topic, &topicCounters{})
-	return c.(*topicCounters)
-}
-
-// countIn counts one appended batch.
-func (c *topicCounters) countIn(bytes int, records int32) {
-	c.bytesIn.Add(int64(bytes))
-	c.recordsIn.Add(int64(records))
-}
-
-// CountOut counts record batches sent to a consumer (the wire layer calls it
-// with what a fetch response carries). It walks the batch headers only.
-func (p *Partition) CountOut(batches []byte) {
-	var n int64
-	for rest := batches; len(rest) > 0; {
-		h, err := record.ParseHeader(rest)
-		if err != nil || h.Size() > len(rest) {
-			break // a partial batch at the end of a fetch: not a record sent
-		}
-		n += int64(h.NumRecords)
-		rest = rest[h.Size():]
-	}
-	p.traffic.bytesOut.Add(int64(len(batches)))
-	p.traffic.recordsOut.Add(n)
-}
-
-// CountOutSpan is CountOut for batches sent from a segment file unread
-// (ReadSpan): records are counted as the offsets the batches cover, which
-// is exact but for offsets compaction removed and transaction markers.
-func (p *Partition) CountOutSpan(sp SpanResult) {
-	p.traffic.bytesOut.Add(int64(sp.Len))
-	p.traffic.recordsOut.Add(int64(sp.Last - sp.First + 1))
+	c, _ := s.topics.LoadOrStore(topic, &partition.Counters{})
+	return c.(*partition.Counters)
 }
 
 // Stats returns every topic's traffic counters, sorted by topic.
 func (b *Broker) Stats() []TopicStats {
 	var out []TopicStats
 	b.stats.topics.Range(func(k, v any) bool {
-		c := v.(*topicCounters)
+		c := v.(*partition.Counters)
 		out = append(out, TopicStats{
 			Topic:     k.(string),
-			RecordsIn: c.recordsIn.Load(), BytesIn: c.bytesIn.Load(),
-			RecordsOut: c.recordsOut.Load(), BytesOut: c.bytesOut.Load(),
+			RecordsIn: c.RecordsIn.Load(), BytesIn: c.BytesIn.Load(),
+			RecordsOut: c.RecordsOut.Load(), BytesOut: c.BytesOut.Load(),
 		})
 		return true
 	})

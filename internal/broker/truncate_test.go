@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/strandmq/strand/internal/partition"
 	"github.com/strandmq/strand/internal/producer"
 	"github.com/strandmq/strand/internal/vfs"
 )
@@ -28,16 +29,16 @@ func TestTruncateRebuildsProducerState(t *testing.T) {
 			}
 		}
 		snapDir := filepath.Join(dir, producerStateDir)
-		p.rollSnaps.Wait() // roll snapshots are written in the background
-		if snaps := rollSnapshots(fs, snapDir, p.topicID, p.id); len(snaps) == 0 || snaps[len(snaps)-1].at <= 3 {
+		p.WaitSnapshots() // roll snapshots are written in the background
+		if snaps := partition.RollSnapshots(fs, snapDir, p.TopicID(), p.ID()); len(snaps) == 0 || snaps[len(snaps)-1].At <= 3 {
 			t.Fatalf("roll snapshots %v: want one above offset 3", snaps)
 		}
 		if err := p.TruncateTo(3); err != nil {
 			t.Fatal(err)
 		}
-		for _, s := range rollSnapshots(fs, snapDir, p.topicID, p.id) {
-			if s.at > 3 {
-				t.Fatalf("roll snapshot %s above the new end survived", s.name)
+		for _, s := range partition.RollSnapshots(fs, snapDir, p.TopicID(), p.ID()) {
+			if s.At > 3 {
+				t.Fatalf("roll snapshot %s above the new end survived", s.Name)
 			}
 		}
 		res, err := p.Append(ctx, idempotent(t, pid, 3, 1), AcksLeader)

@@ -7,12 +7,13 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/strandmq/strand/internal/coordlog"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // Store persists the coordinator's durable state: committed offsets and group
 // metadata, as records of the compacted internal topic __consumer_offsets.
-// The broker implements it over that topic; MemStore implements it in memory.
+// The node implements it over that topic (a coordlog.Store); MemStore implements it in memory.
 //
 // Keys and values use Kafka's own __consumer_offsets schemas, so the topic's
 // bytes are what a Kafka broker would write:
@@ -42,11 +43,9 @@ type Store interface {
 
 // StoreRecord is one __consumer_offsets record. A nil Value is a tombstone.
 // Txn is set on a replayed record of a transaction, or a marker (then Key
-// and Value are unset).
-type StoreRecord struct {
-	Key, Value []byte
-	Txn        *TxnTag
-}
+// and Value are unset). It is package coordlog's record: the node's Store
+// over the topic is a coordlog.Store.
+type StoreRecord = coordlog.Record
 
 // ErrCorruptRecord is returned (wrapped) by New when a replayed record cannot
 // be decoded.

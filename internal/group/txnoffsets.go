@@ -5,6 +5,8 @@ import (
 	"errors"
 	"maps"
 	"slices"
+
+	"github.com/strandmq/strand/internal/coordlog"
 )
 
 // Transactional offset commits (KIP-98, KIP-447). A TxnOffsetCommit writes
@@ -17,12 +19,7 @@ import (
 
 // TxnTag marks a StoreRecord of a transaction: a record written under
 // ProducerID, or (Marker) the control record ending its transaction.
-type TxnTag struct {
-	ProducerID int64
-	Epoch      int16
-	Marker     bool
-	Commit     bool // for a Marker: commit, not abort
-}
+type TxnTag = coordlog.TxnTag
 
 // TxnStore is a Store that can append a transaction's records.
 type TxnStore interface {

@@ -39,7 +39,7 @@ import (
 //     a Strand extension): invalid records go to the topic's DLQ with the
 //     reason attached and the produce still succeeds with the batch's
 //     usual base offset; their offsets are gaps in the topic, as after
-//     compaction (see broker/ingest.go). With strand.validation.action=
+//     compaction (see package dlq). With strand.validation.action=
 //     reject the batch fails INVALID_RECORD instead, v8+ with one
 //     ErrorRecords entry (batch index, reason) per invalid record.
 //   - Idempotent producers: a retry of one of the producer's last five
@@ -283,7 +283,7 @@ func (s *Server) produceTopic(version int16, rt kmsg.ProduceRequestTopic) (*brok
 		t, err = s.b.TopicOrCreate(rt.Topic)
 	}
 	// Another node's schema registry writes _schemas through the internal
-	// listener (broker/schemas.go); clients never do.
+	// listener (package schemastore); clients never do.
 	if err == nil && broker.IsInternalTopic(t.Name) && !(s.cfg.Internal && t.Name == broker.SchemasTopic) {
 		return nil, fmt.Errorf("%w: cannot append to internal topic %s", broker.ErrInvalidTopic, t.Name)
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strandmq/strand/internal/broker"
+	"github.com/strandmq/strand/internal/partition"
 	"github.com/strandmq/strand/internal/partlog"
 	"github.com/strandmq/strand/internal/producer"
 	"github.com/strandmq/strand/internal/record"
@@ -45,15 +46,21 @@ import (
 //
 //   - Follower fetches (ReplicaState.ID, or ReplicaID before v15, ≥ 0) on a
 //     cluster node's internal listener are replication (see
-//     broker/leader.go): records up to the log end, not the high
+//     partition/leader.go): records up to the log end, not the high
 //     watermark; DivergingEpoch when the follower's last fetched epoch
 //     ends earlier on the leader; the long poll wakes on appends. The
 //     fetch tells the leader how far the follower has come. On a client
 //     listener a replica id is ignored and the fetch is a consumer's, so
 //     no client can pose as a follower (CVE-2018-1288).
 //
-// Deviations:
-//   - Rack-aware fetching (v11+) always answers PreferredReadReplica -1.
+//   - Follower fetching (KIP-392): a consumer's fetch v11+ may be served
+//     by any replica this node holds, a follower up to its own high
+//     watermark (package partition's Reads). When the leader gets a fetch
+//     naming the consumer's rack (v11+ Rack), it answers, as Kafka's
+//     RackAwareReplicaSelector does, PreferredReadReplica = the in-sync
+//     follower in that rack whose log holds the fetch offset (no records,
+//     at once), unless the leader is in that rack itself or no follower
+//     qualifies.
 
 func (s *Server) handleFetch(ctx context.Context, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.FetchRequest)
@@ -121,7 +128,7 @@ func (s *Server) fetchOnce(req *kmsg.FetchRequest, fol *broker.FollowerFetch, wa
 	if req.Version < 3 || budget <= 0 {
 		budget = int(^uint32(0) >> 1)
 	}
-	total, hasErr := 0, false
+	total, hasErr, redirected := 0, false, false
 	// Sized once: a follower's fetch names every partition it follows
 	// from this leader, and growing these by appending was a tenth of
 	// a replicated cluster's CPU (the partition entries are large).
@@ -155,12 +162,14 @@ func (s *Server) fetchOnce(req *kmsg.FetchRequest, fol *broker.FollowerFetch, wa
 						waited = append(waited, p)
 					}
 					total += s.fetchForFollower(resp, p, *fol, rp, budget-total, total == 0, &sp)
+				} else if preferredReplica(req, p, rp, &sp) {
+					redirected = true
 				} else {
 					if wake != nil {
 						p.NotifyHighWatermark(wake)
 						waited = append(waited, p)
 					}
-					total += s.fetchPartition(resp, p, rp, req.IsolationLevel == 1, budget-total, total == 0, &sp)
+					total += s.fetchPartition(resp, p, p.ConsumerReads(req.Version >= 11), rp, req.IsolationLevel == 1, budget-total, total == 0, &sp)
 				}
 			}
 			hasErr = hasErr || sp.ErrorCode != 0 || sp.DivergingEpoch.EndOffset >= 0 // a follower truncates at once
@@ -176,7 +185,25 @@ func (s *Server) fetchOnce(req *kmsg.FetchRequest, fol *broker.FollowerFetch, wa
 	if hasErr && fol == nil {
 		s.addFetchLeaderHints(resp.FetchResponse)
 	}
-	return resp, waited, hasErr || total >= int(req.MinBytes) || total > 0 && total >= budget
+	return resp, waited, hasErr || redirected || total >= int(req.MinBytes) || total > 0 && total >= budget
+}
+
+// preferredReplica answers a consumer's fetch of a partition this node
+// leads with the replica in the consumer's rack it should read from
+// (KIP-392): the partition's marks and PreferredReadReplica, no records.
+// It reports false when the leader serves the fetch itself.
+func preferredReplica(req *kmsg.FetchRequest, p *broker.Partition, rp kmsg.FetchRequestTopicPartition, sp *kmsg.FetchResponseTopicPartition) bool {
+	if req.Version < 11 || req.Rack == "" || checkLeaderEpoch(p, rp.CurrentLeaderEpoch) != 0 {
+		return false
+	}
+	id := p.PreferredReadReplica(req.Rack, record.Offset(rp.FetchOffset))
+	if id < 0 {
+		return false
+	}
+	sp.HighWatermark, sp.LastStableOffset = int64(p.HighWatermark()), int64(p.LastStableOffset())
+	sp.LogStartOffset = int64(p.LogStartOffset())
+	sp.PreferredReadReplica = int32(id)
+	return true
 }
 
 // follower returns the replica a fetch comes from, or nil for a
@@ -238,7 +265,7 @@ func (s *Server) fetchTopic(version int16, rt kmsg.FetchRequestTopic) (*broker.T
 // fetchPartition fills sp for one partition and returns the bytes added.
 // remaining is what is left of the response budget; first says no data has
 // been added yet, so one batch may exceed the limits.
-func (s *Server) fetchPartition(resp *fetchResponse, p *broker.Partition, rp kmsg.FetchRequestTopicPartition, committed bool, remaining int, first bool, sp *kmsg.FetchResponseTopicPartition) int {
+func (s *Server) fetchPartition(resp *fetchResponse, p *broker.Partition, rd partition.Reads, rp kmsg.FetchRequestTopicPartition, committed bool, remaining int, first bool, sp *kmsg.FetchResponseTopicPartition) int {
 	sp.HighWatermark = int64(p.HighWatermark())
 	sp.LastStableOffset = sp.HighWatermark
 	sp.LogStartOffset = int64(p.LogStartOffset())
@@ -254,7 +281,7 @@ func (s *Server) fetchPartition(resp *fetchResponse, p *broker.Partition, rp kms
 		limit = 1 // KIP-74: at least one batch for the first partition with data
 	}
 	if resp.zeroCopy {
-		if n, ok := s.fetchSpan(resp, p, rp, committed, limit, first, sp); ok {
+		if n, ok := s.fetchSpan(resp, p, rd, rp, committed, limit, first, sp); ok {
 			return n
 		}
 	}
@@ -263,10 +290,10 @@ func (s *Server) fetchPartition(resp *fetchResponse, p *broker.Partition, rp kms
 	var err error
 	if committed {
 		var aborted []producer.AbortedTxn
-		res, aborted, err = p.ReadCommittedInto(buf, record.Offset(rp.FetchOffset), limit)
+		res, aborted, err = rd.CommittedInto(buf, record.Offset(rp.FetchOffset), limit)
 		sp.AbortedTransactions = abortedTransactions(aborted)
 	} else {
-		res, err = p.ReadInto(buf, record.Offset(rp.FetchOffset), limit)
+		res, err = rd.Into(buf, record.Offset(rp.FetchOffset), limit)
 		res.LastStable = p.LastStableOffset()
 	}
 	resp.keep(buf, res.Batches)
@@ -285,8 +312,8 @@ func (s *Server) fetchPartition(resp *fetchResponse, p *broker.Partition, rp kms
 // segment file and the connection's writer sends them from there (spans in
 // splice.go). It reports false when the batches must be read instead
 // (broker.ErrNoSpan) and nothing was filled in.
-func (s *Server) fetchSpan(resp *fetchResponse, p *broker.Partition, rp kmsg.FetchRequestTopicPartition, committed bool, limit int, first bool, sp *kmsg.FetchResponseTopicPartition) (int, bool) {
-	res, err := p.ReadSpan(record.Offset(rp.FetchOffset), limit, committed)
+func (s *Server) fetchSpan(resp *fetchResponse, p *broker.Partition, rd partition.Reads, rp kmsg.FetchRequestTopicPartition, committed bool, limit int, first bool, sp *kmsg.FetchResponseTopicPartition) (int, bool) {
+	res, err := rd.Span(record.Offset(rp.FetchOffset), limit, committed)
 	if errors.Is(err, broker.ErrNoSpan) {
 		return 0, false
 	}

@@ -24,6 +24,8 @@ import (
 //     both kinds of stable group.
 //   - Before v5 consumer-protocol groups are listed too, with protocol
 //     type "consumer".
+//   - Share groups (KIP-932) are listed with type and protocol type
+//     "share", after the others.
 
 func (s *Server) handleListGroups(ctx context.Context, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.ListGroupsRequest)
@@ -46,6 +48,15 @@ func (s *Server) handleListGroups(ctx context.Context, kreq kmsg.Request) (kmsg.
 			g := kmsg.NewListGroupsResponseGroup()
 			g.Group, g.ProtocolType, g.GroupState, g.GroupType = l.GroupID, l.ProtocolType, l.StateName, l.Type
 			resp.Groups = append(resp.Groups, g)
+		}
+	}
+	if node, _ := s.shareNode(); node != nil { // share groups (KIP-932): type and protocol type "share"
+		for _, l := range node.Coordinator.List() {
+			if matches(types, "share") && matches(states, l.State) {
+				g := kmsg.NewListGroupsResponseGroup()
+				g.Group, g.ProtocolType, g.GroupState, g.GroupType = l.Group, "share", l.State, "share"
+				resp.Groups = append(resp.Groups, g)
+			}
 		}
 	}
 	return resp, nil

@@ -38,6 +38,7 @@ type feature struct {
 // each, sorted by name.
 var features = []feature{
 	{"group.version", 1},       // KIP-848 consumer groups: ConsumerGroupHeartbeat (68), ConsumerGroupDescribe (69)
+	{"share.version", 1},       // KIP-932 share groups: ShareGroupHeartbeat (76), ShareGroupDescribe (77), ShareFetch (78), ShareAcknowledge (79)
 	{"transaction.version", 2}, // KIP-890: implicit adds on Produce v12 and TxnOffsetCommit v5, an epoch bump per EndTxn v5
 }
 
@@ -49,6 +50,9 @@ func (s *Server) handleApiVersions(_ context.Context, kreq kmsg.Request) (kmsg.R
 	resp.ApiKeys = s.advertisedKeys()
 	if req.Version >= 3 {
 		for _, f := range features {
+			if f.name == "share.version" && s.b.Share() == nil {
+				continue // a cluster member serves no share groups yet
+			}
 			sf := kmsg.NewApiVersionsResponseSupportedFeature()
 			sf.Name, sf.MinVersion, sf.MaxVersion = f.name, 0, f.level
 			resp.SupportedFeatures = append(resp.SupportedFeatures, sf)

@@ -24,6 +24,8 @@ import (
 //   - IncludeDocumentation (v3+) and ConfigType (v3+) are filled.
 //   - BROKER resources (name "" or this node's id): the broker's static
 //     settings, read-only.
+//   - GROUP resources: the share-group configs (share.go) with their
+//     effective values, GROUP_CONFIG for those set on the group.
 //   - Unknown topic: UNKNOWN_TOPIC_OR_PARTITION; another broker id or
 //     resource type: INVALID_REQUEST.
 //
@@ -83,6 +85,8 @@ func (s *Server) configEntries(typ kmsg.ConfigResourceType, name string) ([]brok
 	case kmsg.ConfigResourceTypeTopic:
 		entries, err := s.b.DescribeConfigs(name)
 		return entries, false, err
+	case kmsg.ConfigResourceTypeGroupConfig:
+		return s.shareGroupConfigs(name)
 	case kmsg.ConfigResourceTypeBroker:
 		if name != "" && name != strconv.Itoa(int(s.b.NodeID())) {
 			return nil, true, kerr.InvalidRequest

@@ -17,6 +17,8 @@ import (
 //     (list configs only, e.g. cleanup.policy; INVALID_CONFIG otherwise)
 //     applied to the topic's own settings; the result is validated as a
 //     whole (INVALID_CONFIG), applied to the live partitions and persisted.
+//   - GROUP resources: the share-group configs (share.go), SET and DELETE;
+//     persisted in __share_group_state.
 //   - The same config twice in one resource: INVALID_REQUEST.
 //   - ValidateOnly checks and changes nothing.
 //
@@ -32,7 +34,12 @@ func (s *Server) handleIncrementalAlterConfigs(ctx context.Context, kreq kmsg.Re
 	for _, rr := range req.Resources {
 		sr := kmsg.NewIncrementalAlterConfigsResponseResource()
 		sr.ResourceType, sr.ResourceName = rr.ResourceType, rr.ResourceName
-		err := s.incrementalAlterConfigs(rr, req.ValidateOnly)
+		var err error
+		if rr.ResourceType == kmsg.ConfigResourceTypeGroupConfig {
+			err = s.alterShareGroupConfigs(ctx, rr, req.ValidateOnly)
+		} else {
+			err = s.incrementalAlterConfigs(rr, req.ValidateOnly)
+		}
 		sr.ErrorCode, sr.ErrorMessage = errorCode(err), errMessage(err)
 		s.logUnknown("incremental alter configs", err)
 		resp.Resources = append(resp.Resources, sr)

@@ -41,6 +41,7 @@ const (
 	// rows' one.
 	mxConsumerGroup = "mx.c"
 	mxCreated       = "mx.new"
+	mxShareGroup    = "mx.s" // the share-group rows' group
 	mxTxn           = "mx.x" // the transactional id of the transaction rows
 )
 
@@ -373,6 +374,45 @@ func matrixRows(b *broker.Broker) []matrixRow {
 			r.Groups = []string{mxConsumerGroup}
 			return r
 		}, []matrixNeed{{acl.Group(mxConsumerGroup), acl.OpDescribe}}, codeGroup, nil},
+		{"ShareGroupHeartbeat", 76, func() kmsg.Request {
+			r := kmsg.NewPtrShareGroupHeartbeatRequest()
+			r.GroupID, r.MemberID, r.SubscribedTopicNames = mxShareGroup, "mx-share-member", []string{mxTopic}
+			return r
+		}, []matrixNeed{{acl.Group(mxShareGroup), acl.OpRead}, topicNeed(mxTopic, acl.OpDescribe)}, -1, nil},
+		{"ShareGroupDescribe", 77, func() kmsg.Request {
+			r := kmsg.NewPtrShareGroupDescribeRequest()
+			r.GroupIDs = []string{mxShareGroup}
+			return r
+		}, []matrixNeed{{acl.Group(mxShareGroup), acl.OpDescribe}}, codeGroup, nil},
+		{"ShareFetch", 78, func() kmsg.Request {
+			r := kmsg.NewPtrShareFetchRequest()
+			r.GroupID, r.MemberID, r.MaxRecords = kmsg.StringPtr(mxShareGroup), kmsg.StringPtr("mx-share-member"), 10
+			r.Topics = []kmsg.ShareFetchRequestTopic{{TopicID: topicID(), Partitions: []kmsg.ShareFetchRequestTopicPartition{{Partition: 0}}}}
+			return r
+		}, []matrixNeed{{acl.Group(mxShareGroup), acl.OpRead}, topicNeed(mxTopic, acl.OpRead)}, -1, nil},
+		{"ShareAcknowledge", 79, func() kmsg.Request {
+			r := kmsg.NewPtrShareAcknowledgeRequest()
+			r.GroupID, r.MemberID, r.ShareSessionEpoch = kmsg.StringPtr(mxShareGroup), kmsg.StringPtr("mx-share-member"), -1
+			r.Topics = []kmsg.ShareAcknowledgeRequestTopic{{TopicID: topicID(), Partitions: []kmsg.ShareAcknowledgeRequestTopicPartition{{Partition: 0}}}}
+			return r
+		}, []matrixNeed{{acl.Group(mxShareGroup), acl.OpRead}, topicNeed(mxTopic, acl.OpRead)}, -1, nil},
+		{"DescribeShareGroupOffsets", 90, func() kmsg.Request {
+			r := kmsg.NewPtrDescribeShareGroupOffsetsRequest()
+			r.Groups = []kmsg.DescribeShareGroupOffsetsRequestGroup{{GroupID: mxShareGroup, Topics: []kmsg.DescribeShareGroupOffsetsRequestGroupTopic{{Topic: mxTopic, Partitions: []int32{0}}}}}
+			return r
+		}, []matrixNeed{{acl.Group(mxShareGroup), acl.OpDescribe}, topicNeed(mxTopic, acl.OpDescribe)}, -1, nil},
+		{"AlterShareGroupOffsets", 91, func() kmsg.Request {
+			r := kmsg.NewPtrAlterShareGroupOffsetsRequest()
+			r.GroupID = mxShareGroup
+			r.Topics = []kmsg.AlterShareGroupOffsetsRequestTopic{{Topic: mxTopic, Partitions: []kmsg.AlterShareGroupOffsetsRequestTopicPartition{{Partition: 0, StartOffset: 0}}}}
+			return r
+		}, []matrixNeed{{acl.Group(mxShareGroup), acl.OpRead}, topicNeed(mxTopic, acl.OpRead)}, -1, nil},
+		{"DeleteShareGroupOffsets", 92, func() kmsg.Request {
+			r := kmsg.NewPtrDeleteShareGroupOffsetsRequest()
+			r.GroupID = mxShareGroup
+			r.Topics = []kmsg.DeleteShareGroupOffsetsRequestTopic{{Topic: mxTopic}}
+			return r
+		}, []matrixNeed{{acl.Group(mxShareGroup), acl.OpDelete}, topicNeed(mxTopic, acl.OpRead)}, -1, nil},
 		{"AddRaftVoter", 80, func() kmsg.Request {
 			r := kmsg.NewPtrAddRaftVoterRequest()
 			r.VoterID, r.TimeoutMillis = 9, 1000

@@ -397,6 +397,7 @@ func (a *authzCall) filterGroupList(ok func(string) bool, code int16) kmsg.Respo
 		for _, g := range denied {
 			e := newElem(rg.Type().Elem())
 			setField(e, "Group", reflect.ValueOf(g))
+			setField(e, "GroupID", reflect.ValueOf(g)) // ShareGroupDescribe's name for it
 			setErrorCodes(e, code)
 			rg.Set(reflect.Append(rg, e))
 		}

@@ -23,6 +23,7 @@ var authzCustom = map[int16]func(a *authzCall, rule acl.Rule) kmsg.Response{
 	65: (*authzCall).describeTransactions,
 	66: (*authzCall).listTransactions,
 	75: (*authzCall).describeTopicPartitions,
+	90: (*authzCall).describeShareGroupOffsets,
 }
 
 // ops returns the operation each of rule's checks under condition when
@@ -368,4 +369,48 @@ func (a *authzCall) listTransactions(rule acl.Rule) kmsg.Response {
 		})
 	})
 	return nil
+}
+
+// describeShareGroupOffsets: each group (nested in the request, with its
+// topics) needs its Describe — a denied one answers
+// GROUP_AUTHORIZATION_FAILED — and each topic of a described group its
+// Describe, else its partitions answer TOPIC_AUTHORIZATION_FAILED.
+func (a *authzCall) describeShareGroupOffsets(rule acl.Rule) kmsg.Response {
+	req := a.req.(*kmsg.DescribeShareGroupOffsetsRequest)
+	groupOp := ops(rule, acl.Always, acl.OnGroups)
+	topicOp := ops(rule, acl.Always, acl.OnTopics)
+	var denied []string
+	keep := req.Groups[:0:0]
+	for _, g := range req.Groups {
+		if a.allowed(groupOp, acl.Group(g.GroupID), true) {
+			keep = append(keep, g)
+		} else {
+			denied = append(denied, g.GroupID)
+		}
+	}
+	req.Groups = keep
+	a.post = append(a.post, func(r kmsg.Response) {
+		resp := r.(*kmsg.DescribeShareGroupOffsetsResponse)
+		for gi := range resp.Groups {
+			for ti := range resp.Groups[gi].Topics {
+				t := &resp.Groups[gi].Topics[ti]
+				if a.allowed(topicOp, acl.Topic(t.Topic), true) {
+					continue
+				}
+				t.TopicID = [16]byte{}
+				for pi := range t.Partitions {
+					p := &t.Partitions[pi]
+					p.StartOffset, p.Lag, p.ErrorCode, p.ErrorMessage = -1, -1, kerr.TopicAuthorizationFailed.Code, nil
+				}
+			}
+		}
+	})
+	add := func(resp *kmsg.DescribeShareGroupOffsetsResponse) {
+		for _, id := range denied {
+			g := kmsg.NewDescribeShareGroupOffsetsResponseGroup()
+			g.GroupID, g.ErrorCode = id, kerr.GroupAuthorizationFailed.Code
+			resp.Groups = append(resp.Groups, g)
+		}
+	}
+	return answerDenied(a, len(keep) == 0, add)
 }

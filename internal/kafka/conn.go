@@ -371,6 +371,7 @@ func (c *conn) writeLoop() {
 	defer func() {
 		c.cancel()
 		c.nc.Close()
+		c.s.closeShareSessions(c)
 		c.s.mu.Lock()
 		delete(c.s.mu.conns, c)
 		c.s.forget(c.ip)
@@ -436,7 +437,9 @@ func (c *conn) handlerContext(req *request) context.Context {
 		ctx := context.WithValue(c.ctx, remoteKey{}, c.nc.RemoteAddr().String())
 		ctx = context.WithValue(ctx, connKey{}, c)
 		return context.WithValue(ctx, authKey{}, &c.auth)
-	case apiKeyJoinGroup, apiKeyConsumerGroupHeartbeat:
+	case apiKeyShareFetch, apiKeyShareAcknowledge: // a share session belongs to its connection
+		return context.WithValue(c.ctx, connKey{}, c)
+	case apiKeyJoinGroup, apiKeyConsumerGroupHeartbeat, apiKeyShareGroupHeartbeat:
 	default:
 		if !forwardable[req.key] {
 			return c.ctx

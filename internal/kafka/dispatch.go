@@ -46,6 +46,9 @@ func (s *Server) serves(key int16) bool {
 	if s.cfg.Internal {
 		return nodeAPIs[key]
 	}
+	if shareAPIs[key] && s.b.Share() == nil {
+		return false // share groups are single-node for now (share.go)
+	}
 	return !internalOnly[key]
 }
 
@@ -118,6 +121,13 @@ func init() {
 		68: {0, 1, (*Server).handleConsumerGroupHeartbeat},
 		69: {0, 1, (*Server).handleConsumerGroupDescribe},
 		75: {0, 0, (*Server).handleDescribeTopicPartitions},
+		76: {1, 1, (*Server).handleShareGroupHeartbeat},
+		77: {1, 1, (*Server).handleShareGroupDescribe},
+		78: {1, 2, (*Server).handleShareFetch},
+		79: {1, 2, (*Server).handleShareAcknowledge},
+		90: {0, 1, (*Server).handleDescribeShareGroupOffsets},
+		91: {0, 0, (*Server).handleAlterShareGroupOffsets},
+		92: {0, 0, (*Server).handleDeleteShareGroupOffsets},
 		80: {0, 1, (*Server).handleAddRaftVoter},
 		81: {0, 0, (*Server).handleRemoveRaftVoter},
 	}

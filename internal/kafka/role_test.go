@@ -10,8 +10,9 @@ import (
 )
 
 // TestFollowerAnswersNotLeader: a partition this node follows answers
-// produce and fetch with NOT_LEADER_OR_FOLLOWER, and Metadata reports its
-// leader epoch and leader.
+// produce, and a fetch before v11, with NOT_LEADER_OR_FOLLOWER, serves a
+// consumer's fetch v11+ from its copy (KIP-392, as Kafka does), and
+// Metadata reports its leader epoch and leader.
 func TestFollowerAnswersNotLeader(t *testing.T) {
 	t.Parallel()
 	ts := startServer(t, broker.Config{}, Config{})
@@ -24,8 +25,11 @@ func TestFollowerAnswersNotLeader(t *testing.T) {
 	if pp := producePartition(t, c.do(produceReq("t", 0, batch(t, 1, -1, -1, -1)), 9)); pp.ErrorCode != kerr.NotLeaderForPartition.Code {
 		t.Fatalf("produce to a follower: %v", kerr.ErrorForCode(pp.ErrorCode))
 	}
-	if fp := fetchPartition(t, c.do(fetchReq("t", tp.ID, map[int32]int64{0: 0}), 12)); fp.ErrorCode != kerr.NotLeaderForPartition.Code {
-		t.Fatalf("fetch from a follower: %v", kerr.ErrorForCode(fp.ErrorCode))
+	if fp := fetchPartition(t, c.do(fetchReq("t", tp.ID, map[int32]int64{0: 0}), 10)); fp.ErrorCode != kerr.NotLeaderForPartition.Code {
+		t.Fatalf("fetch v10 from a follower: %v", kerr.ErrorForCode(fp.ErrorCode))
+	}
+	if fp := fetchPartition(t, c.do(fetchReq("t", tp.ID, map[int32]int64{0: 0}), 12)); fp.ErrorCode != 0 || fp.PreferredReadReplica != -1 {
+		t.Fatalf("fetch v12 from a follower: %v, preferred replica %d", kerr.ErrorForCode(fp.ErrorCode), fp.PreferredReadReplica)
 	}
 	req := kmsg.NewPtrMetadataRequest()
 	rt := kmsg.NewMetadataRequestTopic()

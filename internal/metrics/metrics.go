@@ -71,6 +71,8 @@ func New(b *broker.Broker) *Metrics {
 	}
 	m.reg.MustRegister(m.requests, m.failures, m.latency,
 		&brokerCollector{b: b, scrapeTimeout: 5 * time.Second},
+		&tieredCollector{b: b}, // tiered.go
+		&shareCollector{b: b},
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	)

@@ -22,6 +22,12 @@ type Config struct {
 	// RetentionBytes deletes the oldest segments while the log is larger than
 	// this (retention.bytes; default -1: unlimited).
 	RetentionBytes int64
+	// LocalRetentionTime and LocalRetentionBytes replace RetentionTime and
+	// RetentionBytes for local segments once a tier gate is set
+	// (SetTierGate): local.retention.ms and local.retention.bytes. Zero
+	// means the same as the total (Kafka's -2); negative, unlimited.
+	LocalRetentionTime  time.Duration
+	LocalRetentionBytes int64
 	// RetentionRecords keeps only the newest N offsets, moving the log start
 	// offset on every append (strand.retention.records, the seed's
 	// retain_count; default -1: unlimited).

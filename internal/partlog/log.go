@@ -53,11 +53,12 @@ type Log struct {
 		manualHWM  bool
 		hwTarget   record.Offset // manual mode: the high watermark asked for (hwm may lag it at the fsync gate)
 		unflushed  int64
-		lastFlush  int64         // unix ms
-		writes     uint64        // appends so far (group commit counts in them)
-		syncWanted record.Offset // highest end offset an append waits to see durable
-		durable    durable       // where the log was last known to be on disk
-		startDirty bool          // start offset moved inside a segment and is not yet persisted
+		lastFlush  int64                // unix ms
+		writes     uint64               // appends so far (group commit counts in them)
+		syncWanted record.Offset        // highest end offset an append waits to see durable
+		durable    durable              // where the log was last known to be on disk
+		startDirty bool                 // start offset moved inside a segment and is not yet persisted
+		tierGate   func() record.Offset // set: tiered retention (tier.go)
 	}
 
 	// segs guards the segment list. Writers hold it exclusively only to add or

@@ -20,20 +20,21 @@ func (l *Log) ApplyRetention() (int, error) {
 	cfg := &l.mu.cfg
 	list := l.segmentsSnapshot()
 	n := 0
-	if cfg.RetentionTime > 0 {
-		cutoff := cfg.Now().UnixMilli() - cfg.RetentionTime.Milliseconds()
+	retTime, retBytes, hw := l.retentionLimitsLocked()
+	if retTime > 0 {
+		cutoff := cfg.Now().UnixMilli() - retTime.Milliseconds()
 		for n < len(list) && list[n].size.Load() > 0 && list[n].maxTS.Load() < cutoff {
 			n++
 		}
 	}
-	if cfg.RetentionBytes >= 0 {
+	if retBytes >= 0 {
 		var total int64
 		for _, s := range list {
 			total += s.size.Load()
 		}
 		for i := range list {
 			total -= list[i].size.Load()
-			if total < cfg.RetentionBytes || i == len(list)-1 {
+			if total < retBytes || i == len(list)-1 {
 				break
 			}
 			n = max(n, i+1)
@@ -41,8 +42,8 @@ func (l *Log) ApplyRetention() (int, error) {
 	}
 	// Never past the high watermark (Kafka bounds deletable segments by
 	// it): a record not yet committed must not be deleted before a
-	// consumer or a follower could read it.
-	hw := record.Offset(l.hwm.Load())
+	// consumer or a follower could read it. A tiered log's bound is also
+	// what the object store holds (retentionLimitsLocked).
 	for n > 0 && record.Offset(list[n-1].next.Load()) > hw {
 		n--
 	}

@@ -1,0 +1,49 @@
+package kafka
+
+import (
+	"context"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strandmq/strand/internal/share"
+)
+
+// DeleteShareGroupOffsets: v0 (KIP-932).
+//
+// Behavior:
+//   - Forgets the group's share-partition state on each named topic (a
+//     tombstone in __share_group_state): the next fetch starts it again by
+//     share.auto.offset.reset.
+//   - Only while the group has no members: NON_EMPTY_GROUP otherwise.
+//   - An unknown topic: UNKNOWN_TOPIC_OR_PARTITION.
+
+func (s *Server) handleDeleteShareGroupOffsets(ctx context.Context, kreq kmsg.Request) (kmsg.Response, error) {
+	req := kreq.(*kmsg.DeleteShareGroupOffsetsRequest)
+	resp := req.ResponseKind().(*kmsg.DeleteShareGroupOffsetsResponse)
+	node, code := s.shareNode()
+	if node == nil {
+		resp.ErrorCode = code
+		return resp, nil
+	}
+	if err := node.Coordinator.CheckEmpty(req.GroupID); err != nil {
+		resp.ErrorCode, resp.ErrorMessage = kerr.NonEmptyGroup.Code, shareMessage(err)
+		return resp, nil
+	}
+	for _, rt := range req.Topics {
+		t := kmsg.NewDeleteShareGroupOffsetsResponseTopic()
+		t.Topic = rt.Topic
+		topic, err := s.b.Topic(rt.Topic)
+		if err == nil {
+			t.TopicID = [16]byte(topic.ID)
+			for p := range topic.Partitions() {
+				if err = node.Manager.Delete(ctx, req.GroupID, share.TopicPartition{TopicID: topic.ID, Topic: rt.Topic, Partition: p}); err != nil {
+					break
+				}
+			}
+		}
+		t.ErrorCode, t.ErrorMessage = shareAckCode(err), shareMessage(err)
+		resp.Topics = append(resp.Topics, t)
+	}
+	return resp, nil
+}

@@ -1,0 +1,461 @@
+package fetcher
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/strandmq/strand/internal/partition"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strandmq/strand/internal/record"
+	"github.com/strandmq/strand/internal/replica"
+	"github.com/strandmq/strand/internal/wire"
+)
+
+// Replica fetch tuning, as Kafka's defaults (replica.fetch.*), except the
+// backoff, which is short: a cluster on one machine recovers in tenths of
+// a second.
+const (
+	// FetchWait is how long a leader may hold a replica fetch that finds
+	// nothing new (replica.fetch.wait.max.ms).
+	FetchWait            = 500 * time.Millisecond
+	replicaFetchMaxBytes = 10 << 20
+	replicaPartitionMax  = 1 << 20
+	replicaFetchBackoff  = 200 * time.Millisecond
+	replicaFetchVersion  = 15 // ReplicaState, topic ids
+	replicaEpochsVersion = 4  // OffsetForLeaderEpoch with ReplicaID
+)
+
+// followPart is one partition a fetcher fetches.
+type followPart struct {
+	p          *Partition
+	epoch      record.Epoch // the leader epoch it follows
+	truncating bool         // ask where the epoch ends before fetching
+	until      time.Time    // backing off after an error until then
+}
+
+// fetcher fetches every partition this node follows from one leader.
+type fetcher struct {
+	fs     *Fetchers
+	leader NodeID
+	mu     sync.Mutex
+	parts  map[*Partition]*followPart
+	wake   chan struct{}
+	done   chan struct{}
+	// conn is the fetcher goroutine's; connMu lets a stop close it under
+	// a request in flight.
+	connMu sync.Mutex
+	conn   *wire.Conn
+	// scratch is reused from round trip to round trip by the fetcher's
+	// goroutine, its only user: allocating and growing it afresh for
+	// every fetch was about a fifth of the fetcher's CPU in the peer
+	// benchmark.
+	scratch struct {
+		truncate, fetch []followPart
+		asked           map[partKey]followPart
+		partitions      []kmsg.FetchRequestTopicPartition
+	}
+}
+
+// partKey names a partition in a fetch's answer.
+type partKey struct {
+	topic     partition.TopicID
+	partition int32
+}
+
+// Config is what the fetchers need of the node.
+type Config struct {
+	// NodeID is this node's id, which its fetches carry.
+	NodeID NodeID
+	// BrokerEpoch is the node's registration epoch (KIP-903: a leader
+	// counts a fetch only from the registration it knows).
+	BrokerEpoch func() int64
+	// Addr returns a node's internal listener address.
+	Addr   func(NodeID) (string, error)
+	Dialer wire.Dialer
+	Logger *slog.Logger
+}
+
+// Fetchers are a node's fetchers, one per leader it follows.
+type Fetchers struct {
+	cfg  Config
+	stop chan struct{}
+	wg   sync.WaitGroup
+
+	mu       sync.Mutex
+	byLeader map[NodeID]*fetcher
+}
+
+// New returns a node's fetchers; Close stops them.
+func New(cfg Config) *Fetchers {
+	return &Fetchers{cfg: cfg, stop: make(chan struct{}), byLeader: map[NodeID]*fetcher{}}
+}
+
+// Follow makes p fetch from leader at epoch, starting with truncation.
+func (fs *Fetchers) Follow(p *Partition, leader NodeID, epoch record.Epoch) {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	fs.unfollowLocked(p)
+	f := fs.byLeader[leader]
+	if f == nil {
+		f = &fetcher{fs: fs, leader: leader, parts: map[*Partition]*followPart{}, wake: make(chan struct{}, 1), done: make(chan struct{})}
+		fs.byLeader[leader] = f
+		fs.wg.Add(1)
+		go func() {
+			defer fs.wg.Done()
+			f.run()
+		}()
+	}
+	f.mu.Lock()
+	f.parts[p] = &followPart{p: p, epoch: epoch, truncating: true}
+	f.mu.Unlock()
+	f.poke()
+}
+
+// Unfollow stops fetching p (it leads now, or is gone).
+func (fs *Fetchers) Unfollow(p *Partition) {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	fs.unfollowLocked(p)
+}
+
+func (fs *Fetchers) unfollowLocked(p *Partition) {
+	for id, f := range fs.byLeader {
+		f.mu.Lock()
+		delete(f.parts, p)
+		empty := len(f.parts) == 0
+		f.mu.Unlock()
+		if empty {
+			close(f.done)
+			delete(fs.byLeader, id)
+		}
+	}
+}
+
+// Close ends every fetcher and waits for them.
+func (fs *Fetchers) Close() {
+	fs.mu.Lock()
+	select {
+	case <-fs.stop:
+	default:
+		close(fs.stop)
+	}
+	for id, f := range fs.byLeader {
+		close(f.done)
+		delete(fs.byLeader, id)
+	}
+	fs.mu.Unlock()
+	fs.wg.Wait()
+}
+
+func (f *fetcher) poke() {
+	select {
+	case f.wake <- struct{}{}:
+	default:
+	}
+}
+
+// ready returns the partitions not backing off, split by what they do
+// next, and how long until the next one is ready.
+func (f *fetcher) ready(now time.Time) (truncate, fetch []followPart, wait time.Duration) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	truncate, fetch = f.scratch.truncate[:0], f.scratch.fetch[:0]
+	defer func() { f.scratch.truncate, f.scratch.fetch = truncate, fetch }()
+	wait = time.Second
+	for _, fp := range f.parts {
+		switch {
+		case now.Before(fp.until):
+			wait = min(wait, fp.until.Sub(now))
+		case fp.truncating:
+			truncate = append(truncate, *fp)
+		default:
+			fetch = append(fetch, *fp)
+		}
+	}
+	return truncate, fetch, wait
+}
+
+// update changes the state of p's entry, if it still follows at epoch.
+func (f *fetcher) update(p *Partition, epoch record.Epoch, fn func(fp *followPart)) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if fp := f.parts[p]; fp != nil && fp.epoch == epoch {
+		fn(fp)
+	}
+}
+
+func (f *fetcher) backoff(p *Partition, epoch record.Epoch, d time.Duration) {
+	until := time.Now().Add(d)
+	f.update(p, epoch, func(fp *followPart) { fp.until = until })
+}
+
+func (f *fetcher) run() {
+	defer f.closeConn()
+	go func() { // a stop interrupts a fetch in flight
+		select {
+		case <-f.done:
+		case <-f.fs.stop:
+		}
+		f.closeConn()
+	}()
+	for {
+		select {
+		case <-f.done:
+			return
+		case <-f.fs.stop:
+			return
+		default:
+		}
+		truncate, fetch, wait := f.ready(time.Now())
+		if len(truncate) == 0 && len(fetch) == 0 {
+			f.sleep(wait)
+			continue
+		}
+		var err error
+		if len(truncate) > 0 {
+			err = f.truncate(truncate)
+		} else {
+			err = f.fetch(fetch)
+		}
+		if err != nil {
+			f.closeConn()
+			f.fs.cfg.Logger.Debug("fetcher: replica fetch from the leader failed", "leader", f.leader, "err", err)
+			f.sleep(replicaFetchBackoff)
+		}
+	}
+}
+
+func (f *fetcher) sleep(d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-f.done:
+	case <-f.fs.stop:
+	case <-f.wake:
+	case <-t.C:
+	}
+}
+
+// roundTrip sends req to the leader's internal listener, dialling it
+// when there is no connection. The response aliases a buffer the next
+// round trip reuses (wire.Conn.RoundTripBorrowed): the fetcher applies
+// each answer before it asks again.
+func (f *fetcher) roundTrip(req kmsg.Request, timeout time.Duration) (kmsg.Response, error) {
+	f.connMu.Lock()
+	c := f.conn
+	f.connMu.Unlock()
+	if c == nil {
+		addr, err := f.fs.cfg.Addr(f.leader)
+		if err != nil {
+			return nil, err
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+		c, err = f.fs.cfg.Dialer.DialNode(ctx, int32(f.leader), addr, "strand-replica-"+strconv.Itoa(int(f.fs.cfg.NodeID)))
+		cancel()
+		if err != nil {
+			return nil, err
+		}
+		f.connMu.Lock()
+		f.conn = c
+		f.connMu.Unlock()
+		select { // stopped while dialling: the closer has run already
+		case <-f.done:
+			f.closeConn()
+		case <-f.fs.stop:
+			f.closeConn()
+		default:
+		}
+	}
+	return c.RoundTripBorrowed(req, time.Now().Add(timeout))
+}
+
+func (f *fetcher) closeConn() {
+	f.connMu.Lock()
+	defer f.connMu.Unlock()
+	if f.conn != nil {
+		_ = f.conn.Close()
+		f.conn = nil
+	}
+}
+
+// truncate asks the leader where each partition's latest epoch ends and
+// cuts what the leader does not have (OffsetForLeaderEpoch, KIP-279).
+func (f *fetcher) truncate(parts []followPart) error {
+	req := kmsg.NewPtrOffsetForLeaderEpochRequest()
+	req.SetVersion(replicaEpochsVersion)
+	req.ReplicaID = int32(f.fs.cfg.NodeID)
+	index := map[string]int{}
+	asked := map[string]map[int32]followPart{}
+	for _, fp := range parts {
+		latest := fp.p.Log().LatestEpoch()
+		if latest == record.NoEpoch { // nothing written in any epoch: nothing to cut
+			f.update(fp.p, fp.epoch, func(x *followPart) { x.truncating = false })
+			continue
+		}
+		i, ok := index[fp.p.Topic()]
+		if !ok {
+			t := kmsg.NewOffsetForLeaderEpochRequestTopic()
+			t.Topic = fp.p.Topic()
+			req.Topics = append(req.Topics, t)
+			i = len(req.Topics) - 1
+			index[fp.p.Topic()] = i
+			asked[fp.p.Topic()] = map[int32]followPart{}
+		}
+		rp := kmsg.NewOffsetForLeaderEpochRequestTopicPartition()
+		rp.Partition, rp.CurrentLeaderEpoch, rp.LeaderEpoch = int32(fp.p.ID()), int32(fp.epoch), int32(latest)
+		req.Topics[i].Partitions = append(req.Topics[i].Partitions, rp)
+		asked[fp.p.Topic()][int32(fp.p.ID())] = fp
+	}
+	if len(req.Topics) == 0 {
+		return nil
+	}
+	kresp, err := f.roundTrip(req, 10*time.Second)
+	if err != nil {
+		return err
+	}
+	for _, t := range kresp.(*kmsg.OffsetForLeaderEpochResponse).Topics {
+		for _, rp := range t.Partitions {
+			fp, ok := asked[t.Topic][rp.Partition]
+			if !ok {
+				continue
+			}
+			if rp.ErrorCode != 0 {
+				f.partitionError(fp, rp.ErrorCode)
+				continue
+			}
+			leader := replica.EpochEnd{Epoch: record.Epoch(rp.LeaderEpoch), End: record.Offset(rp.EndOffset)}
+			f.truncateTo(fp, leader)
+		}
+	}
+	return nil
+}
+
+// truncateTo cuts fp's log where the leader's answer says it diverges.
+func (f *fetcher) truncateTo(fp followPart, leader replica.EpochEnd) {
+	p := fp.p
+	le, lend := p.Log().EndOffsetForEpoch(leader.Epoch)
+	to, again := replica.Truncation(leader, replica.EpochEnd{Epoch: le, End: lend}, p.Log().LogEndOffset(), p.Log().HighWatermark())
+	if err := p.TruncateAsFollower(fp.epoch, to); err != nil {
+		f.fs.cfg.Logger.Warn("fetcher: a follower could not truncate its log", "topic", p.Topic(), "partition", p.ID(), "to", to, "err", err)
+		f.backoff(p, fp.epoch, time.Second)
+		return
+	}
+	f.update(p, fp.epoch, func(x *followPart) { x.truncating = again })
+}
+
+// partitionError backs a partition off after its leader refused it.
+func (f *fetcher) partitionError(fp followPart, code int16) {
+	d := replicaFetchBackoff
+	if code == kerr.FencedLeaderEpoch.Code {
+		d = time.Second // the leader is newer: wait for the metadata to say so
+	}
+	f.backoff(fp.p, fp.epoch, d)
+}
+
+// fetch fetches once for every partition ready and applies the answer.
+func (f *fetcher) fetch(parts []followPart) error {
+	req := kmsg.NewPtrFetchRequest()
+	req.SetVersion(replicaFetchVersion)
+	req.ReplicaID = -1
+	req.ReplicaState.ID, req.ReplicaState.Epoch = int32(f.fs.cfg.NodeID), f.fs.cfg.BrokerEpoch()
+	req.MaxWaitMillis, req.MinBytes, req.MaxBytes = int32(FetchWait/time.Millisecond), 1, replicaFetchMaxBytes
+	req.SessionEpoch = -1
+	// Grouped by topic, into slices and a map the fetcher reuses.
+	if f.scratch.asked == nil {
+		f.scratch.asked = map[partKey]followPart{}
+	}
+	asked := f.scratch.asked
+	clear(asked)
+	slices.SortFunc(parts, func(a, b followPart) int {
+		at, bt := a.p.TopicID(), b.p.TopicID()
+		return bytes.Compare(at[:], bt[:])
+	})
+	all := slices.Grow(f.scratch.partitions[:0], len(parts)) // never grows below: the topics' slices stay in it
+	start := 0
+	for i, fp := range parts {
+		if i == 0 || parts[i-1].p.TopicID() != fp.p.TopicID() {
+			t := kmsg.NewFetchRequestTopic()
+			t.Topic, t.TopicID = fp.p.Topic(), fp.p.TopicID()
+			req.Topics = append(req.Topics, t)
+			start = len(all)
+		}
+		rp := kmsg.NewFetchRequestTopicPartition()
+		rp.Partition, rp.CurrentLeaderEpoch = int32(fp.p.ID()), int32(fp.epoch)
+		rp.FetchOffset, rp.LogStartOffset = int64(fp.p.Log().LogEndOffset()), int64(fp.p.Log().LogStartOffset())
+		rp.LastFetchedEpoch = int32(fp.p.Log().LatestEpoch())
+		rp.PartitionMaxBytes = replicaPartitionMax
+		all = append(all, rp)
+		req.Topics[len(req.Topics)-1].Partitions = all[start:len(all):len(all)]
+		asked[partKey{fp.p.TopicID(), int32(fp.p.ID())}] = fp
+	}
+	f.scratch.partitions = all
+	kresp, err := f.roundTrip(req, FetchWait+10*time.Second)
+	if err != nil {
+		return err
+	}
+	resp := kresp.(*kmsg.FetchResponse)
+	if resp.ErrorCode != 0 {
+		return fmt.Errorf("leader %d: %w", f.leader, kerr.ErrorForCode(resp.ErrorCode))
+	}
+	for _, t := range resp.Topics {
+		for _, rp := range t.Partitions {
+			if fp, ok := asked[partKey{partition.TopicID(t.TopicID), rp.Partition}]; ok {
+				f.apply(fp, &rp)
+			}
+		}
+	}
+	return nil
+}
+
+// apply takes one partition of the leader's answer.
+func (f *fetcher) apply(fp followPart, rp *kmsg.FetchResponseTopicPartition) {
+	p := fp.p
+	switch {
+	case rp.ErrorCode == kerr.OffsetOutOfRange.Code:
+		f.outOfRange(fp, record.Offset(rp.HighWatermark), record.Offset(rp.LogStartOffset))
+	case rp.ErrorCode != 0:
+		f.partitionError(fp, rp.ErrorCode)
+	case rp.DivergingEpoch.Epoch >= 0 || rp.DivergingEpoch.EndOffset >= 0:
+		f.truncateTo(fp, replica.EpochEnd{Epoch: record.Epoch(rp.DivergingEpoch.Epoch), End: record.Offset(rp.DivergingEpoch.EndOffset)})
+	default:
+		if err := p.AppendFromLeader(fp.epoch, rp.RecordBatches, record.Offset(rp.HighWatermark), record.Offset(rp.LogStartOffset)); err != nil {
+			f.fs.cfg.Logger.Warn("fetcher: a follower could not append its leader's batches", "topic", p.Topic(), "partition", p.ID(), "err", err)
+			f.backoff(p, fp.epoch, time.Second)
+		}
+	}
+}
+
+// outOfRange handles a fetch offset the leader does not have: below its
+// log start (this replica was away while retention ran), start over
+// there; past its records, cut back to its high watermark.
+func (f *fetcher) outOfRange(fp followPart, leaderHW, leaderStart record.Offset) {
+	p := fp.p
+	var err error
+	switch leo := p.Log().LogEndOffset(); {
+	case leo < leaderStart:
+		f.fs.cfg.Logger.Warn("fetcher: a follower's log ends before its leader's log start; starting over there",
+			"topic", p.Topic(), "partition", p.ID(), "end", leo, "leader_log_start", leaderStart)
+		err = p.ResetAsFollower(fp.epoch, leaderStart)
+	case leo > leaderHW:
+		err = p.TruncateAsFollower(fp.epoch, leaderHW)
+	}
+	if err != nil {
+		f.fs.cfg.Logger.Warn("fetcher: a follower could not realign with its leader", "topic", p.Topic(), "partition", p.ID(), "err", err)
+	}
+	f.backoff(p, fp.epoch, replicaFetchBackoff)
+}
+
+type (
+	// NodeID and Partition are package partition's.
+	NodeID    = partition.NodeID
+	Partition = partition.Partition
+)

@@ -1,0 +1,417 @@
+package share
+
+import (
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Offset is a record's offset in its topic-partition.
+type Offset int64
+
+// State is a record's delivery state in a share-partition. The values are
+// Kafka's RecordState codes, which __share_group_state stores.
+type State int8
+
+// The delivery states (Kafka's RecordState: AVAILABLE 0, ACQUIRED 1,
+// ACKNOWLEDGED 2, ARCHIVED 4).
+const (
+	Available    State = 0
+	Acquired     State = 1
+	Acknowledged State = 2
+	Archived     State = 4
+)
+
+func (s State) String() string {
+	switch s {
+	case Available:
+		return "available"
+	case Acquired:
+		return "acquired"
+	case Acknowledged:
+		return "acknowledged"
+	case Archived:
+		return "archived"
+	}
+	return fmt.Sprintf("state(%d)", int8(s))
+}
+
+// done reports whether a state is final: such an offset never changes again.
+func (s State) done() bool { return s == Acknowledged || s == Archived }
+
+// AckType is an acknowledgement's kind, as ShareFetch and ShareAcknowledge
+// carry it (KIP-932; renew is KIP-1222).
+type AckType int8
+
+// The acknowledgement types.
+const (
+	AckGap     AckType = 0 // the offset holds no record for the consumer (a marker, a compacted gap)
+	AckAccept  AckType = 1
+	AckRelease AckType = 2
+	AckReject  AckType = 3
+	AckRenew   AckType = 4
+)
+
+// Sentinel errors; the kafka package maps them to error codes.
+var (
+	// ErrInvalidRecordState: an acknowledgement names an offset that is not
+	// acquired by the member (Kafka's INVALID_RECORD_STATE).
+	ErrInvalidRecordState = errors.New("share: record not acquired by this member")
+	// ErrInvalidRequest: a malformed acknowledgement (bad range or type).
+	ErrInvalidRequest = errors.New("share: invalid acknowledgement")
+)
+
+// Reason says why a record was archived without being accepted; a Dead
+// record carries it to the dead-letter topic.
+type Reason string
+
+// The reasons a record is given up on.
+const (
+	ReasonRejected      Reason = "rejected"
+	ReasonDeliveryLimit Reason = "delivery-count-limit"
+)
+
+// Dead is a record the share-partition archived without its acceptance: a
+// consumer rejected it, or it reached the delivery-count limit (released or
+// its lock expired once too often). Dead-letter routing writes it.
+type Dead struct {
+	Offset  Offset
+	Count   int16  // deliveries so far
+	Reason  Reason // why
+	Member  string // the member that rejected or last held it
+	Expired bool   // the last delivery ended with a lock expiry (else a release or a reject)
+}
+
+// Config holds the share-partition settings (Kafka's names in comments).
+type Config struct {
+	LockDuration   time.Duration // share.record.lock.duration.ms, default 30 s
+	DeliveryLimit  int16         // share.delivery.count.limit, default 5
+	MaxRecordLocks int           // group.share.partition.max.record.locks, default 2000
+}
+
+// Defaults are Kafka 4.2's defaults.
+var Defaults = Config{LockDuration: 30 * time.Second, DeliveryLimit: 5, MaxRecordLocks: 2000}
+
+// Range is a run of offsets [First, Last] acquired in one go with the same
+// delivery count, as ShareFetch's AcquiredRecords reports them.
+type Range struct {
+	First, Last Offset
+	Count       int16
+}
+
+type slot struct {
+	state    State
+	count    int16
+	member   string
+	deadline time.Time
+}
+
+// Partition is one share-partition's state: the in-flight window and the
+// records' states. It is not safe for concurrent use.
+type Partition struct {
+	cfg        Config
+	start      Offset // share-partition start offset: everything below is done
+	slots      []slot // slots[i] is offset start+i; len is the window
+	stateEpoch int32
+}
+
+// NewPartition returns a share-partition starting at offset start with an
+// empty window.
+func NewPartition(cfg Config, start Offset) *Partition {
+	if cfg.DeliveryLimit < 1 {
+		cfg.DeliveryLimit = Defaults.DeliveryLimit
+	}
+	if cfg.MaxRecordLocks < 1 {
+		cfg.MaxRecordLocks = Defaults.MaxRecordLocks
+	}
+	if cfg.LockDuration <= 0 {
+		cfg.LockDuration = Defaults.LockDuration
+	}
+	return &Partition{cfg: cfg, start: start}
+}
+
+// Start is the share-partition start offset: the first offset not yet done.
+func (p *Partition) Start() Offset { return p.start }
+
+// End is one past the last offset ever acquired: the next new offset.
+func (p *Partition) End() Offset { return p.start + Offset(len(p.slots)) }
+
+// Config returns the partition's settings.
+func (p *Partition) Config() Config { return p.cfg }
+
+// SetConfig changes the settings for what happens next (a group config
+// change); records already acquired keep their deadlines.
+func (p *Partition) SetConfig(cfg Config) {
+	start := p.start
+	slots, epoch := p.slots, p.stateEpoch
+	*p = *NewPartition(cfg, start)
+	p.slots, p.stateEpoch = slots, epoch
+}
+
+// StateOf returns an offset's state and delivery count. Offsets below
+// start are reported Acknowledged (done; which kind is forgotten), offsets
+// at or past end Available with count 0.
+func (p *Partition) StateOf(o Offset) (State, int16) {
+	switch {
+	case o < p.start:
+		return Acknowledged, 0
+	case o >= p.End():
+		return Available, 0
+	}
+	s := p.slots[o-p.start]
+	return s.state, s.count
+}
+
+// Owner returns the member holding an acquired offset ("" if none).
+func (p *Partition) Owner(o Offset) string {
+	if o < p.start || o >= p.End() {
+		return ""
+	}
+	return p.slots[o-p.start].member
+}
+
+// NextFetch is the lowest offset an acquisition could hand out: the first
+// Available offset in the window, or end. A reader starts there.
+func (p *Partition) NextFetch() Offset {
+	for i := range p.slots {
+		if p.slots[i].state == Available {
+			return p.start + Offset(i)
+		}
+	}
+	return p.End()
+}
+
+// CanAcquire reports whether Acquire could hand out anything given that the
+// log holds records below limit: an Available offset in the window, or room
+// to grow the window toward limit.
+func (p *Partition) CanAcquire(limit Offset) bool {
+	if p.NextFetch() < p.End() {
+		return true
+	}
+	return p.End() < limit && len(p.slots) < p.cfg.MaxRecordLocks
+}
+
+// Acquire hands member up to max records below limit (one past the last
+// offset the caller read from the log), lowest offsets first: Available
+// offsets in the window (redeliveries), then new offsets that grow the
+// window, at most to MaxRecordLocks. Each acquired offset's delivery count
+// goes up by one and its lock expires at now + LockDuration.
+func (p *Partition) Acquire(member string, limit Offset, max int, now time.Time) []Range {
+	var out []Range
+	deadline := now.Add(p.cfg.LockDuration)
+	take := func(i int) {
+		s := &p.slots[i]
+		s.state, s.member, s.deadline = Acquired, member, deadline
+		s.count++
+		o := p.start + Offset(i)
+		if n := len(out); n > 0 && out[n-1].Last == o-1 && out[n-1].Count == s.count {
+			out[n-1].Last = o
+		} else {
+			out = append(out, Range{First: o, Last: o, Count: s.count})
+		}
+		max--
+	}
+	for i := 0; i < len(p.slots) && max > 0 && p.start+Offset(i) < limit; i++ {
+		if p.slots[i].state == Available {
+			take(i)
+		}
+	}
+	for max > 0 && p.End() < limit && len(p.slots) < p.cfg.MaxRecordLocks {
+		p.slots = append(p.slots, slot{})
+		take(len(p.slots) - 1)
+	}
+	return out
+}
+
+// Acknowledge applies one acknowledgement of [first, last] by member. Every
+// offset must be acquired by member (else ErrInvalidRecordState, and
+// nothing changes). Accept and gap acknowledge, reject archives (a Dead
+// record each), release makes the offsets available again — or archives
+// them as Dead if they reached the delivery-count limit — and renew
+// extends the locks. It returns the records given up on.
+func (p *Partition) Acknowledge(member string, first, last Offset, kind AckType, now time.Time) ([]Dead, error) {
+	if first > last || kind < AckGap || kind > AckRenew {
+		return nil, fmt.Errorf("%w: [%d, %d] type %d", ErrInvalidRequest, first, last, kind)
+	}
+	if first < p.start || last >= p.End() {
+		return nil, fmt.Errorf("%w: [%d, %d] outside the window [%d, %d)", ErrInvalidRecordState, first, last, p.start, p.End())
+	}
+	for o := first; o <= last; o++ {
+		if s := p.slots[o-p.start]; s.state != Acquired || s.member != member {
+			return nil, fmt.Errorf("%w: offset %d is %s", ErrInvalidRecordState, o, s.state)
+		}
+	}
+	var dead []Dead
+	for o := first; o <= last; o++ {
+		s := &p.slots[o-p.start]
+		switch kind {
+		case AckAccept, AckGap:
+			*s = slot{state: Acknowledged, count: s.count}
+		case AckReject:
+			dead = append(dead, Dead{Offset: o, Count: s.count, Reason: ReasonRejected, Member: member})
+			*s = slot{state: Archived, count: s.count}
+		case AckRelease:
+			if d, ok := p.giveBackLocked(o, false); ok {
+				dead = append(dead, d)
+			}
+		case AckRenew:
+			s.deadline = now.Add(p.cfg.LockDuration)
+		}
+	}
+	p.advance()
+	return dead, nil
+}
+
+// giveBackLocked ends offset o's acquisition without an acknowledgement
+// (a release, an expiry, the member leaving): it is Available again unless
+// it has been delivered DeliveryLimit times, when it is archived as Dead.
+func (p *Partition) giveBackLocked(o Offset, expired bool) (Dead, bool) {
+	s := &p.slots[o-p.start]
+	if s.count >= p.cfg.DeliveryLimit {
+		d := Dead{Offset: o, Count: s.count, Reason: ReasonDeliveryLimit, Member: s.member, Expired: expired}
+		*s = slot{state: Archived, count: s.count}
+		return d, true
+	}
+	*s = slot{state: Available, count: s.count}
+	return Dead{}, false
+}
+
+// Expire ends every lock whose deadline is at or before now.
+func (p *Partition) Expire(now time.Time) []Dead {
+	return p.releaseWhere(func(s *slot) bool { return !s.deadline.After(now) }, true)
+}
+
+// ReleaseMember ends every lock member holds (it left the group, or closed
+// its share session).
+func (p *Partition) ReleaseMember(member string) []Dead {
+	return p.releaseWhere(func(s *slot) bool { return s.member == member }, false)
+}
+
+func (p *Partition) releaseWhere(match func(*slot) bool, expired bool) []Dead {
+	var dead []Dead
+	for i := range p.slots {
+		if s := &p.slots[i]; s.state == Acquired && match(s) {
+			if d, ok := p.giveBackLocked(p.start+Offset(i), expired); ok {
+				dead = append(dead, d)
+			}
+		}
+	}
+	p.advance()
+	return dead
+}
+
+// ArchiveOverLimit archives every available record already delivered
+// DeliveryLimit times — the limit was lowered since, or the state was
+// loaded under another one — as a dead letter: it must not be delivered
+// again.
+func (p *Partition) ArchiveOverLimit() []Dead {
+	var dead []Dead
+	for i := range p.slots {
+		if s := &p.slots[i]; s.state == Available && s.count >= p.cfg.DeliveryLimit {
+			dead = append(dead, Dead{Offset: p.start + Offset(i), Count: s.count, Reason: ReasonDeliveryLimit})
+			*s = slot{state: Archived, count: s.count}
+		}
+	}
+	p.advance()
+	return dead
+}
+
+// OverLimit reports whether ArchiveOverLimit has anything to do.
+func (p *Partition) OverLimit() bool {
+	for _, s := range p.slots {
+		if s.state == Available && s.count >= p.cfg.DeliveryLimit {
+			return true
+		}
+	}
+	return false
+}
+
+// NextDeadline is the earliest lock deadline, and whether any lock is held.
+func (p *Partition) NextDeadline() (time.Time, bool) {
+	var t time.Time
+	var ok bool
+	for i := range p.slots {
+		if s := p.slots[i]; s.state == Acquired && (!ok || s.deadline.Before(t)) {
+			t, ok = s.deadline, true
+		}
+	}
+	return t, ok
+}
+
+// MoveStart moves the start offset forward to o, which the log no longer
+// holds below (retention, DeleteRecords) or an operator reset to: offsets
+// below it are forgotten, whatever their state. Moving to an offset at or
+// below start does nothing. Moving backward is Reset's job.
+func (p *Partition) MoveStart(o Offset) {
+	if o <= p.start {
+		return
+	}
+	if o >= p.End() {
+		p.slots = p.slots[:0]
+	} else {
+		p.slots = append(p.slots[:0], p.slots[o-p.start:]...)
+	}
+	p.start = o
+	p.advance()
+}
+
+// Reset forgets every record's state and starts again at o (the share
+// group's offsets are altered or deleted); the state epoch goes up.
+func (p *Partition) Reset(o Offset) {
+	p.start, p.slots = o, p.slots[:0]
+	p.stateEpoch++
+}
+
+// advance drops the done prefix of the window.
+func (p *Partition) advance() {
+	n := 0
+	for n < len(p.slots) && p.slots[n].state.done() {
+		n++
+	}
+	if n == 0 {
+		return
+	}
+	p.slots = append(p.slots[:0], p.slots[n:]...)
+	p.start += Offset(n)
+}
+
+// Stats are a share-partition's counts for describe and metrics.
+type Stats struct {
+	Start, End Offset
+	InFlight   int            // the window's length
+	Available  int            // in the window, waiting for a (re)delivery
+	Acquired   int            // locked by a member
+	Done       int            // acknowledged or archived inside the window
+	Deliveries map[int16]int  // delivery count → offsets in the window with it
+	OldestLock time.Time      // the earliest acquisition deadline (zero if none)
+	ByMember   map[string]int // acquired offsets per member
+}
+
+// Stats counts the window.
+func (p *Partition) Stats() Stats {
+	st := Stats{Start: p.start, End: p.End(), InFlight: len(p.slots), Deliveries: map[int16]int{}, ByMember: map[string]int{}}
+	for _, s := range p.slots {
+		switch {
+		case s.state == Available:
+			st.Available++
+		case s.state == Acquired:
+			st.Acquired++
+			st.ByMember[s.member]++
+		default:
+			st.Done++
+		}
+		if s.count > 0 {
+			st.Deliveries[s.count]++
+		}
+	}
+	st.OldestLock, _ = p.NextDeadline()
+	return st
+}
+
+// Clone returns an independent copy: the manager applies an operation to a
+// clone and installs it only once its persisted form is durable.
+func (p *Partition) Clone() *Partition {
+	c := *p
+	c.slots = append([]slot(nil), p.slots...)
+	return &c
+}

@@ -1,0 +1,540 @@
+package tiered
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"slices"
+	"sync"
+	"sync/atomic"
+
+	"github.com/strandmq/strand/internal/partlog"
+	"github.com/strandmq/strand/internal/record"
+)
+
+// Partition is the tier's state for one partition: its newest manifest
+// and the uploads in flight. Its methods are safe for concurrent use;
+// uploads of one partition run one at a time (segments join the manifest
+// in offset order).
+type Partition struct {
+	t      *Tier
+	log    *partlog.Log
+	prefix string
+	logger *slog.Logger
+
+	upload sync.Mutex // one Upload, ApplyRetention or CleanOrphans at a time
+	mu     struct {
+		sync.Mutex
+		man      *Manifest
+		key      string // the newest manifest's key, "" when none
+		epoch    record.Epoch
+		claimed  bool
+		loaded   bool
+		fenced   bool
+		inflight map[string]bool // upload ids not yet in a manifest
+	}
+	end   atomic.Int64 // the manifest's End, for the local retention gate
+	start atomic.Int64 // the manifest's LogStart when it holds segments, else -1
+}
+
+// Prefix is the key prefix of the partition's objects.
+func (p *Partition) Prefix() string { return p.prefix }
+
+// UploadedEnd is the offset below which the store holds (or held, before
+// total retention) every batch; -1 before the first upload. It is
+// partlog's tier gate.
+func (p *Partition) UploadedEnd() record.Offset { return record.Offset(p.end.Load()) }
+
+// RemoteStart is the first offset the store holds, or -1 when it holds no
+// segment.
+func (p *Partition) RemoteStart() record.Offset { return record.Offset(p.start.Load()) }
+
+// Manifest returns a copy of the newest manifest this node knows.
+func (p *Partition) Manifest() *Manifest {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.mu.man.clone()
+}
+
+// Loaded reports whether the newest manifest has been read (Load or
+// Claim): until then RemoteStart and UploadedEnd know nothing.
+func (p *Partition) Loaded() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.mu.loaded
+}
+
+// Load reads the newest manifest without claiming the partition, so that
+// reads and offsets know the remote tier at once after a restart.
+func (p *Partition) Load(ctx context.Context) error {
+	p.upload.Lock()
+	defer p.upload.Unlock()
+	key, _, err := p.newest(ctx)
+	if err != nil {
+		return err
+	}
+	man := emptyManifest()
+	if key != "" {
+		if man, err = p.load(ctx, key); err != nil {
+			return err
+		}
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.mu.claimed {
+		p.mu.man, p.mu.key = man, key
+		p.publishLocked()
+	}
+	p.mu.loaded = true
+	return nil
+}
+
+// Claimed reports whether Claim succeeded and no newer leader has fenced
+// this node since.
+func (p *Partition) Claimed() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.mu.claimed && !p.mu.fenced
+}
+
+// Fenced reports whether a newer leader has claimed the partition.
+func (p *Partition) Fenced() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.mu.fenced
+}
+
+// newest lists the manifests and returns the greatest key, "" if none.
+func (p *Partition) newest(ctx context.Context) (string, []ObjectInfo, error) {
+	var objs []ObjectInfo
+	err := p.t.retry(ctx, "list manifests", func() error {
+		var err error
+		objs, err = p.t.cfg.Store.List(ctx, p.prefix+"manifest/")
+		return err
+	})
+	if err != nil {
+		return "", nil, err
+	}
+	objs = slices.DeleteFunc(objs, func(o ObjectInfo) bool {
+		_, _, ok := parseManifestKey(p.prefix, o.Key)
+		return !ok
+	})
+	if len(objs) == 0 {
+		return "", nil, nil
+	}
+	return objs[len(objs)-1].Key, objs, nil
+}
+
+func (p *Partition) load(ctx context.Context, key string) (*Manifest, error) {
+	var b []byte
+	err := p.t.retry(ctx, "get manifest", func() error {
+		var err error
+		b, err = p.t.cfg.Store.Get(ctx, key, 0, -1)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return decodeManifest(b)
+}
+
+// Claim makes this node the partition's uploader at leader epoch epoch: it
+// reads the newest manifest and, when its epoch is lower, writes it again
+// under epoch, so that anything a deposed leader writes later sorts below.
+// It fails with ErrFenced when a higher epoch already holds the partition.
+func (p *Partition) Claim(ctx context.Context, epoch record.Epoch) error {
+	p.upload.Lock()
+	defer p.upload.Unlock()
+	key, _, err := p.newest(ctx)
+	if err != nil {
+		return err
+	}
+	man := emptyManifest()
+	if key != "" {
+		if man, err = p.load(ctx, key); err != nil {
+			return err
+		}
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if man.Epoch > epoch {
+		p.mu.fenced = true
+		return fmt.Errorf("%w: %s is at epoch %d, this node at %d", ErrFenced, p.prefix, man.Epoch, epoch)
+	}
+	p.mu.man, p.mu.key, p.mu.epoch, p.mu.fenced = man, key, epoch, false
+	p.mu.loaded = true
+	p.publishLocked()
+	if man.Epoch < epoch {
+		next := man.clone()
+		next.Epoch, next.Seq = epoch, man.Seq+1
+		if err := p.writeLocked(ctx, next); err != nil {
+			return err
+		}
+	}
+	p.mu.claimed = true
+	return nil
+}
+
+func (p *Partition) publishLocked() {
+	m := p.mu.man
+	p.end.Store(int64(m.End))
+	if len(m.Segments) == 0 {
+		p.start.Store(-1)
+	} else {
+		p.start.Store(int64(max(m.LogStart, m.Segments[0].Start)))
+	}
+}
+
+// writeLocked writes next as the newest manifest, unless a higher epoch
+// has claimed the partition or the newest manifest is not the one this
+// node last read or wrote (both ErrFenced).
+func (p *Partition) writeLocked(ctx context.Context, next *Manifest) error {
+	key, _, err := p.newest(ctx)
+	if err != nil {
+		return err
+	}
+	if key != p.mu.key {
+		if e, _, ok := parseManifestKey(p.prefix, key); ok && e >= next.Epoch {
+			p.mu.fenced = true
+			return fmt.Errorf("%w: %s has manifest %s, this node expected %q", ErrFenced, p.prefix, key, p.mu.key)
+		}
+	}
+	next.Version = manifestVersion
+	b, err := json.Marshal(next)
+	if err != nil {
+		return fmt.Errorf("tiered: encode manifest: %w", err)
+	}
+	nkey := manifestKey(p.prefix, next.Epoch, next.Seq)
+	err = p.t.retry(ctx, "put manifest", func() error {
+		return p.t.cfg.Store.Put(ctx, nkey, bytes.NewReader(b), int64(len(b)))
+	})
+	if err != nil {
+		return err
+	}
+	p.mu.man, p.mu.key = next, nkey
+	p.publishLocked()
+	return nil
+}
+
+// Upload copies every sealed segment the manifest does not yet hold, oldest
+// first, recording each in a new manifest once its objects are complete.
+// It returns how many segments it uploaded.
+func (p *Partition) Upload(ctx context.Context) (int, error) {
+	p.upload.Lock()
+	defer p.upload.Unlock()
+	if err := p.ready(); err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, s := range p.log.SealedSegments() {
+		end := p.UploadedEnd()
+		switch {
+		case s.Next <= end:
+			continue // already remote
+		}
+		// A segment that starts below the remote end (this node's
+		// segments split elsewhere than a former leader's) is uploaded
+		// whole and serves from the end on: no offset is recorded twice.
+		if err := p.uploadOne(ctx, s); err != nil {
+			p.t.stats.UploadErrors.Add(1)
+			return n, err
+		}
+		n++
+	}
+	return n, nil
+}
+
+func (p *Partition) ready() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	switch {
+	case p.mu.fenced:
+		return fmt.Errorf("%w: %s", ErrFenced, p.prefix)
+	case !p.mu.claimed:
+		return fmt.Errorf("tiered: %s: not claimed", p.prefix)
+	}
+	return nil
+}
+
+func newID() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// uploadOne puts one segment's objects, then records it in a new manifest.
+func (p *Partition) uploadOne(ctx context.Context, info partlog.SegmentInfo) error {
+	select {
+	case p.t.sem <- struct{}{}:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	defer func() { <-p.t.sem }()
+	files, err := p.log.OpenSealed(info.Base)
+	if err != nil {
+		return err
+	}
+	defer files.Log.Close()
+	seg := Segment{ID: newID(), Base: info.Base, Start: max(info.Base, p.UploadedEnd()), Next: info.Next, Size: files.Size, MaxTimestamp: info.MaxTimestamp}
+	for _, e := range files.Epochs {
+		seg.Epochs = append(seg.Epochs, EpochStart{Epoch: e.Epoch, Start: e.Start})
+	}
+	p.mu.Lock()
+	p.mu.inflight[seg.ID] = true
+	p.mu.Unlock()
+	defer func() {
+		p.mu.Lock()
+		delete(p.mu.inflight, seg.ID)
+		p.mu.Unlock()
+	}()
+	objects := []struct {
+		suffix string
+		body   func() io.Reader
+		size   int64
+	}{
+		{".log", func() io.Reader { return p.t.paced(ctx, io.NewSectionReader(files.Log, 0, files.Size)) }, files.Size},
+		{".index", func() io.Reader { return bytes.NewReader(files.Index) }, int64(len(files.Index))},
+		{".timeindex", func() io.Reader { return bytes.NewReader(files.TimeIndex) }, int64(len(files.TimeIndex))},
+	}
+	for _, o := range objects {
+		key := segmentKey(p.prefix, seg, o.suffix)
+		if err := p.t.retry(ctx, "put "+key, func() error { return p.t.cfg.Store.Put(ctx, key, o.body(), o.size) }); err != nil {
+			return err // the objects put so far are orphans: CleanOrphans deletes them
+		}
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	next := p.mu.man.clone()
+	next.Seq++
+	next.Epoch = p.mu.epoch
+	if len(next.Segments) == 0 && next.LogStart < seg.Start {
+		next.LogStart = seg.Start
+	}
+	next.Segments = append(next.Segments, seg)
+	next.End = seg.Next
+	if err := p.writeLocked(ctx, next); err != nil {
+		return err
+	}
+	p.t.stats.UploadedSegments.Add(1)
+	p.t.stats.UploadedBytes.Add(seg.Size)
+	p.logger.Debug("tiered: segment uploaded", "base", seg.Base, "next", seg.Next, "bytes", seg.Size)
+	return nil
+}
+
+// Retention is the total retention of a tiered partition: retention.ms and
+// retention.bytes (negative: unlimited).
+type Retention struct {
+	TimeMs int64
+	Bytes  int64
+}
+
+// ApplyRetention deletes remote segments beyond the total retention, oldest
+// first: those whose newest record is older than TimeMs, and those that
+// keep the partition (remote plus local-only bytes) above Bytes. The
+// manifest without them is written first, then the objects deleted, so a
+// crash between the two leaves orphans, never a manifest naming a missing
+// object. It returns how many segments it deleted.
+func (p *Partition) ApplyRetention(ctx context.Context, r Retention) (int, error) {
+	p.upload.Lock()
+	defer p.upload.Unlock()
+	if err := p.ready(); err != nil {
+		return 0, err
+	}
+	p.mu.Lock()
+	man := p.mu.man
+	p.mu.Unlock()
+	segs := man.Segments
+	n := 0
+	for n < len(segs) && segs[n].Next <= man.LogStart {
+		n++ // below a DeleteRecords start
+	}
+	if r.TimeMs >= 0 {
+		cutoff := p.t.cfg.Now().UnixMilli() - r.TimeMs
+		for n < len(segs) && segs[n].MaxTimestamp < cutoff {
+			n++
+		}
+	}
+	if r.Bytes >= 0 {
+		total := man.RemoteBytes() + p.localOnlyBytes(man.End)
+		for i := range segs {
+			total -= segs[i].Size
+			if total < r.Bytes {
+				break
+			}
+			n = max(n, i+1)
+		}
+	}
+	if n == 0 {
+		return 0, nil
+	}
+	return n, p.dropLocked(ctx, n, record.NoOffset)
+}
+
+// localOnlyBytes is the size of the local log not yet uploaded.
+func (p *Partition) localOnlyBytes(end record.Offset) int64 {
+	n := p.log.Size()
+	for _, s := range p.log.SealedSegments() {
+		if s.Next <= end {
+			n -= s.Size
+		}
+	}
+	return max(n, 0)
+}
+
+// DeleteRecordsBefore moves the remote log start offset to o (Kafka's
+// DeleteRecords reaching into the remote tier), deleting the segments wholly
+// below it.
+func (p *Partition) DeleteRecordsBefore(ctx context.Context, o record.Offset) error {
+	p.upload.Lock()
+	defer p.upload.Unlock()
+	if err := p.ready(); err != nil {
+		return err
+	}
+	p.mu.Lock()
+	man := p.mu.man
+	p.mu.Unlock()
+	n := 0
+	for n < len(man.Segments) && man.Segments[n].Next <= o {
+		n++
+	}
+	return p.dropLocked(ctx, n, o)
+}
+
+// dropLocked writes a manifest without the n oldest segments, with its
+// log start at least start, then deletes their objects.
+func (p *Partition) dropLocked(ctx context.Context, n int, start record.Offset) error {
+	p.mu.Lock()
+	next := p.mu.man.clone()
+	gone := next.Segments[:n]
+	next.Segments = slices.Clone(next.Segments[n:])
+	next.Seq++
+	next.Epoch = p.mu.epoch
+	if len(next.Segments) > 0 {
+		next.LogStart = max(next.LogStart, next.Segments[0].Start, start)
+	} else {
+		next.LogStart = max(next.LogStart, next.End, start)
+	}
+	err := p.writeLocked(ctx, next)
+	p.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, s := range gone {
+		for _, suf := range []string{".log", ".index", ".timeindex"} {
+			key := segmentKey(p.prefix, s, suf)
+			errs = append(errs, p.t.retry(ctx, "delete "+key, func() error { return p.t.cfg.Store.Delete(ctx, key) }))
+		}
+		p.t.cache.forget(s.ID)
+		p.t.stats.DeletedSegments.Add(1)
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("tiered: %s: retention (the next orphan pass retries): %w", p.prefix, err)
+	}
+	p.logger.Info("tiered: remote retention deleted segments", "segments", n, "remote_log_start", next.LogStart)
+	return nil
+}
+
+// keepManifests is how many of the newest manifests CleanOrphans keeps.
+const keepManifests = 3
+
+// CleanOrphans deletes segment objects no manifest names (left by a crash
+// between upload and manifest write, by a failed deletion, or by a deposed
+// leader) once they are older than OrphanGrace, and all but the newest few
+// manifests. It does nothing when a newer leader holds the partition. It
+// returns how many objects it deleted.
+func (p *Partition) CleanOrphans(ctx context.Context) (int, error) {
+	p.upload.Lock()
+	defer p.upload.Unlock()
+	if err := p.ready(); err != nil {
+		return 0, err
+	}
+	key, manifests, err := p.newest(ctx)
+	if err != nil {
+		return 0, err
+	}
+	p.mu.Lock()
+	if key != p.mu.key {
+		p.mu.fenced = true
+		p.mu.Unlock()
+		return 0, fmt.Errorf("%w: %s has manifest %s", ErrFenced, p.prefix, key)
+	}
+	keep := map[string]bool{}
+	for _, s := range p.mu.man.Segments {
+		keep[s.ID] = true
+	}
+	for id := range p.mu.inflight {
+		keep[id] = true
+	}
+	p.mu.Unlock()
+	var objs []ObjectInfo
+	err = p.t.retry(ctx, "list segments", func() error {
+		var err error
+		objs, err = p.t.cfg.Store.List(ctx, p.prefix+"segments/")
+		return err
+	})
+	if err != nil {
+		return 0, err
+	}
+	cutoff := p.t.cfg.Now().Add(-p.t.cfg.OrphanGrace)
+	var doomed []string
+	for _, o := range objs {
+		if id, ok := segmentIDOf(p.prefix, o.Key); ok && !keep[id] && !o.Modified.After(cutoff) {
+			doomed = append(doomed, o.Key)
+		}
+	}
+	for i := 0; i < len(manifests)-keepManifests; i++ {
+		doomed = append(doomed, manifests[i].Key)
+	}
+	var errs []error
+	for _, k := range doomed {
+		errs = append(errs, p.t.cfg.Store.Delete(ctx, k))
+	}
+	if len(doomed) > 0 {
+		p.logger.Info("tiered: deleted orphans and old manifests", "objects", len(doomed))
+	}
+	return len(doomed), errors.Join(errs...)
+}
+
+// DeleteAll deletes every object of the partition (topic deletion, or
+// remote.storage.enable turned off with remote.log.delete.on.disable).
+func (p *Partition) DeleteAll(ctx context.Context) error {
+	p.upload.Lock()
+	defer p.upload.Unlock()
+	var objs []ObjectInfo
+	err := p.t.retry(ctx, "list", func() error {
+		var err error
+		objs, err = p.t.cfg.Store.List(ctx, p.prefix)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	// Manifests last: until they go, a reader sees a consistent history.
+	slices.SortStableFunc(objs, func(a, b ObjectInfo) int {
+		_, _, am := parseManifestKey(p.prefix, a.Key)
+		_, _, bm := parseManifestKey(p.prefix, b.Key)
+		switch {
+		case am == bm:
+			return 0
+		case am:
+			return 1
+		}
+		return -1
+	})
+	var errs []error
+	for _, o := range objs {
+		errs = append(errs, p.t.cfg.Store.Delete(ctx, o.Key))
+	}
+	p.mu.Lock()
+	p.mu.man, p.mu.key = emptyManifest(), ""
+	p.publishLocked()
+	p.mu.Unlock()
+	return errors.Join(errs...)
+}
