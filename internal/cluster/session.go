@@ -51,6 +51,10 @@ const probeTimeout = 500 * time.Millisecond
 // watch could not be opened or ended.
 const watchRedial = 100 * time.Millisecond
 
+// watchUnknownRedial is how long a broker waits before asking again a
+// controller that did not know the request (a rolling upgrade).
+const watchUnknownRedial = 10 * time.Second
+
 // sessionWatches is the controller's table of open watches.
 type sessionWatches struct {
 	mu sync.Mutex
@@ -229,15 +233,20 @@ func (s *RaftStore) startWatch(incarnation string) {
 // the next controller probes it), until Close.
 func (s *RaftStore) keepWatch(incarnation string) {
 	for {
+		wait := watchRedial
 		if id, addr, ok := s.Leader(); ok && NodeID(id) != s.self {
-			if s.watch(NodeID(id), addr, incarnation) {
+			endedThere, unknown := s.watch(NodeID(id), addr, incarnation)
+			if endedThere {
 				s.maybeHastenElection(NodeID(id), addr)
+			}
+			if unknown {
+				wait = watchUnknownRedial // a controller of an older version
 			}
 		}
 		select {
 		case <-s.done:
 			return
-		case <-time.After(watchRedial):
+		case <-time.After(wait):
 		}
 	}
 }
@@ -247,14 +256,16 @@ func (s *RaftStore) keepWatch(incarnation string) {
 // closed it — after the raft listener, as a process's exit leaves the
 // controller a closed watch and a refusing port. It reports whether an
 // open watch ended from the controller's side while it still led, as far
-// as this node knows.
-func (s *RaftStore) watch(id NodeID, addr, incarnation string) (endedThere bool) {
+// as this node knows; unknown, that the controller answered the request
+// with an error other than "not the controller" (an older version, which
+// does not know it).
+func (s *RaftStore) watch(id NodeID, addr, incarnation string) (endedThere, unknown bool) {
 	conn, err := s.nw.Dial(s.node, addr, maxControllerDial)
 	if err != nil {
-		return false
+		return false, false
 	}
 	if !s.conns.add(conn) {
-		return false
+		return false, false
 	}
 	defer conn.Close()
 	_ = conn.SetDeadline(time.Now().Add(5 * time.Second))
@@ -265,7 +276,7 @@ func (s *RaftStore) watch(id NodeID, addr, incarnation string) (endedThere bool)
 		}
 	}
 	if err != nil || resp.Code != "" {
-		return false
+		return false, err == nil && resp.Code != "not_controller"
 	}
 	_ = conn.SetDeadline(time.Time{})
 	ended := make(chan struct{})
@@ -290,10 +301,10 @@ func (s *RaftStore) watch(id NodeID, addr, incarnation string) (endedThere bool)
 	_, _ = io.Copy(io.Discard, conn)
 	select {
 	case <-s.done:
-		return false
+		return false, false
 	default:
 	}
-	return !moved.Load()
+	return !moved.Load(), false
 }
 
 // maybeHastenElection: the controller's end of this node's watch closed.
