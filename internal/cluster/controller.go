@@ -43,6 +43,12 @@ type Registration struct {
 	// a new incarnation that is not a clean restart of the registered one
 	// leaves every ISR and ELR (Kafka's handleBrokerUncleanShutdown).
 	PreviousBrokerEpoch int64 `json:",omitempty"`
+	// SuccessorOf is the secret token the node's data directory held at
+	// this process's start: a registration whose SuccessorOf hashes to
+	// the token hash the registered incarnation id ends with comes from
+	// the process that took over its directory, and replaces it at once
+	// (successor.go). Controllers that predate it ignore it.
+	SuccessorOf string `json:",omitempty"`
 }
 
 // UncleanShutdown is Registration.PreviousBrokerEpoch of a node that found
@@ -106,6 +112,7 @@ type controller struct {
 	term        chan struct{} // closed when this leadership ends
 	lastContact map[NodeID]time.Time
 	applied     map[NodeID]uint64 // each broker's applied index, from its heartbeats
+	watches     sessionWatches    // brokers' open session watches (session.go)
 }
 
 func newController(s *RaftStore, cfg ControllerConfig, logger *slog.Logger) *controller {
@@ -196,6 +203,7 @@ func (c *controller) run(term chan struct{}) {
 		c.ready = true
 	}
 	c.mu.Unlock()
+	c.probeAll(term)
 	c.logger.Info("cluster: this node is the controller", "cluster", c.s.Image().ClusterID(), "applied_index", c.s.AppliedIndex())
 	tick := time.NewTicker(250 * time.Millisecond)
 	defer tick.Stop()
@@ -280,12 +288,13 @@ func (c *controller) warnUnclean(recs []Record) {
 // register admits a broker process. A different incarnation of a live
 // broker is refused — two processes with one node id — unless the old
 // one shut down in a controlled way (it said it was going), or the new
-// one is this very process: it holds the node's data directory, so the
-// one before it is gone (a restarted node that wins the raft election
-// would otherwise wait a session for its own dead registration).
+// one holds the node's data directory, so the one before it is gone: it
+// is this very process (a restarted node that wins the raft election
+// would otherwise wait a session for its own dead registration), or it
+// shows the secret the old one left in the directory (successor.go).
 func (c *controller) register(r Registration) (int64, uint64, error) {
 	img := c.s.Image()
-	if old, ok := img.Broker(r.ID); ok && old.IncarnationID != r.IncarnationID && !old.Fenced && !old.InControlledShutdown && !c.s.isLocal(r) {
+	if old, ok := img.Broker(r.ID); ok && old.IncarnationID != r.IncarnationID && !old.Fenced && !old.InControlledShutdown && !c.s.isLocal(r) && !succeeds(r, old) {
 		c.mu.Lock()
 		last := c.lastContact[r.ID]
 		c.mu.Unlock()

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -104,8 +105,17 @@ type RaftStore struct {
 	self  NodeID
 	// incarnation is this process's broker incarnation, once it registers.
 	incarnation atomic.Value
-	done        chan struct{} // closed by Close: ends the controller's watch
-	conns       connSet       // raft's connections, both ways
+	watchOnce   sync.Once // starts this process's session watch (session.go)
+	// prevToken and token are the successor tokens the raft directory
+	// held at this start and holds now (successor.go).
+	prevToken, token string
+	dir              string // the raft directory
+	// lease is raft's leader lease: the shortest heartbeat timeout raft
+	// accepts, which maybeHastenElection uses (session.go).
+	lease     time.Duration
+	hastening atomic.Bool
+	done      chan struct{} // closed by Close: ends the controller's watch
+	conns     connSet       // raft's connections, both ways
 	// leaderless is when this node last saw the quorum without a leader
 	// it knows (unix ns; 0 while it knows one), and leaderlessLimit how
 	// long that lasts before callers are told at once (ErrNoLeader).
@@ -150,14 +160,18 @@ func OpenRaftStore(cfg RaftConfig) (*RaftStore, error) {
 		cfg.Network = TCPNetwork{}
 	}
 	node := strconv.Itoa(int(cfg.NodeID))
-	s := &RaftStore{fsm: newFSM(), logs: logs, nw: cfg.Network, node: node, self: cfg.NodeID, done: make(chan struct{})}
+	s := &RaftStore{fsm: newFSM(), logs: logs, nw: cfg.Network, node: node, self: cfg.NodeID, done: make(chan struct{}), dir: dir}
+	if s.prevToken, s.token, err = rotateSuccessorToken(dir); err != nil {
+		logs.Close()
+		return nil, err
+	}
 	s.ctl = newController(s, cfg.Controller, cfg.Logger)
 	ln, err := cfg.Network.Listen(node, cfg.Bind)
 	if err != nil {
 		logs.Close()
 		return nil, fmt.Errorf("cluster: raft port %s: %w", cfg.Bind, err)
 	}
-	mux := newMuxListener(ln, s.ctl.serve, &s.conns)
+	mux := newMuxListener(ln, s.ctl.serve, s.ctl.hold, &s.conns)
 	s.trans = raft.NewNetworkTransportWithLogger(streamLayer{mux, cfg.Network, node, &s.conns}, 3, transportTimeout, hlog)
 	rc := raft.DefaultConfig()
 	rc.LocalID = raft.ServerID(strconv.Itoa(int(cfg.NodeID)))
@@ -169,6 +183,7 @@ func OpenRaftStore(cfg RaftConfig) (*RaftStore, error) {
 	// randomises each between one and two); a node that sees none for
 	// longer is likely cut off, and its clients are better off elsewhere.
 	s.leaderlessLimit = 2 * max(rc.HeartbeatTimeout, rc.ElectionTimeout)
+	s.lease = rc.LeaderLeaseTimeout
 	notify := make(chan bool, 8) // raft blocks on a full NotifyCh: watch drains it
 	rc.NotifyCh = notify
 	existing, err := raft.HasExistingState(logs, logs, snaps)
@@ -229,7 +244,7 @@ func (s *RaftStore) watchLeaders() {
 // isLocal says whether r is this process's own registration.
 func (s *RaftStore) isLocal(r Registration) bool {
 	inc, _ := s.incarnation.Load().(string)
-	return r.ID == s.self && inc != "" && r.IncarnationID == inc
+	return r.ID == s.self && inc != "" && (r.IncarnationID == inc || r.IncarnationID == withTokenHash(inc, s.token))
 }
 
 // previousLeader is the node that led the quorum before this one and the
@@ -404,9 +419,15 @@ func (s *RaftStore) Register(r Registration, timeout time.Duration) (int64, erro
 		// broker in one process, as tests build, must still be refused).
 		s.incarnation.CompareAndSwap(nil, r.IncarnationID)
 	}
+	if s.isLocal(r) {
+		r.IncarnationID, r.SuccessorOf = withTokenHash(r.IncarnationID, s.token), s.prevToken
+	}
 	resp, err := s.callController(rpcRequest{Register: &r}, timeout)
 	if err != nil {
 		return 0, err
+	}
+	if s.isLocal(r) {
+		s.startWatch(r.IncarnationID)
 	}
 	_, err = s.waitApplied(resp.Index, timeout)
 	return resp.Epoch, err

@@ -41,6 +41,10 @@ type rpcRequest struct {
 	ElectLeaders *ElectLeaders `json:"electLeaders,omitempty"`
 	// Reassign starts or cancels partition reassignments.
 	Reassign *AlterReassignments `json:"reassign,omitempty"`
+	// Watch opens a broker's session watch: the connection stays open
+	// until the broker's process or the controller's leadership ends
+	// (session.go).
+	Watch *SessionWatch `json:"watch,omitempty"`
 }
 
 type rpcResponse struct {
@@ -204,14 +208,15 @@ func (s *connSet) closeAll() {
 type muxListener struct {
 	net.Listener
 	handle  func(peer NodeID, req rpcRequest) rpcResponse
+	hold    func(peer NodeID, c net.Conn, r io.Reader, w SessionWatch) // serves a session watch
 	conns   chan net.Conn
 	done    chan struct{}
 	closeMu sync.Once
 	all     *connSet
 }
 
-func newMuxListener(ln net.Listener, handle func(NodeID, rpcRequest) rpcResponse, all *connSet) *muxListener {
-	m := &muxListener{Listener: ln, handle: handle, conns: make(chan net.Conn), done: make(chan struct{}), all: all}
+func newMuxListener(ln net.Listener, handle func(NodeID, rpcRequest) rpcResponse, hold func(NodeID, net.Conn, io.Reader, SessionWatch), all *connSet) *muxListener {
+	m := &muxListener{Listener: ln, handle: handle, hold: hold, conns: make(chan net.Conn), done: make(chan struct{}), all: all}
 	go m.acceptLoop()
 	return m
 }
@@ -267,6 +272,10 @@ func (m *muxListener) serveRPC(c net.Conn, r io.Reader) {
 		return
 	}
 	_ = c.SetReadDeadline(time.Time{})
+	if req.Watch != nil && m.hold != nil {
+		m.hold(peerNode(c), c, r, *req.Watch)
+		return
+	}
 	resp := m.handle(peerNode(c), req)
 	_ = c.SetWriteDeadline(time.Now().Add(10 * time.Second))
 	_ = writeFrame(c, resp)

@@ -52,6 +52,10 @@ import (
 //   - acks=-1 with fewer in-sync replicas than min.insync.replicas:
 //     NOT_ENOUGH_REPLICAS, nothing written.
 //   - v8+: ErrorMessage says what was wrong.
+//   - v10+: a NOT_LEADER_OR_FOLLOWER partition names the leader this node
+//     knows (CurrentLeader) and the response lists its endpoint
+//     (NodeEndpoints), so clients move without a metadata request
+//     (KIP-951; leader_hint.go).
 //   - acks=-1: TimeoutMillis bounds the wait for the batch to commit (its
 //     fsync, when the flush policy asks for one, and the high watermark);
 //     past it the partition answers REQUEST_TIMED_OUT, as Kafka's
@@ -176,6 +180,9 @@ func (s *Server) handleProduce(ctx context.Context, kreq kmsg.Request) (kmsg.Res
 			return nil, errors.New("kafka: acks=0 produce failed; closing the connection so the client refreshes metadata")
 		}
 		return nil, nil
+	}
+	if failed {
+		s.addProduceLeaderHints(resp)
 	}
 	return resp, nil
 }

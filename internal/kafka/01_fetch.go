@@ -37,6 +37,9 @@ import (
 //     log end; UNKNOWN_TOPIC_OR_PARTITION (v13+: UNKNOWN_TOPIC_ID) for
 //     unknown partitions; FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH for a
 //     stale or future CurrentLeaderEpoch (v9+).
+//   - v16+: a consumer's NOT_LEADER_OR_FOLLOWER or FENCED_LEADER_EPOCH
+//     partition names the leader this node knows (CurrentLeader) and the
+//     response lists its endpoint (NodeEndpoints), as KIP-951.
 //   - Fetch sessions (KIP-227) are not kept: every response has session id
 //     0, which tells clients to keep sending full fetches. A request naming
 //     a session (id > 0, epoch ≠ -1) gets FETCH_SESSION_ID_NOT_FOUND.
@@ -178,6 +181,9 @@ func (s *Server) fetchOnce(req *kmsg.FetchRequest, fol *broker.FollowerFetch, wa
 			st.Partitions = append(st.Partitions, sp)
 		}
 		resp.Topics = append(resp.Topics, st)
+	}
+	if hasErr && fol == nil {
+		s.addFetchLeaderHints(resp.FetchResponse)
 	}
 	return resp, waited, hasErr || redirected || total >= int(req.MinBytes) || total > 0 && total >= budget
 }
