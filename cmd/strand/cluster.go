@@ -79,7 +79,7 @@ func newClusterCmd() *cobra.Command {
 			})
 		},
 	})
-	cmd.AddCommand(newVoterCmd(o, false), newVoterCmd(o, true), newElectCmd(o), newDrainCmd(o))
+	cmd.AddCommand(newVoterCmd(o, false), newVoterCmd(o, true), newElectCmd(o), newDrainCmd(o), newFeaturesCmd(o))
 	return cmd
 }
 

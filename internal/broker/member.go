@@ -220,7 +220,7 @@ func (b *Broker) runMembership() {
 // register registers this process as a new incarnation of its node.
 func (b *Broker) register(timeout time.Duration) error {
 	ms := b.member
-	reg := cluster.Registration{ID: cluster.NodeID(b.cfg.NodeID), IncarnationID: ms.incarnation, Endpoints: b.cfg.Endpoints, Rack: b.cfg.Rack,
+	reg := cluster.Registration{ID: cluster.NodeID(b.cfg.NodeID), IncarnationID: ms.incarnation, Endpoints: b.cfg.Endpoints, Rack: b.cfg.Rack, Features: cluster.SupportedFeatures(),
 		PreviousBrokerEpoch: ms.previousEpoch}
 	epoch, err := ms.m.Register(reg, timeout)
 	if err != nil {

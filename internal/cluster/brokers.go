@@ -34,6 +34,9 @@ type BrokerReg struct {
 	Rack                 string
 	Fenced               bool
 	InControlledShutdown bool
+	// Features are the feature levels the node's build supports
+	// (features.go).
+	Features map[string]FeatureRange `json:",omitempty"`
 }
 
 // PartitionReg is one partition's placement and leadership.
@@ -98,6 +101,7 @@ type RegisterBroker struct {
 	IncarnationID string
 	Endpoints     []Endpoint
 	Rack          string
+	Features      map[string]FeatureRange `json:",omitempty"`
 }
 
 func (r RegisterBroker) apply(im *Image, index int64) error {
@@ -108,7 +112,7 @@ func (r RegisterBroker) apply(im *Image, index int64) error {
 	if !ok || b.IncarnationID != r.IncarnationID {
 		b = BrokerReg{ID: r.ID, IncarnationID: r.IncarnationID, Epoch: index, Fenced: true}
 	}
-	b.Endpoints, b.Rack = slices.Clone(r.Endpoints), r.Rack
+	b.Endpoints, b.Rack, b.Features = slices.Clone(r.Endpoints), r.Rack, maps.Clone(r.Features)
 	im.brokers[r.ID] = b
 	return nil
 }

@@ -55,6 +55,7 @@ var codecs = map[string]func([]byte) (Record, error){
 	"put_scram_credential":       decodeAs[PutScramCredential],
 	"delete_scram_credential":    decodeAs[DeleteScramCredential],
 	"alter_client_quota":         decodeAs[AlterClientQuota],
+	"finalize_feature":           decodeAs[FinalizeFeature],
 }
 
 // typeNames is codecs' key for each record type.

@@ -49,6 +49,9 @@ type Registration struct {
 	// the process that took over its directory, and replaces it at once
 	// (successor.go). Controllers that predate it ignore it.
 	SuccessorOf string `json:",omitempty"`
+	// Features are the feature levels the node's build supports; the
+	// controller refuses a node that cannot run at the finalized ones.
+	Features map[string]FeatureRange `json:",omitempty"`
 }
 
 // UncleanShutdown is Registration.PreviousBrokerEpoch of a node that found
@@ -302,7 +305,10 @@ func (c *controller) register(r Registration) (int64, uint64, error) {
 			return 0, 0, fmt.Errorf("%w: node %d (incarnation %s) was heard from %v ago", ErrDuplicateBroker, r.ID, old.IncarnationID, time.Since(last).Round(time.Millisecond))
 		}
 	}
-	recs := []Record{RegisterBroker{ID: r.ID, IncarnationID: r.IncarnationID, Endpoints: r.Endpoints, Rack: r.Rack}}
+	if err := checkRegistration(img, r); err != nil {
+		return 0, 0, err
+	}
+	recs := []Record{RegisterBroker{ID: r.ID, IncarnationID: r.IncarnationID, Endpoints: r.Endpoints, Rack: r.Rack, Features: r.Features}}
 	old, known := img.Broker(r.ID)
 	if known && old.IncarnationID != r.IncarnationID && !old.Fenced {
 		recs = append(leaveISRs(img, c.rules, r.ID), recs...) // the old process is gone

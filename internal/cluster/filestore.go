@@ -38,6 +38,8 @@ type metaFile struct {
 	Scram map[string]map[string]ScramCredential `json:"scram,omitempty"`
 	// Quotas holds client quota values by entity ("user\x1fclient-id").
 	Quotas map[string]map[string]float64 `json:"clientQuotas,omitempty"`
+	// Features holds finalized feature levels; absent while none is.
+	Features map[string]int16 `json:"features,omitempty"`
 }
 
 type metaTopic struct {
@@ -81,7 +83,7 @@ func (s *FileStore) Image() *Image { return s.img.Load() }
 func (s *FileStore) Apply(recs ...Record) (*Image, error) {
 	for _, r := range recs {
 		switch r.(type) {
-		case ClusterInit, PutTopic, RemoveTopic, ForgetDeleted, PutACLs, PutScramCredential, DeleteScramCredential, AlterClientQuota:
+		case ClusterInit, PutTopic, RemoveTopic, ForgetDeleted, PutACLs, PutScramCredential, DeleteScramCredential, AlterClientQuota, FinalizeFeature:
 		default:
 			// meta.json has no place for it: it would be lost at restart.
 			return nil, fmt.Errorf("cluster: a single node's metadata does not keep %T records", r)
@@ -150,6 +152,10 @@ func readMetaFile(fs vfs.FS, dir string) (*Image, bool, error) {
 		img.acls, img.aclVersion = m.ACLs, m.ACLVersion
 	}
 	img.scram, img.quotas = m.Scram, m.Quotas
+	if err := checkSupported(m.Features); err != nil {
+		return nil, false, fmt.Errorf("cluster: %s: %w", MetaFileName, err)
+	}
+	img.features = m.Features
 	for _, d := range m.Deleted {
 		id, err := ParseTopicID(d)
 		if err != nil {
@@ -174,7 +180,7 @@ func readMetaFile(fs vfs.FS, dir string) (*Image, bool, error) {
 func writeMetaFile(fs vfs.FS, dir string, img *Image) error {
 	m := metaFile{Version: metaVersion, ClusterID: img.ClusterID()}
 	m.ACLs, m.ACLVersion = img.ACLs()
-	m.Scram, m.Quotas = img.scram, img.quotas
+	m.Scram, m.Quotas, m.Features = img.scram, img.quotas, img.features
 	for _, t := range img.Topics() {
 		m.Topics = append(m.Topics, metaTopic{Name: t.Name, ID: t.ID.Hex(), Partitions: t.Partitions, Configs: t.Configs})
 	}

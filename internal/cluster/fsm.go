@@ -99,12 +99,15 @@ type snapshotForm struct {
 	Scram map[string]map[string]ScramCredential `json:"scram,omitempty"`
 	// Quotas: absent in snapshots from before client quotas.
 	Quotas map[string]map[string]float64 `json:"clientQuotas,omitempty"`
+	// Features: absent in snapshots from before feature levels, and
+	// while none is finalized.
+	Features map[string]int16 `json:"features,omitempty"`
 }
 
 func encodeImage(im *Image) ([]byte, error) {
 	return json.Marshal(snapshotForm{ClusterID: im.ClusterID(), Topics: im.Topics(), Deleted: im.Deleted(),
 		Brokers: im.Brokers(), Partitions: im.partitions, NextProducerID: im.nextProducerID,
-		ACLs: im.acls, ACLVersion: im.aclVersion, Scram: im.scram, Quotas: im.quotas})
+		ACLs: im.acls, ACLVersion: im.aclVersion, Scram: im.scram, Quotas: im.quotas, Features: im.features})
 }
 
 func decodeImage(b []byte) (*Image, error) {
@@ -129,6 +132,10 @@ func decodeImage(b []byte) (*Image, error) {
 	im.nextProducerID = s.NextProducerID
 	im.acls, im.aclVersion = s.ACLs, s.ACLVersion
 	im.scram, im.quotas = s.Scram, s.Quotas
+	if err := checkSupported(s.Features); err != nil {
+		return nil, err
+	}
+	im.features = s.Features
 	return im, nil
 }
 

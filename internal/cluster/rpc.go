@@ -74,6 +74,9 @@ var rpcCodes = map[string]error{
 	"no_reassignment":         ErrNoReassignmentInProgress,
 	"not_the_sender":          ErrNotTheSender,
 	"invalid_assignment":      ErrInvalidReplicaAssignment,
+	"invalid_feature":         ErrInvalidFeature,
+	"feature_downgrade":       ErrFeatureDowngrade,
+	"unsupported_feature":     ErrUnsupportedFeature,
 }
 
 func rpcError(code, msg string) error {

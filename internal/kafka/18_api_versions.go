@@ -4,6 +4,7 @@ import (
 	"context"
 	"regexp"
 	"slices"
+	"strings"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -60,9 +61,20 @@ func (s *Server) handleApiVersions(_ context.Context, kreq kmsg.Request) (kmsg.R
 			ff.Name, ff.MinVersionLevel, ff.MaxVersionLevel = f.name, f.level, f.level
 			resp.FinalizedFeatures = append(resp.FinalizedFeatures, ff)
 		}
-		if len(features) > 0 {
-			resp.FinalizedFeaturesEpoch = 1
+		// metadata.version comes from the cluster: it changes with
+		// UpdateFeatures, and each build supports its own range.
+		supported, finalized, epoch := s.b.Features()
+		for name, r := range supported {
+			sf := kmsg.NewApiVersionsResponseSupportedFeature()
+			sf.Name, sf.MinVersion, sf.MaxVersion = name, r.Min, r.Max
+			resp.SupportedFeatures = append(resp.SupportedFeatures, sf)
+			ff := kmsg.NewApiVersionsResponseFinalizedFeature()
+			ff.Name, ff.MinVersionLevel, ff.MaxVersionLevel = name, finalized[name], finalized[name]
+			resp.FinalizedFeatures = append(resp.FinalizedFeatures, ff)
 		}
+		slices.SortFunc(resp.SupportedFeatures, func(a, b kmsg.ApiVersionsResponseSupportedFeature) int { return strings.Compare(a.Name, b.Name) })
+		slices.SortFunc(resp.FinalizedFeatures, func(a, b kmsg.ApiVersionsResponseFinalizedFeature) int { return strings.Compare(a.Name, b.Name) })
+		resp.FinalizedFeaturesEpoch = epoch
 	}
 	if req.Version >= 3 && (!softwareNameRE.MatchString(req.ClientSoftwareName) || !softwareNameRE.MatchString(req.ClientSoftwareVersion)) {
 		resp.ErrorCode = kerr.InvalidRequest.Code

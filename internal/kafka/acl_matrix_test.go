@@ -343,6 +343,12 @@ func matrixRows(b *broker.Broker) []matrixRow {
 		}, []matrixNeed{clusterNeed(acl.OpAlter)}, codeCluster, nil},
 		{"DescribeQuorum", 55, func() kmsg.Request { return kmsg.NewPtrDescribeQuorumRequest() },
 			[]matrixNeed{clusterNeed(acl.OpDescribe)}, codeCluster, nil},
+		{"UpdateFeatures", 57, func() kmsg.Request {
+			r := kmsg.NewPtrUpdateFeaturesRequest()
+			r.ValidateOnly = true
+			r.FeatureUpdates = []kmsg.UpdateFeaturesRequestFeatureUpdate{{Feature: "metadata.version", MaxVersionLevel: 1, UpgradeType: 1}}
+			return r
+		}, []matrixNeed{clusterNeed(acl.OpAlter)}, codeCluster, nil},
 		{"DescribeProducers", 61, func() kmsg.Request {
 			r := kmsg.NewPtrDescribeProducersRequest()
 			r.Topics = []kmsg.DescribeProducersRequestTopic{{Topic: mxTopic, Partitions: []int32{0}}}

@@ -53,8 +53,8 @@ func TestApiVersions(t *testing.T) {
 			}
 			finalized[f.Name] = f.MaxVersionLevel
 		}
-		if want := v >= 3; (finalized["group.version"] == 1) != want || (resp.FinalizedFeaturesEpoch == 1) != want ||
-			(len(resp.SupportedFeatures) == len(features)) != want {
+		if want := v >= 3; (finalized["group.version"] == 1) != want || (finalized["metadata.version"] == 1) != want ||
+			(resp.FinalizedFeaturesEpoch >= 1) != want || (len(resp.SupportedFeatures) == len(features)+1) != want {
 			t.Fatalf("v%d: finalized %v epoch %d, supported %+v", v, finalized, resp.FinalizedFeaturesEpoch, resp.SupportedFeatures)
 		}
 		if a := apis[68]; a.max != 1 {

@@ -113,6 +113,7 @@ func init() {
 		50: {0, 0, (*Server).handleDescribeUserScramCredentials},
 		51: {0, 0, (*Server).handleAlterUserScramCredentials},
 		55: {0, 2, (*Server).handleDescribeQuorum},
+		57: {0, 2, (*Server).handleUpdateFeatures},
 		58: {0, 0, (*Server).handleEnvelope},
 		60: {0, 2, (*Server).handleDescribeCluster},
 		61: {0, 0, (*Server).handleDescribeProducers},
