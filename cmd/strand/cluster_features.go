@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"slices"
 	"strconv"
@@ -59,7 +60,11 @@ the old level is still finalized.`,
 					return err
 				}
 				if len(want) > 0 {
-					if err := finalizeFeatures(ctx, cmd, cl, want, dryRun); err != nil {
+					w := cmd.OutOrStdout()
+					if asJSON {
+						w = cmd.ErrOrStderr() // stdout is the JSON
+					}
+					if err := finalizeFeatures(ctx, w, cl, want, dryRun); err != nil {
 						return err
 					}
 					if dryRun {
@@ -155,7 +160,7 @@ func featureTargets(infos []featureInfo, upgrades []string, latest bool) (map[st
 	return want, nil
 }
 
-func finalizeFeatures(ctx context.Context, cmd *cobra.Command, cl *kgo.Client, want map[string]int16, dryRun bool) error {
+func finalizeFeatures(ctx context.Context, w io.Writer, cl *kgo.Client, want map[string]int16, dryRun bool) error {
 	req := kmsg.NewPtrUpdateFeaturesRequest()
 	req.TimeoutMillis, req.ValidateOnly = 30000, dryRun
 	for _, name := range slices.Sorted(maps.Keys(want)) {
@@ -186,7 +191,7 @@ func finalizeFeatures(ctx context.Context, cmd *cobra.Command, cl *kgo.Client, w
 		if dryRun {
 			verb = "can be finalized"
 		}
-		fmt.Fprintf(cmd.OutOrStdout(), "%s %s at %d\n", r.Feature, verb, want[r.Feature])
+		fmt.Fprintf(w, "%s %s at %d\n", r.Feature, verb, want[r.Feature])
 	}
 	return errors.Join(errs...)
 }

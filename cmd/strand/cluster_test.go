@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -29,6 +30,7 @@ type procCluster struct {
 	procs  []*serveProc
 	extra  []string   // more serve flags, on every start
 	own    [][]string // flags of one node, on every start
+	bins   []string   // a node's strand binary ("": this build's)
 	load   *checker   // the scenario's load, once started
 	// certs, if set, is a directory of a cluster CA (ca.crt) and node
 	// certificates (node-N.crt, node-N.key): the nodes talk mutual TLS.
@@ -39,7 +41,7 @@ type procCluster struct {
 // newCluster is an unstarted procCluster of size nodes.
 func newCluster(size int, extra []string) *procCluster {
 	return &procCluster{size: size, extra: extra, dirs: make([]string, size+1), addrs: make([]string, size+1),
-		procs: make([]*serveProc, size+1), own: make([][]string, size+1)}
+		procs: make([]*serveProc, size+1), own: make([][]string, size+1), bins: make([]string, size+1)}
 }
 
 func freeAddr(t *testing.T) string { return testnet.FreeAddr(t) }
@@ -108,7 +110,11 @@ func (c *procCluster) launch(t *testing.T, n int) *serveProc {
 	if c.certs != "" {
 		args = append(args, c.tlsFlags(n)...)
 	}
-	return launchServe(t, 0, append(args, append(c.own[n], c.extra...)...)...)
+	args = append(args, append(c.own[n], c.extra...)...)
+	if c.bins[n] != "" {
+		return startProc(t, exec.Command(c.bins[n], append(serveDefaults(), args...)...))
+	}
+	return launchServe(t, 0, args...)
 }
 
 func (c *procCluster) brokers(except int) string {

@@ -47,13 +47,20 @@ func startServeNofile(t *testing.T, nofile int, args ...string) *serveProc {
 // waits for it to serve or exit.
 func launchServe(t *testing.T, nofile int, args ...string) *serveProc {
 	t.Helper()
-	full := append([]string{"serve", "--listen", "127.0.0.1:0", "--metrics-listen", "", "--console-listen", "", "--schema-registry-listen", ""}, args...)
+	full := append(serveDefaults(), args...)
 	cmd := exec.Command(strandBin(t), full...)
 	if nofile > 0 {
 		// sh's ulimit, then exec: the broker itself runs under the limit.
 		cmd = exec.Command("sh", append([]string{"-c", fmt.Sprintf(`ulimit -n %d && exec "$@"`, nofile), "sh", strandBin(t)}, full...)...)
 	}
 	return startProc(t, cmd)
+}
+
+// serveDefaults are the arguments every test's `strand serve` starts
+// with: free-port listeners, and no metrics, console or registry unless
+// asked for.
+func serveDefaults() []string {
+	return []string{"serve", "--listen", "127.0.0.1:0", "--metrics-listen", "", "--console-listen", "", "--schema-registry-listen", ""}
 }
 
 // startProc starts cmd, a `strand serve`, collecting its log.

@@ -181,7 +181,10 @@ func (c *controller) run(term chan struct{}) {
 		if id == "" {
 			id = NewClusterID()
 		}
-		if _, _, err := c.s.applyLocal(5*time.Second, ClusterInit{ClusterID: id}); err != nil {
+		// A new cluster starts at the newest level this build writes, as
+		// Kafka's storage format does: nothing older can be in it yet.
+		init := []Record{ClusterInit{ClusterID: id}, FinalizeFeature{Name: MetadataVersion, Level: MetadataVersionLatest}}
+		if _, _, err := c.s.applyLocal(5*time.Second, init...); err != nil {
 			c.logger.Warn("cluster: naming the cluster", "err", err)
 		}
 	}

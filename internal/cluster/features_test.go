@@ -1,7 +1,9 @@
 package cluster
 
 import (
+	"encoding/binary"
 	"errors"
+	"net"
 	"strings"
 	"testing"
 )
@@ -110,5 +112,40 @@ func TestFeaturesSurviveSnapshotAndMetaFile(t *testing.T) {
 	b, _ = encodeImage(im)
 	if _, err := decodeImage(b); !errors.Is(err, ErrUnsupportedFeature) {
 		t.Fatalf("restoring a snapshot beyond this build = %v, want ErrUnsupportedFeature", err)
+	}
+}
+
+// A controller RPC carrying a field this build does not know — a newer
+// node's, sent too early — is refused with a reason, not half-applied.
+func TestControllerRefusesUnknownRequestFields(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	handled := 0
+	m := newMuxListener(ln, func(NodeID, rpcRequest) rpcResponse { handled++; return rpcResponse{} }, nil, &connSet{conns: map[net.Conn]struct{}{}})
+	defer m.Close()
+	send := func(body string) rpcResponse {
+		c, err := net.Dial("tcp", ln.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		frame := binary.BigEndian.AppendUint32([]byte{rpcMagic}, uint32(len(body)))
+		if _, err := c.Write(append(frame, body...)); err != nil {
+			t.Fatal(err)
+		}
+		var resp rpcResponse
+		if err := readFrame(c, &resp); err != nil {
+			t.Fatal(err)
+		}
+		return resp
+	}
+	if resp := send(`{"readIndex":true}`); resp.Code != "" || handled != 1 {
+		t.Fatalf("a known request: %+v (handled %d)", resp, handled)
+	}
+	resp := send(`{"register":{"ID":4,"IncarnationID":"x","FromTheFuture":true}}`)
+	if resp.Code != "unsupported_request" || !strings.Contains(resp.Err, "FromTheFuture") || handled != 1 {
+		t.Fatalf("a registration with an unknown field: %+v (handled %d), want it refused unhandled", resp, handled)
 	}
 }

@@ -77,6 +77,7 @@ var rpcCodes = map[string]error{
 	"invalid_feature":         ErrInvalidFeature,
 	"feature_downgrade":       ErrFeatureDowngrade,
 	"unsupported_feature":     ErrUnsupportedFeature,
+	"unsupported_request":     ErrUnsupportedRequest,
 }
 
 func rpcError(code, msg string) error {
@@ -106,20 +107,33 @@ func writeFrame(w io.Writer, v any) error {
 }
 
 func readFrame(r io.Reader, v any) error {
-	var n [4]byte
-	if _, err := io.ReadFull(r, n[:]); err != nil {
-		return err
-	}
-	size := binary.BigEndian.Uint32(n[:])
-	if size > maxRPCBytes {
-		return fmt.Errorf("cluster: controller RPC of %d bytes, the limit is %d", size, maxRPCBytes)
-	}
-	b := make([]byte, size)
-	if _, err := io.ReadFull(r, b); err != nil {
+	b, err := readFrameBytes(r)
+	if err != nil {
 		return err
 	}
 	return json.Unmarshal(b, v)
 }
+
+func readFrameBytes(r io.Reader) ([]byte, error) {
+	var n [4]byte
+	if _, err := io.ReadFull(r, n[:]); err != nil {
+		return nil, err
+	}
+	size := binary.BigEndian.Uint32(n[:])
+	if size > maxRPCBytes {
+		return nil, fmt.Errorf("cluster: controller RPC of %d bytes, the limit is %d", size, maxRPCBytes)
+	}
+	b := make([]byte, size)
+	if _, err := io.ReadFull(r, b); err != nil {
+		return nil, err
+	}
+	return b, nil
+}
+
+// ErrUnsupportedRequest answers a controller RPC with a field this build
+// does not know: a newer node's, sent before its feature level was
+// finalized. Refusing it is safe; acting on the part it understands is not.
+var ErrUnsupportedRequest = errors.New("cluster: controller RPC with fields this build does not know (a newer node's?)")
 
 // call sends one controller RPC to the raft address addr. gone, polled
 // while the call waits, reports that the callee no longer leads the
@@ -270,11 +284,19 @@ func (m *muxListener) route(c net.Conn) {
 
 func (m *muxListener) serveRPC(c net.Conn, r io.Reader) {
 	defer c.Close()
-	var req rpcRequest
-	if err := readFrame(r, &req); err != nil {
+	b, err := readFrameBytes(r)
+	if err != nil {
 		return
 	}
 	_ = c.SetReadDeadline(time.Time{})
+	// Requests decode strictly (answers leniently: a newer controller may
+	// add what an older caller can ignore).
+	var req rpcRequest
+	if err := strict(b, &req); err != nil {
+		_ = c.SetWriteDeadline(time.Now().Add(10 * time.Second))
+		_ = writeFrame(c, rpcFailure(fmt.Errorf("%w: %v", ErrUnsupportedRequest, err)))
+		return
+	}
 	if req.Watch != nil && m.hold != nil {
 		m.hold(peerNode(c), c, r, *req.Watch)
 		return
