@@ -65,7 +65,8 @@ import (
 // --broker-session-timeout (default: serve's defaults),
 // STRAND_FAILOVER_KINDS the events (a comma-separated subset of the kinds
 // above), STRAND_FAILOVER_RATE each producer's records a second (default
-// 500), STRAND_FAILOVER_SEED the schedule, and STRAND_TEST_BIN a strand
+// 500), STRAND_FAILOVER_METADATA_MIN_AGE the producers' kgo.MetadataMinAge
+// (default franz-go's 5 s), STRAND_FAILOVER_SEED the schedule, and STRAND_TEST_BIN a strand
 // binary to measure instead of this tree's (an older build, for a
 // before-and-after).
 func TestFailoverBench(t *testing.T) {
@@ -128,10 +129,10 @@ func TestFailoverBench(t *testing.T) {
 		}
 		e := c.failoverEvent(ctx, t, rng, topic, label, unsettled)
 		done = append(done, e)
-		t.Logf("event %d at %s: %s node %d (controller %v, for %v): stall %v, first ack of a new record %v, every partition writable %v, leadership moved %v, fenced %v",
+		t.Logf("event %d at %s: %s node %d (controller %v, for %v): stall %v, first ack of a new record %v, every partition writable %s, leadership moved %v, fenced %v",
 			i, e.at.UTC().Format("15:04:05.000"), label, e.node, e.controller, e.lasted.Round(time.Millisecond),
 			load.stall(e.at, e.end).Round(time.Millisecond), load.firstAckOfNew(e.at, -1).Round(time.Millisecond),
-			load.writable(e.at, partitions).Round(time.Millisecond), e.moved, e.fenced)
+			orNotYet(load.writable(e.at, partitions)), e.moved, e.fenced)
 	}
 	t.Logf("load average after the events: %s", loadAverage())
 	stopLoad()
@@ -268,6 +269,15 @@ func (l *benchLoad) table(kinds []string, done []benchEvent, partitions int32) s
 	return b.String()
 }
 
+// orNotYet is d to the millisecond, or "not yet" for -1 (some partition
+// had acknowledged nothing sent after the event when it was asked).
+func orNotYet(d time.Duration) string {
+	if d < 0 {
+		return "not yet"
+	}
+	return d.Round(time.Millisecond).String()
+}
+
 // loadAverage is the machine's 1, 5 and 15 minute load averages.
 func loadAverage() string {
 	b, err := os.ReadFile("/proc/loadavg")
@@ -310,8 +320,12 @@ type sentAndAcked struct {
 
 func (l *benchLoad) produce(ctx context.Context, t *testing.T, brokers, topic string, partitions int32, rate int, prefix string) *kgo.Client {
 	t.Helper()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(brokers, ",")...), kgo.DefaultProduceTopic(topic),
-		kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.ProducerLinger(2*time.Millisecond))
+	opts := []kgo.Opt{kgo.SeedBrokers(strings.Split(brokers, ",")...), kgo.DefaultProduceTopic(topic),
+		kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.ProducerLinger(2 * time.Millisecond)}
+	if d, err := time.ParseDuration(os.Getenv("STRAND_FAILOVER_METADATA_MIN_AGE")); err == nil {
+		opts = append(opts, kgo.MetadataMinAge(d)) // how soon the client asks again after a stale answer (default 5 s)
+	}
+	cl, err := kgo.NewClient(opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
