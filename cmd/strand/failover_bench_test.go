@@ -212,6 +212,7 @@ func (c *procCluster) failoverEvent(ctx context.Context, t *testing.T, rng *rand
 				cut(t, victim, n)
 			}
 		}
+		e.at = time.Now() // the cut takes effect with the last rule, tens of ms under load
 		time.Sleep(e.lasted)
 		heal(t)
 		if !unsettled {
