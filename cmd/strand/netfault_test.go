@@ -99,8 +99,16 @@ func host(n int) string { return fmt.Sprintf("127.0.0.%d", n+1) }
 // from it, with fixed ports (the namespace is the test's alone).
 func newNetCluster(t *testing.T, extra ...string) *procCluster {
 	t.Helper()
+	return netCluster(t, true, extra...) // the scenarios run as a cluster spanning machines would
+}
+
+// netCluster is newNetCluster with inter-node TLS or without.
+func netCluster(t *testing.T, tls bool, extra ...string) *procCluster {
+	t.Helper()
 	c := newCluster(3, extra)
-	c.secure(t) // the scenarios run as a cluster spanning machines would
+	if tls {
+		c.secure(t)
+	}
 	root := t.TempDir()
 	var voters []string
 	for n := 1; n <= 3; n++ {

@@ -30,6 +30,13 @@ const (
 	replicaFetchMaxBytes = 10 << 20
 	replicaPartitionMax  = 1 << 20
 	replicaFetchBackoff  = 200 * time.Millisecond
+	// replicaFetchTimeout is how long a fetch may go unanswered past
+	// FetchWait before the fetcher drops the connection and dials again.
+	// Short on purpose: after a network cut heals, a request sent during
+	// it is only resent at TCP's next retransmission, which backs off to
+	// seconds — a fresh connection gets through within a second, and
+	// every ISR the follower is in waits for it (issue 39's cuts).
+	replicaFetchTimeout  = 2 * time.Second
 	replicaFetchVersion  = 15 // ReplicaState, topic ids
 	replicaEpochsVersion = 4  // OffsetForLeaderEpoch with ReplicaID
 )
@@ -398,7 +405,7 @@ func (f *fetcher) fetch(parts []followPart) error {
 		asked[partKey{fp.p.TopicID(), int32(fp.p.ID())}] = fp
 	}
 	f.scratch.partitions = all
-	kresp, err := f.roundTrip(req, FetchWait+10*time.Second)
+	kresp, err := f.roundTrip(req, FetchWait+replicaFetchTimeout)
 	if err != nil {
 		return err
 	}
