@@ -221,7 +221,7 @@ func (b *Broker) runMembership() {
 func (b *Broker) register(timeout time.Duration) error {
 	ms := b.member
 	reg := cluster.Registration{ID: cluster.NodeID(b.cfg.NodeID), IncarnationID: ms.incarnation, Endpoints: b.cfg.Endpoints, Rack: b.cfg.Rack,
-		PreviousBrokerEpoch: ms.previousEpoch}
+		PreviousBrokerEpoch: ms.previousEpoch, Roles: b.cfg.Roles}
 	epoch, err := ms.m.Register(reg, timeout)
 	if err != nil {
 		return err

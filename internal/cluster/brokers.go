@@ -34,6 +34,9 @@ type BrokerReg struct {
 	Rack                 string
 	Fenced               bool
 	InControlledShutdown bool
+	// Roles are the node's roles (roles.go): nil for a broker and
+	// controller both, as every node was before roles.
+	Roles []string `json:",omitempty"`
 }
 
 // PartitionReg is one partition's placement and leadership.
@@ -98,6 +101,9 @@ type RegisterBroker struct {
 	IncarnationID string
 	Endpoints     []Endpoint
 	Rack          string
+	// Roles: see BrokerReg.Roles; absent for the default, so a cluster
+	// without roles writes what older nodes read.
+	Roles []string `json:",omitempty"`
 }
 
 func (r RegisterBroker) apply(im *Image, index int64) error {
@@ -108,7 +114,7 @@ func (r RegisterBroker) apply(im *Image, index int64) error {
 	if !ok || b.IncarnationID != r.IncarnationID {
 		b = BrokerReg{ID: r.ID, IncarnationID: r.IncarnationID, Epoch: index, Fenced: true}
 	}
-	b.Endpoints, b.Rack = slices.Clone(r.Endpoints), r.Rack
+	b.Endpoints, b.Rack, b.Roles = slices.Clone(r.Endpoints), r.Rack, slices.Clone(r.Roles)
 	im.brokers[r.ID] = b
 	return nil
 }

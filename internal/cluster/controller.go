@@ -49,6 +49,10 @@ type Registration struct {
 	// the process that took over its directory, and replaces it at once
 	// (successor.go). Controllers that predate it ignore it.
 	SuccessorOf string `json:",omitempty"`
+	// Roles are the process's roles (roles.go; nil: both). A node id keeps
+	// the roles it first registered with: a registration with others is
+	// refused, and so is a broker-only one from a quorum voter.
+	Roles []string `json:",omitempty"`
 }
 
 // UncleanShutdown is Registration.PreviousBrokerEpoch of a node that found
@@ -294,6 +298,9 @@ func (c *controller) warnUnclean(recs []Record) {
 // shows the secret the old one left in the directory (successor.go).
 func (c *controller) register(r Registration) (int64, uint64, error) {
 	img := c.s.Image()
+	if err := c.checkRoles(img, r); err != nil {
+		return 0, 0, err
+	}
 	if old, ok := img.Broker(r.ID); ok && old.IncarnationID != r.IncarnationID && !old.Fenced && !old.InControlledShutdown && !c.s.isLocal(r) && !succeeds(r, old) {
 		c.mu.Lock()
 		last := c.lastContact[r.ID]
@@ -302,7 +309,7 @@ func (c *controller) register(r Registration) (int64, uint64, error) {
 			return 0, 0, fmt.Errorf("%w: node %d (incarnation %s) was heard from %v ago", ErrDuplicateBroker, r.ID, old.IncarnationID, time.Since(last).Round(time.Millisecond))
 		}
 	}
-	recs := []Record{RegisterBroker{ID: r.ID, IncarnationID: r.IncarnationID, Endpoints: r.Endpoints, Rack: r.Rack}}
+	recs := []Record{RegisterBroker{ID: r.ID, IncarnationID: r.IncarnationID, Endpoints: r.Endpoints, Rack: r.Rack, Roles: r.Roles}}
 	old, known := img.Broker(r.ID)
 	if known && old.IncarnationID != r.IncarnationID && !old.Fenced {
 		recs = append(leaveISRs(img, c.rules, r.ID), recs...) // the old process is gone
@@ -473,6 +480,8 @@ func checkSender(peer NodeID, req rpcRequest) error {
 		claims = req.Register.ID
 	case req.Heartbeat != nil:
 		claims = req.Heartbeat.ID
+	case req.Voter != nil && req.Voter.Nonvoter:
+		claims = req.Voter.ID // a broker adds itself; voters are the operator's
 	case req.AlterPartition != nil:
 		claims = req.AlterPartition.Broker
 	}
@@ -491,6 +500,8 @@ type VoterStatus struct {
 	// controller last heard from it (zero: not since it took over).
 	AppliedIndex uint64
 	LastContact  time.Time
+	// Observer: a non-voter (a broker-only node) that follows the log.
+	Observer bool `json:",omitempty"`
 }
 
 // QuorumStatus is the metadata quorum as its leader sees it.
@@ -498,7 +509,7 @@ type QuorumStatus struct {
 	Leader      NodeID
 	Term        uint64
 	CommitIndex uint64
-	Voters      []VoterStatus
+	Voters      []VoterStatus // and non-voters, marked Observer
 }
 
 // quorumStatus answers for the controller only (ok false elsewhere).
@@ -518,7 +529,8 @@ func (c *controller) quorumStatus() (QuorumStatus, bool) {
 	}
 	for _, srv := range cfg.Configuration().Servers {
 		n, _ := strconv.Atoi(string(srv.ID))
-		v := VoterStatus{ID: NodeID(n), Addr: string(srv.Address), AppliedIndex: applied[NodeID(n)], LastContact: contact[NodeID(n)]}
+		v := VoterStatus{ID: NodeID(n), Addr: string(srv.Address), AppliedIndex: applied[NodeID(n)], LastContact: contact[NodeID(n)],
+			Observer: srv.Suffrage != raft.Voter}
 		if NodeID(n) == id {
 			v.AppliedIndex, v.LastContact = c.s.AppliedIndex(), time.Now()
 		}
@@ -533,6 +545,10 @@ type VoterChange struct {
 	ID     NodeID
 	Addr   string // its raft address (to add)
 	Remove bool
+	// Nonvoter adds the node as a raft non-voter instead: a broker-only
+	// node asks for it at every start, so that it receives the metadata
+	// log (Kafka's observers). It never gets a vote.
+	Nonvoter bool `json:",omitempty"`
 }
 
 // changeVoter changes the quorum's membership through raft (a
@@ -540,9 +556,18 @@ type VoterChange struct {
 func (c *controller) changeVoter(v VoterChange) error {
 	id := raft.ServerID(strconv.Itoa(int(v.ID)))
 	var f raft.IndexFuture
-	if v.Remove {
+	if err := c.checkVoterChange(v); err != nil {
+		return err
+	}
+	switch {
+	case v.Remove:
 		f = c.s.r.RemoveServer(id, 0, 10*time.Second)
-	} else {
+	case v.Nonvoter:
+		if _, _, err := net.SplitHostPort(v.Addr); err != nil {
+			return fmt.Errorf("%w: node %d's raft address %q: %v", ErrConflict, v.ID, v.Addr, err)
+		}
+		f = c.s.r.AddNonvoter(id, raft.ServerAddress(v.Addr), 0, 10*time.Second)
+	default:
 		if _, _, err := net.SplitHostPort(v.Addr); err != nil {
 			return fmt.Errorf("%w: voter %d's raft address %q: %v", ErrConflict, v.ID, v.Addr, err)
 		}
@@ -551,6 +576,6 @@ func (c *controller) changeVoter(v VoterChange) error {
 	if err := f.Error(); err != nil {
 		return fmt.Errorf("cluster: changing the quorum's voters: %w", err)
 	}
-	c.logger.Info("cluster: quorum membership changed", "voter", v.ID, "addr", v.Addr, "removed", v.Remove)
+	c.logger.Info("cluster: quorum membership changed", "voter", v.ID, "addr", v.Addr, "removed", v.Remove, "nonvoter", v.Nonvoter)
 	return nil
 }
