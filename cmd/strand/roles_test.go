@@ -183,3 +183,43 @@ func TestRolesControllersAndBrokers(t *testing.T) {
 	}
 	checkReplicasConverged(t, c.dirs[4:], topic, partitions)
 }
+
+// TestServeRolesRefused: serve refuses roles it cannot honour, at once
+// and saying why — an unknown or empty role, a one-role node without a
+// quorum (a controller-only single node would serve no data), a broker
+// listed among the voters or started with --join, --raft-addr on a
+// controller, and a data directory whose meta.properties records other
+// roles than this start's.
+func TestServeRolesRefused(t *testing.T) {
+	t.Parallel()
+	quorum := "1@" + freeAddr(t)
+	kept := t.TempDir()
+	if err := os.WriteFile(filepath.Join(kept, "meta.properties"), []byte("version=1\nnode.id=1\nprocess.roles=broker\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"unknown role", []string{"--roles", "voter"}, `unknown role "voter"`},
+		{"empty role", []string{"--roles", "broker,"}, "an empty role"},
+		{"controller alone", []string{"--roles", "controller"}, "--roles controller needs --controller-quorum"},
+		{"broker alone", []string{"--roles", "broker"}, "--roles broker needs --controller-quorum"},
+		{"broker with --join", []string{"--roles", "broker", "--join", "--controller-quorum", quorum, "--node-id", "2"}, "--join is for a controller"},
+		{"broker in the quorum", []string{"--roles", "broker", "--controller-quorum", quorum, "--node-id", "1"}, "a broker-only node is not a voter"},
+		{"raft address of a voter", []string{"--raft-addr", freeAddr(t), "--controller-quorum", quorum, "--node-id", "1"}, "--raft-addr is for a broker-only node"},
+		{"roles changed", []string{"--data-dir", kept, "--controller-quorum", quorum, "--node-id", "1"}, "was node 1's with --roles broker, and this start has --roles broker,controller; a node keeps its roles"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			args := []string{"serve", "--listen", "127.0.0.1:0", "--metrics-listen", "", "--console-listen", "", "--schema-registry-listen", ""}
+			if !slices.Contains(tc.args, "--data-dir") {
+				args = append(args, "--data-dir", t.TempDir())
+			}
+			r := runCLI(t, "", "", append(args, tc.args...)...)
+			if r.code == 0 || !strings.Contains(r.stderr, tc.want) {
+				t.Fatalf("strand serve %v: exit %d, stderr:\n%s\nwant a refusal with %q", tc.args, r.code, r.stderr, tc.want)
+			}
+		})
+	}
+}
