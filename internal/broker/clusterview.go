@@ -31,6 +31,9 @@ type BrokerInfo struct {
 // controller-only).
 func (bi BrokerInfo) IsBroker() bool { return cluster.HasRole(bi.Roles, cluster.RoleBroker) }
 
+// RolesString is the node's roles as --roles spells them.
+func (bi BrokerInfo) RolesString() string { return cluster.RolesString(bi.Roles) }
+
 var (
 	// ErrCoordinatorNotAvailable: no broker coordinates the group now
 	// (COORDINATOR_NOT_AVAILABLE).
