@@ -32,7 +32,9 @@ func newRolesCluster(t *testing.T) *procCluster {
 			voters = append(voters, fmt.Sprintf("%d@%s", n, freeAddr(t)))
 			c.own[n] = []string{"--roles", "controller"}
 		} else {
-			c.own[n] = []string{"--roles", "broker"}
+			// A raft address that stays across restarts: the leader's
+			// retries reach the restarted node there at once.
+			c.own[n] = []string{"--roles", "broker", "--raft-addr", freeAddr(t)}
 		}
 	}
 	c.quorum = strings.Join(voters, ",")
