@@ -21,8 +21,9 @@ import (
 // ClusterConfig makes a Strand process one node of a cluster: brokers that
 // share one set of topics, each partition led by one node, with the
 // cluster's metadata (topics, placement, brokers) in a Raft quorum of
-// controller voters. Every node listed in Quorum is a voter; every node is
-// also a broker. Config.NodeID names this node.
+// controller voters. Every node listed in Quorum is a voter; Roles says
+// whether this node is also (or only) a broker. Config.NodeID names this
+// node.
 type ClusterConfig struct {
 	// Quorum is every voter's node id and Raft address, identical on every
 	// node ("1@host:9193,2@host:9193,…", see ParseQuorum). This node's
@@ -45,6 +46,17 @@ type ClusterConfig struct {
 	// it to their own, so a firewall rule can cut one pair of nodes; by
 	// default the operating system chooses (for loopback: 127.0.0.1).
 	SourceIP net.IP
+	// Roles are this node's roles (Kafka's process.roles, see
+	// ParseRoles): nil for controller and broker both, the default.
+	// A controller is a voter and must be in Quorum; a broker-only node
+	// must not be: it follows the metadata log as a raft non-voter at
+	// RaftAddr, registers like any broker, and never votes. A
+	// controller-only node hosts no partition.
+	Roles []string
+	// RaftAddr is a broker-only node's raft listener (host:port), where
+	// the quorum's leader sends it the metadata log; default the client
+	// listener's host, a free port. Voters use their Quorum entry.
+	RaftAddr string
 	// Rack is the node's rack or availability zone (Kafka's broker.rack):
 	// placement spreads each partition's replicas over racks, and a
 	// consumer that names its rack (client.rack) is sent to an in-sync
@@ -144,6 +156,9 @@ func (c *ClusterConfig) exposedAddrs(cfg Config, client net.Addr) []string {
 	for _, v := range c.Quorum {
 		check(fmt.Sprintf("raft (node %d)", v.ID), v.Addr)
 	}
+	if c.RaftAddr != "" {
+		check("raft", c.RaftAddr)
+	}
 	clientAddr := client.String()
 	if cfg.AdvertisedAddr != "" {
 		clientAddr = cfg.AdvertisedAddr
@@ -161,6 +176,16 @@ func (c *ClusterConfig) exposedAddrs(cfg Config, client net.Addr) []string {
 type Voter struct {
 	ID   int32
 	Addr string // host:port of its Raft listener
+}
+
+// ParseRoles parses --roles ("controller,broker", "broker" or
+// "controller") into ClusterConfig.Roles.
+func ParseRoles(s string) ([]string, error) {
+	roles, err := cluster.ParseRoles(s)
+	if err != nil {
+		return nil, fmt.Errorf("strand: %w", err)
+	}
+	return roles, nil
 }
 
 // ParseQuorum parses Kafka's controller.quorum.voters form:
@@ -212,8 +237,20 @@ func (c *ClusterConfig) configure(bcfg *broker.Config, cfg Config, ln, internal 
 			self = &c.Quorum[i]
 		}
 	}
-	if self == nil {
-		return fmt.Errorf("strand: node %d is not in the quorum %v; every node of a cluster is a voter", cfg.NodeID, c.Quorum)
+	observer := !cluster.HasRole(c.Roles, cluster.RoleController)
+	switch {
+	case observer && self != nil:
+		return fmt.Errorf("strand: node %d has --roles broker but is in the controller quorum %v; a broker-only node is not a voter: list only the controllers there", cfg.NodeID, c.Quorum)
+	case observer:
+		self = &Voter{ID: cfg.NodeID, Addr: c.RaftAddr}
+		if self.Addr == "" {
+			h, _, _ := net.SplitHostPort(ln.String())
+			self.Addr = net.JoinHostPort(h, "0")
+		}
+	case self == nil:
+		return fmt.Errorf("strand: node %d is not in the quorum %v; a controller (--roles controller or controller,broker) is a voter", cfg.NodeID, c.Quorum)
+	case c.RaftAddr != "":
+		return fmt.Errorf("strand: a raft address of its own (--raft-addr) is for a broker-only node; a voter's is its --controller-quorum entry")
 	}
 	host, port, err := kafka.Advertise(cfg.AdvertisedAddr, ln)
 	if err != nil {
@@ -231,7 +268,7 @@ func (c *ClusterConfig) configure(bcfg *broker.Config, cfg Config, ln, internal 
 		HeartbeatTimeout: election, ElectionTimeout: election, LeaderLease: election / 2,
 		Controller: cluster.ControllerConfig{SessionTimeout: c.SessionTimeout, LeaderImbalanceCheckInterval: c.imbalanceCheck(),
 			DisableELR: c.DisableELR, DefaultMinISR: defaultMinISR(cfg.TopicDefaults)},
-		Join: c.Join, Network: cluster.TCPNetwork{LocalIP: c.SourceIP, TLS: tlsSrc, Voters: voterAddrs(voters)},
+		Join: c.Join, Observer: observer, Network: cluster.TCPNetwork{LocalIP: c.SourceIP, TLS: tlsSrc, Voters: voterAddrs(voters)},
 	}
 	bcfg.Dialer = wire.Dialer{LocalIP: c.SourceIP, TLS: tlsSrc}
 	bcfg.OpenMetadata = func() (cluster.Store, error) {
@@ -251,7 +288,7 @@ func (c *ClusterConfig) configure(bcfg *broker.Config, cfg Config, ln, internal 
 		return fmt.Errorf("strand: %w", err)
 	}
 	bcfg.Endpoints = []cluster.Endpoint{{Name: "CLIENT", Host: host, Port: port}, {Name: "INTERNAL", Host: ihost, Port: iport}}
-	bcfg.Rack = c.Rack
+	bcfg.Rack, bcfg.Roles = c.Rack, c.Roles
 	bcfg.HeartbeatInterval, bcfg.SessionTimeout = c.HeartbeatInterval, c.SessionTimeout
 	bcfg.ReplicaLagTime, bcfg.DefaultReplicationFactor = c.ReplicaLagTime, c.DefaultReplicationFactor
 	return nil

@@ -29,12 +29,18 @@ type clusterInfo struct {
 }
 
 type clusterBroker struct {
-	ID           int32  `json:"node_id"`
-	Address      string `json:"address,omitempty"`
-	State        string `json:"state"` // live, fenced, absent (a voter that never registered) or removed (a fenced node out of the quorum)
-	Controller   bool   `json:"controller"`
-	Voter        bool   `json:"voter"`
-	AppliedIndex int64  `json:"applied_index"` // -1: unknown
+	ID      int32  `json:"node_id"`
+	Address string `json:"address,omitempty"`
+	State   string `json:"state"` // live, fenced, absent (a voter that never registered) or removed (a fenced node out of the quorum)
+	// Roles: "broker" (hosts partitions), "controller" (a voter of the
+	// metadata quorum), or both (--roles).
+	Roles      []string `json:"roles"`
+	Controller bool     `json:"controller"` // the active controller (the quorum's leader)
+	Voter      bool     `json:"voter"`
+	// Observer: a broker-only node following the metadata log (a raft
+	// non-voter).
+	Observer     bool  `json:"observer"`
+	AppliedIndex int64 `json:"applied_index"` // -1: unknown
 }
 
 func newClusterCmd() *cobra.Command {
@@ -46,7 +52,7 @@ func newClusterCmd() *cobra.Command {
 	addClientFlags(cmd, o, true, true)
 	cmd.AddCommand(&cobra.Command{
 		Use:   "info",
-		Short: "List the brokers (live or fenced), the controller, and each Raft voter's applied index",
+		Short: "List the nodes (live or fenced), each one's roles (broker, controller), the active controller, and how far each node's metadata has come",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return o.clientRun(cmd, func(ctx context.Context, cl *kgo.Client, asJSON bool) error {
@@ -62,12 +68,9 @@ func newClusterCmd() *cobra.Command {
 				tw := newTable(w)
 				fmt.Fprintln(tw, "NODE\tADDRESS\tSTATE\tROLE\tAPPLIED")
 				for _, b := range info.Brokers {
-					var role []string
+					role := b.Roles
 					if b.Controller {
-						role = append(role, "controller")
-					}
-					if b.Voter {
-						role = append(role, "voter")
+						role = append(slices.Clone(role), "active")
 					}
 					applied := "-"
 					if b.AppliedIndex >= 0 {
@@ -189,23 +192,44 @@ func listening(ctx context.Context, addr string) bool {
 
 func describeCluster(ctx context.Context, cl kmsg.Requestor) (clusterInfo, error) {
 	var info clusterInfo
-	dreq := kmsg.NewPtrDescribeClusterRequest()
-	dreq.IncludeFencedBrokers = true
-	dresp, err := dreq.RequestWith(ctx, cl)
-	if err == nil && dresp.ErrorCode != 0 {
-		err = fmt.Errorf("error code %d", dresp.ErrorCode)
-	}
-	if err != nil {
-		return info, fmt.Errorf("describe cluster: %w", err)
-	}
-	info.ClusterID, info.ControllerID = dresp.ClusterID, dresp.ControllerID
 	byID := map[int32]*clusterBroker{}
-	for _, b := range dresp.Brokers {
-		state := "live"
-		if b.IsFenced {
-			state = "fenced"
+	node := func(id int32) *clusterBroker {
+		if b := byID[id]; b != nil {
+			return b
 		}
-		info.Brokers = append(info.Brokers, clusterBroker{ID: b.NodeID, Address: fmt.Sprintf("%s:%d", b.Host, b.Port), State: state, AppliedIndex: -1})
+		b := &clusterBroker{ID: id, State: "absent", AppliedIndex: -1}
+		byID[id] = b
+		return b
+	}
+	// The brokers (nodes with the broker role), then the controllers (the
+	// quorum's voters: KIP-919's controller endpoint type).
+	for _, endpoints := range []int8{1, 2} {
+		dreq := kmsg.NewPtrDescribeClusterRequest()
+		dreq.IncludeFencedBrokers, dreq.EndpointType = true, endpoints
+		dresp, err := dreq.RequestWith(ctx, cl)
+		if err == nil && dresp.ErrorCode != 0 {
+			err = fmt.Errorf("error code %d", dresp.ErrorCode)
+		}
+		if err != nil {
+			if endpoints == 2 {
+				break // a node from before roles: every node is both
+			}
+			return info, fmt.Errorf("describe cluster: %w", err)
+		}
+		info.ClusterID, info.ControllerID = dresp.ClusterID, dresp.ControllerID
+		for _, d := range dresp.Brokers {
+			b := node(d.NodeID)
+			if d.Host != "" {
+				b.Address, b.State = fmt.Sprintf("%s:%d", d.Host, d.Port), "live"
+				if d.IsFenced {
+					b.State = "fenced"
+				}
+			}
+			role := map[int8]string{1: "broker", 2: "controller"}[endpoints]
+			if !slices.Contains(b.Roles, role) {
+				b.Roles = append(b.Roles, role)
+			}
+		}
 	}
 	qresp, err := kmsg.NewPtrDescribeQuorumRequest().RequestWith(ctx, cl)
 	if err != nil || qresp.ErrorCode != 0 || len(qresp.Topics) != 1 || len(qresp.Topics[0].Partitions) != 1 {
@@ -213,29 +237,28 @@ func describeCluster(ctx context.Context, cl kmsg.Requestor) (clusterInfo, error
 	}
 	qp := qresp.Topics[0].Partitions[0]
 	info.Term, info.CommitIndex = qp.LeaderEpoch, qp.HighWatermark
-	for i := range info.Brokers {
-		byID[info.Brokers[i].ID] = &info.Brokers[i]
-	}
+	info.ControllerID = qp.LeaderID
 	for _, v := range qp.CurrentVoters {
-		b := byID[v.ReplicaID]
-		if b == nil {
-			info.Brokers = append(info.Brokers, clusterBroker{ID: v.ReplicaID, State: "absent", AppliedIndex: -1})
-			b = &info.Brokers[len(info.Brokers)-1]
-			for i := range info.Brokers { // the append may have moved them
-				byID[info.Brokers[i].ID] = &info.Brokers[i]
-			}
-		}
+		b := node(v.ReplicaID)
 		b.Voter, b.AppliedIndex = true, v.LogEndOffset
 	}
-	for i := range info.Brokers {
-		b := &info.Brokers[i]
+	for _, v := range qp.Observers {
+		b := node(v.ReplicaID)
+		b.Observer, b.AppliedIndex = true, v.LogEndOffset
+	}
+	for _, b := range byID {
 		b.Controller = b.ID == info.ControllerID
-		// Every node is a voter (Strand has no broker-only nodes): a
-		// fenced registration outside the quorum is a removed voter's,
-		// not a node that may come back, as "fenced" would suggest.
-		if b.State == "fenced" && !b.Voter && len(qp.CurrentVoters) > 0 {
+		if b.Voter && !slices.Contains(b.Roles, "controller") {
+			b.Roles = append(b.Roles, "controller")
+		}
+		// A broker-only node is an observer of the quorum: a fenced
+		// registration that is neither voter nor observer is a removed
+		// node's, not one that may come back, as "fenced" would suggest.
+		if b.State == "fenced" && !b.Voter && !b.Observer && len(qp.CurrentVoters) > 0 {
 			b.State = "removed"
 		}
+		slices.Sort(b.Roles) // "broker", "broker,controller", "controller"
+		info.Brokers = append(info.Brokers, *b)
 	}
 	slices.SortFunc(info.Brokers, func(a, b clusterBroker) int { return int(a.ID - b.ID) })
 	return info, nil

@@ -55,7 +55,7 @@ factor with "strand topic reassign".`,
 				return usageErr("--node-id is required")
 			}
 			return o.clientRun(cmd, func(ctx context.Context, cl *kgo.Client, asJSON bool) error {
-				moves, err := planDrain(ctx, kadm.NewClient(cl), node)
+				moves, err := planDrain(ctx, cl, node)
 				if err != nil {
 					return err
 				}
@@ -94,14 +94,20 @@ factor with "strand topic reassign".`,
 }
 
 // planDrain decides where each of node's replicas goes.
-func planDrain(ctx context.Context, adm *kadm.Client, node int32) ([]move, error) {
-	md, err := adm.Metadata(ctx)
+func planDrain(ctx context.Context, cl *kgo.Client, node int32) ([]move, error) {
+	md, err := kadm.NewClient(cl).Metadata(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("metadata: %w", err)
 	}
+	hosts, err := brokerRoleNodes(ctx, cl)
+	if err != nil {
+		return nil, err
+	}
 	rack := map[int32]string{}
 	for _, b := range md.Brokers {
-		rack[b.NodeID] = derefOr(b.Rack, "")
+		if hosts[b.NodeID] || b.NodeID == node { // a controller-only node hosts nothing: never a target
+			rack[b.NodeID] = derefOr(b.Rack, "")
+		}
 	}
 	if _, ok := rack[node]; !ok {
 		return nil, fmt.Errorf("node %d is not a live broker of this cluster (live: %v)", node, slices.Sorted(maps.Keys(rack)))
@@ -243,7 +249,7 @@ func waitDrained(ctx context.Context, cmd *cobra.Command, cl *kgo.Client, node i
 	// A node's metadata follows the controller's by a heartbeat or so:
 	// look until it shows the moves.
 	for {
-		rest, err := planDrain(ctx, kadm.NewClient(cl), node)
+		rest, err := planDrain(ctx, cl, node)
 		if err != nil {
 			return err
 		}
@@ -265,4 +271,24 @@ func derefOr(s *string, or string) string {
 		return or
 	}
 	return *s
+}
+
+// brokerRoleNodes are the nodes that may host replicas: DescribeCluster's
+// brokers, which leave controller-only nodes out (Metadata lists them, so
+// clients reach the controller).
+func brokerRoleNodes(ctx context.Context, cl kmsg.Requestor) (map[int32]bool, error) {
+	req := kmsg.NewPtrDescribeClusterRequest()
+	req.EndpointType = 1
+	resp, err := req.RequestWith(ctx, cl)
+	if err == nil && resp.ErrorCode != 0 {
+		err = fmt.Errorf("error code %d", resp.ErrorCode)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("describe cluster: %w", err)
+	}
+	out := map[int32]bool{}
+	for _, b := range resp.Brokers {
+		out[b.NodeID] = true
+	}
+	return out, nil
 }

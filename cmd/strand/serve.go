@@ -91,6 +91,8 @@ type serveOptions struct {
 	internalListen    string
 	sourceIP          string
 	rack              string
+	roles             string
+	raftAddr          string
 	heartbeat         time.Duration
 	session           time.Duration
 	replicaLag        time.Duration
@@ -120,7 +122,7 @@ connections-max-idle, max-connections, max-connections-per-ip, max-connection-cr
 max-connection-creation-rate-per-ip,
 queued-max-request-bytes, failed-authentication-delay, scrub-interval,
 scrub-rate, console-allowed-hosts, pid-file, controller-quorum, internal-listen, inter-node-tls-cert,
-inter-node-tls-key, inter-node-tls-ca, insecure-inter-node, source-ip, join, broker-heartbeat-interval,
+inter-node-tls-key, inter-node-tls-ca, insecure-inter-node, source-ip, join, roles, raft-addr, broker-heartbeat-interval,
 broker-session-timeout, replica-lag-time-max, default-replication-factor,
 leader-imbalance-check-interval), and "topic.<config>" sets a broker-wide default for a topic
 config, e.g.:
@@ -211,6 +213,8 @@ func newServeCmd() *cobra.Command {
 	f.StringVar(&o.quorum, "controller-quorum", "", `run as one node of a cluster: every node's id and Raft address, the same on each node ("1@127.0.0.1:9193,2@127.0.0.1:9293,3@127.0.0.1:9393"; controller.quorum.voters); this node's entry is where its Raft listener binds`)
 	f.StringVar(&o.internalListen, "internal-listen", "", "with --controller-quorum: address of the internal listener, where other nodes forward admin requests to the controller (default: the --listen host, a free port)")
 	f.StringVar(&o.rack, "rack", "", "with --controller-quorum: this node's rack or availability zone (Kafka's broker.rack); replicas of a partition go to different racks, and a consumer with client.rack reads from an in-sync replica in its rack (KIP-392)")
+	f.StringVar(&o.roles, "roles", "controller,broker", `with --controller-quorum: this node's roles (Kafka's process.roles): "controller,broker" (a voter of the metadata quorum that also hosts partitions), "broker" (hosts partitions and follows the metadata log without a vote; it is not in --controller-quorum, which lists the controllers) or "controller" (a voter that hosts no partitions). A node keeps its roles: a data directory refuses a start with others`)
+	f.StringVar(&o.raftAddr, "raft-addr", "", "with --roles broker: address of this node's Raft listener, where the quorum's leader sends it the metadata log (default: the --listen host, a free port; fix it in production, so a restarted broker is reached at once)")
 	f.StringVar(&o.sourceIP, "source-ip", "", "with --controller-quorum: IP address this node's connections to other nodes leave from (default: the OS chooses); nodes sharing a host on 127.0.0.2, 127.0.0.3, … set their own, so a firewall rule can cut one pair")
 	f.StringVar(&o.interTLS[0], "inter-node-tls-cert", "", "with --controller-quorum: this node's certificate (`strand cert create-node`): mutual TLS on Raft, controller calls, the internal listener and replica fetches; reloaded on SIGHUP and when the file changes")
 	f.StringVar(&o.interTLS[1], "inter-node-tls-key", "", "with --controller-quorum: the key of --inter-node-tls-cert")
@@ -455,6 +459,13 @@ func (o *serveOptions) run(ctx context.Context, logOut io.Writer) error {
 	}
 	started := time.Now()
 	var clusterCfg *strand.ClusterConfig
+	roles, err := strand.ParseRoles(o.roles)
+	if err != nil {
+		return usageErr("--roles: %s", strings.TrimPrefix(err.Error(), "strand: "))
+	}
+	if err := checkRolesFlags(o, roles); err != nil {
+		return err
+	}
 	if o.quorum != "" {
 		voters, err := strand.ParseQuorum(o.quorum)
 		if err != nil {
@@ -467,6 +478,7 @@ func (o *serveOptions) run(ctx context.Context, logOut io.Writer) error {
 			}
 		}
 		clusterCfg = &strand.ClusterConfig{Quorum: voters, SourceIP: source, Rack: o.rack, HeartbeatInterval: o.heartbeat, SessionTimeout: o.session, Join: o.join, InternalAddr: o.internalListen,
+			Roles: roles, RaftAddr: o.raftAddr,
 			ReplicaLagTime: o.replicaLag, DefaultReplicationFactor: o.replicationFactor, LeaderImbalanceCheckInterval: o.imbalanceCheck, DisableELR: !o.elr}
 		if o.imbalanceCheck == 0 {
 			clusterCfg.LeaderImbalanceCheckInterval = -1

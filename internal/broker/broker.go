@@ -132,6 +132,10 @@ type Config struct {
 	// listener first); Rack is its broker.rack.
 	Endpoints []cluster.Endpoint
 	Rack      string
+	// Roles are a cluster member's roles (cluster.ParseRoles: nil for
+	// broker and controller both). They are registered, and kept in
+	// meta.properties: a data directory refuses a start with other roles.
+	Roles []string
 	// HeartbeatInterval and SessionTimeout time a member's heartbeats and
 	// how long it serves without an answer; defaults 1 s and 9 s.
 	HeartbeatInterval, SessionTimeout time.Duration
@@ -330,6 +334,9 @@ func Open(cfg Config) (_ *Broker, err error) {
 	}
 	if b.ids, err = producer.OpenAllocator(b.fs, cfg.Dir); err != nil {
 		return nil, fmt.Errorf("broker: %w", err)
+	}
+	if err := checkRoles(b.fs, cfg.Dir, cfg.Roles); err != nil {
+		return nil, err
 	}
 	store := cfg.Metadata
 	if cfg.OpenMetadata != nil {

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"unicode/utf16"
 
+	"github.com/strandmq/strand/internal/cluster"
 	"github.com/strandmq/strand/internal/partition"
 )
 
@@ -21,7 +22,17 @@ type BrokerInfo struct {
 	Port   int32
 	Rack   string
 	Fenced bool
+	// Roles: the node's roles (cluster.ParseRoles' form: nil for broker
+	// and controller both).
+	Roles []string
 }
+
+// IsBroker reports whether the node hosts partitions (not
+// controller-only).
+func (bi BrokerInfo) IsBroker() bool { return cluster.HasRole(bi.Roles, cluster.RoleBroker) }
+
+// RolesString is the node's roles as --roles spells them.
+func (bi BrokerInfo) RolesString() string { return cluster.RolesString(bi.Roles) }
 
 var (
 	// ErrCoordinatorNotAvailable: no broker coordinates the group now
@@ -47,7 +58,7 @@ func (b *Broker) Brokers() []BrokerInfo {
 			continue
 		}
 		ep := br.Endpoints[0]
-		out = append(out, BrokerInfo{ID: NodeID(br.ID), Host: ep.Host, Port: ep.Port, Rack: br.Rack, Fenced: br.Fenced})
+		out = append(out, BrokerInfo{ID: NodeID(br.ID), Host: ep.Host, Port: ep.Port, Rack: br.Rack, Fenced: br.Fenced, Roles: br.Roles})
 	}
 	return out
 }

@@ -16,7 +16,8 @@
 //   - the partitions it hosts: partitions.go opens each one (package
 //     partition) and is its partition.Host; the follower fetchers are
 //     package fetcher's;
-//   - the cluster: member.go (registration, heartbeats, fencing),
+//   - the cluster: member.go (registration, heartbeats, fencing), roles.go
+//     (--roles kept in meta.properties; the quorum's controllers),
 //     reconcile.go (this node's partitions made to match the metadata
 //     image), clusterview.go, placement.go (topics created through the
 //     controller; where replicas go is cluster.Place), elect.go,

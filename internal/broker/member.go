@@ -220,8 +220,8 @@ func (b *Broker) runMembership() {
 // register registers this process as a new incarnation of its node.
 func (b *Broker) register(timeout time.Duration) error {
 	ms := b.member
-	reg := cluster.Registration{ID: cluster.NodeID(b.cfg.NodeID), IncarnationID: ms.incarnation, Endpoints: b.cfg.Endpoints, Rack: b.cfg.Rack, Features: cluster.SupportedFeatures(),
-		PreviousBrokerEpoch: ms.previousEpoch}
+	reg := cluster.Registration{ID: cluster.NodeID(b.cfg.NodeID), IncarnationID: ms.incarnation, Endpoints: b.cfg.Endpoints, Rack: b.cfg.Rack,
+		Features: cluster.SupportedFeatures(), PreviousBrokerEpoch: ms.previousEpoch, Roles: b.cfg.Roles}
 	epoch, err := ms.m.Register(reg, timeout)
 	if err != nil {
 		return err

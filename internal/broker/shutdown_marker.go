@@ -2,6 +2,7 @@ package broker
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/strandmq/strand/internal/datadir"
 )
@@ -38,7 +39,7 @@ func (b *Broker) checkNodeMeta(clusterID string) error {
 	case ok && m.ClusterID != "" && clusterID != "" && m.ClusterID != clusterID:
 		return fmt.Errorf("broker: %s belongs to cluster %s, but the metadata quorum is cluster %s; this directory is from another cluster", b.cfg.Dir, m.ClusterID, clusterID)
 	case !ok || (m.ClusterID == "" && clusterID != ""):
-		return datadir.WriteNodeMeta(b.fs, b.cfg.Dir, datadir.NodeMeta{NodeID: int32(b.cfg.NodeID), ClusterID: clusterID})
+		return datadir.WriteNodeMeta(b.fs, b.cfg.Dir, datadir.NodeMeta{NodeID: int32(b.cfg.NodeID), ClusterID: clusterID, Roles: strings.Join(b.cfg.Roles, ",")})
 	}
 	return nil
 }

@@ -37,6 +37,9 @@ type BrokerReg struct {
 	// Features are the feature levels the node's build supports
 	// (features.go).
 	Features map[string]FeatureRange `json:",omitempty"`
+	// Roles are the node's roles (roles.go): nil for a broker and
+	// controller both, as every node was before roles.
+	Roles []string `json:",omitempty"`
 }
 
 // PartitionReg is one partition's placement and leadership.
@@ -102,6 +105,9 @@ type RegisterBroker struct {
 	Endpoints     []Endpoint
 	Rack          string
 	Features      map[string]FeatureRange `json:",omitempty"`
+	// Roles: see BrokerReg.Roles; absent for the default, so a cluster
+	// without roles writes what older nodes read.
+	Roles []string `json:",omitempty"`
 }
 
 func (r RegisterBroker) apply(im *Image, index int64) error {
@@ -112,7 +118,7 @@ func (r RegisterBroker) apply(im *Image, index int64) error {
 	if !ok || b.IncarnationID != r.IncarnationID {
 		b = BrokerReg{ID: r.ID, IncarnationID: r.IncarnationID, Epoch: index, Fenced: true}
 	}
-	b.Endpoints, b.Rack, b.Features = slices.Clone(r.Endpoints), r.Rack, maps.Clone(r.Features)
+	b.Endpoints, b.Rack, b.Features, b.Roles = slices.Clone(r.Endpoints), r.Rack, maps.Clone(r.Features), slices.Clone(r.Roles)
 	im.brokers[r.ID] = b
 	return nil
 }

@@ -52,6 +52,10 @@ type Registration struct {
 	// Features are the feature levels the node's build supports; the
 	// controller refuses a node that cannot run at the finalized ones.
 	Features map[string]FeatureRange `json:",omitempty"`
+	// Roles are the process's roles (roles.go; nil: both). A node id keeps
+	// the roles it first registered with: a registration with others is
+	// refused, and so is a broker-only one from a quorum voter.
+	Roles []string `json:",omitempty"`
 }
 
 // UncleanShutdown is Registration.PreviousBrokerEpoch of a node that found
@@ -300,6 +304,9 @@ func (c *controller) warnUnclean(recs []Record) {
 // shows the secret the old one left in the directory (successor.go).
 func (c *controller) register(r Registration) (int64, uint64, error) {
 	img := c.s.Image()
+	if err := c.checkRoles(img, r); err != nil {
+		return 0, 0, err
+	}
 	if old, ok := img.Broker(r.ID); ok && old.IncarnationID != r.IncarnationID && !old.Fenced && !old.InControlledShutdown && !c.s.isLocal(r) && !succeeds(r, old) {
 		c.mu.Lock()
 		last := c.lastContact[r.ID]
@@ -311,7 +318,12 @@ func (c *controller) register(r Registration) (int64, uint64, error) {
 	if err := checkRegistration(img, r); err != nil {
 		return 0, 0, err
 	}
-	recs := []Record{RegisterBroker{ID: r.ID, IncarnationID: r.IncarnationID, Endpoints: r.Endpoints, Rack: r.Rack, Features: r.Features}}
+	if len(r.Roles) > 0 {
+		if err := needsLevel(img, MetadataVersionRoles, fmt.Sprintf("node %d registering with --roles %s", r.ID, RolesString(r.Roles))); err != nil {
+			return 0, 0, err
+		}
+	}
+	recs := []Record{RegisterBroker{ID: r.ID, IncarnationID: r.IncarnationID, Endpoints: r.Endpoints, Rack: r.Rack, Features: r.Features, Roles: r.Roles}}
 	old, known := img.Broker(r.ID)
 	if known && old.IncarnationID != r.IncarnationID && !old.Fenced {
 		recs = append(leaveISRs(img, c.rules, r.ID), recs...) // the old process is gone
@@ -442,6 +454,16 @@ func (c *controller) serve(peer NodeID, req rpcRequest) rpcResponse {
 			return rpcFailure(err)
 		}
 		return rpcResponse{Index: c.s.r.LastIndex()}
+	case req.Observer != nil:
+		if err := needsLevel(c.s.Image(), MetadataVersionRoles, fmt.Sprintf("node %d joining as a broker-only node (--roles broker)", req.Observer.ID)); err != nil {
+			return rpcFailure(err)
+		}
+		v := *req.Observer
+		v.Nonvoter = true
+		if err := c.changeVoter(v); err != nil {
+			return rpcFailure(err)
+		}
+		return rpcResponse{Index: c.s.r.LastIndex()}
 	case req.AlterPartition != nil:
 		reg, err := c.alterPartition(*req.AlterPartition)
 		if err != nil {
@@ -482,6 +504,8 @@ func checkSender(peer NodeID, req rpcRequest) error {
 		claims = req.Register.ID
 	case req.Heartbeat != nil:
 		claims = req.Heartbeat.ID
+	case req.Observer != nil:
+		claims = req.Observer.ID // a broker adds itself; voters are the operator's
 	case req.AlterPartition != nil:
 		claims = req.AlterPartition.Broker
 	}
@@ -500,6 +524,8 @@ type VoterStatus struct {
 	// controller last heard from it (zero: not since it took over).
 	AppliedIndex uint64
 	LastContact  time.Time
+	// Observer: a non-voter (a broker-only node) that follows the log.
+	Observer bool `json:",omitempty"`
 }
 
 // QuorumStatus is the metadata quorum as its leader sees it.
@@ -507,7 +533,7 @@ type QuorumStatus struct {
 	Leader      NodeID
 	Term        uint64
 	CommitIndex uint64
-	Voters      []VoterStatus
+	Voters      []VoterStatus // and non-voters, marked Observer
 }
 
 // quorumStatus answers for the controller only (ok false elsewhere).
@@ -527,7 +553,8 @@ func (c *controller) quorumStatus() (QuorumStatus, bool) {
 	}
 	for _, srv := range cfg.Configuration().Servers {
 		n, _ := strconv.Atoi(string(srv.ID))
-		v := VoterStatus{ID: NodeID(n), Addr: string(srv.Address), AppliedIndex: applied[NodeID(n)], LastContact: contact[NodeID(n)]}
+		v := VoterStatus{ID: NodeID(n), Addr: string(srv.Address), AppliedIndex: applied[NodeID(n)], LastContact: contact[NodeID(n)],
+			Observer: srv.Suffrage != raft.Voter}
 		if NodeID(n) == id {
 			v.AppliedIndex, v.LastContact = c.s.AppliedIndex(), time.Now()
 		}
@@ -542,6 +569,12 @@ type VoterChange struct {
 	ID     NodeID
 	Addr   string // its raft address (to add)
 	Remove bool
+	// Nonvoter adds the node as a raft non-voter instead: a broker-only
+	// node asks for it at every start, so that it receives the metadata
+	// log (Kafka's observers). It never gets a vote. It travels as its
+	// own request (rpcRequest.Observer), never inside Voter: a controller
+	// older than roles would read a voter change without the flag.
+	Nonvoter bool `json:"-"`
 }
 
 // changeVoter changes the quorum's membership through raft (a
@@ -549,9 +582,18 @@ type VoterChange struct {
 func (c *controller) changeVoter(v VoterChange) error {
 	id := raft.ServerID(strconv.Itoa(int(v.ID)))
 	var f raft.IndexFuture
-	if v.Remove {
+	if err := c.checkVoterChange(v); err != nil {
+		return err
+	}
+	switch {
+	case v.Remove:
 		f = c.s.r.RemoveServer(id, 0, 10*time.Second)
-	} else {
+	case v.Nonvoter:
+		if _, _, err := net.SplitHostPort(v.Addr); err != nil {
+			return fmt.Errorf("%w: node %d's raft address %q: %v", ErrConflict, v.ID, v.Addr, err)
+		}
+		f = c.s.r.AddNonvoter(id, raft.ServerAddress(v.Addr), 0, 10*time.Second)
+	default:
 		if _, _, err := net.SplitHostPort(v.Addr); err != nil {
 			return fmt.Errorf("%w: voter %d's raft address %q: %v", ErrConflict, v.ID, v.Addr, err)
 		}
@@ -560,6 +602,6 @@ func (c *controller) changeVoter(v VoterChange) error {
 	if err := f.Error(); err != nil {
 		return fmt.Errorf("cluster: changing the quorum's voters: %w", err)
 	}
-	c.logger.Info("cluster: quorum membership changed", "voter", v.ID, "addr", v.Addr, "removed", v.Remove)
+	c.logger.Info("cluster: quorum membership changed", "voter", v.ID, "addr", v.Addr, "removed", v.Remove, "nonvoter", v.Nonvoter)
 	return nil
 }

@@ -7,6 +7,8 @@
 // FileStore keeps the metadata of a single node in meta.json, as Strand
 // always has. The Raft-replicated store of a cluster (REPLICATION.md §1)
 // takes the same records, so the broker does not change when it comes.
+// A node's roles (roles.go, KRaft's process.roles) say whether it votes
+// in that quorum, hosts partitions, or both.
 package cluster
 
 import "context"

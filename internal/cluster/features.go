@@ -32,8 +32,13 @@ const (
 	// A cluster that never finalized anything runs at it.
 	MetadataVersionFeatures int16 = 1
 
+	// MetadataVersionRoles adds process roles (roles.go): registrations
+	// carrying Roles, and broker-only nodes joining the quorum as raft
+	// non-voters (the Observer controller RPC).
+	MetadataVersionRoles int16 = 2
+
 	// MetadataVersionLatest is the highest level this build writes.
-	MetadataVersionLatest = MetadataVersionFeatures
+	MetadataVersionLatest = MetadataVersionRoles
 )
 
 // FeatureRange is the levels of one feature a node supports.
@@ -114,6 +119,17 @@ func CheckFinalize(im *Image, name string, level int16) error {
 		if !r.Contains(level) {
 			return fmt.Errorf("%w: node %d supports %s %d to %d, not %d: upgrade it first (or unregister it)", ErrInvalidFeature, id, name, r.Min, r.Max, level)
 		}
+	}
+	return nil
+}
+
+// needsLevel refuses what, which the metadata.version level needs, while
+// the cluster runs at a lower one: older nodes may still be running, and
+// they would misread (or refuse to read) what it writes.
+func needsLevel(im *Image, level int16, what string) error {
+	if cur := im.FeatureLevel(MetadataVersion); cur < level {
+		return fmt.Errorf("%w: %s needs %s %d and the cluster runs %d: once every node runs this build, finalize it (strand cluster features --latest)",
+			ErrUnsupportedFeature, what, MetadataVersion, level, cur)
 	}
 	return nil
 }

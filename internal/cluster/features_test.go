@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"net"
 	"strings"
@@ -147,5 +148,27 @@ func TestControllerRefusesUnknownRequestFields(t *testing.T) {
 	resp := send(`{"register":{"ID":4,"IncarnationID":"x","FromTheFuture":true}}`)
 	if resp.Code != "unsupported_request" || !strings.Contains(resp.Err, "FromTheFuture") || handled != 1 {
 		t.Fatalf("a registration with an unknown field: %+v (handled %d), want it refused unhandled", resp, handled)
+	}
+}
+
+// Roles are metadata.version 2: a cluster still at 1 (older nodes may be
+// running) refuses a registration with roles and a broker-only join, and
+// the join never travels as a voter change an older controller would
+// read without its non-voter flag.
+func TestRolesWaitForTheirLevel(t *testing.T) {
+	im := featureImage(t, 2, 2)
+	if err := needsLevel(im, MetadataVersionRoles, "a broker-only node"); !errors.Is(err, ErrUnsupportedFeature) || !strings.Contains(err.Error(), "strand cluster features --latest") {
+		t.Fatalf("roles at metadata.version 1: %v, want a refusal that says how to finalize", err)
+	}
+	im, err := im.With(FinalizeFeature{Name: MetadataVersion, Level: MetadataVersionRoles})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := needsLevel(im, MetadataVersionRoles, "a broker-only node"); err != nil {
+		t.Fatalf("roles at metadata.version 2: %v", err)
+	}
+	b, _ := json.Marshal(rpcRequest{Voter: &VoterChange{ID: 4, Addr: "h:1", Nonvoter: true}})
+	if strings.Contains(string(b), "onvoter") {
+		t.Fatalf("a voter change carries the non-voter flag an older controller would drop: %s", b)
 	}
 }

@@ -11,12 +11,15 @@ import (
 // Placement: which brokers a new topic's partitions go to (a cluster
 // member's CreateTopics and CreatePartitions).
 
-// LiveBrokers are the brokers partitions may be placed on: registered,
-// unfenced and not shutting down, by id.
+// LiveBrokers are the brokers partitions may be placed on: registered
+// with the broker role (a controller-only node hosts nothing), unfenced
+// and not shutting down, by id. Placement, drain targets, reassignment
+// targets and so coordinators (leaders of internal topics' partitions)
+// all come from it.
 func LiveBrokers(img *Image) []NodeID {
 	var out []NodeID
 	for _, br := range img.Brokers() {
-		if !br.Fenced && !br.InControlledShutdown {
+		if br.IsBroker() && !br.Fenced && !br.InControlledShutdown {
 			out = append(out, br.ID)
 		}
 	}
@@ -109,6 +112,9 @@ func CheckAssignment(img *Image, a [][]NodeID) error {
 		for j, r := range replicas {
 			if slices.Contains(replicas[:j], r) {
 				return fmt.Errorf("partition %d names broker %d twice", i, r)
+			}
+			if br, ok := img.Broker(r); ok && !br.IsBroker() {
+				return fmt.Errorf("partition %d on node %d, which is controller-only (--roles controller) and hosts no partitions", i, r)
 			}
 			if !slices.Contains(live, r) {
 				return fmt.Errorf("partition %d on broker %d, which is not a live broker (live: %v)", i, r, live)

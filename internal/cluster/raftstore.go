@@ -51,6 +51,12 @@ type RaftConfig struct {
 	// Join starts a node that an existing quorum will add (ChangeVoter):
 	// it never bootstraps, and waits to be contacted by the leader.
 	Join bool
+	// Observer starts a broker-only node (--roles broker): it never
+	// bootstraps and never votes; at every start it asks the quorum (the
+	// Voters, none of which is this node) to add it as a raft non-voter at
+	// its Bind address — which may have port 0, a free one — so the leader
+	// sends it the metadata log.
+	Observer bool
 }
 
 // Network is what raft's transport needs of a network: vnet.Network in
@@ -171,6 +177,10 @@ func OpenRaftStore(cfg RaftConfig) (*RaftStore, error) {
 		logs.Close()
 		return nil, fmt.Errorf("cluster: raft port %s: %w", cfg.Bind, err)
 	}
+	bind := cfg.Bind
+	if cfg.Observer {
+		bind = ln.Addr().String() // port 0 resolved: what the leader dials
+	}
 	mux := newMuxListener(ln, s.ctl.serve, s.ctl.hold, &s.conns)
 	s.trans = raft.NewNetworkTransportWithLogger(streamLayer{mux, cfg.Network, node, &s.conns}, 3, transportTimeout, hlog)
 	rc := raft.DefaultConfig()
@@ -191,7 +201,7 @@ func OpenRaftStore(cfg RaftConfig) (*RaftStore, error) {
 		s.closeStores()
 		return nil, fmt.Errorf("cluster: raft state: %w", err)
 	}
-	if !existing && len(cfg.Voters) > 0 && !cfg.Join {
+	if !existing && len(cfg.Voters) > 0 && !cfg.Join && !cfg.Observer {
 		var servers []raft.Server
 		for _, v := range cfg.Voters {
 			servers = append(servers, raft.Server{ID: raft.ServerID(strconv.Itoa(int(v.ID))), Address: raft.ServerAddress(v.Addr)})
@@ -206,7 +216,11 @@ func OpenRaftStore(cfg RaftConfig) (*RaftStore, error) {
 		return nil, fmt.Errorf("cluster: start raft: %w", err)
 	}
 	if existing {
-		if err := s.checkVoters(cfg.NodeID, cfg.Bind); err != nil {
+		check := s.checkVoters
+		if cfg.Observer {
+			check = s.checkObserver
+		}
+		if err := check(cfg.NodeID, cfg.Bind); err != nil {
 			_ = s.r.Shutdown().Error()
 			s.closeStores()
 			return nil, err
@@ -214,6 +228,9 @@ func OpenRaftStore(cfg RaftConfig) (*RaftStore, error) {
 	}
 	s.watchLeaders()
 	go s.ctl.watch(notify, s.done)
+	if cfg.Observer {
+		go s.joinAsObserver(cfg.Voters, bind, cfg.Logger)
+	}
 	return s, nil
 }
 
@@ -421,6 +438,9 @@ func (s *RaftStore) Register(r Registration, timeout time.Duration) (int64, erro
 	}
 	if s.isLocal(r) {
 		r.IncarnationID, r.SuccessorOf = withTokenHash(r.IncarnationID, s.token), s.prevToken
+	}
+	if r.Features == nil { // what this build supports: it is the one registering
+		r.Features = SupportedFeatures()
 	}
 	resp, err := s.callController(rpcRequest{Register: &r}, timeout)
 	if err != nil {

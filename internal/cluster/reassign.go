@@ -102,8 +102,12 @@ func checkTarget(img *Image, target []NodeID) error {
 		if slices.Contains(target[:i], id) {
 			return fmt.Errorf("%w: broker %d named twice", ErrInvalidReplicaAssignment, id)
 		}
-		if _, ok := img.Broker(id); !ok {
+		br, ok := img.Broker(id)
+		if !ok {
 			return fmt.Errorf("%w: broker %d is not registered", ErrInvalidReplicaAssignment, id)
+		}
+		if !br.IsBroker() {
+			return fmt.Errorf("%w: node %d is controller-only (--roles controller) and hosts no partitions", ErrInvalidReplicaAssignment, id)
 		}
 	}
 	return nil

@@ -34,6 +34,9 @@ type rpcRequest struct {
 	Register  *Registration   `json:"register,omitempty"`
 	Heartbeat *Heartbeat      `json:"heartbeat,omitempty"`
 	Voter     *VoterChange    `json:"voter,omitempty"`
+	// Observer adds the sender as a raft non-voter (a broker-only node,
+	// roles.go); a controller older than roles refuses it as empty.
+	Observer *VoterChange `json:"observer,omitempty"`
 	ReadIndex bool            `json:"readIndex,omitempty"` // the controller's applied index
 	// AlterPartition is a leader's ISR change.
 	AlterPartition *AlterPartition `json:"alterPartition,omitempty"`

@@ -316,6 +316,9 @@ func (s *RaftStore) watch(id NodeID, addr, incarnation string) (endedThere, unkn
 // safety does not rest on timeouts, only its liveness: a shorter one at a
 // moment when the leader is known to be gone costs nothing.
 func (s *RaftStore) maybeHastenElection(dead NodeID, addr string) {
+	if voters, err := s.suffrages(); err != nil || !voters[s.self] {
+		return // a broker-only node (a raft non-voter) never stands
+	}
 	if gone, _ := s.gone(addr); !gone || !s.hastening.CompareAndSwap(false, true) {
 		return
 	}

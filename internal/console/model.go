@@ -431,8 +431,10 @@ type RaftView struct {
 type BrokerRow struct {
 	ID         int32  `json:"node_id"`
 	Address    string `json:"address"`
-	State      string `json:"state"` // live or fenced
-	Controller bool   `json:"controller"`
+	State      string `json:"state"`      // live or fenced
+	Controller bool   `json:"controller"` // the active controller
+	// Roles: "broker", "controller" or "broker,controller" (--roles).
+	Roles string `json:"roles"`
 	// PartitionsLed counts the partitions the metadata names it leader of;
 	// Leads names them ("topic-partition"), sorted, at most 50.
 	PartitionsLed int      `json:"partitions_led"`
@@ -465,7 +467,8 @@ func brokers(b *broker.Broker) Brokers {
 		list = []broker.BrokerInfo{{ID: b.NodeID()}}
 	}
 	for _, bi := range list {
-		row := BrokerRow{ID: int32(bi.ID), State: "live", Controller: bi.ID == b.ControllerID(), PartitionsLed: led[bi.ID], Leads: leads[bi.ID]}
+		row := BrokerRow{ID: int32(bi.ID), State: "live", Controller: bi.ID == b.ControllerID(), PartitionsLed: led[bi.ID], Leads: leads[bi.ID],
+			Roles: bi.RolesString()}
 		if bi.Host != "" {
 			row.Address = net.JoinHostPort(bi.Host, strconv.Itoa(int(bi.Port)))
 		}

@@ -21,6 +21,10 @@ const NodeMetaFile = "meta.properties"
 type NodeMeta struct {
 	NodeID    int32
 	ClusterID string // "" until the quorum has named the cluster
+	// Roles is the node's --roles as it first started ("broker",
+	// "controller"; "" for both, and in files from before roles): a node
+	// keeps its roles, so a later start with others is refused.
+	Roles string
 }
 
 // ReadNodeMeta reads dir's meta.properties; false if there is none.
@@ -45,6 +49,8 @@ func ReadNodeMeta(fs vfs.FS, dir string) (NodeMeta, bool, error) {
 			m.NodeID = int32(n)
 		case k == "cluster.id":
 			m.ClusterID = v
+		case k == "process.roles":
+			m.Roles = v
 		}
 	}
 	if m.NodeID < 0 {
@@ -58,6 +64,9 @@ func WriteNodeMeta(fs vfs.FS, dir string, m NodeMeta) error {
 	s := fmt.Sprintf("# Written by strand: the node and cluster this directory belongs to.\nversion=1\nnode.id=%d\n", m.NodeID)
 	if m.ClusterID != "" {
 		s += "cluster.id=" + m.ClusterID + "\n"
+	}
+	if m.Roles != "" {
+		s += "process.roles=" + m.Roles + "\n"
 	}
 	if err := vfs.WriteFileSync(fs, dir, filepath.Join(dir, NodeMetaFile), []byte(s)); err != nil {
 		return fmt.Errorf("broker: write %s: %w", NodeMetaFile, err)

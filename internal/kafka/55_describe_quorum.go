@@ -18,6 +18,7 @@ import (
 //     when the controller last heard from it. Strand's raft log indexes
 //     are not Kafka's metadata log offsets, but move the same way: a voter
 //     whose number trails the high watermark is behind.
+//   - Broker-only nodes (--roles broker, raft non-voters) are Observers.
 //   - v2: Nodes lists each voter's raft listener ("CONTROLLER").
 //   - Any other cluster member answers NOT_CONTROLLER, which clients
 //     retry against the controller Metadata names.
@@ -45,6 +46,10 @@ func (s *Server) handleDescribeQuorum(_ context.Context, kreq kmsg.Request) (kms
 				if v.AppliedIndex >= st.CommitIndex {
 					r.LastCaughtUpTimestamp = r.LastFetchTimestamp
 				}
+			}
+			if v.Observer { // a broker-only node: it follows the log, votes never
+				p.Observers = append(p.Observers, r)
+				continue
 			}
 			p.CurrentVoters = append(p.CurrentVoters, r)
 			if host, port, err := splitHostPort(v.Addr); err == nil {

@@ -440,8 +440,12 @@ func TestDescribeClusterAndLeaderEpochs(t *testing.T) {
 		}
 	}
 	req := kmsg.NewPtrDescribeClusterRequest()
-	req.EndpointType = 2
-	wantCode(t, "controllers", c.do(req, 1).(*kmsg.DescribeClusterResponse).ErrorCode, kerr.MismatchedEndpointType)
+	req.EndpointType = 2 // KIP-919's controllers: a single node is its own
+	if resp := c.do(req, 1).(*kmsg.DescribeClusterResponse); resp.ErrorCode != 0 || resp.EndpointType != 2 || len(resp.Brokers) != 1 || resp.Brokers[0].NodeID != 7 {
+		t.Fatalf("controllers: %+v", resp)
+	}
+	req.EndpointType = 3
+	wantCode(t, "an unknown endpoint type", c.do(req, 1).(*kmsg.DescribeClusterResponse).ErrorCode, kerr.MismatchedEndpointType)
 
 	createTopic(t, ts.b, "ep", 1, nil)
 	producePartition(t, c.do(produceReq("ep", 0, batch(t, 3, -1, -1, -1)), 7))
