@@ -79,6 +79,11 @@ type ClusterConfig struct {
 	// leader.imbalance.check.interval.seconds); default 5 minutes,
 	// negative: never.
 	LeaderImbalanceCheckInterval time.Duration
+	// PartitionBalancerInterval is how often the controller's partition
+	// balancer evens out replica and preferred-leader counts over the
+	// brokers (a broker that joined gets its share); default 10 s,
+	// negative: off.
+	PartitionBalancerInterval time.Duration
 	// DisableELR turns off KIP-966's eligible leader replicas (on by
 	// default): a partition's last in-sync replica then stays in its ISR
 	// when it goes, and replicas that left an ISR below
@@ -267,7 +272,8 @@ func (c *ClusterConfig) configure(bcfg *broker.Config, cfg Config, ln, internal 
 		NodeID: cfg.NodeID, Dir: cfg.Dir, Bind: self.Addr, Voters: voters, Logger: cfg.Logger,
 		HeartbeatTimeout: election, ElectionTimeout: election, LeaderLease: election / 2,
 		Controller: cluster.ControllerConfig{SessionTimeout: c.SessionTimeout, LeaderImbalanceCheckInterval: c.imbalanceCheck(),
-			DisableELR: c.DisableELR, DefaultMinISR: defaultMinISR(cfg.TopicDefaults)},
+			PartitionBalancerInterval: orDefault(c.PartitionBalancerInterval, 10*time.Second),
+			DisableELR:                c.DisableELR, DefaultMinISR: defaultMinISR(cfg.TopicDefaults)},
 		Join: c.Join, Observer: observer, Network: cluster.TCPNetwork{LocalIP: c.SourceIP, TLS: tlsSrc, Voters: voterAddrs(voters)},
 	}
 	bcfg.Dialer = wire.Dialer{LocalIP: c.SourceIP, TLS: tlsSrc}
@@ -307,6 +313,17 @@ func voterAddrs(voters []cluster.Voter) map[string]cluster.NodeID {
 func defaultMinISR(defaults map[string]string) int {
 	n, _ := strconv.Atoi(defaults[cluster.MinInsyncReplicas])
 	return n
+}
+
+// orDefault is d, def when d is 0, and 0 (off) when d is negative.
+func orDefault(d, def time.Duration) time.Duration {
+	switch {
+	case d < 0:
+		return 0
+	case d == 0:
+		return def
+	}
+	return d
 }
 
 // imbalanceCheck is the controller's preferred-leader balancing interval:

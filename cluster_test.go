@@ -112,7 +112,8 @@ func (c *testCluster) start(id int32) error {
 
 func (c *testCluster) open(id int32) (*Broker, error) {
 	cc := &ClusterConfig{Quorum: c.quorum, HeartbeatInterval: 100 * time.Millisecond,
-		SessionTimeout: 2 * time.Second, ElectionTimeout: 500 * time.Millisecond, ReplicaLagTime: 2 * time.Second}
+		SessionTimeout: 2 * time.Second, ElectionTimeout: 500 * time.Millisecond, ReplicaLagTime: 2 * time.Second,
+		PartitionBalancerInterval: -1} // tests place partitions where they check them (tune turns it on)
 	if c.tune != nil {
 		c.tune(cc)
 	}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -31,6 +32,7 @@ func newDrainCmd(o *clientOptions) *cobra.Command {
 		node   int32
 		noWait bool
 		dryRun bool
+		undo   bool
 	)
 	cmd := &cobra.Command{
 		Use:   "drain",
@@ -55,11 +57,25 @@ factor with "strand topic reassign".`,
 				return usageErr("--node-id is required")
 			}
 			return o.clientRun(cmd, func(ctx context.Context, cl *kgo.Client, asJSON bool) error {
+				w := cmd.OutOrStdout()
+				if undo {
+					if err := markDrained(ctx, cl, node, false); err != nil {
+						return err
+					}
+					fmt.Fprintf(w, "node %d is no longer drained: placement and the partition balancer may use it again\n", node)
+					return nil
+				}
 				moves, err := planDrain(ctx, cl, node)
 				if err != nil {
 					return err
 				}
-				w := cmd.OutOrStdout()
+				if !dryRun {
+					// First, so that neither new topics nor the balancer
+					// put replicas back while it drains.
+					if err := markDrained(ctx, cl, node, true); err != nil {
+						return err
+					}
+				}
 				if asJSON && (dryRun || len(moves) == 0) {
 					return writeJSON(w, moves)
 				}
@@ -90,7 +106,31 @@ factor with "strand topic reassign".`,
 	f.Int32Var(&node, "node-id", -1, "the node to drain")
 	f.BoolVar(&noWait, "no-wait", false, "start the moves and return")
 	f.BoolVar(&dryRun, "dry-run", false, "print where each replica would go, and move nothing")
+	f.BoolVar(&undo, "undo", false, "clear the node's drained mark (it takes partitions again: new topics, the partition balancer)")
 	return cmd
+}
+
+// markDrained sets or clears node's strand.drained broker config: a
+// drained node is no target of placement or of the partition balancer.
+func markDrained(ctx context.Context, cl *kgo.Client, node int32, drained bool) error {
+	req := kmsg.NewPtrIncrementalAlterConfigsRequest()
+	r := kmsg.NewIncrementalAlterConfigsRequestResource()
+	r.ResourceType, r.ResourceName = kmsg.ConfigResourceTypeBroker, strconv.Itoa(int(node))
+	c := kmsg.NewIncrementalAlterConfigsRequestResourceConfig()
+	c.Name, c.Op, c.Value = "strand.drained", kmsg.IncrementalAlterConfigOpSet, kmsg.StringPtr(strconv.FormatBool(drained))
+	r.Configs = append(r.Configs, c)
+	req.Resources = append(req.Resources, r)
+	resp, err := req.RequestWith(ctx, cl)
+	if err == nil && len(resp.Resources) == 1 && resp.Resources[0].ErrorCode != 0 {
+		err = kerr.ErrorForCode(resp.Resources[0].ErrorCode)
+		if m := resp.Resources[0].ErrorMessage; m != nil {
+			err = fmt.Errorf("%w: %s", err, *m)
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("mark node %d drained=%t: %w", node, drained, err)
+	}
+	return nil
 }
 
 // planDrain decides where each of node's replicas goes.

@@ -31,7 +31,10 @@ type procCluster struct {
 	extra  []string   // more serve flags, on every start
 	own    [][]string // flags of one node, on every start
 	bins   []string   // a node's strand binary ("": this build's)
-	load   *checker   // the scenario's load, once started
+	// balance leaves the partition balancer on (tests place partitions
+	// where they check them, so it is off unless a test is about it).
+	balance bool
+	load    *checker // the scenario's load, once started
 	// certs, if set, is a directory of a cluster CA (ca.crt) and node
 	// certificates (node-N.crt, node-N.key): the nodes talk mutual TLS.
 	certs string
@@ -111,6 +114,9 @@ func (c *procCluster) launch(t *testing.T, n int) *serveProc {
 		args = append(args, c.tlsFlags(n)...)
 	}
 	args = append(args, append(c.own[n], c.extra...)...)
+	if c.bins[n] == "" && !c.balance {
+		args = append(args, "--partition-balancer=false")
+	}
 	if c.bins[n] != "" {
 		return startProc(t, exec.Command(c.bins[n], append(serveDefaults(), args...)...))
 	}

@@ -98,6 +98,8 @@ type serveOptions struct {
 	replicaLag        time.Duration
 	replicationFactor int
 	imbalanceCheck    time.Duration
+	balancer          bool
+	balancerInterval  time.Duration
 	elr               bool
 
 	pidFile string
@@ -225,6 +227,8 @@ func newServeCmd() *cobra.Command {
 	f.DurationVar(&o.session, "broker-session-timeout", broker.DefaultSessionTimeout, "a cluster node not heard from this long is fenced and its partitions lose their leader (broker.session.timeout.ms)")
 	f.DurationVar(&o.replicaLag, "replica-lag-time-max", broker.DefaultReplicaLagTime, "a follower that has not caught up with its leader for this long leaves the ISR (replica.lag.time.max.ms)")
 	f.BoolVar(&o.elr, "eligible-leader-replicas", true, "track eligible leader replicas (KIP-966; Kafka's eligible.leader.replicas.version): a replica that left an ISR smaller than min.insync.replicas may lead cleanly once the ISR is empty")
+	f.BoolVar(&o.balancer, "partition-balancer", true, "move replicas and preferred leaders between brokers until each holds within one of every other (a broker that joins gets its share); a few partitions at a time, never onto a drained or controller-only node, never while a partition is short of in-sync replicas")
+	f.DurationVar(&o.balancerInterval, "partition-balancer-interval", 10*time.Second, "how often the partition balancer looks (with --partition-balancer)")
 	f.DurationVar(&o.imbalanceCheck, "leader-imbalance-check-interval", 5*time.Minute, "how often leadership moves back to each partition's preferred (first) replica when it is in sync (leader.imbalance.check.interval.seconds; 0: never, auto.leader.rebalance.enable=false)")
 	f.IntVar(&o.replicationFactor, "default-replication-factor", 1, "replicas of a topic created without a replication factor, auto-created ones included (default.replication.factor)")
 	f.StringSliceVar(&o.consoleHosts, "console-allowed-hosts", nil, `host names the console answers to besides IP addresses, localhost and this machine's name (DNS rebinding guard; "*": any)`)
@@ -479,7 +483,11 @@ func (o *serveOptions) run(ctx context.Context, logOut io.Writer) error {
 		}
 		clusterCfg = &strand.ClusterConfig{Quorum: voters, SourceIP: source, Rack: o.rack, HeartbeatInterval: o.heartbeat, SessionTimeout: o.session, Join: o.join, InternalAddr: o.internalListen,
 			Roles: roles, RaftAddr: o.raftAddr,
-			ReplicaLagTime: o.replicaLag, DefaultReplicationFactor: o.replicationFactor, LeaderImbalanceCheckInterval: o.imbalanceCheck, DisableELR: !o.elr}
+			ReplicaLagTime: o.replicaLag, DefaultReplicationFactor: o.replicationFactor, LeaderImbalanceCheckInterval: o.imbalanceCheck, DisableELR: !o.elr,
+			PartitionBalancerInterval: o.balancerInterval}
+		if !o.balancer || o.balancerInterval <= 0 {
+			clusterCfg.PartitionBalancerInterval = -1
+		}
 		if o.imbalanceCheck == 0 {
 			clusterCfg.LeaderImbalanceCheckInterval = -1
 		}

@@ -40,6 +40,9 @@ type BrokerReg struct {
 	// Roles are the node's roles (roles.go): nil for a broker and
 	// controller both, as every node was before roles.
 	Roles []string `json:",omitempty"`
+	// Drained: the operator drained it (DrainBroker); no placement or
+	// balancer target until cleared.
+	Drained bool `json:",omitempty"`
 }
 
 // PartitionReg is one partition's placement and leadership.
@@ -116,7 +119,7 @@ func (r RegisterBroker) apply(im *Image, index int64) error {
 	}
 	b, ok := im.brokers[r.ID]
 	if !ok || b.IncarnationID != r.IncarnationID {
-		b = BrokerReg{ID: r.ID, IncarnationID: r.IncarnationID, Epoch: index, Fenced: true}
+		b = BrokerReg{ID: r.ID, IncarnationID: r.IncarnationID, Epoch: index, Fenced: true, Drained: b.Drained}
 	}
 	b.Endpoints, b.Rack, b.Features, b.Roles = slices.Clone(r.Endpoints), r.Rack, maps.Clone(r.Features), slices.Clone(r.Roles)
 	im.brokers[r.ID] = b

@@ -56,6 +56,7 @@ var codecs = map[string]func([]byte) (Record, error){
 	"delete_scram_credential":    decodeAs[DeleteScramCredential],
 	"alter_client_quota":         decodeAs[AlterClientQuota],
 	"finalize_feature":           decodeAs[FinalizeFeature],
+	"drain_broker":               decodeAs[DrainBroker],
 }
 
 // typeNames is codecs' key for each record type.

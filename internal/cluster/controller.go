@@ -88,6 +88,9 @@ type ControllerConfig struct {
 	// preferred replicas (leader.imbalance.check.interval.seconds with
 	// auto.leader.rebalance.enable); 0: never.
 	LeaderImbalanceCheckInterval time.Duration
+	// PartitionBalancerInterval is how often the partition balancer
+	// (balancer.go) looks for uneven replica and leader counts; 0: off.
+	PartitionBalancerInterval time.Duration
 	// DisableELR turns KIP-966's eligible leader replicas off (Kafka's
 	// eligible.leader.replicas.version=0): the last ISR member then stays
 	// in the ISR, leaderless, and ELR fields are cleared as partitions
@@ -223,10 +226,14 @@ func (c *controller) run(term chan struct{}) {
 		defer bt.Stop()
 		balance = bt.C
 	}
+	rebalance, stopBalancer := balancerTicker(c.cfg.PartitionBalancerInterval)
+	defer stopBalancer()
 	for {
 		select {
 		case <-term:
 			return
+		case <-rebalance:
+			c.balance()
 		case <-tick.C:
 			c.fenceOneStale(time.Now())
 			c.electUnclean()

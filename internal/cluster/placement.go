@@ -12,14 +12,14 @@ import (
 // member's CreateTopics and CreatePartitions).
 
 // LiveBrokers are the brokers partitions may be placed on: registered
-// with the broker role (a controller-only node hosts nothing), unfenced
-// and not shutting down, by id. Placement, drain targets, reassignment
+// with the broker role (a controller-only node hosts nothing), unfenced,
+// not shutting down and not drained (DrainBroker), by id. Placement, drain targets, reassignment
 // targets and so coordinators (leaders of internal topics' partitions)
 // all come from it.
 func LiveBrokers(img *Image) []NodeID {
 	var out []NodeID
 	for _, br := range img.Brokers() {
-		if br.IsBroker() && !br.Fenced && !br.InControlledShutdown {
+		if br.IsBroker() && !br.Fenced && !br.InControlledShutdown && !br.Drained {
 			out = append(out, br.ID)
 		}
 	}

@@ -36,8 +36,8 @@ type rpcRequest struct {
 	Voter     *VoterChange    `json:"voter,omitempty"`
 	// Observer adds the sender as a raft non-voter (a broker-only node,
 	// roles.go); a controller older than roles refuses it as empty.
-	Observer *VoterChange `json:"observer,omitempty"`
-	ReadIndex bool            `json:"readIndex,omitempty"` // the controller's applied index
+	Observer  *VoterChange `json:"observer,omitempty"`
+	ReadIndex bool         `json:"readIndex,omitempty"` // the controller's applied index
 	// AlterPartition is a leader's ISR change.
 	AlterPartition *AlterPartition `json:"alterPartition,omitempty"`
 	// ElectLeaders is an operator's election request.

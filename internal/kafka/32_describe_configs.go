@@ -113,6 +113,7 @@ func (s *Server) brokerConfigs() []broker.ConfigEntry {
 		static("node.id", node, "This node's id.", broker.TypeInt),
 		static("num.partitions", strconv.Itoa(int(s.b.DefaultPartitions())), "Partitions of auto-created topics.", broker.TypeInt),
 		static("socket.request.max.bytes", strconv.Itoa(int(s.cfg.MaxRequestBytes)), "Largest request accepted.", broker.TypeInt),
+		s.drainedConfig(),
 	}
 }
 

@@ -22,8 +22,11 @@ import (
 //   - The same config twice in one resource: INVALID_REQUEST.
 //   - ValidateOnly checks and changes nothing.
 //
+//   - BROKER resources (a node id): only strand.drained, SET true/false or
+//     DELETE (broker_configs.go); on a cluster at metadata.version 2.
+//
 // Deviations:
-//   - BROKER resources are read-only in Strand: INVALID_REQUEST.
+//   - Every other BROKER config is static in Strand: INVALID_CONFIG.
 
 func (s *Server) handleIncrementalAlterConfigs(ctx context.Context, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.IncrementalAlterConfigsRequest)
@@ -35,9 +38,12 @@ func (s *Server) handleIncrementalAlterConfigs(ctx context.Context, kreq kmsg.Re
 		sr := kmsg.NewIncrementalAlterConfigsResponseResource()
 		sr.ResourceType, sr.ResourceName = rr.ResourceType, rr.ResourceName
 		var err error
-		if rr.ResourceType == kmsg.ConfigResourceTypeGroupConfig {
+		switch rr.ResourceType {
+		case kmsg.ConfigResourceTypeGroupConfig:
 			err = s.alterShareGroupConfigs(ctx, rr, req.ValidateOnly)
-		} else {
+		case kmsg.ConfigResourceTypeBroker:
+			err = s.alterBrokerConfigs(rr, req.ValidateOnly)
+		default:
 			err = s.incrementalAlterConfigs(rr, req.ValidateOnly)
 		}
 		sr.ErrorCode, sr.ErrorMessage = errorCode(err), errMessage(err)
