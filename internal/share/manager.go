@@ -17,6 +17,7 @@ type GroupConfig struct {
 	Partition       Config
 	AutoOffsetReset string // share.auto.offset.reset: "latest" (default) or "earliest"
 	DeadLetterTopic string // errors.deadletterqueue.topic.name (KIP-1191); "" archives without a copy
+	ReadCommitted   bool   // share.isolation.level=read_committed (isolation.go)
 }
 
 // Manager is the share-partition manager of one node: the share-partitions
@@ -456,15 +457,14 @@ func (m *Manager) acquire(ctx context.Context, group, member string, tp TopicPar
 	if !e.p.CanAcquire(hw) {
 		return nil, nil, nil
 	}
-	rd, err := m.host.ReadLog(tp, e.p.NextFetch(), maxBytes)
+	rd, limit, skip, err := m.readForAcquire(tp, e.p.NextFetch(), maxBytes, hw, m.config(group).ReadCommitted)
 	if err != nil {
 		return nil, nil, err
 	}
-	limit := min(rd.Next, hw)
 	// Acquisition is not persisted (Kafka does not either): a restart
 	// forgets the lock and this delivery's count; the record is simply
 	// available again.
-	ranges := e.p.Acquire(member, limit, max, m.now())
+	ranges := e.p.AcquireSkipping(member, limit, max, m.now(), skip)
 	if len(ranges) == 0 {
 		return nil, nil, nil
 	}
