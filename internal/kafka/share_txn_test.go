@@ -68,7 +68,7 @@ func TestShareGroupIsolation(t *testing.T) {
 			txnProduce(t, tx, values("committed", 4), true, kgo.TryCommit)
 			txnProduce(t, tx, values("aborted", 4), true, kgo.TryAbort)
 			txnProduce(t, tx, values("late", 3), false, kgo.TryCommit) // open: the LSO stays at its first record
-			produceN(t, h.addr, topic, "plain", 2)                       // above the LSO
+			produceN(t, h.addr, topic, "plain", 2)                     // above the LSO
 
 			var log deliveryLog
 			c := startShareConsumer(t, h.addr, group, topic, "c0", &log, acceptAll)
