@@ -481,19 +481,38 @@ func (m *Manager) acquire(ctx context.Context, group, member string, tp TopicPar
 }
 
 // keepBatches returns the batches of b that hold an acquired offset: the
-// others are not this member's to see.
+// others are not this member's to see. When the kept batches are one run
+// of b, as they are unless a marker or another member's records sit among
+// them, it returns that run of b itself rather than a copy.
 func keepBatches(b []byte, ranges []Range) []byte {
-	var out []byte
+	type run struct{ from, to int }
+	var runs []run
+	pos := 0
 	s := record.Batches(b)
 	for s.Next() {
-		h := s.Header()
+		h, n := s.Header(), len(s.Batch())
 		first, last := Offset(h.BaseOffset), Offset(h.LastOffset())
 		for _, r := range ranges {
 			if r.First <= last && r.Last >= first {
-				out = append(out, s.Batch()...)
+				if k := len(runs); k > 0 && runs[k-1].to == pos {
+					runs[k-1].to = pos + n
+				} else {
+					runs = append(runs, run{pos, pos + n})
+				}
 				break
 			}
 		}
+		pos += n
+	}
+	switch len(runs) {
+	case 0:
+		return nil
+	case 1:
+		return b[runs[0].from:runs[0].to:runs[0].to]
+	}
+	var out []byte
+	for _, r := range runs {
+		out = append(out, b[r.from:r.to]...)
 	}
 	return out
 }
