@@ -25,6 +25,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -63,6 +64,8 @@ func main() {
 
 type result struct {
 	classic, share time.Duration // to consume every record
+	classicCPU     time.Duration // process CPU time (broker and clients) of the classic phase
+	shareCPU       time.Duration // of the share phase
 	p50, p99       time.Duration // produce → acknowledged, paced
 }
 
@@ -102,8 +105,9 @@ func run(o options) error {
 			return fmt.Errorf("run %d: %w", i+1, err)
 		}
 		rs = append(rs, r)
-		fmt.Printf("run %d  classic %8.0f rec/s  share %8.0f rec/s  share/classic %3.0f%%  produce→acked p50 %v p99 %v\n",
-			i+1, o.perSec(r.classic), o.perSec(r.share), 100*r.classic.Seconds()/r.share.Seconds(), r.p50.Round(time.Microsecond), r.p99.Round(time.Microsecond))
+		fmt.Printf("run %d  classic %8.0f rec/s  share %8.0f rec/s  share/classic %3.0f%%  CPU/record classic %v share %v  produce→acked p50 %v p99 %v\n",
+			i+1, o.perSec(r.classic), o.perSec(r.share), 100*r.classic.Seconds()/r.share.Seconds(),
+			r.classicCPU/time.Duration(o.records), r.shareCPU/time.Duration(o.records), r.p50.Round(time.Microsecond), r.p99.Round(time.Microsecond))
 	}
 	med := func(f func(result) time.Duration) time.Duration {
 		v := make([]time.Duration, len(rs))
@@ -124,7 +128,9 @@ func run(o options) error {
 	fmt.Printf("  classic group  %8.0f rec/s  (%v per record)\n", o.perSec(c), perRec(c))
 	fmt.Printf("  share group    %8.0f rec/s  (%v per record, every record acknowledged)\n", o.perSec(s), perRec(s))
 	fmt.Printf("  share/classic  %.0f%% (median of the runs' ratios)\n", 100*ratios[len(ratios)/2])
-	fmt.Printf("  acquire+acknowledge overhead  %v per record\n", perRec(s)-perRec(c))
+	fmt.Printf("  acquire+acknowledge overhead  %v per record (wall clock)\n", perRec(s)-perRec(c))
+	cc, sc := med(func(r result) time.Duration { return r.classicCPU }), med(func(r result) time.Duration { return r.shareCPU })
+	fmt.Printf("  CPU per record (broker and clients)  classic %v, share %v: share/classic CPU efficiency %.0f%%\n", perRec(cc), perRec(sc), 100*cc.Seconds()/sc.Seconds())
 	fmt.Printf("  produce→acknowledged at %d rec/s: p50 %v, p99 %v\n", o.rate,
 		med(func(r result) time.Duration { return r.p50 }).Round(time.Microsecond), med(func(r result) time.Duration { return r.p99 }).Round(time.Microsecond))
 	return nil
@@ -149,16 +155,20 @@ func oneRun(ctx context.Context, addr string, o options, i int) (result, error) 
 		return result{}, err
 	}
 	var r result
+	cpu0 := cpuTime()
 	if r.classic, err = consumeClassic(ctx, addr, o, topic, "classic-"+topic); err != nil {
 		return r, fmt.Errorf("classic: %w", err)
 	}
+	r.classicCPU = cpuTime() - cpu0
 	group := "share-" + topic
 	if err := earliest(ctx, cl, group); err != nil {
 		return r, err
 	}
+	cpu0 = cpuTime()
 	if r.share, err = consumeShare(ctx, addr, o, topic, group, o.records, nil); err != nil {
 		return r, fmt.Errorf("share: %w", err)
 	}
+	r.shareCPU = cpuTime() - cpu0
 	r.p50, r.p99, err = latency(ctx, cl, addr, o, topic+"-lat")
 	return r, err
 }
@@ -311,6 +321,17 @@ func (s *span) elapsed() time.Duration {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.last.Sub(s.first)
+}
+
+// cpuTime is the process's user and system CPU time so far. On a shared,
+// loaded machine it is the steadier figure: wall-clock throughput there
+// measures the scheduler as much as the broker.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 func cmp(have, next error) error {
