@@ -75,3 +75,52 @@ func TestUndeliverable(t *testing.T) {
 		t.Errorf("read_uncommitted: %v, want %v", got, want)
 	}
 }
+
+// TestKeepBatches: a fetch answers with the batches holding acquired
+// offsets only — the read itself when they are one run, a copy of the
+// runs otherwise.
+func TestKeepBatches(t *testing.T) {
+	var log []byte
+	var sizes []int
+	for i, n := range []int{3, 1, 2, 2} { // offsets 0-2, 3, 4-5, 6-7
+		base := []int64{0, 3, 4, 6}[i]
+		var rs []record.Record
+		for j := range n {
+			rs = append(rs, record.Record{Offset: record.Offset(base) + record.Offset(j), Value: []byte("v")})
+		}
+		b, err := record.Encode(record.Offset(base), rs, record.BatchOptions{ProducerID: -1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		log = append(log, b...)
+		sizes = append(sizes, len(b))
+	}
+	at := func(i int) int { // byte position of batch i
+		p := 0
+		for _, s := range sizes[:i] {
+			p += s
+		}
+		return p
+	}
+	for _, tc := range []struct {
+		name   string
+		ranges []Range
+		want   []byte
+		alias  int // with want one run of the read: where it starts (-1: a copy is fine)
+	}{
+		{name: "all", ranges: []Range{{0, 7, 1}}, want: log, alias: 0},
+		{name: "a middle run", ranges: []Range{{3, 4, 1}}, want: log[at(1):at(3)], alias: at(1)},
+		{name: "two runs", ranges: []Range{{1, 1, 1}, {6, 6, 1}}, want: append(append([]byte(nil), log[:at(1)]...), log[at(3):]...), alias: -1},
+		{name: "none", ranges: nil, want: nil, alias: -1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := keepBatches(log, tc.ranges)
+			if string(got) != string(tc.want) {
+				t.Fatalf("kept %d bytes, want %d", len(got), len(tc.want))
+			}
+			if tc.alias >= 0 && &got[0] != &log[tc.alias] {
+				t.Errorf("a single run was copied")
+			}
+		})
+	}
+}
