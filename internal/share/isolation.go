@@ -41,22 +41,45 @@ type CommittedReader interface {
 // Span is a run of offsets [First, Last].
 type Span struct{ First, Last Offset }
 
-// readForAcquire reads tp's log from offset from for an acquisition under
-// the group's isolation level: the batches, the offset acquisition must
-// stay below, and the offsets in it that must not be handed out (sorted).
-func (m *Manager) readForAcquire(tp TopicPartition, from Offset, maxBytes int, hw Offset, committed bool) (LogRead, Offset, []Span, error) {
-	if cr, ok := m.host.(CommittedReader); ok && committed {
-		rd, lso, aborted, err := cr.ReadCommitted(tp, from, maxBytes)
-		if err != nil {
-			return LogRead{}, 0, nil, err
+// readMax bounds one acquisition's read of a partition's log (Kafka's
+// max.partition.fetch.bytes default). A share fetch's MaxBytes is the
+// client's whole-response budget — franz-go sends 50 MiB — while one
+// acquisition hands out at most MaxRecords (500 by default): reading the
+// budget would copy tens of megabytes per fetch to hand out half of one.
+// The log read still returns at least one batch, however large.
+const readMax = 1 << 20
+
+// probeBytes is the first read of an acquisition: enough to learn the
+// partition's bytes per offset, from which the read for want records is
+// sized (a second read, when the first falls short).
+const probeBytes = 64 << 10
+
+// readForAcquire reads tp's log from offset from for an acquisition of up
+// to want records under the group's isolation level: the batches, the
+// offset acquisition must stay below, and the offsets in it that must not
+// be handed out (sorted).
+func (m *Manager) readForAcquire(tp TopicPartition, from Offset, want, maxBytes int, hw Offset, committed bool) (LogRead, Offset, []Span, error) {
+	maxBytes = min(maxBytes, readMax)
+	read := func(n int) (LogRead, Offset, []AbortedTxn, error) {
+		if cr, ok := m.host.(CommittedReader); ok && committed {
+			return cr.ReadCommitted(tp, from, n)
 		}
-		return rd, min(rd.Next, lso, hw), Undeliverable(rd.Batches, aborted), nil
+		rd, err := m.host.ReadLog(tp, from, n)
+		return rd, hw, nil, err
 	}
-	rd, err := m.host.ReadLog(tp, from, maxBytes)
+	rd, stable, aborted, err := read(min(maxBytes, probeBytes))
 	if err != nil {
 		return LogRead{}, 0, nil, err
 	}
-	return rd, min(rd.Next, hw), Undeliverable(rd.Batches, nil), nil
+	if got := rd.Next - from; got > 0 && got < Offset(want) && len(rd.Batches) >= probeBytes/2 && rd.Next < min(hw, stable) {
+		// Size the read for want offsets at the probe's density, with
+		// a tenth more for the batches' edges.
+		need := int(int64(len(rd.Batches)) * int64(want) / int64(got) * 11 / 10)
+		if rd, stable, aborted, err = read(min(maxBytes, need)); err != nil {
+			return LogRead{}, 0, nil, err
+		}
+	}
+	return rd, min(rd.Next, stable, hw), Undeliverable(rd.Batches, aborted), nil
 }
 
 // Undeliverable returns the offsets of batches that no member may be

@@ -457,7 +457,7 @@ func (m *Manager) acquire(ctx context.Context, group, member string, tp TopicPar
 	if !e.p.CanAcquire(hw) {
 		return nil, nil, nil
 	}
-	rd, limit, skip, err := m.readForAcquire(tp, e.p.NextFetch(), maxBytes, hw, m.config(group).ReadCommitted)
+	rd, limit, skip, err := m.readForAcquire(tp, e.p.NextFetch(), max, maxBytes, hw, m.config(group).ReadCommitted)
 	if err != nil {
 		return nil, nil, err
 	}
