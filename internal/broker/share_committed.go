@@ -28,3 +28,18 @@ func (h *shareHost) ReadCommitted(tp share.TopicPartition, from share.Offset, ma
 	}
 	return rd, share.Offset(res.LastStable), out, nil
 }
+
+// NotifyHighWatermark is share.LogWatcher over this broker: a waiting
+// share fetch wakes at the next append to one of its partitions.
+func (h *shareHost) NotifyHighWatermark(tp share.TopicPartition, c chan<- struct{}) {
+	if p, err := h.partition(tp); err == nil {
+		p.NotifyHighWatermark(c)
+	}
+}
+
+// StopNotify forgets c (NotifyHighWatermark).
+func (h *shareHost) StopNotify(tp share.TopicPartition, c chan<- struct{}) {
+	if p, err := h.partition(tp); err == nil {
+		p.StopNotify(c)
+	}
+}

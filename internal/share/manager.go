@@ -387,26 +387,30 @@ func (m *Manager) Fetch(ctx context.Context, spec FetchSpec) []Grant {
 	}
 	for {
 		wake := m.waiter()
+		appended, unwatch := m.watchLogs(spec.Partitions) // before the read: an append after it wakes the wait
 		out, n := m.fetchOnce(ctx, spec)
 		if n > 0 || !time.Now().Before(deadline) {
+			unwatch()
 			return out
 		}
-		// New records arrive by produce, which does not tell this
-		// package: poll the logs at a short interval, or sooner when a
-		// release or an expiry makes records available.
+		// New records wake the wait where the host reports appends
+		// (watch.go); else, and for a last stable offset that moves
+		// without an append, the logs are polled at a short interval.
+		// A release or an expiry wakes it too.
 		wait := min(time.Until(deadline), 20*time.Millisecond)
 		t := time.NewTimer(wait)
 		select {
 		case <-ctx.Done():
-			t.Stop()
-			return out
 		case <-m.stop:
-			t.Stop()
-			return out
 		case <-wake:
+		case <-appended:
 		case <-t.C:
 		}
 		t.Stop()
+		unwatch()
+		if ctx.Err() != nil || isClosed(m.stop) {
+			return out
+		}
 	}
 }
 
