@@ -37,6 +37,10 @@ type groupDescription struct {
 	Assignor        string              `json:"assignor,omitempty"`
 	Members         []memberDescription `json:"members"`
 	History         []rebalance         `json:"history,omitempty"`
+	// A share group's share-partitions, read from the console
+	// (group_share_stats.go), or why they could not be.
+	SharePartitions []sharePartitionStats `json:"share_partitions,omitempty"`
+	ShareStatsNote  string                `json:"share_stats_note,omitempty"`
 }
 
 type memberDescription struct {
@@ -79,7 +83,11 @@ epoch, current and target partitions).
 
 --history adds a consumer group's last rebalances — when, why, at which epoch,
 how many partitions moved and to whom — which the broker keeps in memory and
-serves on its console's JSON API (--console, the broker's --console-listen).`,
+serves on its console's JSON API (--console, the broker's --console-listen).
+
+A share group (KIP-932) also shows each share-partition's window (start and
+end offsets), its in-flight and acquired records, the delivery-count histogram
+(count×offsets) and the oldest lock's age, read from the same console.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, groups []string) error {
 			return o.adminRun(cmd, func(ctx context.Context, adm *kadm.Client, asJSON bool) error {
@@ -87,6 +95,7 @@ serves on its console's JSON API (--console, the broker's --console-listen).`,
 				if err != nil {
 					return err
 				}
+				addShareStats(ctx, console, out)
 				if history {
 					for i := range out {
 						if out[i].Type != "consumer" {
@@ -105,7 +114,7 @@ serves on its console's JSON API (--console, the broker's --console-listen).`,
 		},
 	}
 	cmd.Flags().BoolVar(&history, "history", false, "show each consumer group's last rebalances (read from the broker's console)")
-	cmd.Flags().StringVar(&console, "console", cmp.Or(os.Getenv("STRAND_CONSOLE"), "127.0.0.1:9645"), "the broker's console address (its --console-listen), for --history (env STRAND_CONSOLE)")
+	cmd.Flags().StringVar(&console, "console", cmp.Or(os.Getenv("STRAND_CONSOLE"), "127.0.0.1:9645"), "the broker's console address (its --console-listen), for --history and share groups' share-partitions (env STRAND_CONSOLE)")
 	return cmd
 }
 
@@ -193,6 +202,11 @@ func printGroups(w io.Writer, out []groupDescription, history bool) error {
 				}
 			}
 			if err := tw.Flush(); err != nil {
+				return err
+			}
+		}
+		if d.Type == "share" {
+			if err := printShareStats(w, d); err != nil {
 				return err
 			}
 		}

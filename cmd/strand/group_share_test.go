@@ -20,7 +20,7 @@ import (
 func TestGroupShareCommands(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	b, err := strand.Start(ctx, strand.Config{Dir: t.TempDir(), Logger: slog.New(slog.DiscardHandler)})
+	b, err := strand.Start(ctx, strand.Config{Dir: t.TempDir(), Logger: slog.New(slog.DiscardHandler), ConsoleAddr: "127.0.0.1:0"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,9 +70,26 @@ func TestGroupShareCommands(t *testing.T) {
 	if d[0].Type != "share" || d[0].State != "Stable" || d[0].Members[0].ClientID != "worker-1" {
 		t.Errorf("describe: %+v", d[0])
 	}
-	out, err := runGroupCLI(t, ctx, addr, "group", "describe", "workers")
-	if err != nil || !strings.Contains(out, "share") || !strings.Contains(out, "queue[0,1,2]") {
+	out, err := runGroupCLI(t, ctx, addr, "group", "describe", "workers", "--console", b.ConsoleAddr())
+	if err != nil || !strings.Contains(out, "share") || !strings.Contains(out, "queue[0,1,2]") || !strings.Contains(out, "IN FLIGHT") {
 		t.Errorf("describe as a table: %v\n%s", err, out)
+	}
+	// The share-partitions the member fetched from, from the console.
+	waitFor := time.Now().Add(30 * time.Second)
+	for {
+		out, err = runGroupCLI(t, ctx, addr, "group", "describe", "workers", "-o", "json", "--console", b.ConsoleAddr())
+		if err == nil && json.Unmarshal([]byte(out), &d) == nil && len(d) == 1 && len(d[0].SharePartitions) == 3 {
+			break
+		}
+		if time.Now().After(waitFor) {
+			t.Fatalf("describe never showed the three share-partitions: %v\n%s", err, out)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	for _, p := range d[0].SharePartitions {
+		if p.Topic != "queue" || p.Start > p.End || p.InFlight != int(p.End-p.Start) {
+			t.Errorf("share-partition %+v", p)
+		}
 	}
 	out, err = runGroupCLI(t, ctx, addr, "group", "list", "-o", "json")
 	var rows []groupSummary

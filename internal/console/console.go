@@ -136,7 +136,13 @@ func New(b *broker.Broker, logger *slog.Logger) (*Console, error) {
 		if err := c.seeGroup(r, r.PathValue("group")); err != nil {
 			return nil, err
 		}
-		return groupDetail(ctx, c.b, &c.history, r.PathValue("group"))
+		d, err := groupDetail(ctx, c.b, &c.history, r.PathValue("group"))
+		if errors.Is(err, errNotFound) {
+			if sd, ok := shareDetail(c.b, r.PathValue("group")); ok {
+				return sd, nil
+			}
+		}
+		return d, err
 	})
 	c.route("dlq", "/topics/{topic}/dlq", "/api/v1/topics/{topic}/dlq", func(_ context.Context, r *http.Request) (any, error) {
 		if err := c.seeTopic(r, acl.OpRead, r.PathValue("topic")); err != nil {

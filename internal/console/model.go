@@ -164,7 +164,7 @@ type GroupDetail struct {
 	// LagHistory is the console's recent samples of the group's lag,
 	// oldest first (see lagHistory).
 	LagHistory []LagSample `json:"lag_history"`
-	// Type is "classic" or "consumer" (KIP-848). A consumer group also has
+	// Type is "classic", "consumer" (KIP-848) or "share" (KIP-932). A consumer group also has
 	// its group and assignment epochs, the server assignor in use, and the
 	// history of its last rebalances, oldest first.
 	Type            string         `json:"type"`
@@ -172,6 +172,9 @@ type GroupDetail struct {
 	AssignmentEpoch int32          `json:"assignment_epoch,omitempty"`
 	Assignor        string         `json:"assignor,omitempty"`
 	Rebalances      []RebalanceRow `json:"rebalances,omitempty"`
+	// SharePartitions: a share group's (Type "share") share-partitions
+	// on this node (share.go).
+	SharePartitions []SharePartitionRow `json:"share_partitions,omitempty"`
 }
 
 // RebalanceRow is one change of a consumer group's target assignment.

@@ -24,6 +24,9 @@ import (
 //     Kafka 4: v6 answers GROUP_ID_NOT_FOUND "Group X is not a classic
 //     group." (ConsumerGroupDescribe describes it); before v6, Dead with no
 //     error, as for an unknown group.
+//   - A share group is not described here either, as in Kafka 4: v6
+//     answers GROUP_ID_NOT_FOUND "Group X is not a classic group."
+//     (ShareGroupDescribe describes it); before v6, Dead with no error.
 //   - v6 (KIP-1043): an unknown group is GROUP_ID_NOT_FOUND with a
 //     message, and every error carries its message. (kadm v1.20's Lag stops
 //     at that answer; `strand group lag` then computes a consumer group's
@@ -42,6 +45,9 @@ func (s *Server) handleDescribeGroups(ctx context.Context, kreq kmsg.Request) (k
 			d = group.GroupDescription{GroupID: d.GroupID, State: group.StateDead}
 		case req.Version >= 6 && d.Code == group.CodeNone && d.State == group.StateDead && d.ProtocolType == "" && len(d.Members) == 0:
 			d.Code, d.Message = group.CodeGroupIDNotFound, "Group "+d.GroupID+" not found."
+			if s.isShareGroup(d.GroupID) {
+				d.Message = "Group " + d.GroupID + " is not a classic group."
+			}
 		}
 		g := kmsg.NewDescribeGroupsResponseGroup()
 		if req.Version >= 6 && d.Message != "" {

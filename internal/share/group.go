@@ -354,6 +354,7 @@ func (c *Coordinator) GroupConfig(group string) GroupConfig {
 		gc.AutoOffsetReset = v
 	}
 	gc.DeadLetterTopic = cfg[ConfigDeadLetterTopic]
+	gc.ReadCommitted = cfg[ConfigIsolationLevel] == ReadCommitted
 	return gc
 }
 
@@ -396,8 +397,8 @@ func CheckConfig(name, value string) error {
 			return fmt.Errorf("%w: %s must be latest or earliest (by_duration is not served)", ErrInvalidConfig, name)
 		}
 	case ConfigIsolationLevel:
-		if value != "read_uncommitted" {
-			return fmt.Errorf("%w: %s: only read_uncommitted is served (docs/SHARE.md)", ErrInvalidConfig, name)
+		if value != ReadUncommitted && value != ReadCommitted {
+			return fmt.Errorf("%w: %s must be read_uncommitted or read_committed", ErrInvalidConfig, name)
 		}
 	case ConfigDeadLetterTopic:
 		if value == StateTopic || len(value) > 249 {

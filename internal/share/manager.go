@@ -17,6 +17,7 @@ type GroupConfig struct {
 	Partition       Config
 	AutoOffsetReset string // share.auto.offset.reset: "latest" (default) or "earliest"
 	DeadLetterTopic string // errors.deadletterqueue.topic.name (KIP-1191); "" archives without a copy
+	ReadCommitted   bool   // share.isolation.level=read_committed (isolation.go)
 }
 
 // Manager is the share-partition manager of one node: the share-partitions
@@ -386,26 +387,30 @@ func (m *Manager) Fetch(ctx context.Context, spec FetchSpec) []Grant {
 	}
 	for {
 		wake := m.waiter()
+		appended, unwatch := m.watchLogs(spec.Partitions) // before the read: an append after it wakes the wait
 		out, n := m.fetchOnce(ctx, spec)
 		if n > 0 || !time.Now().Before(deadline) {
+			unwatch()
 			return out
 		}
-		// New records arrive by produce, which does not tell this
-		// package: poll the logs at a short interval, or sooner when a
-		// release or an expiry makes records available.
+		// New records wake the wait where the host reports appends
+		// (watch.go); else, and for a last stable offset that moves
+		// without an append, the logs are polled at a short interval.
+		// A release or an expiry wakes it too.
 		wait := min(time.Until(deadline), 20*time.Millisecond)
 		t := time.NewTimer(wait)
 		select {
 		case <-ctx.Done():
-			t.Stop()
-			return out
 		case <-m.stop:
-			t.Stop()
-			return out
 		case <-wake:
+		case <-appended:
 		case <-t.C:
 		}
 		t.Stop()
+		unwatch()
+		if ctx.Err() != nil || isClosed(m.stop) {
+			return out
+		}
 	}
 }
 
@@ -456,15 +461,14 @@ func (m *Manager) acquire(ctx context.Context, group, member string, tp TopicPar
 	if !e.p.CanAcquire(hw) {
 		return nil, nil, nil
 	}
-	rd, err := m.host.ReadLog(tp, e.p.NextFetch(), maxBytes)
+	rd, limit, skip, err := m.readForAcquire(tp, e.p.NextFetch(), max, maxBytes, hw, m.config(group).ReadCommitted)
 	if err != nil {
 		return nil, nil, err
 	}
-	limit := min(rd.Next, hw)
 	// Acquisition is not persisted (Kafka does not either): a restart
 	// forgets the lock and this delivery's count; the record is simply
 	// available again.
-	ranges := e.p.Acquire(member, limit, max, m.now())
+	ranges := e.p.AcquireSkipping(member, limit, max, m.now(), skip)
 	if len(ranges) == 0 {
 		return nil, nil, nil
 	}
@@ -481,19 +485,38 @@ func (m *Manager) acquire(ctx context.Context, group, member string, tp TopicPar
 }
 
 // keepBatches returns the batches of b that hold an acquired offset: the
-// others are not this member's to see.
+// others are not this member's to see. When the kept batches are one run
+// of b, as they are unless a marker or another member's records sit among
+// them, it returns that run of b itself rather than a copy.
 func keepBatches(b []byte, ranges []Range) []byte {
-	var out []byte
+	type run struct{ from, to int }
+	var runs []run
+	pos := 0
 	s := record.Batches(b)
 	for s.Next() {
-		h := s.Header()
+		h, n := s.Header(), len(s.Batch())
 		first, last := Offset(h.BaseOffset), Offset(h.LastOffset())
 		for _, r := range ranges {
 			if r.First <= last && r.Last >= first {
-				out = append(out, s.Batch()...)
+				if k := len(runs); k > 0 && runs[k-1].to == pos {
+					runs[k-1].to = pos + n
+				} else {
+					runs = append(runs, run{pos, pos + n})
+				}
 				break
 			}
 		}
+		pos += n
+	}
+	switch len(runs) {
+	case 0:
+		return nil
+	case 1:
+		return b[runs[0].from:runs[0].to:runs[0].to]
+	}
+	var out []byte
+	for _, r := range runs {
+		out = append(out, b[r.from:r.to]...)
 	}
 	return out
 }

@@ -104,6 +104,7 @@ type slot struct {
 	count    int16
 	member   string
 	deadline time.Time
+	since    time.Time // when the current acquisition began (its lock's age)
 }
 
 // Partition is one share-partition's state: the in-flight window and the
@@ -197,11 +198,19 @@ func (p *Partition) CanAcquire(limit Offset) bool {
 // window, at most to MaxRecordLocks. Each acquired offset's delivery count
 // goes up by one and its lock expires at now + LockDuration.
 func (p *Partition) Acquire(member string, limit Offset, max int, now time.Time) []Range {
+	return p.AcquireSkipping(member, limit, max, now, nil)
+}
+
+// AcquireSkipping is Acquire where the offsets in skip (sorted, disjoint:
+// control batches, aborted transactions; isolation.go) are never handed
+// out: each one it meets is archived instead, with no delivery, and the
+// window's start moves past those at its head.
+func (p *Partition) AcquireSkipping(member string, limit Offset, max int, now time.Time, skip []Span) []Range {
 	var out []Range
 	deadline := now.Add(p.cfg.LockDuration)
 	take := func(i int) {
 		s := &p.slots[i]
-		s.state, s.member, s.deadline = Acquired, member, deadline
+		s.state, s.member, s.deadline, s.since = Acquired, member, deadline, now
 		s.count++
 		o := p.start + Offset(i)
 		if n := len(out); n > 0 && out[n-1].Last == o-1 && out[n-1].Count == s.count {
@@ -211,14 +220,29 @@ func (p *Partition) Acquire(member string, limit Offset, max int, now time.Time)
 		}
 		max--
 	}
+	cursor, skipped := 0, false
 	for i := 0; i < len(p.slots) && max > 0 && p.start+Offset(i) < limit; i++ {
-		if p.slots[i].state == Available {
-			take(i)
+		if p.slots[i].state != Available {
+			continue
 		}
+		if inSpans(skip, &cursor, p.start+Offset(i)) {
+			p.slots[i] = slot{state: Archived, count: p.slots[i].count}
+			skipped = true
+			continue
+		}
+		take(i)
 	}
 	for max > 0 && p.End() < limit && len(p.slots) < p.cfg.MaxRecordLocks {
+		if inSpans(skip, &cursor, p.End()) {
+			p.slots = append(p.slots, slot{state: Archived})
+			skipped = true
+			continue
+		}
 		p.slots = append(p.slots, slot{})
 		take(len(p.slots) - 1)
+	}
+	if skipped {
+		p.advance()
 	}
 	return out
 }
@@ -377,14 +401,15 @@ func (p *Partition) advance() {
 
 // Stats are a share-partition's counts for describe and metrics.
 type Stats struct {
-	Start, End Offset
-	InFlight   int            // the window's length
-	Available  int            // in the window, waiting for a (re)delivery
-	Acquired   int            // locked by a member
-	Done       int            // acknowledged or archived inside the window
-	Deliveries map[int16]int  // delivery count → offsets in the window with it
-	OldestLock time.Time      // the earliest acquisition deadline (zero if none)
-	ByMember   map[string]int // acquired offsets per member
+	Start, End  Offset
+	InFlight    int            // the window's length
+	Available   int            // in the window, waiting for a (re)delivery
+	Acquired    int            // locked by a member
+	Done        int            // acknowledged or archived inside the window
+	Deliveries  map[int16]int  // delivery count → offsets in the window with it
+	OldestLock  time.Time      // the earliest acquisition deadline (zero if none)
+	LockedSince time.Time      // when the longest-held acquisition began (zero if none)
+	ByMember    map[string]int // acquired offsets per member
 }
 
 // Stats counts the window.
@@ -397,6 +422,9 @@ func (p *Partition) Stats() Stats {
 		case s.state == Acquired:
 			st.Acquired++
 			st.ByMember[s.member]++
+			if st.LockedSince.IsZero() || s.since.Before(st.LockedSince) {
+				st.LockedSince = s.since
+			}
 		default:
 			st.Done++
 		}

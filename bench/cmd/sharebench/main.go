@@ -1,0 +1,418 @@
+// Command sharebench measures what share groups (KIP-932) cost beside a
+// classic consumer group, against one Strand broker started in-process:
+// per run it produces -records records of -size bytes to a topic of
+// -partitions partitions, then has -consumers classic group members read
+// them all, then -consumers share-group members read and accept them all
+// (franz-go's kgo.ShareGroup, every record acknowledged with accept), on
+// the same data, and prints both throughputs and their ratio, the time per
+// record each spends (the difference is what acquiring and acknowledging a
+// record costs) and, in a paced phase, the produce → acknowledged latency
+// of share consumption (p50, p99). The figures are medians over -runs.
+//
+//	cd bench && go run ./cmd/sharebench -runs 3
+package main
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"runtime/pprof"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strandmq/strand"
+)
+
+type options struct {
+	runs, records, size, partitions, consumers int
+	rate                                       int
+	latencyFor                                 time.Duration
+	timeout                                    time.Duration
+	dir, cpuprofile                            string
+}
+
+func main() {
+	var o options
+	flag.IntVar(&o.runs, "runs", 3, "runs; every figure is the median")
+	flag.IntVar(&o.records, "records", 200_000, "records produced and consumed by each group per run")
+	flag.IntVar(&o.size, "size", 1024, "record value bytes")
+	flag.IntVar(&o.partitions, "partitions", 4, "partitions of the topic")
+	flag.IntVar(&o.consumers, "consumers", 4, "members of each group")
+	flag.IntVar(&o.rate, "rate", 2000, "records per second of the latency phase")
+	flag.DurationVar(&o.latencyFor, "latency-duration", 5*time.Second, "length of the latency phase")
+	flag.DurationVar(&o.timeout, "timeout", 2*time.Minute, "bound on each phase")
+	flag.StringVar(&o.dir, "dir", "", "data directory (default: a temporary one, removed after)")
+	flag.StringVar(&o.cpuprofile, "cpuprofile", "", "write a CPU profile of the whole process (broker and clients)")
+	flag.Parse()
+	if err := run(o); err != nil {
+		fmt.Fprintln(os.Stderr, "sharebench:", err)
+		os.Exit(1)
+	}
+}
+
+type result struct {
+	classic, share time.Duration // to consume every record
+	shareFlush     time.Duration // share, with FlushAcks after every poll
+	classicCPU     time.Duration // process CPU time (broker and clients) of the classic phase
+	shareCPU       time.Duration // of the share phase
+	p50, p99       time.Duration // produce → acknowledged, paced
+}
+
+func (o options) perSec(d time.Duration) float64 { return float64(o.records) / d.Seconds() }
+
+func run(o options) error {
+	dir := o.dir
+	if dir == "" {
+		d, err := os.MkdirTemp("", "sharebench")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(d)
+		dir = d
+	}
+	if o.cpuprofile != "" {
+		f, err := os.Create(o.cpuprofile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
+	}
+	ctx := context.Background()
+	b, err := strand.Start(ctx, strand.Config{Dir: dir, Addr: "127.0.0.1:0", Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		return err
+	}
+	defer b.Close()
+	var rs []result
+	for i := range o.runs {
+		r, err := oneRun(ctx, b.Addr(), o, i)
+		if err != nil {
+			return fmt.Errorf("run %d: %w", i+1, err)
+		}
+		rs = append(rs, r)
+		fmt.Printf("run %d  classic %8.0f rec/s  share %8.0f rec/s  share/classic %3.0f%%  CPU/record classic %v share %v  produce→acked p50 %v p99 %v\n",
+			i+1, o.perSec(r.classic), o.perSec(r.share), 100*r.classic.Seconds()/r.share.Seconds(),
+			r.classicCPU/time.Duration(o.records), r.shareCPU/time.Duration(o.records), r.p50.Round(time.Microsecond), r.p99.Round(time.Microsecond))
+	}
+	med := func(f func(result) time.Duration) time.Duration {
+		v := make([]time.Duration, len(rs))
+		for i, r := range rs {
+			v[i] = f(r)
+		}
+		slices.Sort(v)
+		return v[len(v)/2]
+	}
+	c, s := med(func(r result) time.Duration { return r.classic }), med(func(r result) time.Duration { return r.share })
+	ratios := make([]float64, len(rs))
+	for i, r := range rs {
+		ratios[i] = r.classic.Seconds() / r.share.Seconds()
+	}
+	slices.Sort(ratios)
+	perRec := func(d time.Duration) time.Duration { return d / time.Duration(o.records) }
+	fmt.Printf("median of %d runs, %d × %d B records, %d partitions, %d consumers per group:\n", o.runs, o.records, o.size, o.partitions, o.consumers)
+	fmt.Printf("  classic group  %8.0f rec/s  (%v per record)\n", o.perSec(c), perRec(c))
+	fmt.Printf("  share group    %8.0f rec/s  (%v per record, every record accepted; acknowledgements on the next fetch)\n", o.perSec(s), perRec(s))
+	fmt.Printf("  share/classic  %.0f%% (median of the runs' ratios)\n", 100*ratios[len(ratios)/2])
+	sf := med(func(r result) time.Duration { return r.shareFlush })
+	fmt.Printf("  share group, FlushAcks after every poll  %8.0f rec/s  (%v per record): %.0f%% of classic\n", o.perSec(sf), perRec(sf), 100*c.Seconds()/sf.Seconds())
+	fmt.Printf("  acquire+acknowledge overhead  %v per record (wall clock)\n", perRec(s)-perRec(c))
+	cc, sc := med(func(r result) time.Duration { return r.classicCPU }), med(func(r result) time.Duration { return r.shareCPU })
+	fmt.Printf("  CPU per record (broker and clients)  classic %v, share %v: share/classic CPU efficiency %.0f%%\n", perRec(cc), perRec(sc), 100*cc.Seconds()/sc.Seconds())
+	fmt.Printf("  produce→acknowledged at %d rec/s: p50 %v, p99 %v\n", o.rate,
+		med(func(r result) time.Duration { return r.p50 }).Round(time.Microsecond), med(func(r result) time.Duration { return r.p99 }).Round(time.Microsecond))
+	return nil
+}
+
+func oneRun(ctx context.Context, addr string, o options, i int) (result, error) {
+	topic := fmt.Sprintf("sharebench-%d", i)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.DefaultProduceTopic(topic), kgo.RecordPartitioner(kgo.RoundRobinPartitioner()),
+		kgo.ProducerBatchMaxBytes(256<<10))
+	if err != nil {
+		return result{}, err
+	}
+	defer cl.Close()
+	if _, err := kadm.NewClient(cl).CreateTopic(ctx, int32(o.partitions), 1, nil, topic); err != nil {
+		return result{}, err
+	}
+	value := make([]byte, o.size)
+	for range o.records {
+		cl.Produce(ctx, &kgo.Record{Value: value}, nil)
+	}
+	if err := cl.Flush(ctx); err != nil {
+		return result{}, err
+	}
+	var r result
+	cpu0 := cpuTime()
+	if r.classic, err = consumeClassic(ctx, addr, o, topic, "classic-"+topic); err != nil {
+		return r, fmt.Errorf("classic: %w", err)
+	}
+	r.classicCPU = cpuTime() - cpu0
+	group := "share-" + topic
+	if err := earliest(ctx, cl, group); err != nil {
+		return r, err
+	}
+	cpu0 = cpuTime()
+	if r.share, err = consumeShare(ctx, addr, o, topic, group, o.records, false, nil); err != nil {
+		return r, fmt.Errorf("share: %w", err)
+	}
+	r.shareCPU = cpuTime() - cpu0
+	group = "share-flush-" + topic
+	if err := earliest(ctx, cl, group); err != nil {
+		return r, err
+	}
+	if r.shareFlush, err = consumeShare(ctx, addr, o, topic, group, o.records, true, nil); err != nil {
+		return r, fmt.Errorf("share, flushing every poll: %w", err)
+	}
+	r.p50, r.p99, err = latency(ctx, cl, addr, o, topic+"-lat")
+	return r, err
+}
+
+// earliest sets share.auto.offset.reset=earliest on a share group, so its
+// members read the records produced before they joined.
+func earliest(ctx context.Context, cl *kgo.Client, group string) error {
+	req := kmsg.NewPtrIncrementalAlterConfigsRequest()
+	rr := kmsg.NewIncrementalAlterConfigsRequestResource()
+	rr.ResourceType, rr.ResourceName = kmsg.ConfigResourceTypeGroupConfig, group
+	c := kmsg.NewIncrementalAlterConfigsRequestResourceConfig()
+	c.Name, c.Value = "share.auto.offset.reset", kmsg.StringPtr("earliest")
+	rr.Configs = append(rr.Configs, c)
+	req.Resources = append(req.Resources, rr)
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil {
+		return err
+	}
+	if code := resp.Resources[0].ErrorCode; code != 0 {
+		return fmt.Errorf("set share.auto.offset.reset of %s: error %d", group, code)
+	}
+	return nil
+}
+
+// consumeClassic has o.consumers members of a classic group read the topic
+// from the start and returns the time from the first record read to the
+// last.
+func consumeClassic(ctx context.Context, addr string, o options, topic, group string) (time.Duration, error) {
+	ctx, cancel := context.WithTimeout(ctx, o.timeout)
+	defer cancel()
+	var got atomic.Int64
+	var clock span
+	var wg sync.WaitGroup
+	errs := make(chan error, o.consumers)
+	for range o.consumers {
+		cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ConsumerGroup(group), kgo.ConsumeTopics(topic),
+			kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(100*time.Millisecond))
+		if err != nil {
+			return 0, err
+		}
+		defer cl.Close()
+		wg.Go(func() {
+			for got.Load() < int64(o.records) {
+				fs := cl.PollFetches(ctx)
+				if ctx.Err() != nil {
+					errs <- fmt.Errorf("%d of %d records read: %w", got.Load(), o.records, ctx.Err())
+					return
+				}
+				if k := fs.NumRecords(); k > 0 {
+					clock.mark()
+					got.Add(int64(k))
+				}
+			}
+			cancel()
+		})
+	}
+	wg.Wait()
+	elapsed := clock.elapsed()
+	select {
+	case err := <-errs:
+		if got.Load() < int64(o.records) {
+			return 0, err
+		}
+	default:
+	}
+	return elapsed, nil
+}
+
+// consumeShare has o.consumers share-group members read and accept n
+// records and returns the time from the first record received to the
+// last acknowledgement answered. With flushEach, a member sends its
+// acknowledgements (FlushAcks, a ShareAcknowledge) and waits for the answer
+// after every poll, and onAcked, if set, is called with each record once
+// its acknowledgement was answered; without, acknowledgements ride on the
+// member's next ShareFetch (franz-go's default, one round trip per batch)
+// and each member flushes its last ones before the clock stops.
+func consumeShare(ctx context.Context, addr string, o options, topic, group string, n int, flushEach bool, onAcked func(*kgo.Record, time.Time)) (time.Duration, error) {
+	pollCtx, cancel := context.WithTimeout(ctx, o.timeout)
+	defer cancel()
+	var acked atomic.Int64
+	var clock span
+	var wg sync.WaitGroup
+	var firstErr error
+	var mu sync.Mutex
+	fail := func(err error) {
+		mu.Lock()
+		firstErr = cmp(firstErr, err)
+		mu.Unlock()
+	}
+	for range o.consumers {
+		cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ShareGroup(group), kgo.ConsumeTopics(topic), kgo.FetchMaxWait(100*time.Millisecond))
+		if err != nil {
+			return 0, err
+		}
+		defer cl.Close()
+		wg.Go(func() {
+			for acked.Load() < int64(n) {
+				fs := cl.PollFetches(pollCtx)
+				if pollCtx.Err() != nil {
+					break
+				}
+				var rs []*kgo.Record
+				fs.EachRecord(func(r *kgo.Record) {
+					r.Ack(kgo.AckAccept)
+					rs = append(rs, r)
+				})
+				if len(rs) == 0 {
+					continue
+				}
+				clock.mark()
+				if !flushEach {
+					acked.Add(int64(len(rs)))
+					continue
+				}
+				if err := cl.FlushAcks(pollCtx); err != nil {
+					continue // the records come back; the count waits for them
+				}
+				now := time.Now()
+				clock.mark()
+				for _, r := range rs {
+					if onAcked != nil {
+						onAcked(r, now)
+					}
+				}
+				acked.Add(int64(len(rs)))
+			}
+			cancel()
+			if !flushEach {
+				fctx, fcancel := context.WithTimeout(ctx, o.timeout)
+				defer fcancel()
+				if err := cl.FlushAcks(fctx); err != nil {
+					fail(fmt.Errorf("flush the last acknowledgements: %w", err))
+				}
+				clock.mark()
+			}
+		})
+	}
+	wg.Wait()
+	elapsed := clock.elapsed()
+	if acked.Load() < int64(n) {
+		return 0, cmp(firstErr, fmt.Errorf("%d of %d records acknowledged: %w", acked.Load(), n, pollCtx.Err()))
+	}
+	return elapsed, firstErr
+}
+
+// span is the time from the first record a group's members got to the
+// last one they finished: throughput without the time members take to
+// join (a classic group's first rebalance waits for its members;
+// group.initial.rebalance.delay.ms alone is 3 s).
+type span struct {
+	mu          sync.Mutex
+	first, last time.Time
+}
+
+func (s *span) mark() {
+	now := time.Now()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.first.IsZero() {
+		s.first = now
+	}
+	s.last = now
+}
+
+func (s *span) elapsed() time.Duration {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.last.Sub(s.first)
+}
+
+// cpuTime is the process's user and system CPU time so far. On a shared,
+// loaded machine it is the steadier figure: wall-clock throughput there
+// measures the scheduler as much as the broker.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+func cmp(have, next error) error {
+	if have != nil {
+		return have
+	}
+	return next
+}
+
+// latency produces o.rate records per second for o.latencyFor, each
+// stamped with its send time, while o.consumers share-group members accept
+// them, and returns the p50 and p99 from send to the answered
+// acknowledgement.
+func latency(ctx context.Context, cl *kgo.Client, addr string, o options, topic string) (time.Duration, time.Duration, error) {
+	if _, err := kadm.NewClient(cl).CreateTopic(ctx, int32(o.partitions), 1, nil, topic); err != nil {
+		return 0, 0, err
+	}
+	group := "share-" + topic
+	if err := earliest(ctx, cl, group); err != nil {
+		return 0, 0, err
+	}
+	n := int(float64(o.rate) * o.latencyFor.Seconds())
+	var mu sync.Mutex
+	lat := make([]time.Duration, 0, n)
+	done := make(chan error, 1)
+	go func() {
+		_, err := consumeShare(ctx, addr, o, topic, group, n, true, func(r *kgo.Record, at time.Time) {
+			if len(r.Headers) == 1 {
+				sent := time.Unix(0, int64(binary.BigEndian.Uint64(r.Headers[0].Value)))
+				mu.Lock()
+				lat = append(lat, at.Sub(sent))
+				mu.Unlock()
+			}
+		})
+		done <- err
+	}()
+	value := make([]byte, o.size)
+	tick := time.NewTicker(time.Second / time.Duration(o.rate))
+	defer tick.Stop()
+	for range n {
+		<-tick.C
+		stamp := binary.BigEndian.AppendUint64(nil, uint64(time.Now().UnixNano()))
+		cl.Produce(ctx, &kgo.Record{Topic: topic, Value: value, Headers: []kgo.RecordHeader{{Key: "sent-ns", Value: stamp}}}, nil)
+	}
+	if err := cl.Flush(ctx); err != nil {
+		return 0, 0, err
+	}
+	if err := <-done; err != nil {
+		return 0, 0, fmt.Errorf("latency: %w", err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(lat) == 0 {
+		return 0, 0, errors.New("latency: no samples")
+	}
+	slices.Sort(lat)
+	return lat[len(lat)/2], lat[len(lat)*99/100], nil
+}
