@@ -143,6 +143,9 @@ func TestTieredConsumeFromZeroAfterLocalDeletion(t *testing.T) {
 	b.TierPass(false)
 	b.ApplyRetention()
 	localStart, tiered := listOffset(t, cl, topic, -4), listOffset(t, cl, topic, -5)
+	if got := listOffset(t, cl, topic, -6); got != tiered+1 {
+		t.Fatalf("earliest pending upload (KIP-1023) %d, want %d: right after the latest tiered offset", got, tiered+1)
+	}
 	if start := listOffset(t, cl, topic, -2); start != 0 {
 		t.Fatalf("earliest offset %d, want 0 (the remote log start)", start)
 	}

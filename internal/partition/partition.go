@@ -717,7 +717,7 @@ func (p *Partition) ListOffset(ts int64) (record.Offset, int64, error) {
 	case TimestampLatestTiered:
 		return p.latestTiered(), -1, nil
 	case TimestampEarliestPendingUpload:
-		return record.NoOffset, -1, nil // not built (KIP-1023)
+		return p.earliestPendingUpload()
 	}
 	if ts < 0 {
 		return record.NoOffset, -1, fmt.Errorf("%w: timestamp %d", ErrInvalidRecord, ts)

@@ -224,6 +224,20 @@ func (p *Partition) latestTiered() record.Offset {
 	return record.NoOffset
 }
 
+// earliestPendingUpload answers ListOffsets EARLIEST_PENDING_UPLOAD (-6,
+// KIP-1023): the first offset the store does not hold yet — the local log
+// start when nothing is uploaded; -1 for a topic that uploads nothing
+// (untiered, or remote.log.copy.disable).
+func (p *Partition) earliestPendingUpload() (record.Offset, int64, error) {
+	if !p.isTiered() || p.config.Load().RemoteCopyDisable {
+		return record.NoOffset, -1, nil
+	}
+	if p.tierPending() {
+		return record.NoOffset, -1, fmt.Errorf("%w: %s-%d: the remote tier is not loaded yet", ErrOffsetNotAvailable, p.topic, p.id)
+	}
+	return max(p.tier.Load().UploadedEnd(), p.log.LogStartOffset()), -1, nil
+}
+
 // remoteOffsetForTimestamp searches the remote tier for ListOffsets by
 // time; ok is false when the local log is to be searched instead.
 func (p *Partition) remoteOffsetForTimestamp(ts int64) (record.Offset, int64, bool, error) {
