@@ -350,6 +350,19 @@ func (p *Partition) uploadOne(ctx context.Context, info partlog.SegmentInfo) err
 	return nil
 }
 
+// OldestPending returns the newest-record timestamp (ms) of the oldest
+// sealed segment not yet in the store, about when it was sealed: how long
+// uploads lag in time. ok is false when every sealed segment is uploaded.
+func (p *Partition) OldestPending() (ms int64, ok bool) {
+	end := p.UploadedEnd()
+	for _, s := range p.log.SealedSegments() {
+		if s.Next > end {
+			return s.MaxTimestamp, true
+		}
+	}
+	return 0, false
+}
+
 // Retention is the total retention of a tiered partition: retention.ms and
 // retention.bytes (negative: unlimited).
 type Retention struct {
