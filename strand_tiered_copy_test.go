@@ -2,11 +2,19 @@ package strand_test
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
 	"path/filepath"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/strandmq/strand"
 )
 
 // remote.log.copy.disable (Kafka 3.9): a tiered topic with it set uploads
@@ -68,5 +76,64 @@ func TestTieredCopyDisable(t *testing.T) {
 		if r.Offset != int64(i) || string(r.Value) != tieredValue(i) {
 			t.Fatalf("record %d: offset %d", i, r.Offset)
 		}
+	}
+}
+
+// The console's topic page says where a tiered partition's data lives:
+// remote from 0 to the upload end, local from there, with both sizes.
+func TestTieredConsoleShowsTiers(t *testing.T) {
+	store := startObjectStore(t)
+	b, err := strand.Start(context.Background(), strand.Config{Dir: t.TempDir(), TieredStorage: store, RetentionCheckInterval: time.Hour,
+		ConsoleAddr: "127.0.0.1:0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	if err := b.CreateTopic("where", 1, map[string]string{"remote.storage.enable": "true", "local.retention.bytes": "1", "segment.bytes": "8192"}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 300 {
+		if _, _, err := b.Produce("where", nil, []byte(tieredValue(i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b.TierPass(false)
+	b.ApplyRetention()
+	resp, err := http.Get("http://" + b.ConsoleAddr() + "/api/v1/topics/where")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var d struct {
+		Tiered     bool
+		Partitions []struct {
+			Bytes int64
+			Tier  *struct {
+				RemoteStart int64 `json:"remote_start_offset"`
+				UploadedEnd int64 `json:"remote_end_offset"`
+				RemoteBytes int64 `json:"remote_bytes"`
+				LocalStart  int64 `json:"local_start_offset"`
+				LocalBytes  int64 `json:"local_bytes"`
+			}
+		}
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&d); err != nil {
+		t.Fatal(err)
+	}
+	if !d.Tiered || len(d.Partitions) != 1 || d.Partitions[0].Tier == nil {
+		t.Fatalf("console topic: %+v", d)
+	}
+	tr := d.Partitions[0].Tier
+	if tr.RemoteStart != 0 || tr.UploadedEnd <= 0 || tr.LocalStart != tr.UploadedEnd || tr.RemoteBytes <= tr.LocalBytes || tr.LocalBytes <= 0 {
+		t.Fatalf("where the data lives: %+v", *tr)
+	}
+	page, err := http.Get("http://" + b.ConsoleAddr() + "/topics/where")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer page.Body.Close()
+	html, _ := io.ReadAll(page.Body)
+	if !strings.Contains(string(html), `<table id="tiers">`) || !strings.Contains(string(html), fmt.Sprintf(`<td class="num local-start">%d</td>`, tr.LocalStart)) {
+		t.Fatalf("the topic page does not show the tiers:\n%s", html)
 	}
 }
