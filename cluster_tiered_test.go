@@ -196,7 +196,13 @@ func TestTieredReplicaJoinsFromLocalTail(t *testing.T) {
 	}
 
 	c.reassign(ctx, 1, "tt", []int32{2})
-	end, err := c.listOffsetOn(ctx, 2, "tt", -1)
+	var end int64
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		// Node 2 learns it leads a moment after the controller says so.
+		if end, err = c.listOffsetOn(ctx, 2, "tt", -1); err == nil || time.Now().After(deadline) {
+			break
+		}
+	}
 	if err != nil || end != int64(len(want)) {
 		t.Fatalf("node 2's log end %d (%v), want %d", end, err, len(want))
 	}
