@@ -143,6 +143,9 @@ func TestTieredConsumeFromZeroAfterLocalDeletion(t *testing.T) {
 	b.TierPass(false)
 	b.ApplyRetention()
 	localStart, tiered := listOffset(t, cl, topic, -4), listOffset(t, cl, topic, -5)
+	if got := listOffset(t, cl, topic, -6); got != tiered+1 {
+		t.Fatalf("earliest pending upload (KIP-1023) %d, want %d: right after the latest tiered offset", got, tiered+1)
+	}
 	if start := listOffset(t, cl, topic, -2); start != 0 {
 		t.Fatalf("earliest offset %d, want 0 (the remote log start)", start)
 	}
@@ -374,11 +377,12 @@ func TestTieredRestartMidUpload(t *testing.T) {
 		seen[int64(s.Base)] = true
 	}
 	after := segmentObjects(t, s3)
-	if after != 3*len(m.Segments) {
+	// Four objects a segment: .log, .index, .timeindex and .snapshot.
+	if after != 4*len(m.Segments) {
 		t.Fatalf("%d segment objects for %d segments (%d before the restart): orphans remain", after, len(m.Segments), before)
 	}
-	if before != 3*2 {
-		t.Fatalf("%d segment objects before the restart, want 6 (one recorded segment, one orphan)", before)
+	if before != 4*2 {
+		t.Fatalf("%d segment objects before the restart, want 8 (one recorded segment, one orphan)", before)
 	}
 	if got := listOffset(t, cl, topic, -4); got <= int64(m.Segments[0].Next) {
 		t.Fatalf("local log start %d: local retention did not act after the upload", got)

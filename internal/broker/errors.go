@@ -34,6 +34,7 @@ var (
 	ErrMessageTooLarge          = partition.ErrMessageTooLarge
 	ErrNotEnoughReplicas        = partition.ErrNotEnoughReplicas
 	ErrOffsetOutOfRange         = partition.ErrOffsetOutOfRange
+	ErrOffsetMovedToTiered      = partition.ErrOffsetMovedToTiered
 	// ErrPolicyViolation: the request is well formed but Strand refuses it
 	// (e.g. a config change Strand cannot apply).
 	ErrPolicyViolation = errors.New("broker: policy violation")

@@ -175,6 +175,7 @@ func (b *Broker) partitionConfig(tc TopicConfig, topic, dir string) partition.Co
 		Trusted:           internal,
 		RemoteStorage:     tc.RemoteStorage(),
 		TotalRetention:    tc.TotalRetention(),
+		RemoteCopyDisable: tc.RemoteCopyDisabled(),
 	}
 	if !internal { // the coordinators' records are not the user's to judge
 		c.Screen = dlq.NewScreener(dlqNode{b}, &b.ingest, tc.Validator(), tc.DLQTopic(topic))

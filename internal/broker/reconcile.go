@@ -348,7 +348,7 @@ func (b *Broker) dropDeletedLocked(t *Topic) {
 // replaced it held all of it before the move completed.
 func (b *Broker) dropMovedLocked(p *Partition) {
 	p.StepDown()
-	if err := p.Remove(); err != nil {
+	if err := p.RemoveReplica(); err != nil { // the store's copy stays: the remaining replicas share it
 		b.logger.Warn("broker: removing a replica moved off this node", "topic", p.Topic(), "partition", p.ID(), "err", err)
 		return
 	}

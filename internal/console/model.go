@@ -87,6 +87,8 @@ type TopicDetail struct {
 	// Schemas are the registry's live versions of the topic's subjects
 	// under TopicNameStrategy (<topic>-key, <topic>-value).
 	Schemas []SchemaRow `json:"schemas"`
+	// Tiered: some partition on this node has a remote tier (TierRow).
+	Tiered bool `json:"tiered"`
 }
 
 // SchemaRow is one version of one of a topic's subjects.
@@ -141,6 +143,22 @@ type PartitionRow struct {
 	// read below it; below the high watermark while a transaction is open.
 	LastStable int64 `json:"last_stable_offset"`
 	Bytes      int64 `json:"bytes"`
+	// Tier, for a partition of a tiered topic (docs/TIERED.md) on this
+	// node: which offsets are in the object store and which on disk.
+	Tier *TierRow `json:"tier,omitempty"`
+}
+
+// TierRow says where a tiered partition's data lives: the object store
+// holds [RemoteStart, UploadedEnd), this node's disk [LocalStart, the high
+// watermark]. RemoteStart is -1 while the store holds nothing (or its
+// manifest has not been read yet).
+type TierRow struct {
+	RemoteStart    int64 `json:"remote_start_offset"`
+	UploadedEnd    int64 `json:"remote_end_offset"`
+	RemoteBytes    int64 `json:"remote_bytes"`
+	RemoteSegments int   `json:"remote_segments"`
+	LocalStart     int64 `json:"local_start_offset"`
+	LocalBytes     int64 `json:"local_bytes"`
 }
 
 // ConfigRow is one topic config and where its value comes from.
@@ -282,6 +300,12 @@ func topicDetail(ctx context.Context, b *broker.Broker, name string) (TopicDetai
 		if p, err := t.Partition(broker.PartitionID(i)); err == nil {
 			row.Local, row.LogStart, row.HighWatermark, row.Bytes = true, int64(p.LogStartOffset()), int64(p.HighWatermark()), p.Size()
 			row.LastStable = int64(p.LastStableOffset())
+			if tp := p.Tier(); tp != nil {
+				m := tp.Manifest()
+				row.Tier = &TierRow{RemoteStart: int64(tp.RemoteStart()), UploadedEnd: int64(tp.UploadedEnd()), RemoteBytes: m.RemoteBytes(),
+					RemoteSegments: len(m.Segments), LocalStart: int64(p.LocalLogStartOffset()), LocalBytes: p.Size()}
+				d.Tiered = true
+			}
 		}
 		d.Partitions = append(d.Partitions, row)
 	}

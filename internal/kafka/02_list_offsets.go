@@ -13,9 +13,11 @@ import (
 // Behavior:
 //   - Timestamp -2 (earliest) is the log start offset, -1 (latest) the high
 //     watermark, -3 (max timestamp, KIP-734) the record with the largest
-//     timestamp and that timestamp, -4 (earliest local, KIP-405) the log
-//     start offset; -5 (latest tiered) and -6 (earliest pending upload)
-//     find nothing (offset -1): there is no tiered storage.
+//     timestamp and that timestamp, -4 (earliest local, KIP-405) the first
+//     offset on this node's disk; -5 (latest tiered) the highest offset in
+//     the object store and -6 (earliest pending upload, KIP-1023) the
+//     first it does not hold yet; both -1 for a topic without tiered
+//     storage (docs/TIERED.md).
 //   - A timestamp ≥ 0 finds the first record whose timestamp is at least
 //     it, and reports that record's timestamp; none: offset -1,
 //     timestamp -1.

@@ -179,6 +179,7 @@ var errorCodes = []struct {
 	{broker.ErrOffsetNotAvailable, kerr.OffsetNotAvailable},
 	{broker.ErrInvalidTxnState, kerr.InvalidTxnState},
 	{broker.ErrOffsetOutOfRange, kerr.OffsetOutOfRange},
+	{broker.ErrOffsetMovedToTiered, kerr.OffsetMovedToTieredStorage},
 	{broker.ErrPolicyViolation, kerr.PolicyViolation},
 	{broker.ErrInternalTopic, kerr.InvalidRequest},
 	{broker.ErrGroupNotEmpty, kerr.NonEmptyGroup},

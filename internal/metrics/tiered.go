@@ -2,6 +2,7 @@ package metrics
 
 import (
 	"strconv"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -19,6 +20,10 @@ var (
 		"Segments of a partition in the object store.", []string{"topic", "partition"}, nil)
 	descUploadLag = prometheus.NewDesc("strand_partition_upload_lag_records",
 		"Committed offsets of a tiered partition not yet in the object store (the active segment included).", []string{"topic", "partition"}, nil)
+	descUploadLagSeconds = prometheus.NewDesc("strand_partition_upload_lag_seconds",
+		"How long the oldest sealed segment of a tiered partition not yet in the object store has waited (since its newest record); 0 when none waits.", []string{"topic", "partition"}, nil)
+	descRemoteReads = prometheus.NewDesc("strand_tiered_reads_total",
+		"Fetch reads served from the object store (below a partition's local log start).", nil, nil)
 	descUploadedSegments = prometheus.NewDesc("strand_tiered_uploaded_segments_total",
 		"Segments uploaded to the object store.", nil, nil)
 	descUploadedBytes = prometheus.NewDesc("strand_tiered_uploaded_bytes_total",
@@ -43,7 +48,7 @@ var (
 type tieredCollector struct{ b *broker.Broker }
 
 func (c *tieredCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descLocalLogStart, descRemoteBytes, descRemoteSegments, descUploadLag,
+	for _, d := range []*prometheus.Desc{descLocalLogStart, descRemoteBytes, descRemoteSegments, descUploadLag, descUploadLagSeconds, descRemoteReads,
 		descUploadedSegments, descUploadedBytes, descUploadErrors, descRemoteDeleted, descRemoteReadBytes,
 		descRemoteReadErrors, descCacheHits, descCacheMisses, descCacheBytes} {
 		ch <- d
@@ -74,6 +79,11 @@ func (c *tieredCollector) Collect(ch chan<- prometheus.Metric) {
 			gauge(descRemoteSegments, float64(len(m.Segments)), t.Name, part)
 			uploaded := max(p.Tier().UploadedEnd(), p.LocalLogStartOffset())
 			gauge(descUploadLag, float64(max(p.HighWatermark()-uploaded, 0)), t.Name, part)
+			lagSeconds := 0.0
+			if ms, ok := p.Tier().OldestPending(); ok {
+				lagSeconds = max(time.Since(time.UnixMilli(ms)).Seconds(), 0)
+			}
+			gauge(descUploadLagSeconds, lagSeconds, t.Name, part)
 		}
 	}
 	s := tier.Stats()
@@ -81,6 +91,7 @@ func (c *tieredCollector) Collect(ch chan<- prometheus.Metric) {
 	counter(descUploadedBytes, s.UploadedBytes.Load())
 	counter(descUploadErrors, s.UploadErrors.Load())
 	counter(descRemoteDeleted, s.DeletedSegments.Load())
+	counter(descRemoteReads, s.RemoteReads.Load())
 	counter(descRemoteReadBytes, s.RemoteReadBytes.Load())
 	counter(descRemoteReadErrors, s.RemoteReadErrors.Load())
 	counter(descCacheHits, s.CacheHits.Load())

@@ -50,7 +50,7 @@ func TestTieredFamilies(t *testing.T) {
 		t.Fatal(err)
 	}
 	for range 100 {
-		batch, err := record.Encode(0, []record.Record{{Timestamp: time.Now().UnixMilli(), Value: bytes.Repeat([]byte("v"), 100)}},
+		batch, err := record.Encode(0, []record.Record{{Timestamp: time.Now().Add(-time.Minute).UnixMilli(), Value: bytes.Repeat([]byte("v"), 100)}},
 			record.BatchOptions{ProducerID: -1, ProducerEpoch: -1, BaseSequence: -1, LeaderEpoch: -1})
 		if err != nil {
 			t.Fatal(err)
@@ -59,15 +59,35 @@ func TestTieredFamilies(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	b.TierPass(false)
 	m := New(b)
 	labels := map[string]string{"topic": "tiered", "partition": "0"}
+	b.TierPass(false) // the partition's tier is known from the first pass on
+	if v := mustValue(t, m, "strand_partition_upload_lag_seconds", labels); v != 0 {
+		t.Fatalf("upload lag %v s with every sealed segment uploaded", v)
+	}
+	for range 20 { // more sealed segments, written a minute ago, not uploaded yet
+		batch, err := record.Encode(0, []record.Record{{Timestamp: time.Now().Add(-time.Minute).UnixMilli(), Value: bytes.Repeat([]byte("v"), 100)}},
+			record.BatchOptions{ProducerID: -1, ProducerEpoch: -1, BaseSequence: -1, LeaderEpoch: -1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := p.Append(context.Background(), batch, broker.AcksLeader); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if v := mustValue(t, m, "strand_partition_upload_lag_seconds", labels); v < 59 {
+		t.Fatalf("upload lag %v s with segments of a minute ago waiting, want ≥ 59", v)
+	}
+	b.TierPass(false)
 	if v := mustValue(t, m, "strand_partition_remote_bytes", labels); v <= 0 {
 		t.Fatalf("remote bytes %v after an upload pass", v)
 	}
 	segs := mustValue(t, m, "strand_tiered_uploaded_segments_total", nil)
 	if segs < 5 || segs != mustValue(t, m, "strand_partition_remote_segments", labels) {
 		t.Fatalf("%v segments uploaded, %v remote", segs, mustValue(t, m, "strand_partition_remote_segments", labels))
+	}
+	if v := mustValue(t, m, "strand_partition_upload_lag_seconds", labels); v != 0 {
+		t.Fatalf("upload lag %v s after the pass uploaded every sealed segment", v)
 	}
 	lag := mustValue(t, m, "strand_partition_upload_lag_records", labels)
 	if lag <= 0 || lag >= 100 {

@@ -13,8 +13,10 @@
 // leader), txn.go (transactions: markers, the last stable offset, aborted
 // ranges), producers.go (producer-state snapshots and recovery), reads.go
 // (who may serve a consumer's read; the rack-aware preferred replica),
-// tiered.go (the remote tier), traffic.go (counters) and node.go (what the
-// node provides: Node, Host, Config).
+// tiered.go (the remote tier), tiered_replica.go (a follower that starts
+// from the remote tier, the producer snapshots uploaded with segments),
+// traffic.go (counters) and node.go (what the node provides: Node, Host,
+// Config).
 //
 // # What it must never do
 //

@@ -25,6 +25,11 @@ var (
 	ErrNotEnoughReplicas = errors.New("broker: not enough in-sync replicas")
 	// ErrOffsetOutOfRange: an offset outside [log start, log end].
 	ErrOffsetOutOfRange = errors.New("broker: offset out of range")
+	// ErrOffsetMovedToTiered: a replica fetched below its leader's local
+	// log start, and the remote tier holds that part
+	// (OFFSET_MOVED_TO_TIERED_STORAGE, KIP-405): the replica starts its
+	// log from the store's metadata instead of copying.
+	ErrOffsetMovedToTiered = errors.New("broker: offset moved to tiered storage")
 	// ErrStorage: the partition's disk failed the write or its fsync (full,
 	// read-only, I/O error), or the log stopped taking appends after such a
 	// failure (it recovers when the broker restarts). Nothing was

@@ -193,6 +193,8 @@ func (p *Partition) ReadForFollower(buf []byte, f FollowerFetch) (FollowerRead, 
 	}
 	b, err := p.log.ReadInto(buf, f.FetchOffset, f.MaxBytes, leo)
 	switch {
+	case errors.Is(err, partlog.ErrOffsetOutOfRange) && f.FetchOffset < res.LogStartOffset && p.isTiered():
+		return res, fmt.Errorf("%w: %s-%d: offset %d is below the local log start %d", ErrOffsetMovedToTiered, p.topic, p.id, f.FetchOffset, res.LogStartOffset)
 	case errors.Is(err, partlog.ErrOffsetOutOfRange):
 		return res, fmt.Errorf("%w: %s-%d: %w", ErrOffsetOutOfRange, p.topic, p.id, err)
 	case errors.Is(err, partlog.ErrDamaged):

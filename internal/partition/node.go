@@ -97,6 +97,10 @@ type Config struct {
 	// (remote.storage.enable), which keeps them for TotalRetention.
 	RemoteStorage  bool
 	TotalRetention tiered.Retention
+	// RemoteCopyDisable (remote.log.copy.disable) stops uploads: the
+	// remote data stays readable, and local data follows the total
+	// retention instead of local.retention.*.
+	RemoteCopyDisable bool
 }
 
 // Screener judges a batch before it is appended. It returns the batch

@@ -135,8 +135,16 @@ func (p *Partition) Close(snapshot bool) error {
 	return errors.Join(errs...)
 }
 
-// Remove closes the partition and deletes its data (DeleteTopic).
-func (p *Partition) Remove() error {
+// Remove closes the partition and deletes its data, the remote tier's
+// included (DeleteTopic).
+func (p *Partition) Remove() error { return p.remove(true) }
+
+// RemoveReplica closes the partition and deletes this node's copy of it,
+// keeping the remote tier, which the replicas that remain share (a
+// reassignment took the partition off this node).
+func (p *Partition) RemoveReplica() error { return p.remove(false) }
+
+func (p *Partition) remove(remote bool) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.mu.closed = true
@@ -145,7 +153,9 @@ func (p *Partition) Remove() error {
 	}
 	p.rollSnaps.Wait()
 	RemoveSnapshots(p.node, p.topicID, p.id)
-	p.dropRemote()
+	if remote {
+		p.dropRemote()
+	}
 	if err := p.log.Delete(); err != nil && !errors.Is(err, partlog.ErrClosed) {
 		return fmt.Errorf("broker: delete %s-%d: %w", p.topic, p.id, err)
 	}
@@ -707,7 +717,7 @@ func (p *Partition) ListOffset(ts int64) (record.Offset, int64, error) {
 	case TimestampLatestTiered:
 		return p.latestTiered(), -1, nil
 	case TimestampEarliestPendingUpload:
-		return record.NoOffset, -1, nil // not built (KIP-1023)
+		return p.earliestPendingUpload()
 	}
 	if ts < 0 {
 		return record.NoOffset, -1, fmt.Errorf("%w: timestamp %d", ErrInvalidRecord, ts)

@@ -142,7 +142,8 @@ func (p *Partition) writeRollSnapshot(at record.Offset, b []byte) {
 		return
 	}
 	snaps := RollSnapshots(fs, dir, p.topicID, p.id)
-	for len(snaps) > RollSnapshotsKept {
+	keepFrom := p.rollSnapshotsNeededFrom() // tiered.go
+	for len(snaps) > RollSnapshotsKept && snaps[0].At < keepFrom {
 		if err := fs.Remove(filepath.Join(dir, snaps[0].Name)); err != nil && !errors.Is(err, os.ErrNotExist) {
 			p.node.Logger.Warn("broker: prune producer snapshot", "name", snaps[0].Name, "err", err)
 		}

@@ -32,15 +32,17 @@ func (p *Partition) TierStep(ctx context.Context, orphans bool) error {
 		return tp.DeleteAll(ctx)
 	}
 	if p.notLeader() != nil {
-		return nil // KIP-405: only the leader uploads
+		// KIP-405: only the leader uploads. A follower reads the
+		// manifest, to serve remote reads (KIP-392 consumers) and to
+		// delete local segments the leader has uploaded.
+		tp = p.followerTier()
+		p.syncTierGate(tp, tc.RemoteCopyDisable)
+		return tp.Load(ctx)
 	}
 	if tp == nil {
-		// The gate goes on first: until the claim succeeds it reads -1,
-		// so an unreachable store keeps every local segment.
-		tp = p.node.Tier.Partition(p.topic, p.topicID.String(), int32(p.id), p.log)
-		p.tier.Store(tp)
-		p.log.SetTierGate(tp.UploadedEnd)
+		tp = p.tierHandle()
 	}
+	p.syncTierGate(tp, tc.RemoteCopyDisable)
 	if !tp.Loaded() {
 		if err := tp.Load(ctx); err != nil {
 			return err
@@ -51,18 +53,12 @@ func (p *Partition) TierStep(ctx context.Context, orphans bool) error {
 			return err
 		}
 	}
-	if _, err := tp.Upload(ctx); err != nil {
-		if errors.Is(err, tiered.ErrFenced) {
-			// A newer leader uploads now. Keep the gate (the local
-			// segments stay) and claim afresh if this node leads again.
-			fresh := p.node.Tier.Partition(p.topic, p.topicID.String(), int32(p.id), p.log)
-			if lerr := fresh.Load(ctx); lerr != nil {
-				return errors.Join(err, lerr)
-			}
-			p.tier.Store(fresh)
-			p.log.SetTierGate(fresh.UploadedEnd)
+	// With remote.log.copy.disable the remote data is read-only: no
+	// upload, but it still expires by the total retention.
+	if !tc.RemoteCopyDisable {
+		if err := p.upload(ctx, tp); err != nil {
+			return err
 		}
-		return err
 	}
 	if _, err := tp.ApplyRetention(ctx, tc.TotalRetention); err != nil {
 		return err
@@ -73,6 +69,69 @@ func (p *Partition) TierStep(ctx context.Context, orphans bool) error {
 		}
 	}
 	return nil
+}
+
+// upload uploads p's sealed segments as the leader. Fenced (a newer
+// leader uploads now), it keeps the gate (the local segments stay) and
+// claims afresh if this node leads again.
+func (p *Partition) upload(ctx context.Context, tp *tiered.Partition) error {
+	_, err := tp.Upload(ctx)
+	if errors.Is(err, tiered.ErrFenced) {
+		if lerr := p.followerTier().Load(ctx); lerr != nil {
+			return errors.Join(err, lerr)
+		}
+	}
+	return err
+}
+
+// syncTierGate sets the log's local retention to tp's upload end, or,
+// with remote.log.copy.disable, takes it off: nothing more is uploaded, so
+// the local segments follow the total retention (Kafka 3.9, KIP-950).
+func (p *Partition) syncTierGate(tp *tiered.Partition, copyDisabled bool) {
+	if copyDisabled {
+		p.log.SetTierGate(nil)
+	} else {
+		p.log.SetTierGate(tp.UploadedEnd)
+	}
+}
+
+// isTiered reports whether p's topic keeps its data in this node's
+// object-storage tier.
+func (p *Partition) isTiered() bool { return p.node.Tier != nil && p.config.Load().RemoteStorage }
+
+// tierHandle returns p's remote-tier handle, making it when p has none.
+// The local retention gate goes on with it: until the handle has read
+// the manifest the gate reads -1, so an unreachable store keeps every
+// local segment.
+func (p *Partition) tierHandle() *tiered.Partition {
+	for {
+		if tp := p.tier.Load(); tp != nil {
+			return tp
+		}
+		tp := p.node.Tier.Partition(p.topic, p.topicID.String(), int32(p.id), p.log)
+		tp.SetSnapshotter(p.producerSnapshotAt)
+		if p.tier.CompareAndSwap(nil, tp) {
+			p.log.SetTierGate(tp.UploadedEnd)
+			return tp
+		}
+	}
+}
+
+// followerTier returns p's tier handle for reading: a handle this node
+// claimed while it led (or one a newer leader fenced) is replaced by a
+// fresh one, which only reads the manifests the leader writes.
+func (p *Partition) followerTier() *tiered.Partition {
+	tp := p.tierHandle()
+	if !tp.Claimed() && !tp.Fenced() {
+		return tp
+	}
+	fresh := p.node.Tier.Partition(p.topic, p.topicID.String(), int32(p.id), p.log)
+	fresh.SetSnapshotter(p.producerSnapshotAt)
+	if !p.tier.CompareAndSwap(tp, fresh) {
+		return p.tier.Load()
+	}
+	p.log.SetTierGate(fresh.UploadedEnd)
+	return fresh
 }
 
 // Tier returns the partition's remote-tier handle, nil when it has none.
@@ -163,6 +222,20 @@ func (p *Partition) latestTiered() record.Offset {
 		return tp.UploadedEnd() - 1
 	}
 	return record.NoOffset
+}
+
+// earliestPendingUpload answers ListOffsets EARLIEST_PENDING_UPLOAD (-6,
+// KIP-1023): the first offset the store does not hold yet — the local log
+// start when nothing is uploaded; -1 for a topic that uploads nothing
+// (untiered, or remote.log.copy.disable).
+func (p *Partition) earliestPendingUpload() (record.Offset, int64, error) {
+	if !p.isTiered() || p.config.Load().RemoteCopyDisable {
+		return record.NoOffset, -1, nil
+	}
+	if p.tierPending() {
+		return record.NoOffset, -1, fmt.Errorf("%w: %s-%d: the remote tier is not loaded yet", ErrOffsetNotAvailable, p.topic, p.id)
+	}
+	return max(p.tier.Load().UploadedEnd(), p.log.LogStartOffset()), -1, nil
 }
 
 // remoteOffsetForTimestamp searches the remote tier for ListOffsets by

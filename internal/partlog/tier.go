@@ -137,3 +137,28 @@ func IndexLookup(index []byte, rel uint32) int64 {
 	}
 	return int64(binary.BigEndian.Uint32(index[(i-1)*offsetEntrySize+4:]))
 }
+
+// ResetToWithEpochs is ResetTo followed by the leader-epoch entries in
+// force below o (KIP-405: a replica starting its log at a remote segment
+// boundary takes them from the store), so that its next fetch names the
+// epoch that wrote the offsets before o and truncation after a leader
+// change works as for a replica that copied everything. Entries at or
+// after o are ignored: the batches from o on bring their own.
+func (l *Log) ResetToWithEpochs(o record.Offset, epochs []EpochStart) error {
+	if err := l.ResetTo(o); err != nil {
+		return err
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, e := range epochs {
+		if e.Start >= o {
+			break
+		}
+		if last, ok := l.epochs.latest(); ok && last.epoch >= e.Epoch {
+			continue
+		}
+		l.epochs.entries = append(l.epochs.entries, epochEntry{e.Epoch, e.Start})
+	}
+	l.epochs.truncateFromStart(o)
+	return l.epochs.store()
+}

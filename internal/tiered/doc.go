@@ -9,6 +9,7 @@
 //	  segments/<base>-<id>.log        a sealed segment's batches, byte for byte
 //	  segments/<base>-<id>.index      its offset index, as partlog writes it
 //	  segments/<base>-<id>.timeindex  its time index
+//	  segments/<base>-<id>.snapshot   the producer state at its end (follower.go)
 //	  manifest/<epoch>-<seq>.json     the manifest: which segments are remote
 //
 // Offsets, epochs and sequence numbers are zero-padded so that the key order
@@ -28,6 +29,11 @@
 // shadow the new leader's history. Before each write a leader also lists the
 // manifests and stops (ErrFenced) when a higher epoch has claimed the
 // partition, so a deposed leader gives up at its next step.
+//
+// A replica that starts below its leader's local log start does not copy
+// what the store holds: FollowerStart gives it the remote segment boundary
+// to start at, the leader-epoch entries up to there and the producer
+// snapshot uploaded with that segment (KIP-405's follower path).
 //
 // A manifest adds a segment only when it starts exactly at the manifest's
 // end offset, so a restart that finds a segment already recorded uploads the

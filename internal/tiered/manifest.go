@@ -25,6 +25,10 @@ type Segment struct {
 	// Epochs is the slice of the leader-epoch checkpoint covering the
 	// segment: what a replica rebuilding from the store needs.
 	Epochs []EpochStart `json:"epochs,omitempty"`
+	// Snapshot says the segment has a .snapshot object: the producer
+	// state (with the aborted-transaction index) as of Next, from which a
+	// replica that starts its local log at Next rebuilds it.
+	Snapshot bool `json:"producerSnapshot,omitempty"`
 }
 
 // EpochStart is a leader epoch and the first offset written in it.

@@ -39,9 +39,18 @@ type Partition struct {
 		fenced   bool
 		inflight map[string]bool // upload ids not yet in a manifest
 	}
+	// snapshot returns the producer snapshot at an offset (a sealed
+	// segment's next offset), uploaded beside the segment; nil: none.
+	snapshot func(at record.Offset) ([]byte, error)
+
 	end   atomic.Int64 // the manifest's End, for the local retention gate
 	start atomic.Int64 // the manifest's LogStart when it holds segments, else -1
 }
+
+// SetSnapshotter makes every later upload put fn(segment's next offset),
+// the producer state there, beside the segment (KIP-405's producer
+// snapshot). Call it before the first Upload.
+func (p *Partition) SetSnapshotter(fn func(at record.Offset) ([]byte, error)) { p.snapshot = fn }
 
 // Prefix is the key prefix of the partition's objects.
 func (p *Partition) Prefix() string { return p.prefix }
@@ -285,6 +294,13 @@ func (p *Partition) uploadOne(ctx context.Context, info partlog.SegmentInfo) err
 	for _, e := range files.Epochs {
 		seg.Epochs = append(seg.Epochs, EpochStart{Epoch: e.Epoch, Start: e.Start})
 	}
+	var snap []byte
+	if p.snapshot != nil {
+		if snap, err = p.snapshot(info.Next); err != nil {
+			return fmt.Errorf("tiered: %s: producer snapshot at %d: %w", p.prefix, info.Next, err)
+		}
+		seg.Snapshot = true
+	}
 	p.mu.Lock()
 	p.mu.inflight[seg.ID] = true
 	p.mu.Unlock()
@@ -301,6 +317,13 @@ func (p *Partition) uploadOne(ctx context.Context, info partlog.SegmentInfo) err
 		{".log", func() io.Reader { return p.t.paced(ctx, io.NewSectionReader(files.Log, 0, files.Size)) }, files.Size},
 		{".index", func() io.Reader { return bytes.NewReader(files.Index) }, int64(len(files.Index))},
 		{".timeindex", func() io.Reader { return bytes.NewReader(files.TimeIndex) }, int64(len(files.TimeIndex))},
+	}
+	if seg.Snapshot {
+		objects = append(objects, struct {
+			suffix string
+			body   func() io.Reader
+			size   int64
+		}{".snapshot", func() io.Reader { return bytes.NewReader(snap) }, int64(len(snap))})
 	}
 	for _, o := range objects {
 		key := segmentKey(p.prefix, seg, o.suffix)
@@ -325,6 +348,19 @@ func (p *Partition) uploadOne(ctx context.Context, info partlog.SegmentInfo) err
 	p.t.stats.UploadedBytes.Add(seg.Size)
 	p.logger.Debug("tiered: segment uploaded", "base", seg.Base, "next", seg.Next, "bytes", seg.Size)
 	return nil
+}
+
+// OldestPending returns the newest-record timestamp (ms) of the oldest
+// sealed segment not yet in the store, about when it was sealed: how long
+// uploads lag in time. ok is false when every sealed segment is uploaded.
+func (p *Partition) OldestPending() (ms int64, ok bool) {
+	end := p.UploadedEnd()
+	for _, s := range p.log.SealedSegments() {
+		if s.Next > end {
+			return s.MaxTimestamp, true
+		}
+	}
+	return 0, false
 }
 
 // Retention is the total retention of a tiered partition: retention.ms and
@@ -427,7 +463,7 @@ func (p *Partition) dropLocked(ctx context.Context, n int, start record.Offset) 
 	}
 	var errs []error
 	for _, s := range gone {
-		for _, suf := range []string{".log", ".index", ".timeindex"} {
+		for _, suf := range segmentSuffixes(s) {
 			key := segmentKey(p.prefix, s, suf)
 			errs = append(errs, p.t.retry(ctx, "delete "+key, func() error { return p.t.cfg.Store.Delete(ctx, key) }))
 		}

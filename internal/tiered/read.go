@@ -20,6 +20,7 @@ func (p *Partition) Read(ctx context.Context, from record.Offset, maxBytes int) 
 	if len(man.Segments) == 0 || from < max(man.LogStart, man.Segments[0].Start) || from >= man.Segments[len(man.Segments)-1].Next {
 		return nil, fmt.Errorf("%w: %d", ErrOutOfRange, from)
 	}
+	p.t.stats.RemoteReads.Add(1)
 	for i := man.find(from); i < len(man.Segments); i++ {
 		seg := man.Segments[i]
 		out, err := p.readSegment(ctx, seg, max(from, seg.Start), maxBytes)

@@ -102,6 +102,7 @@ type Stats struct {
 	UploadedBytes    atomic.Int64
 	UploadErrors     atomic.Int64
 	DeletedSegments  atomic.Int64
+	RemoteReads      atomic.Int64
 	RemoteReadBytes  atomic.Int64
 	RemoteReadErrors atomic.Int64
 	CacheHits        atomic.Int64

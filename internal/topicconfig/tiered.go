@@ -15,6 +15,7 @@ const (
 	ConfigLocalRetentionMs         = "local.retention.ms"
 	ConfigLocalRetentionBytes      = "local.retention.bytes"
 	ConfigRemoteLogDeleteOnDisable = "remote.log.delete.on.disable"
+	ConfigRemoteLogCopyDisable     = "remote.log.copy.disable"
 )
 
 var tieredConfigDefs = []*ConfigDef{
@@ -26,11 +27,20 @@ var tieredConfigDefs = []*ConfigDef{
 		Doc: "With remote.storage.enable: how many bytes of uploaded segments stay on local disk per partition; -2: retention.bytes. At most retention.bytes."},
 	{Name: ConfigRemoteLogDeleteOnDisable, Default: "false", Type: TypeBoolean, check: checkEnum("true", "false"),
 		Doc: "Must be true, with remote.storage.enable=false, to turn tiered storage off for a topic: its remote data is then deleted."},
+	{Name: ConfigRemoteLogCopyDisable, Default: "false", Type: TypeBoolean, check: checkEnum("true", "false"),
+		Doc: "With remote.storage.enable: stop uploading (the remote data stays readable and expires by retention.*); local data then follows retention.ms and retention.bytes, not local.retention.*."},
 }
 
 // RemoteStorage reports remote.storage.enable.
 func (c Config) RemoteStorage() bool {
 	v, _ := c.Get(ConfigRemoteStorageEnable)
+	return v == "true"
+}
+
+// RemoteCopyDisabled reports remote.log.copy.disable (Kafka 3.9, KIP-950):
+// a tiered topic whose remote data is read-only.
+func (c Config) RemoteCopyDisabled() bool {
+	v, _ := c.Get(ConfigRemoteLogCopyDisable)
 	return v == "true"
 }
 

@@ -427,6 +427,8 @@ func (f *fetcher) fetch(parts []followPart) error {
 func (f *fetcher) apply(fp followPart, rp *kmsg.FetchResponseTopicPartition) {
 	p := fp.p
 	switch {
+	case rp.ErrorCode == kerr.OffsetMovedToTieredStorage.Code:
+		f.fromTier(fp, record.Offset(rp.LogStartOffset))
 	case rp.ErrorCode == kerr.OffsetOutOfRange.Code:
 		f.outOfRange(fp, record.Offset(rp.HighWatermark), record.Offset(rp.LogStartOffset))
 	case rp.ErrorCode != 0:
@@ -459,6 +461,36 @@ func (f *fetcher) outOfRange(fp followPart, leaderHW, leaderStart record.Offset)
 		f.fs.cfg.Logger.Warn("fetcher: a follower could not realign with its leader", "topic", p.Topic(), "partition", p.ID(), "err", err)
 	}
 	f.backoff(p, fp.epoch, replicaFetchBackoff)
+}
+
+// fromTier starts fp's log from the remote tier (KIP-405's follower path,
+// Partition.StartFromTier) in the background: reading the store must not
+// hold up the other partitions fetched from this leader. The partition
+// does not fetch meanwhile.
+func (f *fetcher) fromTier(fp followPart, leaderStart record.Offset) {
+	f.update(fp.p, fp.epoch, func(x *followPart) { x.until = time.Now().Add(time.Hour) })
+	f.fs.wg.Add(1)
+	go func() {
+		defer f.fs.wg.Done()
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		go func() {
+			select {
+			case <-f.fs.stop:
+				cancel()
+			case <-f.done:
+				cancel()
+			case <-ctx.Done():
+			}
+		}()
+		var wait time.Duration
+		if _, err := fp.p.StartFromTier(ctx, fp.epoch, leaderStart); err != nil {
+			f.fs.cfg.Logger.Warn("fetcher: a follower could not start from the remote tier", "topic", fp.p.Topic(), "partition", fp.p.ID(), "leader_local_start", leaderStart, "err", err)
+			wait = time.Second
+		}
+		f.backoff(fp.p, fp.epoch, wait)
+		f.poke()
+	}()
 }
 
 type (

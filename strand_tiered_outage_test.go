@@ -1,0 +1,156 @@
+package strand_test
+
+import (
+	"bufio"
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/johannesboyne/gofakes3"
+	"github.com/johannesboyne/gofakes3/backend/s3mem"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/strandmq/strand"
+)
+
+// outageProxy stands between the broker and the object store; while down
+// it answers every request 503 SlowDown, as a store in an outage does.
+type outageProxy struct {
+	next http.Handler
+	down atomic.Bool
+}
+
+func (o *outageProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if o.down.Load() {
+		w.Header().Set("Content-Type", "application/xml")
+		w.WriteHeader(http.StatusServiceUnavailable)
+		_, _ = w.Write([]byte(`<?xml version="1.0" encoding="UTF-8"?><Error><Code>SlowDown</Code><Message>injected outage</Message></Error>`))
+		return
+	}
+	o.next.ServeHTTP(w, r)
+}
+
+// metricValue scrapes one unlabelled or labelled sample whose line starts
+// with prefix (name and labels) from a broker's /metrics.
+func metricValue(t *testing.T, b *strand.Broker, prefix string) float64 {
+	t.Helper()
+	resp, err := http.Get("http://" + b.MetricsAddr() + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		if rest, ok := strings.CutPrefix(sc.Text(), prefix+" "); ok {
+			v, err := strconv.ParseFloat(rest, 64)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return v
+		}
+	}
+	t.Fatalf("no metric %s", prefix)
+	return 0
+}
+
+// The object store down under load: produce goes on, nothing is deleted
+// locally that the store does not hold, the metrics say uploads fail and
+// lag; once the store answers the uploads catch up on their own (the
+// broker's upload loop, every 100 ms here), local retention follows, and
+// every record reads back from offset 0.
+func TestTieredStoreOutage(t *testing.T) {
+	backend := s3mem.New()
+	if err := backend.CreateBucket("tier"); err != nil {
+		t.Fatal(err)
+	}
+	proxy := &outageProxy{next: gofakes3.New(backend).Server()}
+	srv := httptest.NewServer(proxy)
+	t.Cleanup(srv.Close)
+	store := &strand.TieredStorageConfig{Endpoint: srv.URL, Bucket: "tier", AccessKey: "strand", SecretKey: "secret",
+		UploadInterval: 100 * time.Millisecond}
+	b, err := strand.Start(context.Background(), strand.Config{Dir: t.TempDir(), TieredStorage: store,
+		RetentionCheckInterval: 100 * time.Millisecond, MetricsAddr: "127.0.0.1:0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addr()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx := context.Background()
+	const topic = "outage"
+	resp, err := kadm.NewClient(cl).CreateTopic(ctx, 1, 1, map[string]*string{
+		"remote.storage.enable": kadm.StringPtr("true"),
+		"local.retention.bytes": kadm.StringPtr("1"),
+		"segment.bytes":         kadm.StringPtr("8192"),
+	}, topic)
+	if err == nil {
+		err = resp.Err
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	produce := func(from, n int) {
+		t.Helper()
+		for i := from; i < from+n; i++ {
+			if err := cl.ProduceSync(ctx, &kgo.Record{Topic: topic, Value: []byte(tieredValue(i))}).FirstErr(); err != nil {
+				t.Fatalf("produce %d: %v", i, err)
+			}
+		}
+	}
+	produce(0, 100)
+	for deadline := time.Now().Add(20 * time.Second); listOffset(t, cl, topic, -4) == 0; time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("nothing was uploaded and deleted locally before the outage")
+		}
+	}
+
+	proxy.down.Store(true)
+	errorsBefore := metricValue(t, b, "strand_tiered_upload_errors_total")
+	localBefore := listOffset(t, cl, topic, -4)
+	produce(100, 400) // about 15 segments
+	for deadline := time.Now().Add(20 * time.Second); metricValue(t, b, "strand_tiered_upload_errors_total") == errorsBefore; time.Sleep(100 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("no upload error counted with the store down")
+		}
+	}
+	time.Sleep(time.Second) // retention passes run meanwhile
+	if local := listOffset(t, cl, topic, -4); local != localBefore {
+		t.Fatalf("local log start moved from %d to %d with the store down: data not in the store was deleted", localBefore, local)
+	}
+	labels := `{partition="0",topic="outage"}`
+	if lag := metricValue(t, b, "strand_partition_upload_lag_records"+labels); lag < 300 {
+		t.Fatalf("upload lag %v records with the store down, want the outage's records", lag)
+	}
+	if lag := metricValue(t, b, "strand_partition_upload_lag_seconds"+labels); lag <= 0 {
+		t.Fatalf("upload lag %v s with the store down", lag)
+	}
+
+	proxy.down.Store(false)
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		local, tiered := listOffset(t, cl, topic, -4), listOffset(t, cl, topic, -5)
+		if local > 400 && local == tiered+1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("uploads did not catch up after the outage: local start %d, latest tiered %d", local, tiered)
+		}
+	}
+	if lag := metricValue(t, b, "strand_partition_upload_lag_seconds"+labels); lag != 0 {
+		t.Errorf("upload lag %v s after catching up", lag)
+	}
+	for i, r := range consumeFromZero(t, b.Addr(), topic, 500)[:500] {
+		if r.Offset != int64(i) || string(r.Value) != tieredValue(i) {
+			t.Fatalf("record %d: offset %d", i, r.Offset)
+		}
+	}
+}

@@ -1,0 +1,252 @@
+package strand_test
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/strandmq/strand"
+)
+
+// Long runs behind environment variables (docs/TIERED.md, "Volume and
+// performance"): STRAND_TIERED_VOLUME_MB=2048 is the issue's 2 GB test,
+// STRAND_TIERED_PERF=1 measures throughput with tiering on and off.
+
+// volumeValue is record i's value: size bytes whose first eight hold i,
+// the rest a pattern of i, so that a reader can check every byte.
+func volumeValue(i, size int) []byte {
+	v := make([]byte, size)
+	binary.BigEndian.PutUint64(v, uint64(i))
+	for j := 8; j < size; j++ {
+		v[j] = byte(i + j)
+	}
+	return v
+}
+
+// produceVolume writes n records of size bytes to topic, acks=all, and
+// returns how long it took.
+func produceVolume(t *testing.T, addr, topic string, from, n, size int) time.Duration {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.DefaultProduceTopic(topic), kgo.ProducerLinger(5*time.Millisecond),
+		kgo.ProducerBatchMaxBytes(1<<20), kgo.MaxBufferedRecords(20000))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	start := time.Now()
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var first error
+	for i := from; i < from+n; i++ {
+		wg.Add(1)
+		cl.Produce(context.Background(), &kgo.Record{Value: volumeValue(i, size)}, func(_ *kgo.Record, err error) {
+			if err != nil {
+				mu.Lock()
+				first = err
+				mu.Unlock()
+			}
+			wg.Done()
+		})
+	}
+	wg.Wait()
+	if first != nil {
+		t.Fatal(first)
+	}
+	return time.Since(start)
+}
+
+// consumeVolume reads n records of topic from offset 0, checks each is
+// at its offset with its exact value, and returns how long it took.
+func consumeVolume(t *testing.T, addr, topic string, n, size int) time.Duration {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr),
+		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {0: kgo.NewOffset().At(0)}}),
+		kgo.FetchMaxBytes(16<<20), kgo.FetchMaxPartitionBytes(8<<20))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
+	defer cancel()
+	start := time.Now()
+	next := 0
+	for next < n {
+		fs := cl.PollFetches(ctx)
+		if ctx.Err() != nil {
+			t.Fatalf("consumed %d of %d", next, n)
+		}
+		if errs := fs.Errors(); len(errs) > 0 {
+			t.Fatal(errs)
+		}
+		for it := fs.RecordIter(); !it.Done(); {
+			r := it.Next()
+			if r.Offset != int64(next) || string(r.Value) != string(volumeValue(next, size)) {
+				t.Fatalf("record at offset %d: want record %d byte-identical", r.Offset, next)
+			}
+			next++
+		}
+	}
+	return time.Since(start)
+}
+
+func dirBytes(t *testing.T, dir string) int64 {
+	t.Helper()
+	var n int64
+	err := filepath.Walk(dir, func(_ string, info os.FileInfo, err error) error {
+		if err == nil && !info.IsDir() {
+			n += info.Size()
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+func createTopic(t *testing.T, addr, topic string, configs map[string]string) {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	cfg := map[string]*string{}
+	for k, v := range configs {
+		cfg[k] = kadm.StringPtr(v)
+	}
+	resp, err := kadm.NewClient(cl).CreateTopic(context.Background(), 1, 1, cfg, topic)
+	if err == nil {
+		err = resp.Err
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func loadAverage() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "?"
+	}
+	return strings.Join(strings.Fields(string(b))[:3], " ")
+}
+
+// TestTieredVolume is the issue's volume test: STRAND_TIERED_VOLUME_MB of
+// 1 KiB records (2048: 2 GB) into a topic whose local retention is a
+// twentieth of it (100 MB for 2 GB): the local disk stays bounded while
+// the store takes the rest, and a consumer from offset 0 reads every
+// record in order, byte-identical.
+func TestTieredVolume(t *testing.T) {
+	mb, _ := strconv.Atoi(os.Getenv("STRAND_TIERED_VOLUME_MB"))
+	if mb <= 0 {
+		t.Skip("set STRAND_TIERED_VOLUME_MB (e.g. 2048) to run")
+	}
+	const size = 1024
+	n := mb << 20 / size
+	local := int64(mb) << 20 / 20
+	segment := min(local/4, 16<<20)
+	store := startObjectStore(t)
+	store.UploadInterval = time.Second
+	dir := t.TempDir()
+	b, err := strand.Start(context.Background(), strand.Config{Dir: dir, TieredStorage: store, RetentionCheckInterval: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	createTopic(t, b.Addr(), "volume", map[string]string{"remote.storage.enable": "true",
+		"local.retention.bytes": fmt.Sprint(local), "segment.bytes": fmt.Sprint(segment)})
+	var peak int64
+	stop := make(chan struct{})
+	sampled := make(chan struct{})
+	go func() {
+		defer close(sampled)
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(500 * time.Millisecond):
+				peak = max(peak, dirBytes(t, filepath.Join(dir, "volume-0")))
+			}
+		}
+	}()
+	took := produceVolume(t, b.Addr(), "volume", 0, n, size)
+	close(stop)
+	<-sampled
+	t.Logf("produced %d MB in %v (%.1f MB/s); local disk peaked at %d MB (local.retention.bytes %d MB, segment.bytes %d MB); load %s",
+		mb, took.Round(time.Millisecond), float64(mb)/took.Seconds(), peak>>20, local>>20, segment>>20, loadAverage())
+	for deadline := time.Now().Add(5 * time.Minute); ; time.Sleep(time.Second) {
+		if used := dirBytes(t, filepath.Join(dir, "volume-0")); used <= local+2*segment+(1<<20) {
+			t.Logf("after the uploads caught up: %d MB on local disk", used>>20)
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("local disk not back under the local retention 5 minutes after produce")
+		}
+	}
+	took = consumeVolume(t, b.Addr(), "volume", n, size)
+	t.Logf("consumed %d records from offset 0 in %v (%.1f MB/s), every one byte-identical", n, took.Round(time.Millisecond), float64(mb)/took.Seconds())
+}
+
+// TestTieredPerf measures, in STRAND_TIERED_ROUNDS rounds (default 3) of
+// STRAND_TIERED_PERF_MB (default 64): produce throughput to a tiered topic
+// (uploading every second) and to an untiered one, and consume
+// throughput from offset 0 of the tiered one (all but the tail in the
+// store) and of the untiered one (all local). It logs each round and the
+// medians, and the load average, for docs/TIERED.md.
+func TestTieredPerf(t *testing.T) {
+	if os.Getenv("STRAND_TIERED_PERF") == "" {
+		t.Skip("set STRAND_TIERED_PERF=1 to run")
+	}
+	mb := 64
+	if v, _ := strconv.Atoi(os.Getenv("STRAND_TIERED_PERF_MB")); v > 0 {
+		mb = v
+	}
+	rounds := 3
+	if v, _ := strconv.Atoi(os.Getenv("STRAND_TIERED_ROUNDS")); v > 0 {
+		rounds = v
+	}
+	const size = 1024
+	n := mb << 20 / size
+	store := startObjectStore(t)
+	store.UploadInterval = time.Second
+	b, err := strand.Start(context.Background(), strand.Config{Dir: t.TempDir(), TieredStorage: store, RetentionCheckInterval: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	var prodOn, prodOff, consRemote, consLocal []float64
+	for r := range rounds {
+		on, off := fmt.Sprint("on-", r), fmt.Sprint("off-", r)
+		createTopic(t, b.Addr(), on, map[string]string{"remote.storage.enable": "true", "local.retention.bytes": "1", "segment.bytes": fmt.Sprint(8 << 20)})
+		createTopic(t, b.Addr(), off, map[string]string{"segment.bytes": fmt.Sprint(8 << 20)})
+		rate := func(d time.Duration) float64 { return float64(mb) / d.Seconds() }
+		if r%2 == 0 { // alternate which goes first, so a warm-up favours neither
+			prodOff = append(prodOff, rate(produceVolume(t, b.Addr(), off, 0, n, size)))
+			prodOn = append(prodOn, rate(produceVolume(t, b.Addr(), on, 0, n, size)))
+		} else {
+			prodOn = append(prodOn, rate(produceVolume(t, b.Addr(), on, 0, n, size)))
+			prodOff = append(prodOff, rate(produceVolume(t, b.Addr(), off, 0, n, size)))
+		}
+		b.TierPass(false) // what the last second's pass had not yet uploaded
+		b.ApplyRetention()
+		consLocal = append(consLocal, rate(consumeVolume(t, b.Addr(), off, n, size)))
+		consRemote = append(consRemote, rate(consumeVolume(t, b.Addr(), on, n, size)))
+		t.Logf("round %d: produce %.1f MB/s untiered, %.1f MB/s tiered; consume from 0 %.1f MB/s local, %.1f MB/s remote; load %s",
+			r, prodOff[r], prodOn[r], consLocal[r], consRemote[r], loadAverage())
+	}
+	med := func(v []float64) float64 { s := slices.Sorted(slices.Values(v)); return s[len(s)/2] }
+	t.Logf("medians of %d rounds of %d MB: produce %.1f MB/s untiered, %.1f MB/s tiered (%.0f%%); consume from 0 %.1f MB/s local, %.1f MB/s remote (%.0f%%); load %s",
+		rounds, mb, med(prodOff), med(prodOn), 100*med(prodOn)/med(prodOff), med(consLocal), med(consRemote), 100*med(consRemote)/med(consLocal), loadAverage())
+}
