@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"os"
 	"fmt"
 	"strings"
 	"sync"
@@ -39,7 +40,7 @@ func startShareWork(t *testing.T, ctx context.Context, brokers, group, topic str
 	for i := range 3 {
 		var ackFailed sync.Map
 		cl, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(brokers, ",")...), kgo.ShareGroup(group), kgo.ConsumeTopics(topic),
-			kgo.ClientID(fmt.Sprint("w", i)), kgo.FetchMaxWait(200*time.Millisecond), kgo.ShareMaxRecords(50), kgo.RetryTimeout(time.Minute),
+			kgo.ClientID(fmt.Sprint("w", i)), kgo.WithLogger(kgo.BasicLogger(os.Stderr, kgo.LogLevelInfo, nil)), kgo.FetchMaxWait(200*time.Millisecond), kgo.ShareMaxRecords(50), kgo.RetryTimeout(time.Minute),
 			kgo.ShareAckCallback(func(_ *kgo.Client, rs kgo.ShareAckResults) {
 				for _, r := range rs {
 					if r.Err != nil {
@@ -207,10 +208,18 @@ func TestClusterShareGroups(t *testing.T) {
 	}{{"cq1", 1}, {"cq6", 6}} {
 		createReplicated(t, ctx, adm, tc.topic, tc.parts)
 		const total = 600
+		start := time.Now()
 		w := startShareWork(t, ctx, brokers, "workers-"+tc.topic, tc.topic)
+		t.Cleanup(func() {
+			if t.Failed() {
+				t.Log(c.tailLogs(40))
+			}
+		})
 		w.warm(ctx, prod, tc.parts)
+		t.Logf("%s: warm after %v", tc.topic, time.Since(start))
 		produceJobs(t, ctx, prod, tc.topic, tc.parts, total)
 		w.await(ctx, total)
+		t.Logf("%s: done after %v", tc.topic, time.Since(start))
 		w.close()
 		w.mu.Lock()
 		for v, n := range w.deliveries {

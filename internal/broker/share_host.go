@@ -49,7 +49,7 @@ func shareStateTopicSpec() TopicSpec {
 // a broker whose clients never use share groups lists no new topic.
 func (b *Broker) openShare() error {
 	if b.clustered() {
-		return b.openClusterShare()
+		return nil // openMember opens a member's (share_cluster.go)
 	}
 	h := &shareHost{b: b}
 	coord, err := share.NewCoordinator(h, b.cfg.Now, share.GroupDefaults{Partition: share.Defaults})
