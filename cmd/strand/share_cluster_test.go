@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"os"
 	"fmt"
 	"strings"
 	"sync"
@@ -28,19 +27,23 @@ type shareWork struct {
 	deliveries map[string]int
 	accepted   map[string]bool
 	confirmed  map[string]bool
-	undone     int
+	// uncertain are accepted values whose acknowledgement failed on the
+	// client (its answer lost with a killed node): it may or may not have
+	// been applied, and the value may or may not come again.
+	uncertain map[string]bool
+	undone    int
 	wg         sync.WaitGroup
 	clients    []*kgo.Client
 }
 
 func startShareWork(t *testing.T, ctx context.Context, brokers, group, topic string) *shareWork {
 	t.Helper()
-	w := &shareWork{t: t, topic: topic, deliveries: map[string]int{}, accepted: map[string]bool{}, confirmed: map[string]bool{}}
+	w := &shareWork{t: t, topic: topic, deliveries: map[string]int{}, accepted: map[string]bool{}, confirmed: map[string]bool{}, uncertain: map[string]bool{}}
 	t.Cleanup(w.close)
 	for i := range 3 {
 		var ackFailed sync.Map
 		cl, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(brokers, ",")...), kgo.ShareGroup(group), kgo.ConsumeTopics(topic),
-			kgo.ClientID(fmt.Sprint("w", i)), kgo.WithLogger(kgo.BasicLogger(os.Stderr, kgo.LogLevelInfo, nil)), kgo.FetchMaxWait(200*time.Millisecond), kgo.ShareMaxRecords(50), kgo.RetryTimeout(time.Minute),
+			kgo.ClientID(fmt.Sprint("w", i)), kgo.FetchMaxWait(200*time.Millisecond), kgo.ShareMaxRecords(50), kgo.RetryTimeout(time.Minute),
 			kgo.ShareAckCallback(func(_ *kgo.Client, rs kgo.ShareAckResults) {
 				for _, r := range rs {
 					if r.Err != nil {
@@ -77,9 +80,13 @@ func startShareWork(t *testing.T, ctx context.Context, brokers, group, topic str
 				ok := cl.FlushAcks(ctx) == nil
 				w.mu.Lock()
 				for _, r := range polled {
-					w.accepted[string(r.Value)] = true
+					v := string(r.Value)
+					w.accepted[v] = true
 					if _, failed := ackFailed.Load(r.Partition); ok && !failed {
-						w.confirmed[string(r.Value)] = true
+						w.confirmed[v] = true
+						delete(w.uncertain, v)
+					} else {
+						w.uncertain[v] = true
 					}
 				}
 				w.mu.Unlock()
@@ -155,7 +162,16 @@ func produceJobs(t *testing.T, ctx context.Context, prod *kgo.Client, topic stri
 // await waits until every job is accepted and confirmed.
 func (w *shareWork) await(ctx context.Context, n int) {
 	w.t.Helper()
-	for w.count(w.accepted, "job-") < n || w.count(w.confirmed, "job-") < n {
+	w.awaitUncertain(ctx, n, 0)
+}
+
+// awaitUncertain waits until every job is accepted and all but at most
+// maxUncertain confirmed, the others' acknowledgements having failed on the
+// client (a node killed with the answer): Kafka's contract leaves those
+// open — applied or not — and only a confirmed one must hold.
+func (w *shareWork) awaitUncertain(ctx context.Context, n, maxUncertain int) {
+	w.t.Helper()
+	for w.count(w.accepted, "job-") < n || w.count(w.confirmed, "job-")+min(maxUncertain, w.count(w.uncertain, "job-")) < n {
 		if ctx.Err() != nil {
 			w.t.Fatalf("%d of %d jobs accepted, %d confirmed", w.count(w.accepted, "job-"), n, w.count(w.confirmed, "job-"))
 		}
@@ -210,16 +226,10 @@ func TestClusterShareGroups(t *testing.T) {
 		const total = 600
 		start := time.Now()
 		w := startShareWork(t, ctx, brokers, "workers-"+tc.topic, tc.topic)
-		t.Cleanup(func() {
-			if t.Failed() {
-				t.Log(c.tailLogs(40))
-			}
-		})
 		w.warm(ctx, prod, tc.parts)
-		t.Logf("%s: warm after %v", tc.topic, time.Since(start))
 		produceJobs(t, ctx, prod, tc.topic, tc.parts, total)
 		w.await(ctx, total)
-		t.Logf("%s: done after %v", tc.topic, time.Since(start))
+		t.Logf("%s: %d records accepted by 3 share consumers in %v (with the warm-up)", tc.topic, total, time.Since(start).Round(time.Millisecond))
 		w.close()
 		w.mu.Lock()
 		for v, n := range w.deliveries {
@@ -266,8 +276,14 @@ func TestClusterShareNodeKilled(t *testing.T) {
 			}
 			_ = c.procs[node].wait(t, 10*time.Second)
 			atKill := w.count(w.confirmed, "job-")
-			w.await(ctx, total)
-			t.Logf("%s (node %d) SIGKILLed with %d of %d acceptances confirmed; all accepted after it", victim, node, atKill, total)
+			// At most one fetch's worth per consumer was being acknowledged
+			// when the node died.
+			w.awaitUncertain(ctx, total, 3*50)
+			// A confirmed record delivered again would come back at once:
+			// the new leader holds no locks.
+			time.Sleep(2 * time.Second)
+			t.Logf("%s (node %d) SIGKILLed with %d of %d acceptances confirmed; all accepted after it, %d with an acknowledgement whose answer was lost",
+				victim, node, atKill, total, w.count(w.uncertain, "job-"))
 			w.mu.Lock()
 			defer w.mu.Unlock()
 			if w.undone > 0 {
