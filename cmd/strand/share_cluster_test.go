@@ -32,8 +32,8 @@ type shareWork struct {
 	// been applied, and the value may or may not come again.
 	uncertain map[string]bool
 	undone    int
-	wg         sync.WaitGroup
-	clients    []*kgo.Client
+	wg        sync.WaitGroup
+	clients   []*kgo.Client
 }
 
 func startShareWork(t *testing.T, ctx context.Context, brokers, group, topic string) *shareWork {
