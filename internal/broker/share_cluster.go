@@ -7,8 +7,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kerr"
-
 	"github.com/strandmq/strand/internal/coordlog"
 	"github.com/strandmq/strand/internal/share"
 	"github.com/strandmq/strand/internal/wire"
@@ -220,8 +218,7 @@ func (s clusterStateStore) call(ctx context.Context, key share.SPKey, local func
 // its state partition lost its leader or in-sync replicas mid-write.
 func retriableShareState(err error) bool {
 	for _, e := range []error{ErrNotCoordinator, ErrCoordinatorLoading, ErrCoordinatorNotAvailable, ErrNotLeader, ErrNotEnoughReplicas,
-		wire.ErrUnreachable, kerr.NotCoordinator, kerr.CoordinatorLoadInProgress, kerr.CoordinatorNotAvailable,
-		kerr.NotLeaderForPartition, kerr.NotEnoughReplicas, kerr.NotEnoughReplicasAfterAppend, kerr.RequestTimedOut} {
+		ErrNotEnoughReplicasAfterAppend, wire.ErrUnreachable, wire.ErrShareCoordinatorMoving} {
 		if errors.Is(err, e) {
 			return true
 		}
@@ -276,9 +273,9 @@ func (s clusterStateStore) Remove(ctx context.Context, key share.SPKey) error {
 // so the manager tells a newer leader's state from a failure.
 func fencedShareState(err error) error {
 	switch {
-	case errors.Is(err, kerr.FencedLeaderEpoch):
+	case errors.Is(err, wire.ErrFencedLeaderEpoch):
 		return fmt.Errorf("%w: %w", share.ErrFencedLeaderEpoch, err)
-	case errors.Is(err, kerr.FencedStateEpoch):
+	case errors.Is(err, wire.ErrFencedStateEpoch):
 		return fmt.Errorf("%w: %w", share.ErrFencedStateEpoch, err)
 	}
 	return err

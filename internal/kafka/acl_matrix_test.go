@@ -442,7 +442,6 @@ var matrixExempt = map[int16]string{
 
 const shareStateExempt = "share-coordinator RPC: a client listener closes the connection (TestShareStateRPCsNotServedOnClientListener); the internal listener admits only nodes, which hold ClusterAction"
 
-
 // errorCodes collects every ErrorCode field in a response.
 func errorCodesIn(v reflect.Value, out map[int16]bool) {
 	switch v.Kind() {

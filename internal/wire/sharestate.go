@@ -2,6 +2,7 @@ package wire
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -13,8 +14,21 @@ import (
 // InitializeShareGroupState (83), ReadShareGroupState (84),
 // WriteShareGroupState (85) and DeleteShareGroupState (86), one
 // share-partition per call. Each answers the partition's error as its
-// kerr error (NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS,
-// FENCED_LEADER_EPOCH, FENCED_STATE_EPOCH, …).
+// kerr error, wrapped in ErrShareCoordinatorMoving when calling again may
+// succeed, or in ErrFencedLeaderEpoch / ErrFencedStateEpoch.
+
+var (
+	// ErrShareCoordinatorMoving: the share coordinator is not (yet) on the
+	// node called, is loading, or could not write with acks=all right now
+	// (NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS,
+	// COORDINATOR_NOT_AVAILABLE, NOT_ENOUGH_REPLICAS, …): ask again.
+	ErrShareCoordinatorMoving = errors.New("wire: the share coordinator is moving")
+	// ErrFencedLeaderEpoch: FENCED_LEADER_EPOCH, a newer partition leader
+	// owns the share-partition.
+	ErrFencedLeaderEpoch = errors.New("wire: fenced leader epoch")
+	// ErrFencedStateEpoch: FENCED_STATE_EPOCH.
+	ErrFencedStateEpoch = errors.New("wire: fenced state epoch")
+)
 
 // ShareKey names a share-partition: a group's view of one topic-partition.
 type ShareKey struct {
@@ -141,9 +155,22 @@ func (ps Peers) DeleteShareState(ctx context.Context, node int32, key ShareKey) 
 	return codeErr(r.Topics[0].Partitions[0].ErrorCode)
 }
 
+// codeErr is a share coordinator's answer for one share-partition.
 func codeErr(code int16) error {
-	if code == 0 {
+	err := kerr.ErrorForCode(code)
+	switch {
+	case code == 0:
 		return nil
+	case code == kerr.FencedLeaderEpoch.Code:
+		return fmt.Errorf("%w: %w", ErrFencedLeaderEpoch, err)
+	case code == kerr.FencedStateEpoch.Code:
+		return fmt.Errorf("%w: %w", ErrFencedStateEpoch, err)
 	}
-	return kerr.ErrorForCode(code)
+	for _, e := range []*kerr.Error{kerr.NotCoordinator, kerr.CoordinatorLoadInProgress, kerr.CoordinatorNotAvailable,
+		kerr.NotLeaderForPartition, kerr.NotEnoughReplicas, kerr.NotEnoughReplicasAfterAppend, kerr.RequestTimedOut} {
+		if code == e.Code {
+			return fmt.Errorf("%w: %w", ErrShareCoordinatorMoving, err)
+		}
+	}
+	return err
 }
