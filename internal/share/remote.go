@@ -91,11 +91,11 @@ func (m *Manager) openRemote(ctx context.Context, group string, tp TopicPartitio
 		}
 		init := NewPartition(cfg.Partition, start).Snapshot()
 		init.LeaderEpoch = epoch
-		if err := m.store.Initialize(ctx, key, init); err != nil {
+		if err := m.store.Initialize(ctx, key, init); err != nil && !errors.Is(err, ErrFencedStateEpoch) { // fenced: initialized first elsewhere
 			return nil, fmt.Errorf("share: initialize %s %s-%d: %w", group, tp.Topic, tp.Partition, err)
 		}
-		// Read it back: the coordinator keeps the start a concurrent
-		// initializer may have set first, and records this leader's epoch.
+		// Read it back: the state a concurrent initializer may have set
+		// first, with this leader's epoch recorded.
 		if snap, found, err = m.store.Load(ctx, key, epoch); err != nil {
 			return nil, fmt.Errorf("share: load %s %s-%d: %w", group, tp.Topic, tp.Partition, err)
 		}

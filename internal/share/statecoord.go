@@ -122,14 +122,16 @@ func (s *StateShard) writeLocked(ctx context.Context, key SPKey, snap Snapshot) 
 
 // Initialize sets a share-partition's state to start at start with
 // stateEpoch (InitializeShareGroupState): refused with ErrFencedStateEpoch
-// if the stored state has a newer state epoch.
+// if there is state at this state epoch or a newer one already, so two
+// leaders racing to initialize never overwrite acknowledged state (a reset
+// initializes with a higher state epoch).
 func (s *StateShard) Initialize(ctx context.Context, key SPKey, stateEpoch int32, start Offset) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	leaderEpoch := int32(-1)
 	if st := s.mu.states[key]; st != nil {
-		if st.snap.StateEpoch > stateEpoch {
-			return fmt.Errorf("%w: %d < %d", ErrFencedStateEpoch, stateEpoch, st.snap.StateEpoch)
+		if st.snap.StateEpoch >= stateEpoch {
+			return fmt.Errorf("%w: %d, the state has %d", ErrFencedStateEpoch, stateEpoch, st.snap.StateEpoch)
 		}
 		leaderEpoch = st.snap.LeaderEpoch
 	}

@@ -67,8 +67,10 @@ func TestStateShardFencing(t *testing.T) {
 	if err := sh.Initialize(ctx, key, 1, 100); err != nil {
 		t.Fatal(err)
 	}
-	if err := sh.Initialize(ctx, key, 0, 5); !errors.Is(err, ErrFencedStateEpoch) {
-		t.Fatalf("initialize at an older state epoch: %v", err)
+	for _, epoch := range []int32{0, 1} {
+		if err := sh.Initialize(ctx, key, epoch, 5); !errors.Is(err, ErrFencedStateEpoch) {
+			t.Fatalf("initialize again at state epoch %d: %v", epoch, err)
+		}
 	}
 	if _, _, err := sh.Read(ctx, key, 4); err != nil { // leader at epoch 4 takes over
 		t.Fatal(err)
