@@ -213,6 +213,11 @@ func manualProducer(t *testing.T, brokers string) *kgo.Client {
 // share coordinators of __share_group_state, often three different nodes.
 func TestClusterShareGroups(t *testing.T) {
 	c := newProcCluster(t)
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Log(c.tailLogs(30))
+		}
+	})
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	brokers := c.brokers(0)
@@ -256,6 +261,11 @@ func TestClusterShareNodeKilled(t *testing.T) {
 			const parts, total = 3, 1500
 			topic, group := "ck-"+victim[:5], "workers-"+victim[:5]
 			c := newProcCluster(t)
+			t.Cleanup(func() {
+				if t.Failed() {
+					t.Log(c.tailLogs(30))
+				}
+			})
 			ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 			defer cancel()
 			prod := manualProducer(t, c.brokers(0))
