@@ -313,6 +313,11 @@ var rules = map[int16]Rule{
 	80: clusterRule("AddRaftVoter", OpAlter, ""),
 	81: clusterRule("RemoveRaftVoter", OpAlter, ""),
 	82: interBroker("UpdateRaftVoter"),
+	83: interBroker("InitializeShareGroupState"),
+	84: interBroker("ReadShareGroupState"),
+	85: interBroker("WriteShareGroupState"),
+	86: interBroker("DeleteShareGroupState"),
+	87: interBroker("ReadShareGroupStateSummary"),
 }
 
 func groupRead(name string) Rule {

@@ -11,27 +11,26 @@ import (
 	"github.com/strandmq/strand/internal/share"
 )
 
-// This file hosts share groups (KIP-932, internal/share): the internal
-// topic __share_group_state and the share.Host over this node's
-// partitions. The share coordinator and the share-partition manager run
-// on a single node only for now: a cluster member serves no share APIs
-// (docs/SHARE.md says what a cluster needs: the share-coordinator RPCs and
-// state moving with partition leadership).
+// This file hosts share groups (KIP-932, internal/share) on a single node:
+// the internal topic __share_group_state and the share.Host over this
+// node's partitions. share_cluster.go hosts them on a cluster.
 //
 // __share_group_state has one partition here, compacted like
-// __consumer_offsets (Kafka spreads it over share.coordinator.state.topic.
-// num.partitions, 50, for the same reason it spreads offsets: there is
-// nothing to spread on one node).
+// __consumer_offsets (a cluster spreads it over as many partitions as
+// __consumer_offsets, as Kafka spreads it over share.coordinator.state.
+// topic.num.partitions: there is nothing to spread on one node).
 
 // ShareNode is share groups on this node.
 type ShareNode struct {
 	Coordinator *share.Coordinator
 	Manager     *share.Manager
 	Sessions    *share.Sessions
+	// states are a cluster member's share coordinators, one per
+	// __share_group_state partition it leads; nil on a single node.
+	states *coordlog.Shards[*Partition, *share.StateShard]
 }
 
-// Share returns the node's share groups, or nil where they are not served
-// (a cluster member).
+// Share returns the node's share groups.
 func (b *Broker) Share() *ShareNode { return b.share }
 
 // shareStateMaxBatch bounds one __share_group_state record: a snapshot of
@@ -50,7 +49,7 @@ func shareStateTopicSpec() TopicSpec {
 // a broker whose clients never use share groups lists no new topic.
 func (b *Broker) openShare() error {
 	if b.clustered() {
-		return nil
+		return nil // openMember opens a member's (share_cluster.go)
 	}
 	h := &shareHost{b: b}
 	coord, err := share.NewCoordinator(h, b.cfg.Now, share.GroupDefaults{Partition: share.Defaults})
@@ -71,6 +70,9 @@ func (b *Broker) openShare() error {
 func (b *Broker) closeShare() {
 	if b.share != nil {
 		b.share.Manager.Close()
+		if b.share.states != nil {
+			b.share.states.StopAll()
+		}
 	}
 }
 

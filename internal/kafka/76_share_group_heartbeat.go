@@ -28,6 +28,9 @@ import (
 //     member: UNKNOWN_MEMBER_ID (the client rejoins with epoch 0).
 //   - A member silent for share.session.timeout.ms (45 s) is removed and
 //     its acquired records are released, as a leave does.
+//   - On a cluster, served by the group's coordinator (the leader of its
+//     __consumer_offsets partition, as KIP-848 groups): NOT_COORDINATOR
+//     elsewhere, COORDINATOR_LOAD_IN_PROGRESS while it loads.
 //
 // Deviations:
 //   - Membership is held in memory: after a restart members rejoin (they
@@ -41,6 +44,10 @@ func (s *Server) handleShareGroupHeartbeat(ctx context.Context, kreq kmsg.Reques
 	resp := req.ResponseKind().(*kmsg.ShareGroupHeartbeatResponse)
 	node, code := s.shareNode()
 	if node == nil {
+		resp.ErrorCode = code
+		return resp, nil
+	}
+	if code := s.shareCoordinatorCode(req.GroupID); code != 0 { // a cluster: another node coordinates it
 		resp.ErrorCode = code
 		return resp, nil
 	}

@@ -26,8 +26,11 @@ func (s *Server) handleShareGroupDescribe(ctx context.Context, kreq kmsg.Request
 		g := kmsg.NewShareGroupDescribeResponseGroup()
 		g.GroupID = id
 		g.AuthorizedOperations = omittedOps
-		if node == nil {
+		if node == nil || s.shareCoordinatorCode(id) != 0 {
 			g.ErrorCode = code
+			if node != nil {
+				g.ErrorCode = s.shareCoordinatorCode(id) // a cluster: another node coordinates it
+			}
 			resp.Groups = append(resp.Groups, g)
 			continue
 		}

@@ -35,6 +35,10 @@ import (
 //     the request waits up to MaxWaitMillis.
 //   - IsRenewAck: the acknowledgements are applied (renew extends locks)
 //     and nothing is fetched.
+//   - On a cluster a partition's share-partition lives on its leader:
+//     another node answers the partition NOT_LEADER_OR_FOLLOWER, as Fetch
+//     does; the leader loads its state from the share coordinator
+//     (share_state.go) on first use and after a leadership change.
 //   - A share session belongs to the connection that opened it: when the
 //     connection closes, the session closes and the member's acquired
 //     records are released (delivered again at once, their delivery

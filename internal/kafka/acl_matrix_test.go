@@ -439,7 +439,14 @@ var matrixExempt = map[int16]string{
 	36: "SaslAuthenticate: no authorization",
 	58: "Envelope: a client listener closes the connection (TestEnvelopeNotServedOnClientListener); on the internal listener its inner request is authorized (TestClusterEnvelopeAuthorizesItsPrincipal)",
 	60: "DescribeCluster: no check in Kafka",
+	83: shareStateExempt,
+	84: shareStateExempt,
+	85: shareStateExempt,
+	86: shareStateExempt,
+	87: shareStateExempt,
 }
+
+const shareStateExempt = "share-coordinator RPC: a client listener closes the connection (TestShareStateRPCsNotServedOnClientListener); the internal listener admits only nodes, which hold ClusterAction"
 
 // errorCodes collects every ErrorCode field in a response.
 func errorCodesIn(v reflect.Value, out map[int16]bool) {

@@ -27,27 +27,26 @@ type api struct {
 
 // internalOnly are the keys served and advertised on a cluster node's
 // internal listener only.
-var internalOnly = map[int16]bool{apiKeyEnvelope: true}
+var internalOnly = map[int16]bool{apiKeyEnvelope: true, 83: true, 84: true, 85: true, 86: true, 87: true}
 
 // nodeAPIs are the only keys an internal listener serves and advertises:
 // what nodes send each other — a DLQ or _schemas write led elsewhere
 // (Produce), replica Fetch and OffsetForLeaderEpoch, transaction
-// verification (AddPartitionsToTxn v4+) and markers, Envelope — and
+// verification (AddPartitionsToTxn v4+) and markers, Envelope, the
+// share-coordinator RPCs (83–87, share_state.go) — and
 // ApiVersions and Metadata (without auto-creation) to look around. Its
 // peers hold ClusterAction and skip the ACL checks (node.go), so an admin
 // request sent there bare would be done as no one; like Kafka's listeners,
 // which each serve their own set of APIs, it closes the connection
 // instead. Admin requests reach the controller inside an Envelope, as the
 // client's principal.
-var nodeAPIs = map[int16]bool{0: true, 1: true, 3: true, 18: true, 23: true, 24: true, 27: true, apiKeyEnvelope: true}
+var nodeAPIs = map[int16]bool{0: true, 1: true, 3: true, 18: true, 23: true, 24: true, 27: true, apiKeyEnvelope: true,
+	83: true, 84: true, 85: true, 86: true, 87: true}
 
 // serves reports whether this server serves API key on its listener.
 func (s *Server) serves(key int16) bool {
 	if s.cfg.Internal {
 		return nodeAPIs[key]
-	}
-	if shareAPIs[key] && s.b.Share() == nil {
-		return false // share groups are single-node for now (share.go)
 	}
 	return !internalOnly[key]
 }
@@ -129,6 +128,11 @@ func init() {
 		90: {0, 1, (*Server).handleDescribeShareGroupOffsets},
 		91: {0, 0, (*Server).handleAlterShareGroupOffsets},
 		92: {0, 0, (*Server).handleDeleteShareGroupOffsets},
+		83: {0, 0, (*Server).handleInitializeShareGroupState},
+		84: {0, 0, (*Server).handleReadShareGroupState},
+		85: {0, 1, (*Server).handleWriteShareGroupState},
+		86: {0, 0, (*Server).handleDeleteShareGroupState},
+		87: {0, 1, (*Server).handleReadShareGroupStateSummary},
 		80: {0, 1, (*Server).handleAddRaftVoter},
 		81: {0, 0, (*Server).handleRemoveRaftVoter},
 	}

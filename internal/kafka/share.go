@@ -16,11 +16,9 @@ import (
 
 // Share groups (KIP-932): what the share handlers (76–79) have in common.
 // The state machines are internal/share's; the node hosts them
-// (broker.ShareNode; nil on a cluster member, see shareNode).
-
-// shareAPIs are the share-group keys: served (and share.version finalized)
-// only where the node hosts share groups.
-var shareAPIs = map[int16]bool{76: true, 77: true, 78: true, 79: true, 90: true, 91: true, 92: true}
+// (broker.ShareNode; on a cluster the share-partitions live on their
+// partitions' leaders, membership on the group's coordinator and the state
+// with the share coordinators, share_state.go).
 
 // shareCodes maps internal/share's errors to Kafka's codes.
 var shareCodes = []struct {
@@ -37,6 +35,10 @@ var shareCodes = []struct {
 	{share.ErrInvalidConfig, kerr.InvalidConfig},
 	{share.ErrGroupNotFound, kerr.GroupIDNotFound},
 	{share.ErrNotEmpty, kerr.NonEmptyGroup},
+	{share.ErrFencedLeaderEpoch, kerr.FencedLeaderEpoch},
+	{share.ErrFencedStateEpoch, kerr.FencedStateEpoch},
+	{broker.ErrNotCoordinator, kerr.NotCoordinator},
+	{broker.ErrCoordinatorLoading, kerr.CoordinatorLoadInProgress},
 }
 
 // shareCode is the Kafka error code of err.
@@ -59,8 +61,7 @@ func shareMessage(err error) *string {
 }
 
 // shareNode returns this node's share groups, or nil with the code every
-// share request is answered with when it serves none (a cluster member:
-// share groups are single-node for now, docs/SHARE.md).
+// share request is answered with when it serves none.
 func (s *Server) shareNode() (*broker.ShareNode, int16) {
 	if n := s.b.Share(); n != nil {
 		return n, 0
@@ -86,6 +87,9 @@ func (s *Server) alterShareGroupConfigs(ctx context.Context, rr kmsg.Incremental
 	node, code := s.shareNode()
 	if node == nil {
 		return kerr.ErrorForCode(code)
+	}
+	if s.b.Clustered() {
+		return fmt.Errorf("%w: share-group configs are not served on a cluster yet (docs/SHARE.md)", kerr.InvalidRequest)
 	}
 	set := map[string]*string{}
 	for _, c := range rr.Configs {
@@ -175,4 +179,15 @@ func (s *Server) emptyShareGroup(group string) (*broker.ShareNode, int16, *strin
 		return nil, kerr.NonEmptyGroup.Code, shareMessage(err)
 	}
 	return node, 0, nil
+}
+
+// shareCoordinatorCode is 0 if this node coordinates group's membership
+// (it leads the group's __consumer_offsets partition, as for KIP-848
+// groups), else NOT_COORDINATOR (the client asks FindCoordinator again) or
+// COORDINATOR_LOAD_IN_PROGRESS.
+func (s *Server) shareCoordinatorCode(group string) int16 {
+	if _, err := s.b.GroupCoordinator(group); err != nil {
+		return shareCode(err)
+	}
+	return 0
 }

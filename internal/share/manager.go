@@ -37,6 +37,7 @@ type Manager struct {
 	logger *slog.Logger
 	now    func() time.Time
 	config func(group string) GroupConfig
+	store  StateStore // a cluster's share coordinators; nil: host's AppendState (one node)
 
 	mu struct {
 		sync.Mutex
@@ -55,6 +56,9 @@ type entry struct {
 	tp    TopicPartition
 	p     *Partition
 	epoch uint16 // snapshot epoch: writes so far
+	// leaderEpoch is the data partition's leader epoch the state was
+	// loaded at (with a StateStore): a different one reloads it.
+	leaderEpoch int32
 }
 
 // ManagerConfig configures a Manager.
@@ -67,6 +71,11 @@ type ManagerConfig struct {
 	// ExpiryInterval is how often locks are checked for expiry (default
 	// 100 ms): a lock ends at most this late.
 	ExpiryInterval time.Duration
+	// Store, on a cluster, reaches the share coordinators that persist
+	// each share-partition's state (remote.go); the Host must then also
+	// be a LeaderEpochs. Nil: one node, whose Host persists the state and
+	// replays it at start.
+	Store StateStore
 }
 
 // NewManager replays __share_group_state and starts the lock-expiry loop.
@@ -83,7 +92,7 @@ func NewManager(cfg ManagerConfig) (*Manager, error) {
 	if cfg.ExpiryInterval <= 0 {
 		cfg.ExpiryInterval = 100 * time.Millisecond
 	}
-	m := &Manager{host: cfg.Host, logger: cfg.Logger, now: cfg.Now, config: cfg.Config, stop: make(chan struct{}), done: make(chan struct{})}
+	m := &Manager{host: cfg.Host, logger: cfg.Logger, now: cfg.Now, config: cfg.Config, store: cfg.Store, stop: make(chan struct{}), done: make(chan struct{})}
 	m.mu.parts = map[SPKey]*entry{}
 	m.mu.wake = make(chan struct{})
 	loaded, err := replay(cfg.Host, cfg.Logger)
@@ -98,7 +107,9 @@ func NewManager(cfg ManagerConfig) (*Manager, error) {
 // replay folds __share_group_state into the latest state of each
 // share-partition: a snapshot replaces, an update merges, a tombstone
 // deletes. A record that does not decode is logged and skipped.
-func replay(h Host, logger *slog.Logger) (map[SPKey]Snapshot, error) {
+func replay(h interface {
+	ReplayState(fn func(key, value []byte)) error
+}, logger *slog.Logger) (map[SPKey]Snapshot, error) {
 	out := map[SPKey]Snapshot{}
 	err := h.ReplayState(func(kb, vb []byte) {
 		k, err := DecodeKey(kb)
@@ -151,6 +162,9 @@ func (m *Manager) Close() {
 // share.auto.offset.reset=earliest), persisted at once so that a restart
 // does not start it again at a later end (Kafka's InitializeShareGroupState).
 func (m *Manager) open(ctx context.Context, group string, tp TopicPartition) (*entry, error) {
+	if m.store != nil {
+		return m.openRemote(ctx, group, tp)
+	}
 	key := SPKey{Group: group, TopicID: tp.TopicID, Partition: tp.Partition}
 	m.mu.Lock()
 	e, ok := m.mu.parts[key]
@@ -189,6 +203,9 @@ func (m *Manager) open(ctx context.Context, group string, tp TopicPartition) (*e
 
 // persistLocked writes p as e's snapshot.
 func (m *Manager) persistLocked(ctx context.Context, e *entry, p *Partition) error {
+	if m.store != nil {
+		return m.persistRemoteLocked(ctx, e, p)
+	}
 	e.epoch++
 	k := EncodeKey(Key{Type: KeySnapshot, Group: e.key.Group, TopicID: e.key.TopicID, Partition: e.key.Partition})
 	v := EncodeSnapshot(p.Snapshot(), e.epoch)
@@ -571,6 +588,9 @@ func (m *Manager) expireLoop(every time.Duration) {
 func (m *Manager) ExpireLocks(ctx context.Context) {
 	now := m.now()
 	for _, e := range m.entries("") {
+		if m.dropStale(e) {
+			continue
+		}
 		e.mu.Lock()
 		if e.p != nil {
 			if t, ok := e.p.NextDeadline(); ok && !t.After(now) {
@@ -710,8 +730,14 @@ func (m *Manager) Delete(ctx context.Context, group string, tp TopicPartition) e
 		e.mu.Lock()
 		defer e.mu.Unlock()
 	}
-	k := EncodeKey(Key{Type: KeySnapshot, Group: group, TopicID: tp.TopicID, Partition: tp.Partition})
-	if err := m.host.AppendState(ctx, []StateRecord{{Key: k}}); err != nil {
+	var err error
+	if m.store != nil {
+		err = m.store.Remove(ctx, key)
+	} else {
+		k := EncodeKey(Key{Type: KeySnapshot, Group: group, TopicID: tp.TopicID, Partition: tp.Partition})
+		err = m.host.AppendState(ctx, []StateRecord{{Key: k}})
+	}
+	if err != nil {
 		return fmt.Errorf("share: delete %s %s-%d: %w", group, tp.Topic, tp.Partition, err)
 	}
 	m.mu.Lock()

@@ -1,0 +1,324 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/strandmq/strand/internal/share"
+)
+
+// shareWork is three franz-go share consumers of one group accepting every
+// record of a topic on a cluster, and what they saw: a value delivered
+// again after its acceptance was confirmed (FlushAcks returned nil and no
+// partition's acknowledgement failed) is an acknowledgement undone.
+type shareWork struct {
+	t          *testing.T
+	topic      string
+	mu         sync.Mutex
+	deliveries map[string]int
+	accepted   map[string]bool
+	confirmed  map[string]bool
+	// uncertain are accepted values whose acknowledgement failed on the
+	// client (its answer lost with a killed node): it may or may not have
+	// been applied, and the value may or may not come again.
+	uncertain map[string]bool
+	undone    int
+	wg        sync.WaitGroup
+	clients   []*kgo.Client
+}
+
+func startShareWork(t *testing.T, ctx context.Context, brokers, group, topic string) *shareWork {
+	t.Helper()
+	w := &shareWork{t: t, topic: topic, deliveries: map[string]int{}, accepted: map[string]bool{}, confirmed: map[string]bool{}, uncertain: map[string]bool{}}
+	t.Cleanup(w.close)
+	for i := range 3 {
+		var ackFailed sync.Map
+		cl, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(brokers, ",")...), kgo.ShareGroup(group), kgo.ConsumeTopics(topic),
+			kgo.ClientID(fmt.Sprint("w", i)), kgo.FetchMaxWait(200*time.Millisecond), kgo.ShareMaxRecords(50), kgo.RetryTimeout(time.Minute),
+			kgo.ShareAckCallback(func(_ *kgo.Client, rs kgo.ShareAckResults) {
+				for _, r := range rs {
+					if r.Err != nil {
+						ackFailed.Store(r.Partition, true)
+					}
+				}
+			}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		w.clients = append(w.clients, cl)
+		w.wg.Add(1)
+		go func() {
+			defer w.wg.Done()
+			for ctx.Err() == nil {
+				fs := cl.PollFetches(ctx)
+				if fs.IsClientClosed() {
+					return
+				}
+				var polled []*kgo.Record
+				w.mu.Lock()
+				fs.EachRecord(func(r *kgo.Record) {
+					v := string(r.Value)
+					if w.confirmed[v] {
+						w.undone++
+						t.Errorf("%s delivered again (count %d) after its acceptance was confirmed", v, r.DeliveryCount())
+					}
+					w.deliveries[v]++
+					polled = append(polled, r)
+				})
+				w.mu.Unlock()
+				ackFailed.Clear()
+				cl.MarkAcks(kgo.AckAccept, polled...)
+				ok := cl.FlushAcks(ctx) == nil
+				w.mu.Lock()
+				for _, r := range polled {
+					v := string(r.Value)
+					w.accepted[v] = true
+					if _, failed := ackFailed.Load(r.Partition); ok && !failed {
+						w.confirmed[v] = true
+						delete(w.uncertain, v)
+					} else {
+						w.uncertain[v] = true
+					}
+				}
+				w.mu.Unlock()
+			}
+		}()
+	}
+	return w
+}
+
+func (w *shareWork) close() {
+	for _, cl := range w.clients {
+		cl.Close()
+	}
+	w.clients = nil
+	w.wg.Wait()
+}
+
+// count returns how many values of m start with prefix.
+func (w *shareWork) count(m map[string]bool, prefix string) int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	n := 0
+	for v := range m {
+		if strings.HasPrefix(v, prefix) {
+			n++
+		}
+	}
+	return n
+}
+
+// warm produces a warm-up record to every partition until each has been
+// delivered: every share-partition has then been initialized (at the log
+// end, share.auto.offset.reset=latest, the only reset a cluster serves
+// without group configs), so every record produced after it is the
+// group's to deliver.
+func (w *shareWork) warm(ctx context.Context, prod *kgo.Client, partitions int32) {
+	w.t.Helper()
+	for round := 0; ; round++ {
+		done := true
+		for p := range partitions {
+			prefix := fmt.Sprintf("warm-%d-", p)
+			if w.count(w.accepted, prefix) > 0 {
+				continue
+			}
+			done = false
+			r := &kgo.Record{Topic: w.topic, Partition: p, Value: fmt.Appendf(nil, "%s%d", prefix, round)}
+			if err := prod.ProduceSync(ctx, r).FirstErr(); err != nil {
+				w.t.Fatalf("warm-up produce: %v", err)
+			}
+		}
+		if done {
+			return
+		}
+		if ctx.Err() != nil {
+			w.t.Fatal("the share consumers never received a warm-up record of every partition")
+		}
+		time.Sleep(300 * time.Millisecond)
+	}
+}
+
+// produce writes values job-0 … job-(n-1), round-robin over the partitions.
+func produceJobs(t *testing.T, ctx context.Context, prod *kgo.Client, topic string, partitions int32, n int) {
+	t.Helper()
+	var rs []*kgo.Record
+	for i := range n {
+		rs = append(rs, &kgo.Record{Topic: topic, Partition: int32(i) % partitions, Value: fmt.Appendf(nil, "job-%d", i)})
+	}
+	if err := prod.ProduceSync(ctx, rs...).FirstErr(); err != nil {
+		t.Fatalf("produce: %v", err)
+	}
+}
+
+// await waits until every job is accepted and confirmed.
+func (w *shareWork) await(ctx context.Context, n int) {
+	w.t.Helper()
+	w.awaitUncertain(ctx, n, 0)
+}
+
+// awaitUncertain waits until every job is accepted and all but at most
+// maxUncertain confirmed, the others' acknowledgements having failed on the
+// client (a node killed with the answer): Kafka's contract leaves those
+// open — applied or not — and only a confirmed one must hold.
+func (w *shareWork) awaitUncertain(ctx context.Context, n, maxUncertain int) {
+	w.t.Helper()
+	for w.count(w.accepted, "job-") < n || w.count(w.confirmed, "job-")+min(maxUncertain, w.count(w.uncertain, "job-")) < n {
+		if ctx.Err() != nil {
+			w.t.Fatalf("%d of %d jobs accepted, %d confirmed", w.count(w.accepted, "job-"), n, w.count(w.confirmed, "job-"))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// createReplicated creates topic on all three nodes, once every node is a
+// live broker (a node registers a moment after it serves).
+func createReplicated(t *testing.T, ctx context.Context, adm *kadm.Client, topic string, parts int32) {
+	t.Helper()
+	for {
+		r, err := adm.CreateTopic(ctx, parts, 3, nil, topic)
+		if err == nil && r.Err == nil {
+			return
+		}
+		if ctx.Err() != nil || (r.Err != nil && !errors.Is(r.Err, kerr.InvalidReplicationFactor)) {
+			t.Fatalf("create %s: %v %v", topic, err, r.Err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func manualProducer(t *testing.T, brokers string) *kgo.Client {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(brokers, ",")...), kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.RetryTimeout(time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Close)
+	return cl
+}
+
+// TestClusterShareGroups: three franz-go share consumers of one group on a
+// three-node cluster share a topic of one partition (all three read it at
+// once) and one of six partitions led by different nodes: every record is
+// delivered once and accepted once. The share-partitions live on their
+// leaders, membership on the group's coordinator and the state with the
+// share coordinators of __share_group_state, often three different nodes.
+func TestClusterShareGroups(t *testing.T) {
+	c := newProcCluster(t)
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Log(c.tailLogs(30))
+		}
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	brokers := c.brokers(0)
+	prod := manualProducer(t, brokers)
+	adm := kadm.NewClient(prod)
+	for _, tc := range []struct {
+		topic string
+		parts int32
+	}{{"cq1", 1}, {"cq6", 6}} {
+		createReplicated(t, ctx, adm, tc.topic, tc.parts)
+		const total = 600
+		start := time.Now()
+		w := startShareWork(t, ctx, brokers, "workers-"+tc.topic, tc.topic)
+		w.warm(ctx, prod, tc.parts)
+		produceJobs(t, ctx, prod, tc.topic, tc.parts, total)
+		w.await(ctx, total)
+		t.Logf("%s: %d records accepted by 3 share consumers in %v (with the warm-up)", tc.topic, total, time.Since(start).Round(time.Millisecond))
+		w.close()
+		w.mu.Lock()
+		for v, n := range w.deliveries {
+			if strings.HasPrefix(v, "job-") && n != 1 {
+				t.Errorf("%s: %s delivered %d times", tc.topic, v, n)
+			}
+		}
+		w.mu.Unlock()
+	}
+}
+
+// TestClusterShareNodeKilled: three share consumers accept records of a
+// three-partition topic on a three-node cluster; mid-stream the leader of
+// partition 0 (its share-partition's home) is SIGKILLed, or the leader of
+// the __share_group_state partition holding that share-partition's state
+// (its share coordinator). The survivors take over — the new partition
+// leader reloads the state from the coordinator, a new coordinator replays
+// the state partition — and no acknowledgement the clients saw succeed is
+// undone: a record is never delivered again after its acceptance was
+// confirmed, and every record is accepted.
+func TestClusterShareNodeKilled(t *testing.T) {
+	for _, victim := range []string{"partition leader", "share coordinator"} {
+		t.Run(strings.ReplaceAll(victim, " ", "-"), func(t *testing.T) {
+			const parts, total = 3, 1500
+			topic, group := "ck-"+victim[:5], "workers-"+victim[:5]
+			c := newProcCluster(t)
+			t.Cleanup(func() {
+				if t.Failed() {
+					t.Log(c.tailLogs(30))
+				}
+			})
+			ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+			defer cancel()
+			prod := manualProducer(t, c.brokers(0))
+			adm := kadm.NewClient(prod)
+			createReplicated(t, ctx, adm, topic, parts)
+			w := startShareWork(t, ctx, c.brokers(0), group, topic)
+			w.warm(ctx, prod, parts)
+			produceJobs(t, ctx, prod, topic, parts, total)
+			for w.count(w.confirmed, "job-") < total/3 {
+				if ctx.Err() != nil {
+					t.Fatal("no progress before the kill")
+				}
+				time.Sleep(5 * time.Millisecond)
+			}
+			node := victimNode(t, ctx, adm, victim, group, topic)
+			if err := c.procs[node].cmd.Process.Kill(); err != nil {
+				t.Fatal(err)
+			}
+			_ = c.procs[node].wait(t, 10*time.Second)
+			atKill := w.count(w.confirmed, "job-")
+			// At most one fetch's worth per consumer was being acknowledged
+			// when the node died.
+			w.awaitUncertain(ctx, total, 3*50)
+			// A confirmed record delivered again would come back at once:
+			// the new leader holds no locks.
+			time.Sleep(2 * time.Second)
+			t.Logf("%s (node %d) SIGKILLed with %d of %d acceptances confirmed; all accepted after it, %d with an acknowledgement whose answer was lost",
+				victim, node, atKill, total, w.count(w.uncertain, "job-"))
+			w.mu.Lock()
+			defer w.mu.Unlock()
+			if w.undone > 0 {
+				t.Errorf("%d confirmed acceptances undone", w.undone)
+			}
+		})
+	}
+}
+
+// victimNode is the node leading topic's partition 0, or the leader of the
+// __share_group_state partition holding group's state of it.
+func victimNode(t *testing.T, ctx context.Context, adm *kadm.Client, victim, group, topic string) int {
+	t.Helper()
+	md, err := adm.Metadata(ctx, topic, share.StateTopic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	td := md.Topics[topic]
+	if victim == "partition leader" {
+		return int(td.Partitions[0].Leader)
+	}
+	sd := md.Topics[share.StateTopic]
+	if sd.Err != nil || len(sd.Partitions) == 0 {
+		t.Fatalf("%s: %v", share.StateTopic, sd.Err)
+	}
+	k := share.StatePartitionFor(share.SPKey{Group: group, TopicID: td.ID, Partition: 0}, int32(len(sd.Partitions)))
+	return int(sd.Partitions[k].Leader)
+}
