@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -102,13 +103,23 @@ func TestRollingUpgrade(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds an earlier commit")
 	}
+	// STRAND_UPGRADE_SOAK runs the load that long on each mixed cluster
+	// (the long form of the test; CI: 1 s).
+	soak := time.Second
+	if s := os.Getenv("STRAND_UPGRADE_SOAK"); s != "" {
+		d, err := time.ParseDuration(s)
+		if err != nil {
+			t.Fatalf("STRAND_UPGRADE_SOAK=%q: %v", s, err)
+		}
+		soak = d
+	}
 	old := buildAt(t, upgradeBase)
 	c := newCluster(3, nil)
 	for n := 1; n <= 3; n++ {
 		c.bins[n] = old
 	}
 	startProcCluster(t, c)
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute+3*soak)
 	defer cancel()
 	const topic = "upgraded"
 	ch, prod, stopLoad := c.startLoad(ctx, t, topic, 200)
@@ -138,7 +149,7 @@ func TestRollingUpgrade(t *testing.T) {
 		c.procs[n] = c.launch(t, n)
 		c.procs[n].awaitServing(t)
 		c.waitInSync(ctx, t, topic, time.Minute)
-		time.Sleep(time.Second) // let the load run on the mixed cluster
+		time.Sleep(soak) // let the load run on the mixed cluster
 		after := c.leaderEpochs(ctx, t, topic)
 		for p, e := range after {
 			moves, wasLed := e-before[p], leaders[p] == int32(n)
