@@ -21,6 +21,10 @@ import (
 //     acknowledgements, fetches nothing, and releases the member's
 //     acquired records. Topics add partitions to the session, forgotten
 //     topics remove them; a fetch covers every partition of the session.
+//     A partition this node cannot resolve yet (UNKNOWN_TOPIC_ID,
+//     UNKNOWN_TOPIC_OR_PARTITION: its metadata not here yet) joins the
+//     session too, answered with its error until it resolves, as the
+//     client counts it as in the session and will not list it again.
 //   - Piggybacked acknowledgements are applied first, per partition all
 //     or nothing (AcknowledgeErrorCode: INVALID_RECORD_STATE for an offset
 //     the member does not hold). An accepted or rejected record is durable
