@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -42,7 +44,7 @@ func startShareWork(t *testing.T, ctx context.Context, brokers, group, topic str
 	t.Cleanup(w.close)
 	for i := range 3 {
 		var ackFailed sync.Map
-		cl, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(brokers, ",")...), kgo.ShareGroup(group), kgo.ConsumeTopics(topic),
+		cl, err := kgo.NewClient(keptClientLog(t, fmt.Sprint(group, "-w", i)), kgo.SeedBrokers(strings.Split(brokers, ",")...), kgo.ShareGroup(group), kgo.ConsumeTopics(topic),
 			kgo.ClientID(fmt.Sprint("w", i)), kgo.FetchMaxWait(200*time.Millisecond), kgo.ShareMaxRecords(50), kgo.RetryTimeout(time.Minute),
 			kgo.ShareAckCallback(func(_ *kgo.Client, rs kgo.ShareAckResults) {
 				for _, r := range rs {
@@ -321,4 +323,22 @@ func victimNode(t *testing.T, ctx context.Context, adm *kadm.Client, victim, gro
 	}
 	k := share.StatePartitionFor(share.SPKey{Group: group, TopicID: td.ID, Partition: 0}, int32(len(sd.Partitions)))
 	return int(sd.Partitions[k].Leader)
+}
+
+// keptClientLog logs a share consumer's client at debug level to a file
+// in $STRAND_TEST_LOGS named after it, beside the nodes' logs (keptLog):
+// its share fetches with their session epochs and partitions, its
+// heartbeats and assignments. Without the variable it logs nothing.
+func keptClientLog(t *testing.T, name string) kgo.Opt {
+	t.Helper()
+	dir := os.Getenv("STRAND_TEST_LOGS")
+	if dir == "" {
+		return kgo.WithLogger(nil)
+	}
+	f, err := os.Create(filepath.Join(dir, fmt.Sprintf("%s-%s.kgo.log", strings.ReplaceAll(t.Name(), "/", "_"), name)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = f.Close() })
+	return kgo.WithLogger(kgo.BasicLogger(f, kgo.LogLevelDebug, nil))
 }

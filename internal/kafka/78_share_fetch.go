@@ -21,6 +21,10 @@ import (
 //     acknowledgements, fetches nothing, and releases the member's
 //     acquired records. Topics add partitions to the session, forgotten
 //     topics remove them; a fetch covers every partition of the session.
+//     A partition this node cannot resolve yet (UNKNOWN_TOPIC_ID,
+//     UNKNOWN_TOPIC_OR_PARTITION: its metadata not here yet) joins the
+//     session too, answered with its error until it resolves, as the
+//     client counts it as in the session and will not list it again.
 //   - Piggybacked acknowledgements are applied first, per partition all
 //     or nothing (AcknowledgeErrorCode: INVALID_RECORD_STATE for an offset
 //     the member does not hold). An accepted or rejected record is durable
@@ -80,14 +84,20 @@ func (s *Server) handleShareFetch(ctx context.Context, kreq kmsg.Request) (kmsg.
 	var add, forget []share.TopicPartition
 	for _, t := range req.Topics {
 		for _, p := range t.Partitions {
+			// Every partition listed joins the session, even one this
+			// node cannot resolve yet (a topic created a moment ago
+			// whose metadata has not reached it): the client counts it
+			// as in the session from now on and will not list it
+			// again, so leaving it out would starve it for good.
 			tp, err := s.shareTP(t.TopicID, p.Partition)
 			if err != nil {
-				out.partition(t.TopicID, p.Partition).ErrorCode = errorCode(err)
-				continue
+				tp = share.TopicPartition{TopicID: t.TopicID, Partition: p.Partition}
 			}
 			add = append(add, tp)
 			if len(p.AcknowledgementBatches) > 0 {
-				err := node.Manager.Acknowledge(ctx, group, member, tp, shareFetchAcks(p.AcknowledgementBatches))
+				if err == nil {
+					err = node.Manager.Acknowledge(ctx, group, member, tp, shareFetchAcks(p.AcknowledgementBatches))
+				}
 				rp := out.partition(t.TopicID, p.Partition)
 				rp.AcknowledgeErrorCode, rp.AcknowledgeErrorMessage = shareAckCode(err), shareMessage(err)
 			}
@@ -109,6 +119,10 @@ func (s *Server) handleShareFetch(ctx context.Context, kreq kmsg.Request) (kmsg.
 	case req.ShareSessionEpoch == share.SessionFinal:
 		node.Manager.ReleaseMember(ctx, group, member)
 	case !req.IsRenewAck && len(parts) > 0:
+		parts = s.resolveSharePartitions(group, member, parts, out)
+		if len(parts) == 0 {
+			break
+		}
 		grants := node.Manager.Fetch(ctx, share.FetchSpec{
 			Group: group, Member: member, Partitions: parts,
 			MaxRecords: int(req.MaxRecords), MaxBytes: int(req.MaxBytes),
@@ -130,6 +144,29 @@ func (s *Server) handleShareFetch(ctx context.Context, kreq kmsg.Request) (kmsg.
 	}
 	resp.Topics = out.topics
 	return resp, nil
+}
+
+// resolveSharePartitions returns the session's partitions this node can
+// resolve now; each of the others (its topic unknown here, or the
+// partition past the count this node knows) is answered with its error
+// and stays in the session, to be fetched once the metadata arrives.
+func (s *Server) resolveSharePartitions(group, member string, parts []share.TopicPartition, out *shareFetchAnswer) []share.TopicPartition {
+	ok := parts[:0:0]
+	for _, tp := range parts {
+		if tp.Topic != "" {
+			ok = append(ok, tp)
+			continue
+		}
+		r, err := s.shareTP(tp.TopicID, tp.Partition)
+		if err != nil {
+			s.logger.Debug("kafka: share fetch of a partition this node does not know yet", "group", group, "member", member, "partition", tp.Partition, "err", err)
+			rp := out.partition(tp.TopicID, tp.Partition)
+			rp.ErrorCode, rp.ErrorMessage = errorCode(err), shareMessage(err)
+			continue
+		}
+		ok = append(ok, r)
+	}
+	return ok
 }
 
 func deref(p *string) string {

@@ -106,3 +106,61 @@ func TestShareFetchProtocol(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// TestShareFetchSessionKeepsUnknownPartitions: a partition a ShareFetch
+// lists joins the member's share session even when this node cannot
+// resolve it yet (its topic or partition not in this node's metadata, as
+// on a cluster node a moment behind a topic's creation): the partition is
+// answered with its error, and once the node knows it, fetches of the
+// session deliver its records although the client — which counts it as
+// in the session — never lists it again.
+func TestShareFetchSessionKeepsUnknownPartitions(t *testing.T) {
+	ts := startServer(t, broker.Config{}, Config{})
+	tp := createTopic(t, ts.b, "q", 1, nil)
+	v := "earliest"
+	if err := ts.b.Share().Coordinator.AlterConfigs(context.Background(), "g", map[string]*string{share.ConfigAutoOffsetReset: &v}, false); err != nil {
+		t.Fatal(err)
+	}
+	c := dial(t, ts.addr)
+	fetch := func(epoch int32, parts ...int32) *kmsg.ShareFetchResponse {
+		req := kmsg.NewPtrShareFetchRequest()
+		req.GroupID, req.MemberID, req.ShareSessionEpoch = kmsg.StringPtr("g"), kmsg.StringPtr("m1"), epoch
+		req.MaxRecords, req.MaxBytes, req.MaxWaitMillis = 10, 1<<20, 0
+		if len(parts) > 0 {
+			rt := kmsg.ShareFetchRequestTopic{TopicID: tp.ID}
+			for _, p := range parts {
+				rt.Partitions = append(rt.Partitions, kmsg.ShareFetchRequestTopicPartition{Partition: p})
+			}
+			req.Topics = []kmsg.ShareFetchRequestTopic{rt}
+		}
+		return c.do(req, 2).(*kmsg.ShareFetchResponse)
+	}
+	partition := func(r *kmsg.ShareFetchResponse, p int32) *kmsg.ShareFetchResponseTopicPartition {
+		for i := range r.Topics {
+			for j := range r.Topics[i].Partitions {
+				if r.Topics[i].Partitions[j].Partition == p {
+					return &r.Topics[i].Partitions[j]
+				}
+			}
+		}
+		return nil
+	}
+
+	r := fetch(0, 0, 1)
+	if p := partition(r, 1); r.ErrorCode != 0 || p == nil || p.ErrorCode != kerr.UnknownTopicOrPartition.Code {
+		t.Fatalf("opening with a partition the node does not have: %+v, want UNKNOWN_TOPIC_OR_PARTITION for partition 1", r)
+	}
+	if p := partition(fetch(1), 1); p == nil || p.ErrorCode != kerr.UnknownTopicOrPartition.Code {
+		t.Fatalf("partition 1 left the session: %+v", p)
+	}
+	if _, err := ts.b.CreatePartitions("q", 2, nil, false); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ts.b.ProduceRecords(context.Background(), "q", 1, []record.Record{{Value: []byte("x")}}); err != nil {
+		t.Fatal(err)
+	}
+	p := partition(fetch(2), 1)
+	if p == nil || p.ErrorCode != 0 || len(p.AcquiredRecords) != 1 || p.AcquiredRecords[0].FirstOffset != 0 {
+		t.Fatalf("partition 1 once the node has it: %+v, want its record at offset 0", p)
+	}
+}
