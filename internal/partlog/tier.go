@@ -38,22 +38,31 @@ type EpochStart struct {
 
 // OpenSealed opens the sealed segment whose base offset is base.
 func (l *Log) OpenSealed(base record.Offset) (*SegmentFiles, error) {
+	sf, next, err := l.openSealed(base)
+	if err != nil {
+		return nil, err
+	}
+	// After the segment list's lock is released: the lock order is mu,
+	// then segs (ApplyRetention holds mu while it deletes segments).
+	sf.Epochs = l.epochSlice(base, next)
+	return sf, nil
+}
+
+func (l *Log) openSealed(base record.Offset) (*SegmentFiles, record.Offset, error) {
 	l.segs.RLock()
 	defer l.segs.RUnlock()
 	list := l.segs.list
-	for i, s := range list[:max(len(list)-1, 0)] {
+	for _, s := range list[:max(len(list)-1, 0)] {
 		if s.base != base {
 			continue
 		}
 		f, err := vfs.Open(l.fs, s.path(logSuffix))
 		if err != nil {
-			return nil, fmt.Errorf("partlog: open sealed segment %d: %w", base, err)
+			return nil, 0, fmt.Errorf("partlog: open sealed segment %d: %w", base, err)
 		}
-		sf := &SegmentFiles{Log: f, Size: s.size.Load(), Index: s.index.encoded(), TimeIndex: s.times.encoded()}
-		sf.Epochs = l.epochSlice(base, record.Offset(list[i].next.Load()))
-		return sf, nil
+		return &SegmentFiles{Log: f, Size: s.size.Load(), Index: s.index.encoded(), TimeIndex: s.times.encoded()}, record.Offset(s.next.Load()), nil
 	}
-	return nil, fmt.Errorf("partlog: no sealed segment at %d: %w", base, os.ErrNotExist)
+	return nil, 0, fmt.Errorf("partlog: no sealed segment at %d: %w", base, os.ErrNotExist)
 }
 
 func (l *Log) epochSlice(base, next record.Offset) []EpochStart {
