@@ -40,3 +40,25 @@ func (b *Broker) SetDrained(id int32, drained, validateOnly bool) error {
 	}
 	return nil
 }
+
+// MetadataImage returns the metadata image this node holds now (the
+// replication throttles and reassignments of internal/kafka read it).
+func (b *Broker) MetadataImage() *cluster.Image { return b.meta.Image() }
+
+// SetBrokerConfigs sets and removes dynamic broker configs (the
+// replication throttle rates) of broker id, or the cluster default
+// (cluster.DefaultBrokerConfigNode): metadata.version 3.
+func (b *Broker) SetBrokerConfigs(id int32, set map[string]string, remove []string, validateOnly bool) error {
+	if !b.clustered() {
+		return fmt.Errorf("%w (a single node replicates nothing to throttle)", ErrNotClustered)
+	}
+	rec := cluster.BrokerConfig{Node: cluster.NodeID(id), Set: set, Remove: remove}
+	if validateOnly {
+		_, err := b.meta.Image().With(rec)
+		return err
+	}
+	if _, err := b.meta.Apply(rec); err != nil {
+		return fmt.Errorf("broker: set broker %d configs: %w", id, err)
+	}
+	return nil
+}
