@@ -132,6 +132,7 @@ type Server struct {
 	quotas      *quotas              // client quotas; nil on the internal listener
 	quotaCancel func()
 	scramCancel func() // stops watching for deleted users; nil without SASL
+	leaderQuota leaderQuota // leader.replication.throttled.rate (throttle.go)
 
 	mu struct {
 		sync.Mutex
