@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/strandmq/strand/internal/cluster"
+	"github.com/strandmq/strand/internal/partition/fetcher"
 )
 
 // ErrNotClustered: a change that only a cluster has (a single node has
@@ -62,3 +63,14 @@ func (b *Broker) SetBrokerConfigs(id int32, set map[string]string, remove []stri
 	}
 	return nil
 }
+
+// ReassignmentThrottle is this node's --reassignment-throttle in bytes
+// per second (0: none).
+func (b *Broker) ReassignmentThrottle() int64 { return b.cfg.ReassignmentThrottle }
+
+// LeaderQuota and FollowerQuota are the node's replication quotas
+// (leader.replication.throttled.rate, follower.replication.throttled.rate).
+func (b *Broker) LeaderQuota() *fetcher.Quota { return b.fetchers.LeaderQuota() }
+
+// FollowerQuota: see LeaderQuota.
+func (b *Broker) FollowerQuota() *fetcher.Quota { return b.fetchers.FollowerQuota() }

@@ -263,7 +263,7 @@ func (s *Server) fetchForFollower(resp *fetchResponse, p *broker.Partition, f br
 	}
 	sp.RecordBatches = res.Batches
 	if rate > 0 {
-		s.chargeLeaderThrottle(rate, len(res.Batches))
+		s.b.LeaderQuota().Charge(rate, len(res.Batches))
 	}
 	return len(res.Batches)
 }

@@ -133,7 +133,16 @@ func (s *Server) throttleConfigs(node cluster.NodeID) []broker.ConfigEntry {
 		}
 		out = append(out, e)
 	}
+	if node != cluster.DefaultBrokerConfigNode {
+		v := strconv.FormatInt(s.b.ReassignmentThrottle(), 10)
+		out = append(out, broker.ConfigEntry{Name: configReassignmentThrottle, Value: v, Source: broker.SourceBroker, Type: broker.ConfigType(5),
+			Doc: "Bytes per second this node fetches at most for replicas a reassignment is adding (strand serve --reassignment-throttle; 0: no cap)."})
+	}
 	return out
 }
+
+// configReassignmentThrottle is the node's --reassignment-throttle, read
+// only.
+const configReassignmentThrottle = "strand.reassignment.throttle"
 
 const maxLong = "9223372036854775807"

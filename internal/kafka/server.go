@@ -131,8 +131,7 @@ type Server struct {
 	oauth       *sasl.OAuthValidator // cfg.OAuthBearer; nil: no OAUTHBEARER
 	quotas      *quotas              // client quotas; nil on the internal listener
 	quotaCancel func()
-	scramCancel func()      // stops watching for deleted users; nil without SASL
-	leaderQuota leaderQuota // leader.replication.throttled.rate (throttle.go)
+	scramCancel func() // stops watching for deleted users; nil without SASL
 
 	mu struct {
 		sync.Mutex

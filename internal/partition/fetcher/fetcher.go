@@ -112,39 +112,59 @@ type Fetchers struct {
 	mu       sync.Mutex
 	byLeader map[NodeID]*fetcher
 
-	// quota is the node's one follower replication quota, shared by
-	// every throttled replica it fetches for, as Kafka's is.
-	quota struct {
-		sync.Mutex
-		t replica.Throttle
-	}
-	throttledBytes atomic.Int64
+	// follower is the node's one follower replication quota, shared by
+	// every throttled replica it fetches for, as Kafka's is; leader is
+	// its leader-side quota, which the internal listener's fetch
+	// handler charges.
+	follower, leader Quota
 }
 
-// ThrottledBytes returns the bytes fetched so far for throttled replicas.
-func (fs *Fetchers) ThrottledBytes() int64 { return fs.throttledBytes.Load() }
+// Quota is one of a node's replication quotas (replica.Throttle) with the
+// bytes it has let through; safe for concurrent use.
+type Quota struct {
+	mu    sync.Mutex
+	t     replica.Throttle
+	bytes atomic.Int64
+}
+
+// Exceeded reports whether a replica throttled at rate must sit out a
+// fetch now, and for how long.
+func (q *Quota) Exceeded(rate int64) (bool, time.Duration) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.t.Exceeded(time.Now(), rate)
+}
+
+// Charge records n bytes moved for a replica throttled at rate.
+func (q *Quota) Charge(rate int64, n int) {
+	q.mu.Lock()
+	q.t.Record(time.Now(), rate, n)
+	q.mu.Unlock()
+	q.bytes.Add(int64(n))
+}
+
+// Bytes returns the bytes moved so far for throttled replicas.
+func (q *Quota) Bytes() int64 { return q.bytes.Load() }
+
+// FollowerQuota is the node's follower-side replication quota.
+func (fs *Fetchers) FollowerQuota() *Quota { return &fs.follower }
+
+// LeaderQuota is the node's leader-side replication quota (charged by
+// the fetch handler serving followers).
+func (fs *Fetchers) LeaderQuota() *Quota { return &fs.leader }
 
 // throttled returns the throttle rate of fp when it applies (the replica
 // is out of sync and listed), and whether it must sit this fetch out and
 // for how long.
-func (fs *Fetchers) throttled(fp followPart, now time.Time) (rate int64, skip bool, wait time.Duration) {
+func (fs *Fetchers) throttled(fp followPart) (rate int64, skip bool, wait time.Duration) {
 	if fp.inSync || fs.cfg.Throttle == nil {
 		return 0, false, 0
 	}
 	if rate = fs.cfg.Throttle(fp.p); rate <= 0 {
 		return 0, false, 0
 	}
-	fs.quota.Lock()
-	defer fs.quota.Unlock()
-	skip, wait = fs.quota.t.Exceeded(now, rate)
+	skip, wait = fs.follower.Exceeded(rate)
 	return rate, skip, wait
-}
-
-func (fs *Fetchers) chargeThrottled(rate int64, n int) {
-	fs.quota.Lock()
-	fs.quota.t.Record(time.Now(), rate, n)
-	fs.quota.Unlock()
-	fs.throttledBytes.Add(int64(n))
 }
 
 // New returns a node's fetchers; Close stops them.
@@ -434,10 +454,10 @@ func (f *fetcher) fetch(parts []followPart) error {
 	})
 	all := slices.Grow(f.scratch.partitions[:0], len(parts)) // never grows below: the topics' slices stay in it
 	start := 0
-	now, hold := time.Now(), time.Duration(0)
+	hold := time.Duration(0)
 	var last partition.TopicID
 	for _, fp := range parts {
-		rate, skip, wait := f.fs.throttled(fp, now)
+		rate, skip, wait := f.fs.throttled(fp)
 		if skip { // over the quota: this replica sits the fetch out
 			hold = max(hold, wait)
 			continue
@@ -501,7 +521,7 @@ func (f *fetcher) apply(fp followPart, rp *kmsg.FetchResponseTopicPartition) {
 			return
 		}
 		if fp.throttle > 0 {
-			f.fs.chargeThrottled(fp.throttle, len(rp.RecordBatches))
+			f.fs.follower.Charge(fp.throttle, len(rp.RecordBatches))
 		}
 		if inSync := p.Log().LogEndOffset() >= record.Offset(rp.HighWatermark); inSync != fp.inSync {
 			f.update(p, fp.epoch, func(x *followPart) { x.inSync = inSync })
