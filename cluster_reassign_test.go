@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"slices"
@@ -49,6 +50,25 @@ func TestClusterReassignmentShows(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// kafka-configs --entity-default: a cluster-default rate every node
+	// reports, from the default (nothing lists a replica: it throttles
+	// nothing here).
+	rate := "999999999"
+	if err := alterOK(adm.AlterBrokerConfigs(ctx, []kadm.AlterConfig{{Name: "follower.replication.throttled.rate", Value: &rate}})); err != nil {
+		t.Fatalf("set the default follower rate: %v", err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(100 * time.Millisecond) { // node 2 applies it within a heartbeat
+		rc, err := adm.DescribeBrokerConfigs(ctx, 2)
+		c, _ := rc.On("2", nil)
+		if err == nil && slices.ContainsFunc(c.Configs, func(c kadm.Config) bool {
+			return c.Key == "follower.replication.throttled.rate" && c.Value != nil && *c.Value == rate && c.Source == 3 // DYNAMIC_DEFAULT_BROKER_CONFIG
+		}) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("broker 2's configs do not show the default rate: %+v %v", c, err)
+		}
+	}
 	req = kadm.AlterPartitionAssignmentsReq{}
 	req.Assign("slow", 0, []int32{1, 2})
 	if _, err := adm.AlterPartitionAssignments(ctx, req); err != nil {
@@ -88,6 +108,18 @@ func TestClusterReassignmentShows(t *testing.T) {
 			t.Fatalf("node 2 while it copies: %v, %v", adding, throttled)
 		}
 	}
+}
+
+func alterOK(resps kadm.AlterConfigsResponses, err error) error {
+	if err != nil {
+		return err
+	}
+	for _, r := range resps {
+		if r.Err != nil {
+			return fmt.Errorf("%s: %w (%s)", r.Name, r.Err, r.ErrMessage)
+		}
+	}
+	return nil
 }
 
 func waitNotMoving(ctx context.Context, t *testing.T, adm *kadm.Client) {
