@@ -35,7 +35,7 @@ func TestThrottledReassignment(t *testing.T) {
 		mb = v
 	}
 	size := int64(mb) << 20
-	rate := min(size/5, 32<<20) // CI: about 5 s of copying; the long form at 32 MiB/s
+	rate := min(size/5, 16<<20) // CI: about 5 s of copying; the long form at 16 MiB/s
 	if v, err := strconv.ParseInt(os.Getenv("STRAND_THROTTLE_RATE"), 10, 64); err == nil && v > 0 {
 		rate = v
 	}
