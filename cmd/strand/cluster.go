@@ -32,7 +32,7 @@ type clusterBroker struct {
 	ID      int32  `json:"node_id"`
 	Address string `json:"address,omitempty"`
 	Rack    string `json:"rack,omitempty"` // --rack (broker.rack)
-	State   string `json:"state"` // live, fenced, absent (a voter that never registered) or removed (a fenced node out of the quorum)
+	State   string `json:"state"`          // live, fenced, absent (a voter that never registered) or removed (a fenced node out of the quorum)
 	// Roles: "broker" (hosts partitions), "controller" (a voter of the
 	// metadata quorum), or both (--roles).
 	Roles      []string `json:"roles"`
