@@ -84,3 +84,47 @@ func waitNotMovingTopic(ctx context.Context, t *testing.T, adm *kadm.Client, top
 		}
 	}
 }
+
+// TestClusterInSyncReplicasNotThrottled: Kafka's rule that a throttle
+// never holds back an in-sync replica. With every replica listed on both
+// sides at 1 KiB/s, 4 MiB of acks=all produces with min.insync.replicas
+// 2 all succeed: had the follower been throttled it would have fallen
+// out of the ISR (2 s lag time here) and the produces failed with
+// NOT_ENOUGH_REPLICAS. No byte counts as throttled.
+func TestClusterInSyncReplicasNotThrottled(t *testing.T) {
+	c := startClusterTuned(t, 3, func(cc *ClusterConfig) { cc.ReassignmentThrottle = 1024 })
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.addrs[1]), kgo.DefaultProduceTopic("hot"), kgo.RequiredAcks(kgo.AllISRAcks()),
+		kgo.ProducerBatchCompression(kgo.NoCompression()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	minISR, all := "2", "*"
+	if _, err := adm.CreateTopic(ctx, 1, 2, map[string]*string{"min.insync.replicas": &minISR,
+		"leader.replication.throttled.replicas": &all, "follower.replication.throttled.replicas": &all}, "hot"); err != nil {
+		t.Fatal(err)
+	}
+	r := "1024"
+	if err := alterOK(adm.AlterBrokerConfigs(ctx, []kadm.AlterConfig{{Name: "leader.replication.throttled.rate", Value: &r},
+		{Name: "follower.replication.throttled.rate", Value: &r}})); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(300 * time.Millisecond) // every node applies the configs within a heartbeat
+	for i := range 64 {
+		v := make([]byte, 64<<10)
+		_, _ = rand.Read(v)
+		if err := cl.ProduceSync(ctx, &kgo.Record{Value: v}).FirstErr(); err != nil {
+			t.Fatalf("acks=all produce %d of 64 under a 1 KiB/s throttle of in-sync replicas: %v", i, err)
+		}
+	}
+	for id := int32(1); id <= 3; id++ {
+		for _, line := range c.scrape(id, "strand_replication_throttled_bytes_total") {
+			if !strings.HasSuffix(line, " 0") {
+				t.Errorf("node %d: %s; an in-sync replica's bytes were throttled", id, line)
+			}
+		}
+	}
+}

@@ -176,10 +176,18 @@ func ThrottledReplicaListed(v string, p int32, node NodeID) bool {
 // none: the follower rate when the topic's follower list names it, and
 // reassignRate (the node's --reassignment-throttle) when a reassignment
 // is adding it; the lower when both apply.
+//
+// A replica in the partition's ISR is never throttled: the fetcher also
+// exempts one that its last answer left at the leader's high watermark
+// (Kafka's follower-side rule), and this covers the fetches before the
+// first answer.
 func (im *Image) FollowerThrottle(topic string, p int32, node NodeID, reassignRate int64) int64 {
 	var rate int64
 	t, ok := im.topics[topic]
 	if !ok {
+		return 0
+	}
+	if reg, ok := im.Partition(t.ID, p); ok && slices.Contains(reg.ISR, node) {
 		return 0
 	}
 	if r, ok := im.ThrottleRate(node, FollowerThrottledRate); ok && ThrottledReplicaListed(t.Configs[FollowerThrottledReplicas], p, node) {

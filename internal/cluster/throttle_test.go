@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"errors"
+	"maps"
 	"testing"
 )
 
@@ -72,6 +73,17 @@ func TestThrottledReplicas(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if got := im.FollowerThrottle("t", 0, 2, 0); got != 0 {
+		t.Errorf("t-0 on 2, listed but in the ISR: throttle %d, want 0", got)
+	}
+	// Only the leaders in sync from here: the followers are catching up.
+	parts := maps.Clone(im.partitions[tp.ID])
+	for p, reg := range parts {
+		reg.ISR = reg.Replicas[:1]
+		parts[p] = reg
+	}
+	im.partitions = maps.Clone(im.partitions)
+	im.partitions[tp.ID] = parts
 	cases := []struct {
 		p      int32
 		node   NodeID
