@@ -16,7 +16,7 @@ import (
 )
 
 // TestThrottledReassignment moves a partition holding STRAND_THROTTLE_MB
-// (CI: 24) MiB to a new replica with `strand topic reassign --throttle`
+// (CI: 16) MiB to a new replica with `strand topic reassign --throttle`
 // under an acks=all produce load on its leader, and checks:
 //
 //   - the throttle limits the copy: it takes at least (size − one
@@ -30,7 +30,7 @@ import (
 //
 // The 1 GiB form of the issue: STRAND_THROTTLE_MB=1024 (see README).
 func TestThrottledReassignment(t *testing.T) {
-	mb := 24
+	mb := 16
 	if v, err := strconv.Atoi(os.Getenv("STRAND_THROTTLE_MB")); err == nil && v > 0 {
 		mb = v
 	}
@@ -52,7 +52,7 @@ func TestThrottledReassignment(t *testing.T) {
 	}
 	defer lat.Close()
 	produceLatencies(ctx, t, lat, 500*time.Millisecond, nil) // warm up: connections, metadata
-	base := produceLatencies(ctx, t, lat, 5*time.Second, nil)
+	base := produceLatencies(ctx, t, lat, 4*time.Second, nil)
 
 	type cliDone struct {
 		r    cliResult
