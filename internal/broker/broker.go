@@ -149,6 +149,10 @@ type Config struct {
 	// ReplicaLagTime is replica.lag.time.max.ms: a follower that has not
 	// caught up with its leader for this long leaves the ISR; default 30 s.
 	ReplicaLagTime time.Duration
+	// ReassignmentThrottle caps, in bytes per second, what this node
+	// fetches for replicas a reassignment is adding (0: no cap); see
+	// cluster.Image.FollowerThrottle.
+	ReassignmentThrottle int64
 	// Logger; default slog.Default().
 	Logger *slog.Logger
 	// Now is the clock; default time.Now.
@@ -310,7 +314,10 @@ func Open(cfg Config) (_ *Broker, err error) {
 		Stop: (*TxnCoordinator).Stop}
 	b.peers = wire.Peers{Dialer: cfg.Dialer, Self: int32(cfg.NodeID), Addr: func(n int32) (string, error) { return b.internalAddr(NodeID(n)) }}
 	b.fetchers = fetcher.New(fetcher.Config{NodeID: cfg.NodeID, Addr: b.internalAddr, Dialer: cfg.Dialer, Logger: b.logger,
-		BrokerEpoch: func() int64 { return b.member.epoch.Load() }})
+		BrokerEpoch: func() int64 { return b.member.epoch.Load() },
+		Throttle: func(p *partition.Partition) int64 {
+			return b.meta.Image().FollowerThrottle(p.Topic(), int32(p.ID()), cluster.NodeID(cfg.NodeID), cfg.ReassignmentThrottle)
+		}})
 	if cfg.MaxOpenLogFiles > 0 {
 		b.files = vfs.NewFDCache(cfg.MaxOpenLogFiles)
 		b.logFS = b.files.Wrap(b.fs)

@@ -37,8 +37,13 @@ const (
 	// non-voters (the Observer controller RPC).
 	MetadataVersionRoles int16 = 2
 
+	// MetadataVersionThrottles adds dynamic broker configs (the
+	// broker_config record, throttle.go): the replication throttle rates
+	// per broker and as the cluster default.
+	MetadataVersionThrottles int16 = 3
+
 	// MetadataVersionLatest is the highest level this build writes.
-	MetadataVersionLatest = MetadataVersionRoles
+	MetadataVersionLatest = MetadataVersionThrottles
 )
 
 // FeatureRange is the levels of one feature a node supports.
