@@ -37,8 +37,16 @@ const (
 	// non-voters (the Observer controller RPC).
 	MetadataVersionRoles int16 = 2
 
+	// Level 3 is MetadataVersionThrottles (replication throttles), which
+	// another branch adds; this build reads nothing new at it.
+
+	// MetadataVersionGroupConfigs adds group configs kept in the metadata
+	// (AlterGroupConfig records, groupconfig.go): a cluster's share-group
+	// configs, as Kafka keeps a GROUP resource's ConfigRecords.
+	MetadataVersionGroupConfigs int16 = 4
+
 	// MetadataVersionLatest is the highest level this build writes.
-	MetadataVersionLatest = MetadataVersionRoles
+	MetadataVersionLatest = MetadataVersionGroupConfigs
 )
 
 // FeatureRange is the levels of one feature a node supports.

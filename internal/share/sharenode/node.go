@@ -112,6 +112,9 @@ func New(cfg Config) (*Node, error) {
 		return nil, err
 	}
 	coord.SetManager(mgr)
+	if cfg.Clustered {
+		coord.SetConfigStore(metaConfigs{cfg.Meta})
+	}
 	n.Coordinator, n.Manager, n.Sessions = coord, mgr, share.NewSessions()
 	if cfg.Clustered {
 		n.states = &coordlog.Shards[*partition.Partition, *share.StateShard]{What: "share coordinator", Logger: cfg.Logger,
