@@ -118,7 +118,7 @@ func TestClusterShareLeaderMoves(t *testing.T) {
 // (share.auto.offset.reset=earliest, a group config kept in the metadata)
 // accepts every record of a three-partition topic whose partitions are led
 // by different nodes; then each share-partition starts at its log end,
-// with no lag.
+// with no lag. Deleting the group then leaves its configs, as in Kafka.
 func TestClusterShareGroupOffsets(t *testing.T) {
 	c := startCluster(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -179,11 +179,39 @@ func TestClusterShareGroupOffsets(t *testing.T) {
 			done = done && ok && o.Err == nil && o.StartOffset == perPartition && o.Lag == 0
 		}
 		if done {
-			return
+			break
 		}
 		if ctx.Err() != nil {
 			t.Fatalf("share group offsets: %+v", d)
 		}
 		time.Sleep(100 * time.Millisecond)
+	}
+	// DeleteGroups leaves the group's configs in the metadata, as Kafka's.
+	for {
+		r, err := adm.DeleteGroup(ctx, "so-workers")
+		if err == nil && r.Err == nil {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("delete group: %v %v", err, r.Err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	dreq := kmsg.NewPtrDescribeConfigsRequest()
+	dres := kmsg.NewDescribeConfigsRequestResource()
+	dres.ResourceType, dres.ResourceName = kmsg.ConfigResourceTypeGroupConfig, "so-workers"
+	dreq.Resources = append(dreq.Resources, dres)
+	rc, err := dreq.RequestWith(ctx, c.client(1, seeds))
+	if err != nil {
+		t.Fatal(err)
+	}
+	kept := false
+	for _, r := range rc.Resources {
+		for _, c := range r.Configs {
+			kept = kept || c.Name == "share.auto.offset.reset" && c.Value != nil && *c.Value == "earliest" && c.Source == kmsg.ConfigSourceGroupConfig
+		}
+	}
+	if !kept {
+		t.Errorf("after DeleteGroups the group's configs are %+v, want share.auto.offset.reset=earliest kept", rc.Resources)
 	}
 }

@@ -160,9 +160,8 @@ func (w *shareWork) count(m map[string]bool, prefix string) int {
 
 // warm produces a warm-up record to every partition until each has been
 // delivered: every share-partition has then been initialized (at the log
-// end, share.auto.offset.reset=latest, the only reset a cluster serves
-// without group configs), so every record produced after it is the
-// group's to deliver.
+// end by the default share.auto.offset.reset=latest), so every record
+// produced after it is the group's to deliver.
 func (w *shareWork) warm(ctx context.Context, prod *kgo.Client, partitions int32) {
 	w.t.Helper()
 	for round := 0; ; round++ {
