@@ -242,7 +242,7 @@ type Broker struct {
 	syncedIndex int64        // newest image syncLocked applied (b.admin)
 	ingest      dlq.Stats    // validation counters (package dlq)
 	schemas     *SchemaStore // the schema registry's storage (package schemastore)
-	share       *ShareNode   // share groups, nil on a cluster member (share_host.go)
+	share       *ShareNode   // share groups (share.go, package sharenode)
 	stats       stats        // traffic counters (stats.go)
 
 	lock      io.Closer // the data directory's .lock, held until Close
@@ -607,7 +607,7 @@ func (b *Broker) Close() error {
 	// The coordinators first: they write to __transaction_state and
 	// __consumer_offsets (transaction markers reach the group coordinators).
 	b.txns.StopAll()
-	b.closeShare()
+	b.share.Close()
 	b.coords.StopAll()
 	b.unsubscribe()
 	close(b.stop)

@@ -58,6 +58,7 @@ var codecs = map[string]func([]byte) (Record, error){
 	"finalize_feature":           decodeAs[FinalizeFeature],
 	"drain_broker":               decodeAs[DrainBroker],
 	"broker_config":              decodeAs[BrokerConfig],
+	"alter_group_config":         decodeAs[AlterGroupConfig],
 }
 
 // typeNames is codecs' key for each record type.

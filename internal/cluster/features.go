@@ -42,8 +42,13 @@ const (
 	// per broker and as the cluster default.
 	MetadataVersionThrottles int16 = 3
 
+	// MetadataVersionGroupConfigs adds group configs kept in the metadata
+	// (AlterGroupConfig records, groupconfig.go): a cluster's share-group
+	// configs, as Kafka keeps a GROUP resource's ConfigRecords.
+	MetadataVersionGroupConfigs int16 = 4
+
 	// MetadataVersionLatest is the highest level this build writes.
-	MetadataVersionLatest = MetadataVersionThrottles
+	MetadataVersionLatest = MetadataVersionGroupConfigs
 )
 
 // FeatureRange is the levels of one feature a node supports.

@@ -105,12 +105,16 @@ type snapshotForm struct {
 	// BrokerConfigs: absent in snapshots from before metadata.version 3,
 	// and while no dynamic broker config is set.
 	BrokerConfigs map[NodeID]map[string]string `json:"brokerConfigs,omitempty"`
+	// GroupConfigs: absent in snapshots from before group configs
+	// (metadata.version 4), and while no group has one.
+	GroupConfigs map[string]map[string]string `json:"groupConfigs,omitempty"`
 }
 
 func encodeImage(im *Image) ([]byte, error) {
 	return json.Marshal(snapshotForm{ClusterID: im.ClusterID(), Topics: im.Topics(), Deleted: im.Deleted(),
 		Brokers: im.Brokers(), Partitions: im.partitions, NextProducerID: im.nextProducerID,
-		ACLs: im.acls, ACLVersion: im.aclVersion, Scram: im.scram, Quotas: im.quotas, Features: im.features, BrokerConfigs: im.brokerConfigs})
+		ACLs: im.acls, ACLVersion: im.aclVersion, Scram: im.scram, Quotas: im.quotas, Features: im.features, BrokerConfigs: im.brokerConfigs,
+		GroupConfigs: im.groupConfigs})
 }
 
 func decodeImage(b []byte) (*Image, error) {
@@ -140,6 +144,7 @@ func decodeImage(b []byte) (*Image, error) {
 	}
 	im.features = s.Features
 	im.brokerConfigs = s.BrokerConfigs
+	im.groupConfigs = s.GroupConfigs
 	return im, nil
 }
 
