@@ -13,6 +13,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/strandmq/strand/internal/partlog"
 	"github.com/strandmq/strand/internal/record"
@@ -45,6 +46,14 @@ type Partition struct {
 
 	end   atomic.Int64 // the manifest's End, for the local retention gate
 	start atomic.Int64 // the manifest's LogStart when it holds segments, else -1
+
+	// waiting is the oldest sealed segment an upload pass found not yet
+	// in the store, and since when (UploadBehind).
+	waiting struct {
+		sync.Mutex
+		base  record.Offset // -1: none waits
+		since time.Time
+	}
 }
 
 // SetSnapshotter makes every later upload put fn(segment's next offset),
@@ -240,6 +249,10 @@ func (p *Partition) Upload(ctx context.Context) (int, error) {
 	if err := p.ready(); err != nil {
 		return 0, err
 	}
+	// Noted before and after: a pass stuck on a store that does not
+	// answer still shows the segment it waits for.
+	p.noteWaiting()
+	defer p.noteWaiting()
 	n := 0
 	for _, s := range p.log.SealedSegments() {
 		end := p.UploadedEnd()
@@ -361,6 +374,38 @@ func (p *Partition) OldestPending() (ms int64, ok bool) {
 		}
 	}
 	return 0, false
+}
+
+// noteWaiting records the oldest sealed segment not yet uploaded, keeping
+// the time it was first seen while it stays the oldest.
+func (p *Partition) noteWaiting() {
+	base := record.NoOffset
+	end := p.UploadedEnd()
+	for _, s := range p.log.SealedSegments() {
+		if s.Next > end {
+			base = s.Base
+			break
+		}
+	}
+	p.waiting.Lock()
+	defer p.waiting.Unlock()
+	if base != p.waiting.base {
+		p.waiting.base, p.waiting.since = base, p.t.cfg.Now()
+	}
+}
+
+// UploadBehind is how long the oldest sealed segment not yet in the store
+// has waited, counted from the first upload pass (of this node, as the
+// partition's uploader) that found it waiting; 0 when none waits. Unlike
+// OldestPending it does not trust record timestamps, which a producer
+// sets.
+func (p *Partition) UploadBehind() time.Duration {
+	p.waiting.Lock()
+	defer p.waiting.Unlock()
+	if p.waiting.base < 0 {
+		return 0
+	}
+	return max(p.t.cfg.Now().Sub(p.waiting.since), 0)
 }
 
 // Retention is the total retention of a tiered partition: retention.ms and
