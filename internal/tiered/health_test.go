@@ -75,6 +75,12 @@ func TestHealthSaysUploadsAreBehind(t *testing.T) {
 		t.Fatalf("health with the store answering lists: %+v, want t-0 only", h)
 	}
 
+	// remote.log.copy.disable: nothing will be uploaded, nothing is behind.
+	p.NotUploading()
+	if h := tier.Health(leading); h != nil {
+		t.Fatalf("health of a partition that uploads no more: %+v", h)
+	}
+
 	f.setFail(func(string, string) bool { return false })
 	if _, err := p.Upload(ctx); err != nil {
 		t.Fatal(err)

@@ -394,6 +394,15 @@ func (p *Partition) noteWaiting() {
 	}
 }
 
+// NotUploading forgets the segment an upload pass found waiting: the
+// partition uploads nothing more (remote.log.copy.disable), so nothing
+// is behind.
+func (p *Partition) NotUploading() {
+	p.waiting.Lock()
+	defer p.waiting.Unlock()
+	p.waiting.base = record.NoOffset
+}
+
 // UploadBehind is how long the oldest sealed segment not yet in the store
 // has waited, counted from the first upload pass (of this node, as the
 // partition's uploader) that found it waiting; 0 when none waits. Unlike
