@@ -133,8 +133,9 @@ func TestClusterTieredLeaderKilledMidUpload(t *testing.T) {
 		}
 	}
 
-	// Every acknowledged record from offset 0, through the node that
-	// came back too, once and byte for byte.
+	// Every acknowledged record from offset 0, once and byte for byte,
+	// by a consumer bootstrapped from every node and by one that knows
+	// only the node that came back (the leader serves both).
 	for _, via := range []string{c.brokers(0), c.addrs[old]} {
 		final := finalLog(ctx, t, via, topic)
 		checkAcked(t, final, acked)
