@@ -1,6 +1,9 @@
 package tiered
 
 import (
+	"context"
+	"io"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -87,5 +90,54 @@ func TestHealthSaysUploadsAreBehind(t *testing.T) {
 	}
 	if h := tier.Health(leading); h != nil || p.UploadBehind() != 0 {
 		t.Fatalf("health after catching up: %+v, behind %v", h, p.UploadBehind())
+	}
+}
+
+// hanging is a store whose manifest PUTs wait until release is closed.
+type hanging struct {
+	Store
+	arrived chan struct{}
+	release chan struct{}
+	once    sync.Once
+}
+
+func (h *hanging) Put(ctx context.Context, key string, body io.Reader, size int64) error {
+	if strings.Contains(key, "/manifest/") {
+		h.once.Do(func() { close(h.arrived) })
+		<-h.release
+	}
+	return h.Store.Put(ctx, key, body, size)
+}
+
+// A manifest PUT the store does not answer holds up the upload, not the
+// readers of the partition's tier: Loaded, which a segment roll on the
+// append path asks (the partition's aborted-transaction horizon), and
+// Manifest, which reads and metrics ask, answer while it hangs.
+func TestHangingManifestPutBlocksNoReader(t *testing.T) {
+	l := openLog(t, tempDir(t))
+	fill(t, l, 60)
+	h := &hanging{Store: startS3(t), arrived: make(chan struct{}), release: make(chan struct{})}
+	p := newTier(t, h).Partition("t", "id", 0, l)
+	if err := p.Load(ctx); err != nil {
+		t.Fatal(err)
+	}
+	claimed := make(chan error, 1)
+	go func() { claimed <- p.Claim(ctx, 1) }() // writes a manifest: it hangs
+	<-h.arrived
+	answered := make(chan struct{})
+	go func() {
+		_ = p.Loaded()
+		_ = p.Manifest()
+		_, _ = p.Claimed(), p.Fenced()
+		close(answered)
+	}()
+	select {
+	case <-answered:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the tier's readers waited for a hanging manifest PUT")
+	}
+	close(h.release)
+	if err := <-claimed; err != nil {
+		t.Fatal(err)
 	}
 }

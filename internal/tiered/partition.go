@@ -180,22 +180,25 @@ func (p *Partition) Claim(ctx context.Context, epoch record.Epoch) error {
 		}
 	}
 	p.mu.Lock()
-	defer p.mu.Unlock()
 	if man.Epoch > epoch {
 		p.mu.fenced = true
+		p.mu.Unlock()
 		return fmt.Errorf("%w: %s is at epoch %d, this node at %d", ErrFenced, p.prefix, man.Epoch, epoch)
 	}
 	p.mu.man, p.mu.key, p.mu.epoch, p.mu.fenced = man, key, epoch, false
 	p.mu.loaded = true
 	p.publishLocked()
+	p.mu.Unlock()
 	if man.Epoch < epoch {
 		next := man.clone()
 		next.Epoch, next.Seq = epoch, man.Seq+1
-		if err := p.writeLocked(ctx, next); err != nil {
+		if err := p.write(ctx, next); err != nil {
 			return err
 		}
 	}
+	p.mu.Lock()
 	p.mu.claimed = true
+	p.mu.Unlock()
 	return nil
 }
 
@@ -209,18 +212,26 @@ func (p *Partition) publishLocked() {
 	}
 }
 
-// writeLocked writes next as the newest manifest, unless a higher epoch
-// has claimed the partition or the newest manifest is not the one this
-// node last read or wrote (both ErrFenced).
-func (p *Partition) writeLocked(ctx context.Context, next *Manifest) error {
+// write writes next as the newest manifest, unless a higher epoch has
+// claimed the partition or the newest manifest is not the one this node
+// last read or wrote (both ErrFenced). Its caller holds p.upload, which
+// every writer of the manifest holds, and not p.mu: the store may take
+// its time (or hang), and the readers of the manifest — a segment roll
+// on the append path among them (Loaded) — must not wait for it.
+func (p *Partition) write(ctx context.Context, next *Manifest) error {
 	key, _, err := p.newest(ctx)
 	if err != nil {
 		return err
 	}
-	if key != p.mu.key {
+	p.mu.Lock()
+	cur := p.mu.key
+	p.mu.Unlock()
+	if key != cur {
 		if e, _, ok := parseManifestKey(p.prefix, key); ok && e >= next.Epoch {
+			p.mu.Lock()
 			p.mu.fenced = true
-			return fmt.Errorf("%w: %s has manifest %s, this node expected %q", ErrFenced, p.prefix, key, p.mu.key)
+			p.mu.Unlock()
+			return fmt.Errorf("%w: %s has manifest %s, this node expected %q", ErrFenced, p.prefix, key, cur)
 		}
 	}
 	next.Version = manifestVersion
@@ -235,8 +246,10 @@ func (p *Partition) writeLocked(ctx context.Context, next *Manifest) error {
 	if err != nil {
 		return err
 	}
+	p.mu.Lock()
 	p.mu.man, p.mu.key = next, nkey
 	p.publishLocked()
+	p.mu.Unlock()
 	return nil
 }
 
@@ -345,16 +358,16 @@ func (p *Partition) uploadOne(ctx context.Context, info partlog.SegmentInfo) err
 		}
 	}
 	p.mu.Lock()
-	defer p.mu.Unlock()
 	next := p.mu.man.clone()
 	next.Seq++
 	next.Epoch = p.mu.epoch
+	p.mu.Unlock()
 	if len(next.Segments) == 0 && next.LogStart < seg.Start {
 		next.LogStart = seg.Start
 	}
 	next.Segments = append(next.Segments, seg)
 	next.End = seg.Next
-	if err := p.writeLocked(ctx, next); err != nil {
+	if err := p.write(ctx, next); err != nil {
 		return err
 	}
 	p.t.stats.UploadedSegments.Add(1)
@@ -463,7 +476,7 @@ func (p *Partition) ApplyRetention(ctx context.Context, r Retention) (int, error
 	if n == 0 {
 		return 0, nil
 	}
-	return n, p.dropLocked(ctx, n, record.NoOffset)
+	return n, p.drop(ctx, n, record.NoOffset)
 }
 
 // localOnlyBytes is the size of the local log not yet uploaded.
@@ -493,26 +506,26 @@ func (p *Partition) DeleteRecordsBefore(ctx context.Context, o record.Offset) er
 	for n < len(man.Segments) && man.Segments[n].Next <= o {
 		n++
 	}
-	return p.dropLocked(ctx, n, o)
+	return p.drop(ctx, n, o)
 }
 
-// dropLocked writes a manifest without the n oldest segments, with its
-// log start at least start, then deletes their objects.
-func (p *Partition) dropLocked(ctx context.Context, n int, start record.Offset) error {
+// drop writes a manifest without the n oldest segments, with its log
+// start at least start, then deletes their objects. Its caller holds
+// p.upload.
+func (p *Partition) drop(ctx context.Context, n int, start record.Offset) error {
 	p.mu.Lock()
 	next := p.mu.man.clone()
 	gone := next.Segments[:n]
 	next.Segments = slices.Clone(next.Segments[n:])
 	next.Seq++
 	next.Epoch = p.mu.epoch
+	p.mu.Unlock()
 	if len(next.Segments) > 0 {
 		next.LogStart = max(next.LogStart, next.Segments[0].Start, start)
 	} else {
 		next.LogStart = max(next.LogStart, next.End, start)
 	}
-	err := p.writeLocked(ctx, next)
-	p.mu.Unlock()
-	if err != nil {
+	if err := p.write(ctx, next); err != nil {
 		return err
 	}
 	var errs []error
