@@ -40,7 +40,7 @@ func TestClusterTieredLeaderKilledMidUpload(t *testing.T) {
 	}
 	const prefix, topic = "kc/", "tk"
 	c := newProcCluster(t, "--tier-endpoint", st.URL, "--tier-bucket", storetest.Bucket, "--tier-credentials-file", creds,
-		"--tier-prefix", prefix, "--tier-upload-interval", "200ms", "--tier-orphan-grace", "1ms",
+		"--tier-prefix", prefix, "--tier-upload-interval", "100ms", "--tier-orphan-grace", "1ms",
 		"--retention-check-interval", "100ms")
 	defer func() {
 		if t.Failed() {
@@ -62,7 +62,7 @@ func TestClusterTieredLeaderKilledMidUpload(t *testing.T) {
 	old := int(first.Leader)
 
 	acked := map[string]int64{}
-	produceTiered(ctx, t, c.brokers(0), topic, "a", 150, acked)
+	produceTiered(ctx, t, c.brokers(0), topic, "a", 80, acked)
 	awaitManifest(t, s3, prefix, "two segments uploaded", func(m *tiered.Manifest) bool { return len(m.Segments) >= 2 })
 
 	// The next segment upload's manifest PUT is held: the segment's
@@ -95,7 +95,7 @@ func TestClusterTieredLeaderKilledMidUpload(t *testing.T) {
 		old, first.LeaderEpoch, lateSeg.Base, lateSeg.Next, next.Leader, next.LeaderEpoch)
 
 	// The new leader uploads under its epoch from where the manifest ends.
-	firstC := produceTiered(ctx, t, c.brokers(old), topic, "c", 150, acked)
+	firstC := produceTiered(ctx, t, c.brokers(old), topic, "c", 80, acked)
 	awaitManifest(t, s3, prefix, "the new leader's uploads", func(m *tiered.Manifest) bool {
 		return m.Epoch >= record.Epoch(next.LeaderEpoch) && m.End > record.Offset(firstC)
 	})
@@ -117,7 +117,7 @@ func TestClusterTieredLeaderKilledMidUpload(t *testing.T) {
 	c.procs[old] = c.launch(t, old)
 	c.procs[old].awaitServing(t)
 	c.waitInSync(ctx, t, topic, 60*time.Second)
-	firstD := produceTiered(ctx, t, c.brokers(0), topic, "d", 100, acked)
+	firstD := produceTiered(ctx, t, c.brokers(0), topic, "d", 60, acked)
 	m := awaitManifest(t, s3, prefix, "uploads after the old leader's return", func(m *tiered.Manifest) bool {
 		return m.End > record.Offset(firstD)
 	})
@@ -144,7 +144,7 @@ func TestClusterTieredLeaderKilledMidUpload(t *testing.T) {
 		}
 	}
 
-	// The orphan pass (every 30th upload pass, 6 s here) leaves only what
+	// The orphan pass (every 30th upload pass, 3 s here) leaves only what
 	// the newest manifest names.
 	for deadline := time.Now().Add(45 * time.Second); ; time.Sleep(500 * time.Millisecond) {
 		m, orphans, manifests := bucketState(t, s3, prefix)
