@@ -30,6 +30,9 @@ type Partition struct {
 	logger *slog.Logger
 
 	upload sync.Mutex // one Upload, ApplyRetention or CleanOrphans at a time
+	// written are the keys of the manifests this handle wrote, oldest
+	// first, at most keepManifests (guarded by upload).
+	written []string
 	mu     struct {
 		sync.Mutex
 		man      *Manifest
@@ -250,7 +253,21 @@ func (p *Partition) write(ctx context.Context, next *Manifest) error {
 	p.mu.man, p.mu.key = next, nkey
 	p.publishLocked()
 	p.mu.Unlock()
+	p.forgetOld(ctx, nkey)
 	return nil
+}
+
+// forgetOld deletes the manifests this handle wrote before the newest
+// keepManifests, at once rather than at the next orphan pass: every write
+// lists the manifests (the fencing check), and at one manifest a segment
+// a busy partition's list would otherwise grow by thousands between
+// passes. A failed delete is left to the orphan pass.
+func (p *Partition) forgetOld(ctx context.Context, key string) {
+	p.written = append(p.written, key)
+	for len(p.written) > keepManifests {
+		_ = p.t.cfg.Store.Delete(ctx, p.written[0])
+		p.written = p.written[1:]
+	}
 }
 
 // Upload copies every sealed segment the manifest does not yet hold, oldest
