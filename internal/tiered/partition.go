@@ -33,7 +33,7 @@ type Partition struct {
 	// written are the keys of the manifests this handle wrote, oldest
 	// first, at most keepManifests (guarded by upload).
 	written []string
-	mu     struct {
+	mu      struct {
 		sync.Mutex
 		man      *Manifest
 		key      string // the newest manifest's key, "" when none
