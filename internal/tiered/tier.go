@@ -112,7 +112,7 @@ type Tier struct {
 }
 
 // readAhead bounds the chunks fetched ahead at once.
-const readAhead = 4
+const readAhead = 8
 
 // Stats are the tier's counters since start.
 type Stats struct {
