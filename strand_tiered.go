@@ -44,6 +44,10 @@ type TieredStorageConfig struct {
 	// OrphanGrace is how old an object no manifest names must be before it
 	// is deleted as an orphan; default 1h.
 	OrphanGrace time.Duration
+	// UploadLagAlert is when /healthz says "degraded": a partition this
+	// node leads has had a sealed segment waiting for upload, or every
+	// request to the store has failed, for longer; default 5m.
+	UploadLagAlert time.Duration
 }
 
 // brokerConfig builds the broker's tier; a nil config means no tier.
@@ -68,7 +72,7 @@ func (c *TieredStorageConfig) brokerConfig(ctx context.Context, logger *slog.Log
 		logger.Warn("strand: tiered storage: the object store does not answer yet; uploads will retry", "err", err)
 	}
 	t, err := tiered.New(tiered.Config{Store: s3, Prefix: c.Prefix, Concurrency: c.UploadConcurrency,
-		CacheBytes: c.CacheBytes, OrphanGrace: c.OrphanGrace, UploadBytesPerSecond: c.UploadBytesPerSecond, Logger: logger})
+		CacheBytes: c.CacheBytes, OrphanGrace: c.OrphanGrace, UploadLagAlert: c.UploadLagAlert, UploadBytesPerSecond: c.UploadBytesPerSecond, Logger: logger})
 	if err != nil {
 		return broker.TieredConfig{}, err
 	}

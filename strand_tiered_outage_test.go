@@ -3,38 +3,19 @@ package strand_test
 import (
 	"bufio"
 	"context"
+	"io"
 	"net/http"
-	"net/http/httptest"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/johannesboyne/gofakes3"
-	"github.com/johannesboyne/gofakes3/backend/s3mem"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/strandmq/strand"
+	"github.com/strandmq/strand/internal/tiered/storetest"
 )
-
-// outageProxy stands between the broker and the object store; while down
-// it answers every request 503 SlowDown, as a store in an outage does.
-type outageProxy struct {
-	next http.Handler
-	down atomic.Bool
-}
-
-func (o *outageProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if o.down.Load() {
-		w.Header().Set("Content-Type", "application/xml")
-		w.WriteHeader(http.StatusServiceUnavailable)
-		_, _ = w.Write([]byte(`<?xml version="1.0" encoding="UTF-8"?><Error><Code>SlowDown</Code><Message>injected outage</Message></Error>`))
-		return
-	}
-	o.next.ServeHTTP(w, r)
-}
 
 // metricValue scrapes one unlabelled or labelled sample whose line starts
 // with prefix (name and labels) from a broker's /metrics.
@@ -62,19 +43,14 @@ func metricValue(t *testing.T, b *strand.Broker, prefix string) float64 {
 
 // The object store down under load: produce goes on, nothing is deleted
 // locally that the store does not hold, the metrics say uploads fail and
-// lag; once the store answers the uploads catch up on their own (the
-// broker's upload loop, every 100 ms here), local retention follows, and
-// every record reads back from offset 0.
+// lag, and /healthz says uploads are behind (past a 1 s bound here); once
+// the store answers the uploads catch up on their own (the broker's
+// upload loop, every 100 ms here), local retention follows, /healthz is
+// "ok" again, and every record reads back from offset 0.
 func TestTieredStoreOutage(t *testing.T) {
-	backend := s3mem.New()
-	if err := backend.CreateBucket("tier"); err != nil {
-		t.Fatal(err)
-	}
-	proxy := &outageProxy{next: gofakes3.New(backend).Server()}
-	srv := httptest.NewServer(proxy)
-	t.Cleanup(srv.Close)
-	store := &strand.TieredStorageConfig{Endpoint: srv.URL, Bucket: "tier", AccessKey: "strand", SecretKey: "secret",
-		UploadInterval: 100 * time.Millisecond}
+	st := storetest.Start(t)
+	store := &strand.TieredStorageConfig{Endpoint: st.URL, Bucket: storetest.Bucket, AccessKey: "strand", SecretKey: "secret",
+		UploadInterval: 100 * time.Millisecond, UploadLagAlert: time.Second}
 	b, err := strand.Start(context.Background(), strand.Config{Dir: t.TempDir(), TieredStorage: store,
 		RetentionCheckInterval: 100 * time.Millisecond, MetricsAddr: "127.0.0.1:0"})
 	if err != nil {
@@ -114,7 +90,7 @@ func TestTieredStoreOutage(t *testing.T) {
 		}
 	}
 
-	proxy.down.Store(true)
+	st.SetDown(true)
 	errorsBefore := metricValue(t, b, "strand_tiered_upload_errors_total")
 	localBefore := listOffset(t, cl, topic, -4)
 	produce(100, 400) // about 15 segments
@@ -134,8 +110,14 @@ func TestTieredStoreOutage(t *testing.T) {
 	if lag := metricValue(t, b, "strand_partition_upload_lag_seconds"+labels); lag <= 0 {
 		t.Fatalf("upload lag %v s with the store down", lag)
 	}
+	// Past the 1 s bound, /healthz says uploads are behind, and still
+	// answers 200: a liveness probe must not restart the broker for it.
+	health := awaitHealth(t, b, "degraded", 20*time.Second)
+	if !strings.Contains(health, "object store: every request has failed") || !strings.Contains(health, "outage-0: its oldest sealed segment") {
+		t.Fatalf("/healthz with the store down names neither the store nor the partition:\n%s", health)
+	}
 
-	proxy.down.Store(false)
+	st.SetDown(false)
 	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
 		local, tiered := listOffset(t, cl, topic, -4), listOffset(t, cl, topic, -5)
 		if local > 400 && local == tiered+1 {
@@ -148,9 +130,38 @@ func TestTieredStoreOutage(t *testing.T) {
 	if lag := metricValue(t, b, "strand_partition_upload_lag_seconds"+labels); lag != 0 {
 		t.Errorf("upload lag %v s after catching up", lag)
 	}
+	awaitHealth(t, b, "ok", 20*time.Second)
 	for i, r := range consumeFromZero(t, b.Addr(), topic, 500)[:500] {
 		if r.Offset != int64(i) || string(r.Value) != tieredValue(i) {
 			t.Fatalf("record %d: offset %d", i, r.Offset)
+		}
+	}
+}
+
+// awaitHealth polls the broker's /healthz until its answer (always 200
+// here) starts with want, and returns it.
+func awaitHealth(t *testing.T, b *strand.Broker, want string, within time.Duration) string {
+	t.Helper()
+	var last string
+	for deadline := time.Now().Add(within); ; time.Sleep(100 * time.Millisecond) {
+		resp, err := http.Get("http://" + b.MetricsAddr() + "/healthz")
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		last = string(body)
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("/healthz answered %d:\n%s", resp.StatusCode, last)
+		}
+		if strings.HasPrefix(last, want) {
+			return last
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("/healthz never said %q in %v; last:\n%s", want, within, last)
 		}
 	}
 }

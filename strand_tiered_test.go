@@ -6,15 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"net/http/httptest"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/johannesboyne/gofakes3"
-	"github.com/johannesboyne/gofakes3/backend/s3mem"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -22,6 +19,7 @@ import (
 
 	"github.com/strandmq/strand"
 	"github.com/strandmq/strand/internal/tiered"
+	"github.com/strandmq/strand/internal/tiered/storetest"
 )
 
 // startObjectStore serves an S3-compatible store (gofakes3) over HTTP on a
@@ -29,13 +27,8 @@ import (
 // it.
 func startObjectStore(t *testing.T) *strand.TieredStorageConfig {
 	t.Helper()
-	backend := s3mem.New()
-	if err := backend.CreateBucket("tier"); err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(gofakes3.New(backend).Server())
-	t.Cleanup(srv.Close)
-	return &strand.TieredStorageConfig{Endpoint: srv.URL, Bucket: "tier", AccessKey: "strand", SecretKey: "secret",
+	st := storetest.Start(t)
+	return &strand.TieredStorageConfig{Endpoint: st.URL, Bucket: storetest.Bucket, AccessKey: "strand", SecretKey: "secret",
 		Prefix: "test/", UploadInterval: time.Hour}
 }
 
@@ -285,36 +278,13 @@ func TestTieredTopicConfigChecks(t *testing.T) {
 	}
 }
 
-// faultProxy stands between the broker and the object store and refuses
-// the requests refuse says to, as a store might (403, 5xx).
-type faultProxy struct {
-	next   http.Handler
-	refuse atomic.Pointer[func(*http.Request) bool]
-}
-
-func (f *faultProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if fn := f.refuse.Load(); fn != nil && (*fn)(r) {
-		w.Header().Set("Content-Type", "application/xml")
-		w.WriteHeader(http.StatusForbidden)
-		fmt.Fprint(w, `<?xml version="1.0" encoding="UTF-8"?><Error><Code>AccessDenied</Code><Message>injected</Message></Error>`)
-		return
-	}
-	f.next.ServeHTTP(w, r)
-}
-
 // The broker stops after a segment's objects are in the store but before a
 // manifest names them (the manifest writes fail): after a restart the
 // segments are recorded once each, in order, the orphans go, and every
 // record reads back from offset 0.
 func TestTieredRestartMidUpload(t *testing.T) {
-	backend := s3mem.New()
-	if err := backend.CreateBucket("tier"); err != nil {
-		t.Fatal(err)
-	}
-	proxy := &faultProxy{next: gofakes3.New(backend).Server()}
-	srv := httptest.NewServer(proxy)
-	t.Cleanup(srv.Close)
-	store := &strand.TieredStorageConfig{Endpoint: srv.URL, Bucket: "tier", AccessKey: "strand", SecretKey: "secret",
+	st := storetest.Start(t) // the store behind a proxy that refuses what the test says
+	store := &strand.TieredStorageConfig{Endpoint: st.URL, Bucket: storetest.Bucket, AccessKey: "strand", SecretKey: "secret",
 		UploadInterval: time.Hour, OrphanGrace: time.Nanosecond}
 	dir := filepath.Join(t.TempDir(), "data")
 	b, cl := startTiered(t, dir, store)
@@ -340,20 +310,16 @@ func TestTieredRestartMidUpload(t *testing.T) {
 	refuse := func(r *http.Request) bool {
 		return r.Method == http.MethodPut && strings.Contains(r.URL.Path, "/manifest/") && manifestPuts.Add(1) > 2
 	}
-	proxy.refuse.Store(&refuse)
+	st.Refuse(refuse)
 	b.TierPass(false) // the claim and one segment are recorded; the next segment's objects are not
 	b.ApplyRetention()
 	cl.Close()
 	if err := b.Close(); err != nil {
 		t.Fatal(err)
 	}
-	proxy.refuse.Store(nil)
+	st.Refuse(nil)
 
-	s3, err := tiered.NewS3(tiered.S3Config{Endpoint: srv.URL, Bucket: "tier", Region: "us-east-1", AccessKey: "strand", SecretKey: "secret"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s3.CloseIdle()
+	s3 := st.Client(t)
 	before := segmentObjects(t, s3)
 
 	b, cl = startTiered(t, dir, store)
@@ -402,7 +368,7 @@ func TestTieredRestartMidUpload(t *testing.T) {
 		t.Fatal(err)
 	}
 	all := func(*http.Request) bool { return true }
-	proxy.refuse.Store(&all)
+	st.Refuse(all)
 	b, cl = startTiered(t, dir, store)
 	req := kmsg.NewPtrListOffsetsRequest()
 	req.Version = 9
@@ -419,7 +385,7 @@ func TestTieredRestartMidUpload(t *testing.T) {
 	if code := resp2.Topics[0].Partitions[0].ErrorCode; code != kerr.OffsetNotAvailable.Code {
 		t.Fatalf("earliest offset with the store down: error %v, want OFFSET_NOT_AVAILABLE", kerr.ErrorForCode(code))
 	}
-	proxy.refuse.Store(nil)
+	st.Refuse(nil)
 	b.TierPass(false)
 	if got := listOffset(t, cl, topic, -2); got != 0 {
 		t.Fatalf("earliest offset %d once the store answers, want 0", got)

@@ -4,12 +4,15 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -34,12 +37,14 @@ func volumeValue(i, size int) []byte {
 	return v
 }
 
-// produceVolume writes n records of size bytes to topic, acks=all, and
-// returns how long it took.
+// produceVolume writes n records of size bytes to topic, acks=all,
+// uncompressed (the values are a pattern a compressor would shrink
+// thirteenfold, and the disk and the store would then see a thirteenth
+// of the bytes), and returns how long it took.
 func produceVolume(t *testing.T, addr, topic string, from, n, size int) time.Duration {
 	t.Helper()
 	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.DefaultProduceTopic(topic), kgo.ProducerLinger(5*time.Millisecond),
-		kgo.ProducerBatchMaxBytes(1<<20), kgo.MaxBufferedRecords(20000))
+		kgo.ProducerBatchMaxBytes(1<<20), kgo.MaxBufferedRecords(20000), kgo.ProducerBatchCompression(kgo.NoCompression()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -201,32 +206,32 @@ func TestTieredVolume(t *testing.T) {
 
 // TestTieredPerf measures, in STRAND_TIERED_ROUNDS rounds (default 3) of
 // STRAND_TIERED_PERF_MB (default 64): produce throughput to a tiered topic
-// (uploading every second) and to an untiered one, and consume
-// throughput from offset 0 of the tiered one (all but the tail in the
-// store) and of the untiered one (all local). It logs each round and the
-// medians, and the load average, for docs/TIERED.md.
+// (uploading every second) and to an untiered one, consume throughput
+// from offset 0 of the tiered one (all but the tail in the store) and of
+// the untiered one (all local), and the local disk each keeps. Then a
+// sustained produce at STRAND_TIERED_SUSTAIN_MBPS (default 100) for
+// STRAND_TIERED_SUSTAIN_S seconds (default 10) to a tiered topic: the
+// rate reached, the upload rate meanwhile, the peak upload lag and how
+// long the uploads took to catch up once produce stopped. It logs each
+// round, the medians and the load average, for docs/TIERED.md.
 func TestTieredPerf(t *testing.T) {
 	if os.Getenv("STRAND_TIERED_PERF") == "" {
 		t.Skip("set STRAND_TIERED_PERF=1 to run")
 	}
-	mb := 64
-	if v, _ := strconv.Atoi(os.Getenv("STRAND_TIERED_PERF_MB")); v > 0 {
-		mb = v
-	}
-	rounds := 3
-	if v, _ := strconv.Atoi(os.Getenv("STRAND_TIERED_ROUNDS")); v > 0 {
-		rounds = v
-	}
+	mb := envInt("STRAND_TIERED_PERF_MB", 64)
+	rounds := envInt("STRAND_TIERED_ROUNDS", 3)
 	const size = 1024
 	n := mb << 20 / size
 	store := startObjectStore(t)
 	store.UploadInterval = time.Second
-	b, err := strand.Start(context.Background(), strand.Config{Dir: t.TempDir(), TieredStorage: store, RetentionCheckInterval: time.Second})
+	dir := t.TempDir()
+	b, err := strand.Start(context.Background(), strand.Config{Dir: dir, TieredStorage: store, RetentionCheckInterval: time.Second,
+		MetricsAddr: "127.0.0.1:0"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer b.Close()
-	var prodOn, prodOff, consRemote, consLocal []float64
+	var prodOn, prodOff, consRemote, consLocal, diskOn, diskOff []float64
 	for r := range rounds {
 		on, off := fmt.Sprint("on-", r), fmt.Sprint("off-", r)
 		createTopic(t, b.Addr(), on, map[string]string{"remote.storage.enable": "true", "local.retention.bytes": "1", "segment.bytes": fmt.Sprint(8 << 20)})
@@ -241,12 +246,106 @@ func TestTieredPerf(t *testing.T) {
 		}
 		b.TierPass(false) // what the last second's pass had not yet uploaded
 		b.ApplyRetention()
+		diskOn = append(diskOn, float64(dirBytes(t, filepath.Join(dir, on+"-0")))/(1<<20))
+		diskOff = append(diskOff, float64(dirBytes(t, filepath.Join(dir, off+"-0")))/(1<<20))
 		consLocal = append(consLocal, rate(consumeVolume(t, b.Addr(), off, n, size)))
 		consRemote = append(consRemote, rate(consumeVolume(t, b.Addr(), on, n, size)))
-		t.Logf("round %d: produce %.1f MB/s untiered, %.1f MB/s tiered; consume from 0 %.1f MB/s local, %.1f MB/s remote; load %s",
-			r, prodOff[r], prodOn[r], consLocal[r], consRemote[r], loadAverage())
+		t.Logf("round %d: produce %.1f MB/s untiered, %.1f MB/s tiered; consume from 0 %.1f MB/s local, %.1f MB/s remote; local disk %.1f MB untiered, %.1f MB tiered; load %s",
+			r, prodOff[r], prodOn[r], consLocal[r], consRemote[r], diskOff[r], diskOn[r], loadAverage())
 	}
 	med := func(v []float64) float64 { s := slices.Sorted(slices.Values(v)); return s[len(s)/2] }
-	t.Logf("medians of %d rounds of %d MB: produce %.1f MB/s untiered, %.1f MB/s tiered (%.0f%%); consume from 0 %.1f MB/s local, %.1f MB/s remote (%.0f%%); load %s",
-		rounds, mb, med(prodOff), med(prodOn), 100*med(prodOn)/med(prodOff), med(consLocal), med(consRemote), 100*med(consRemote)/med(consLocal), loadAverage())
+	t.Logf("medians of %d rounds of %d MB: produce %.1f MB/s untiered, %.1f MB/s tiered (%.0f%%); consume from 0 %.1f MB/s local, %.1f MB/s remote (%.0f%%); local disk %.1f MB untiered, %.1f MB tiered (%.1f MB, %.0f%% saved); load %s",
+		rounds, mb, med(prodOff), med(prodOn), 100*med(prodOn)/med(prodOff), med(consLocal), med(consRemote), 100*med(consRemote)/med(consLocal),
+		med(diskOff), med(diskOn), med(diskOff)-med(diskOn), 100*(1-med(diskOn)/med(diskOff)), loadAverage())
+	sustainedUpload(t, b, envInt("STRAND_TIERED_SUSTAIN_MBPS", 100), time.Duration(envInt("STRAND_TIERED_SUSTAIN_S", 10))*time.Second)
+}
+
+func envInt(name string, def int) int {
+	if v, _ := strconv.Atoi(os.Getenv(name)); v > 0 {
+		return v
+	}
+	return def
+}
+
+// sustainedUpload produces 1 KiB records to a fresh tiered topic (8 MiB
+// segments) at mbps MB/s for d, sampling the upload metrics, then waits
+// for the uploads to catch up, and logs whether they kept up.
+func sustainedUpload(t *testing.T, b *strand.Broker, mbps int, d time.Duration) {
+	t.Helper()
+	const topic, size = "sustained", 1024
+	createTopic(t, b.Addr(), topic, map[string]string{"remote.storage.enable": "true", "local.retention.bytes": "1", "segment.bytes": fmt.Sprint(8 << 20)})
+	lagLabel := `strand_partition_upload_lag_records{partition="0",topic="sustained"}`
+	uploaded0 := metricValue(t, b, "strand_tiered_uploaded_bytes_total")
+	var peakLag float64
+	stop := make(chan struct{})
+	sampled := make(chan struct{})
+	go func() {
+		defer close(sampled)
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(250 * time.Millisecond):
+			}
+			resp, err := http.Get("http://" + b.MetricsAddr() + "/metrics")
+			if err != nil {
+				continue
+			}
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			for line := range strings.SplitSeq(string(body), "\n") {
+				if rest, ok := strings.CutPrefix(line, lagLabel+" "); ok {
+					v, _ := strconv.ParseFloat(rest, 64)
+					peakLag = max(peakLag, v)
+				}
+			}
+		}
+	}()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addr()), kgo.DefaultProduceTopic(topic), kgo.ProducerLinger(5*time.Millisecond),
+		kgo.ProducerBatchMaxBytes(1<<20), kgo.MaxBufferedRecords(20000), kgo.ProducerBatchCompression(kgo.NoCompression()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	// Paced: every 10 ms the records due by then, so the rate never
+	// exceeds mbps; a broker that cannot take it makes Produce block.
+	perTick := mbps << 20 / size / 100
+	start := time.Now()
+	var wg sync.WaitGroup
+	var failed atomic.Pointer[error]
+	sent := 0
+	for tick := 1; time.Since(start) < d; tick++ {
+		for ; sent < tick*perTick; sent++ {
+			wg.Add(1)
+			cl.Produce(context.Background(), &kgo.Record{Value: volumeValue(sent, size)}, func(_ *kgo.Record, err error) {
+				if err != nil {
+					failed.Store(&err)
+				}
+				wg.Done()
+			})
+		}
+		time.Sleep(time.Until(start.Add(time.Duration(tick) * 10 * time.Millisecond)))
+	}
+	wg.Wait()
+	took := time.Since(start)
+	if e := failed.Load(); e != nil {
+		t.Fatal(*e)
+	}
+	uploadedDuring := metricValue(t, b, "strand_tiered_uploaded_bytes_total") - uploaded0
+	produced := float64(sent) * size / (1 << 20)
+	var caught time.Duration
+	for deadline := time.Now().Add(2 * time.Minute); ; time.Sleep(100 * time.Millisecond) {
+		if metricValue(t, b, `strand_partition_upload_lag_seconds{partition="0",topic="sustained"}`) == 0 {
+			caught = time.Since(start) - took
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("uploads not caught up 2 minutes after a sustained produce of %.0f MB", produced)
+		}
+	}
+	close(stop)
+	<-sampled
+	t.Logf("sustained produce at %d MB/s for %v: %.0f MB in %v (%.1f MB/s); uploaded meanwhile %.1f MB/s; peak upload lag %.0f MB (the active segment and what waits for the next 1 s pass included); every sealed segment uploaded %v after produce stopped; load %s",
+		mbps, d, produced, took.Round(time.Millisecond), produced/took.Seconds(), uploadedDuring/(1<<20)/took.Seconds(),
+		peakLag*size/(1<<20), caught.Round(time.Millisecond), loadAverage())
 }

@@ -24,6 +24,8 @@ type tieredOptions struct {
 	concurrency int
 	cacheBytes  int64
 	uploadRate  int64
+	orphanGrace time.Duration
+	lagAlert    time.Duration
 }
 
 func (o *tieredOptions) addFlags(f *pflag.FlagSet) {
@@ -36,6 +38,8 @@ func (o *tieredOptions) addFlags(f *pflag.FlagSet) {
 	f.DurationVar(&o.interval, "tier-upload-interval", 10*time.Second, "with --tier-endpoint: how often sealed segments are uploaded and remote retention runs")
 	f.IntVar(&o.concurrency, "tier-upload-concurrency", 4, "with --tier-endpoint: most segment uploads at once")
 	f.Int64Var(&o.uploadRate, "tier-upload-bytes-per-second", 0, "with --tier-endpoint: most bytes a second uploaded over every partition (0: no limit)")
+	f.DurationVar(&o.orphanGrace, "tier-orphan-grace", time.Hour, "with --tier-endpoint: how old an object no manifest names must be before the orphan pass deletes it (longer than any upload takes)")
+	f.DurationVar(&o.lagAlert, "tier-upload-lag-alert", 5*time.Minute, `with --tier-endpoint: /healthz says "degraded" when a partition's oldest sealed segment has waited for upload, or every request to the store has failed, this long`)
 	f.Int64Var(&o.cacheBytes, "tier-cache-bytes", 64<<20, "with --tier-endpoint: memory for chunks of remote segments being read")
 }
 
@@ -51,11 +55,12 @@ func (o *tieredOptions) config() (*strand.TieredStorageConfig, error) {
 	if o.bucket == "" {
 		return nil, usageErr("--tier-endpoint needs --tier-bucket")
 	}
-	if o.concurrency < 1 || o.cacheBytes < 1<<20 || o.interval <= 0 {
-		return nil, usageErr("--tier-upload-concurrency must be at least 1, --tier-cache-bytes at least 1 MiB, --tier-upload-interval positive")
+	if o.concurrency < 1 || o.cacheBytes < 1<<20 || o.interval <= 0 || o.orphanGrace <= 0 || o.lagAlert <= 0 {
+		return nil, usageErr("--tier-upload-concurrency must be at least 1, --tier-cache-bytes at least 1 MiB, --tier-upload-interval, --tier-orphan-grace and --tier-upload-lag-alert positive")
 	}
 	cfg := &strand.TieredStorageConfig{Endpoint: o.endpoint, Bucket: o.bucket, Region: o.region, Prefix: o.prefix,
 		CAFile: o.caFile, UploadInterval: o.interval, UploadConcurrency: o.concurrency, CacheBytes: o.cacheBytes, UploadBytesPerSecond: o.uploadRate,
+		OrphanGrace: o.orphanGrace, UploadLagAlert: o.lagAlert,
 		AccessKey: os.Getenv("AWS_ACCESS_KEY_ID"), SecretKey: os.Getenv("AWS_SECRET_ACCESS_KEY")}
 	if o.credentials != "" {
 		var err error

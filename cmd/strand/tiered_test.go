@@ -37,7 +37,8 @@ func TestServeTieredStorageSurvivesSIGKILL(t *testing.T) {
 		t.Fatal(err)
 	}
 	data := t.TempDir()
-	args := []string{"--data-dir", data, "--tier-endpoint", srv.URL, "--tier-bucket", "strand-tier",
+	console := freeAddr(t)
+	args := []string{"--data-dir", data, "--console-listen", console, "--tier-endpoint", srv.URL, "--tier-bucket", "strand-tier",
 		"--tier-credentials-file", creds, "--tier-prefix", "cli/", "--tier-upload-interval", "100ms",
 		"--retention-check-interval", "100ms"}
 	p := startServe(t, args...)
@@ -65,9 +66,18 @@ func TestServeTieredStorageSurvivesSIGKILL(t *testing.T) {
 			t.Fatalf("record %d: offset %d value %.20q", i, r.Offset, r.Value)
 		}
 	}
-	r := ok(t, p.addr, "", "topic", "describe", "tiered")
-	if !strings.Contains(r.stdout, "LOCAL START") {
-		t.Fatalf("topic describe has no LOCAL START column:\n%s", r.stdout)
+	r := ok(t, p.addr, "", "topic", "describe", "tiered", "--console", console)
+	if !strings.Contains(r.stdout, "LOCAL START") || !strings.Contains(r.stdout, "REMOTE BYTES") {
+		t.Fatalf("topic describe has no LOCAL START or REMOTE BYTES column:\n%s", r.stdout)
+	}
+	// Where the data lives: the leader's disk (DescribeLogDirs) from the
+	// local start, the store up to its end, with its bytes (the console).
+	var desc topicDescription
+	decodeJSON(t, ok(t, p.addr, "", "topic", "describe", "tiered", "-o", "json", "--console", console).stdout, &desc)
+	d := desc.Partitions[0]
+	if d.LocalBytes == nil || *d.LocalBytes <= 0 || d.RemoteEndOffset == nil || d.LocalStartOffset == nil ||
+		*d.RemoteEndOffset < *d.LocalStartOffset || d.RemoteBytes == nil || *d.RemoteBytes <= 0 {
+		t.Fatalf("topic describe's tier columns: %s", r.stdout)
 	}
 
 	s3, err := tiered.NewS3(tiered.S3Config{Endpoint: srv.URL, Bucket: "strand-tier", Region: "us-east-1", AccessKey: "strand", SecretKey: "secret"})

@@ -1,11 +1,13 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"maps"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -46,6 +48,13 @@ type partitionOffsets struct {
 	// LocalStartOffset is, for a topic with remote.storage.enable, the
 	// first offset on the leader's disk (StartOffset: in the object store).
 	LocalStartOffset *int64 `json:"local_start_offset,omitempty"`
+	// LocalBytes are the bytes on the leader's disk (DescribeLogDirs);
+	// RemoteEndOffset is where the object store's data ends (ListOffsets
+	// -5, plus one); RemoteBytes what the store holds (from the console's
+	// JSON API, when --console answers). Tiered topics only.
+	LocalBytes      *int64 `json:"local_bytes,omitempty"`
+	RemoteEndOffset *int64 `json:"remote_end_offset,omitempty"`
+	RemoteBytes     *int64 `json:"remote_bytes,omitempty"`
 }
 
 func partitionStatus(leader int32, replicas, isr []int32) string {
@@ -66,6 +75,7 @@ type topicConfig struct {
 
 func newTopicDescribeCmd(o *clientOptions) *cobra.Command {
 	var allConfigs, underReplicated bool
+	var console string
 	cmd := &cobra.Command{
 		Use:   "describe <topic>...",
 		Short: "Show a topic's partitions (leader, replicas, ISR, start and end offsets) and configs",
@@ -82,7 +92,13 @@ becomes an eligible leader replica (ELR, KIP-966): it holds every acknowledged
 record and may lead when the ISR is empty. The ELR column, and LAST KNOWN ELR
 (the leader a partition had when its ISR emptied), appear when some partition
 has one; -o json always carries "elr" when the broker serves
-DescribeTopicPartitions (Kafka 3.8 and later, Strand).`,
+DescribeTopicPartitions (Kafka 3.8 and later, Strand).
+
+A topic with remote.storage.enable (tiered storage, docs/TIERED.md) has START
+where the object store's data begins and four more columns: LOCAL START (the
+first offset on the leader's disk), LOCAL BYTES (the leader's disk, as
+DescribeLogDirs reports it), REMOTE END (the store holds [START, REMOTE END))
+and REMOTE BYTES (from the console of --console; "?" when it does not answer).`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, topics []string) error {
 			return o.clientRun(cmd, func(ctx context.Context, cl *kgo.Client, asJSON bool) error {
@@ -116,7 +132,7 @@ DescribeTopicPartitions (Kafka 3.8 and later, Strand).`,
 				for _, t := range topics {
 					d := describeOne(details[t], starts, ends, rcs, allConfigs)
 					addELRs(&d, elrs)
-					addLocalStarts(ctx, adm, &d, rcs) // topic_describe_tiered.go
+					addLocalStarts(ctx, adm, &d, rcs, console) // topic_describe_tiered.go
 					if underReplicated {
 						d.Partitions = slices.DeleteFunc(d.Partitions, func(p partitionOffsets) bool { return p.Status == "ok" })
 					}
@@ -143,6 +159,7 @@ DescribeTopicPartitions (Kafka 3.8 and later, Strand).`,
 	}
 	cmd.Flags().BoolVar(&allConfigs, "all-configs", false, "show every config, not only those set on the topic")
 	cmd.Flags().BoolVar(&underReplicated, "under-replicated", false, "list only partitions with fewer in-sync replicas than replicas, or no leader")
+	cmd.Flags().StringVar(&console, "console", cmp.Or(os.Getenv("STRAND_CONSOLE"), "127.0.0.1:9645"), "the broker's console address (its --console-listen), for a tiered topic's REMOTE BYTES, which no Kafka API carries (env STRAND_CONSOLE; \"\": leave them out)")
 	return cmd
 }
 

@@ -30,6 +30,7 @@ var layers = [][]string{
 	{"internal/producer"},
 	{"internal/ingest"},
 	{"internal/compact"},
+	{"internal/tiered/storetest"},
 	{"internal/tiered"},
 	{"internal/partlog"},
 	{"internal/coordlog"},

@@ -149,7 +149,8 @@ func (m *Metrics) Registry() *prometheus.Registry { return m.reg }
 // Handler serves /metrics (the Prometheus text format) and /healthz: 200
 // "ok" while the broker serves, 503 naming the partitions that refuse
 // appends after a failed fsync (a restart recovers them), so a liveness
-// probe restarts a broker whose disk failed it.
+// probe restarts a broker whose disk failed it; 200 "degraded: …" when
+// tiered storage's uploads are behind (tieredHealth).
 func (m *Metrics) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{Registry: m.reg}))
@@ -173,6 +174,12 @@ func (m *Metrics) Handler() http.Handler {
 			for _, o := range off {
 				lines = append(lines, o.Name+": "+o.Reason)
 			}
+			_, _ = w.Write([]byte(strings.Join(lines, "\n") + "\n"))
+			return
+		}
+		if lines := tieredHealth(m.b); len(lines) > 0 {
+			// 200: a liveness probe must not restart a broker for it
+			// (produce and local reads go on; a restart would not help).
 			_, _ = w.Write([]byte(strings.Join(lines, "\n") + "\n"))
 			return
 		}

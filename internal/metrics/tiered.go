@@ -1,12 +1,14 @@
 package metrics
 
 import (
+	"fmt"
 	"strconv"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/strandmq/strand/internal/broker"
+	"github.com/strandmq/strand/internal/tiered"
 )
 
 // The tiered-storage families (docs/TIERED.md): per partition where the
@@ -97,4 +99,39 @@ func (c *tieredCollector) Collect(ch chan<- prometheus.Metric) {
 	counter(descCacheHits, s.CacheHits.Load())
 	counter(descCacheMisses, s.CacheMisses.Load())
 	gauge(descCacheBytes, float64(tier.CacheBytes()))
+}
+
+// tieredHealth is /healthz's word on the object-storage tier: a
+// "degraded" line and one line a reason when uploads are behind (the store
+// has failed every request, or a partition this node leads has had a
+// sealed segment waiting, for longer than the tier's bound); nil when they
+// are not or the broker has no tier.
+func tieredHealth(b *broker.Broker) []string {
+	tier := b.Tier()
+	if tier == nil {
+		return nil
+	}
+	leading := map[string]*tiered.Partition{}
+	for _, t := range b.Topics() {
+		for i := range t.Partitions() {
+			p, err := t.Partition(broker.PartitionID(i))
+			if err != nil || p.Tier() == nil || p.Role() != broker.RoleLeader {
+				continue
+			}
+			leading[t.Name+"-"+strconv.Itoa(int(i))] = p.Tier()
+		}
+	}
+	behind := tier.Health(leading)
+	if len(behind) == 0 {
+		return nil
+	}
+	lines := []string{fmt.Sprintf("degraded: uploads to the object store are behind (bound %v; local disk keeps what is not uploaded; see docs/OPERATIONS.md):", tier.UploadLagAlert())}
+	for _, r := range behind {
+		if r.Partition == "" {
+			lines = append(lines, fmt.Sprintf("object store: every request has failed for %v: %v", r.For.Round(time.Second), r.Err))
+			continue
+		}
+		lines = append(lines, fmt.Sprintf("%s: its oldest sealed segment not yet uploaded has waited %v", r.Partition, r.For.Round(time.Second)))
+	}
+	return lines
 }

@@ -59,6 +59,8 @@ func (p *Partition) TierStep(ctx context.Context, orphans bool) error {
 		if err := p.upload(ctx, tp); err != nil {
 			return err
 		}
+	} else {
+		tp.NotUploading() // nothing waits for an upload that will not come
 	}
 	if _, err := tp.ApplyRetention(ctx, tc.TotalRetention); err != nil {
 		return err

@@ -35,6 +35,12 @@
 // to start at, the leader-epoch entries up to there and the producer
 // snapshot uploaded with that segment (KIP-405's follower path).
 //
+// Health (tier.go) is /healthz's "uploads are behind": the store has
+// failed every request after its retries, or a partition's oldest sealed
+// segment has waited for upload (counted on the tier's clock from the pass
+// that first found it waiting, not from record timestamps), for longer than
+// Config.UploadLagAlert.
+//
 // A manifest adds a segment only when it starts exactly at the manifest's
 // end offset, so a restart that finds a segment already recorded uploads the
 // next one: no offset is ever recorded twice.

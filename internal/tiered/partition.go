@@ -13,6 +13,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/strandmq/strand/internal/partlog"
 	"github.com/strandmq/strand/internal/record"
@@ -29,7 +30,10 @@ type Partition struct {
 	logger *slog.Logger
 
 	upload sync.Mutex // one Upload, ApplyRetention or CleanOrphans at a time
-	mu     struct {
+	// written are the keys of the manifests this handle wrote, oldest
+	// first, at most keepManifests (guarded by upload).
+	written []string
+	mu      struct {
 		sync.Mutex
 		man      *Manifest
 		key      string // the newest manifest's key, "" when none
@@ -45,6 +49,14 @@ type Partition struct {
 
 	end   atomic.Int64 // the manifest's End, for the local retention gate
 	start atomic.Int64 // the manifest's LogStart when it holds segments, else -1
+
+	// waiting is the oldest sealed segment an upload pass found not yet
+	// in the store, and since when (UploadBehind).
+	waiting struct {
+		sync.Mutex
+		base  record.Offset // -1: none waits
+		since time.Time
+	}
 }
 
 // SetSnapshotter makes every later upload put fn(segment's next offset),
@@ -171,22 +183,25 @@ func (p *Partition) Claim(ctx context.Context, epoch record.Epoch) error {
 		}
 	}
 	p.mu.Lock()
-	defer p.mu.Unlock()
 	if man.Epoch > epoch {
 		p.mu.fenced = true
+		p.mu.Unlock()
 		return fmt.Errorf("%w: %s is at epoch %d, this node at %d", ErrFenced, p.prefix, man.Epoch, epoch)
 	}
 	p.mu.man, p.mu.key, p.mu.epoch, p.mu.fenced = man, key, epoch, false
 	p.mu.loaded = true
 	p.publishLocked()
+	p.mu.Unlock()
 	if man.Epoch < epoch {
 		next := man.clone()
 		next.Epoch, next.Seq = epoch, man.Seq+1
-		if err := p.writeLocked(ctx, next); err != nil {
+		if err := p.write(ctx, next); err != nil {
 			return err
 		}
 	}
+	p.mu.Lock()
 	p.mu.claimed = true
+	p.mu.Unlock()
 	return nil
 }
 
@@ -200,18 +215,26 @@ func (p *Partition) publishLocked() {
 	}
 }
 
-// writeLocked writes next as the newest manifest, unless a higher epoch
-// has claimed the partition or the newest manifest is not the one this
-// node last read or wrote (both ErrFenced).
-func (p *Partition) writeLocked(ctx context.Context, next *Manifest) error {
+// write writes next as the newest manifest, unless a higher epoch has
+// claimed the partition or the newest manifest is not the one this node
+// last read or wrote (both ErrFenced). Its caller holds p.upload, which
+// every writer of the manifest holds, and not p.mu: the store may take
+// its time (or hang), and the readers of the manifest — a segment roll
+// on the append path among them (Loaded) — must not wait for it.
+func (p *Partition) write(ctx context.Context, next *Manifest) error {
 	key, _, err := p.newest(ctx)
 	if err != nil {
 		return err
 	}
-	if key != p.mu.key {
+	p.mu.Lock()
+	cur := p.mu.key
+	p.mu.Unlock()
+	if key != cur {
 		if e, _, ok := parseManifestKey(p.prefix, key); ok && e >= next.Epoch {
+			p.mu.Lock()
 			p.mu.fenced = true
-			return fmt.Errorf("%w: %s has manifest %s, this node expected %q", ErrFenced, p.prefix, key, p.mu.key)
+			p.mu.Unlock()
+			return fmt.Errorf("%w: %s has manifest %s, this node expected %q", ErrFenced, p.prefix, key, cur)
 		}
 	}
 	next.Version = manifestVersion
@@ -226,9 +249,25 @@ func (p *Partition) writeLocked(ctx context.Context, next *Manifest) error {
 	if err != nil {
 		return err
 	}
+	p.mu.Lock()
 	p.mu.man, p.mu.key = next, nkey
 	p.publishLocked()
+	p.mu.Unlock()
+	p.forgetOld(ctx, nkey)
 	return nil
+}
+
+// forgetOld deletes the manifests this handle wrote before the newest
+// keepManifests, at once rather than at the next orphan pass: every write
+// lists the manifests (the fencing check), and at one manifest a segment
+// a busy partition's list would otherwise grow by thousands between
+// passes. A failed delete is left to the orphan pass.
+func (p *Partition) forgetOld(ctx context.Context, key string) {
+	p.written = append(p.written, key)
+	for len(p.written) > keepManifests {
+		_ = p.t.cfg.Store.Delete(ctx, p.written[0])
+		p.written = p.written[1:]
+	}
 }
 
 // Upload copies every sealed segment the manifest does not yet hold, oldest
@@ -240,6 +279,10 @@ func (p *Partition) Upload(ctx context.Context) (int, error) {
 	if err := p.ready(); err != nil {
 		return 0, err
 	}
+	// Noted before and after: a pass stuck on a store that does not
+	// answer still shows the segment it waits for.
+	p.noteWaiting()
+	defer p.noteWaiting()
 	n := 0
 	for _, s := range p.log.SealedSegments() {
 		end := p.UploadedEnd()
@@ -332,16 +375,16 @@ func (p *Partition) uploadOne(ctx context.Context, info partlog.SegmentInfo) err
 		}
 	}
 	p.mu.Lock()
-	defer p.mu.Unlock()
 	next := p.mu.man.clone()
 	next.Seq++
 	next.Epoch = p.mu.epoch
+	p.mu.Unlock()
 	if len(next.Segments) == 0 && next.LogStart < seg.Start {
 		next.LogStart = seg.Start
 	}
 	next.Segments = append(next.Segments, seg)
 	next.End = seg.Next
-	if err := p.writeLocked(ctx, next); err != nil {
+	if err := p.write(ctx, next); err != nil {
 		return err
 	}
 	p.t.stats.UploadedSegments.Add(1)
@@ -361,6 +404,47 @@ func (p *Partition) OldestPending() (ms int64, ok bool) {
 		}
 	}
 	return 0, false
+}
+
+// noteWaiting records the oldest sealed segment not yet uploaded, keeping
+// the time it was first seen while it stays the oldest.
+func (p *Partition) noteWaiting() {
+	base := record.NoOffset
+	end := p.UploadedEnd()
+	for _, s := range p.log.SealedSegments() {
+		if s.Next > end {
+			base = s.Base
+			break
+		}
+	}
+	p.waiting.Lock()
+	defer p.waiting.Unlock()
+	if base != p.waiting.base {
+		p.waiting.base, p.waiting.since = base, p.t.cfg.Now()
+	}
+}
+
+// NotUploading forgets the segment an upload pass found waiting: the
+// partition uploads nothing more (remote.log.copy.disable), so nothing
+// is behind.
+func (p *Partition) NotUploading() {
+	p.waiting.Lock()
+	defer p.waiting.Unlock()
+	p.waiting.base = record.NoOffset
+}
+
+// UploadBehind is how long the oldest sealed segment not yet in the store
+// has waited, counted from the first upload pass (of this node, as the
+// partition's uploader) that found it waiting; 0 when none waits. Unlike
+// OldestPending it does not trust record timestamps, which a producer
+// sets.
+func (p *Partition) UploadBehind() time.Duration {
+	p.waiting.Lock()
+	defer p.waiting.Unlock()
+	if p.waiting.base < 0 {
+		return 0
+	}
+	return max(p.t.cfg.Now().Sub(p.waiting.since), 0)
 }
 
 // Retention is the total retention of a tiered partition: retention.ms and
@@ -409,7 +493,7 @@ func (p *Partition) ApplyRetention(ctx context.Context, r Retention) (int, error
 	if n == 0 {
 		return 0, nil
 	}
-	return n, p.dropLocked(ctx, n, record.NoOffset)
+	return n, p.drop(ctx, n, record.NoOffset)
 }
 
 // localOnlyBytes is the size of the local log not yet uploaded.
@@ -439,26 +523,26 @@ func (p *Partition) DeleteRecordsBefore(ctx context.Context, o record.Offset) er
 	for n < len(man.Segments) && man.Segments[n].Next <= o {
 		n++
 	}
-	return p.dropLocked(ctx, n, o)
+	return p.drop(ctx, n, o)
 }
 
-// dropLocked writes a manifest without the n oldest segments, with its
-// log start at least start, then deletes their objects.
-func (p *Partition) dropLocked(ctx context.Context, n int, start record.Offset) error {
+// drop writes a manifest without the n oldest segments, with its log
+// start at least start, then deletes their objects. Its caller holds
+// p.upload.
+func (p *Partition) drop(ctx context.Context, n int, start record.Offset) error {
 	p.mu.Lock()
 	next := p.mu.man.clone()
 	gone := next.Segments[:n]
 	next.Segments = slices.Clone(next.Segments[n:])
 	next.Seq++
 	next.Epoch = p.mu.epoch
+	p.mu.Unlock()
 	if len(next.Segments) > 0 {
 		next.LogStart = max(next.LogStart, next.Segments[0].Start, start)
 	} else {
 		next.LogStart = max(next.LogStart, next.End, start)
 	}
-	err := p.writeLocked(ctx, next)
-	p.mu.Unlock()
-	if err != nil {
+	if err := p.write(ctx, next); err != nil {
 		return err
 	}
 	var errs []error

@@ -73,17 +73,18 @@ func (p *Partition) readSegment(ctx context.Context, seg Segment, from record.Of
 	}
 	p.t.stats.RemoteReadBytes.Add(int64(len(out)))
 	if pos < seg.Size {
-		c.prefetch(p.t, seg.ID, key, seg.Size, pos)
+		c.prefetch(p.t, seg.ID, key, seg.Size, pos, int64(maxBytes))
 	}
 	return out, nil
 }
 
-// prefetch fetches, in the background, the chunk holding off and the one
-// after it, so a sequential reader finds them cached. It gives up when
-// readAhead fetches already run.
-func (c *chunkCache) prefetch(t *Tier, id, key string, objSize, off int64) {
+// prefetch fetches, in the background, the chunks a sequential reader's
+// next read of about want bytes from off will need (two at least), so it
+// finds them cached. It gives up when readAhead fetches already run.
+func (c *chunkCache) prefetch(t *Tier, id, key string, objSize, off, want int64) {
 	cs := t.cfg.ChunkBytes
-	for idx := off / cs; idx <= off/cs+1 && idx*cs < objSize; idx++ {
+	last := max(off/cs+1, (off+want-1)/cs)
+	for idx := off / cs; idx <= last && idx*cs < objSize; idx++ {
 		k := chunkKey{key: key, chunk: idx}
 		if c.has(k) {
 			continue

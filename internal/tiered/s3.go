@@ -12,6 +12,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/minio/minio-go/v7"
 	"github.com/minio/minio-go/v7/pkg/credentials"
@@ -31,6 +32,9 @@ type S3Config struct {
 	// endpoints (instead of the system's).
 	CAFile string
 }
+
+// responseTimeout bounds the wait for a store's answer to one request.
+const responseTimeout = 2 * time.Minute
 
 // S3 is a Store on an S3-compatible bucket, through minio-go.
 type S3 struct {
@@ -52,6 +56,11 @@ func NewS3(cfg S3Config) (*S3, error) {
 		return nil, errors.New("tiered: no bucket")
 	}
 	tr := http.DefaultTransport.(*http.Transport).Clone()
+	// A store that takes a request and never answers must fail it (then
+	// it is retried, and /healthz counts the store as failing), not hold
+	// the partition's uploads forever. Counted from the end of the
+	// request body, so a large upload is not cut short.
+	tr.ResponseHeaderTimeout = responseTimeout
 	if cfg.CAFile != "" {
 		pem, err := os.ReadFile(cfg.CAFile)
 		if err != nil {

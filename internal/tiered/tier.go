@@ -5,11 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/strandmq/strand/internal/partlog"
+	"github.com/strandmq/strand/internal/record"
 )
 
 // ErrFenced is returned when a leader with a higher epoch has claimed the
@@ -41,6 +44,10 @@ type Config struct {
 	// CleanOrphans deletes it, so an upload in flight on another node is
 	// never taken for an orphan. Default 1h.
 	OrphanGrace time.Duration
+	// UploadLagAlert is the bound of Health: uploads are behind when a
+	// partition's oldest sealed segment not yet uploaded has waited
+	// longer, or every store request has failed for longer. Default 5m.
+	UploadLagAlert time.Duration
 	// UploadBytesPerSecond bounds the upload bandwidth of the segment
 	// logs over every partition; zero or less: unbounded.
 	UploadBytesPerSecond int64
@@ -67,6 +74,9 @@ func (c Config) withDefaults() Config {
 	if c.OrphanGrace == 0 {
 		c.OrphanGrace = time.Hour
 	}
+	if c.UploadLagAlert <= 0 {
+		c.UploadLagAlert = 5 * time.Minute
+	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
@@ -85,6 +95,14 @@ type Tier struct {
 	pace  *pacer // nil: uploads are not rate-limited
 	pass  sync.Mutex
 
+	// failing is since when every store request has failed (zero: the
+	// last one succeeded) and the last error.
+	failing struct {
+		sync.Mutex
+		since time.Time
+		err   error
+	}
+
 	// Read-ahead: a sequential reader's next chunk is fetched in the
 	// background, at most readAhead at once; Close cancels and waits.
 	ahead     chan struct{}
@@ -94,7 +112,7 @@ type Tier struct {
 }
 
 // readAhead bounds the chunks fetched ahead at once.
-const readAhead = 4
+const readAhead = 8
 
 // Stats are the tier's counters since start.
 type Stats struct {
@@ -158,6 +176,7 @@ func (t *Tier) Partition(topic, topicID string, partition int32, log *partlog.Lo
 		logger: t.cfg.Logger.With("topic", topic, "partition", partition)}
 	p.mu.man = emptyManifest()
 	p.mu.inflight = map[string]bool{}
+	p.waiting.base = record.NoOffset
 	p.end.Store(-1)
 	p.start.Store(-1)
 	return p
@@ -170,9 +189,13 @@ func (t *Tier) retry(ctx context.Context, what string, op func() error) error {
 	var err error
 	for i := range t.cfg.Attempts {
 		if err = op(); err == nil || errors.Is(err, ErrFenced) || errors.Is(err, ErrNotFound) || ctx.Err() != nil {
+			if ctx.Err() == nil {
+				t.noteStore(nil) // the store answered
+			}
 			return err
 		}
 		if i == t.cfg.Attempts-1 {
+			t.noteStore(err)
 			break
 		}
 		t.cfg.Logger.Debug("tiered: retrying", "op", what, "err", err, "in", wait)
@@ -185,3 +208,58 @@ func (t *Tier) retry(ctx context.Context, what string, op func() error) error {
 	}
 	return err
 }
+
+// noteStore records a store request's outcome after its retries: nil, the
+// store answered.
+func (t *Tier) noteStore(err error) {
+	t.failing.Lock()
+	defer t.failing.Unlock()
+	switch {
+	case err == nil:
+		t.failing.since, t.failing.err = time.Time{}, nil
+	case t.failing.since.IsZero():
+		t.failing.since, t.failing.err = t.cfg.Now(), err
+	default:
+		t.failing.err = err
+	}
+}
+
+// StoreFailing is how long every store request has failed (0 while the
+// last one succeeded) and the last error.
+func (t *Tier) StoreFailing() (time.Duration, error) {
+	t.failing.Lock()
+	defer t.failing.Unlock()
+	if t.failing.since.IsZero() {
+		return 0, nil
+	}
+	return max(t.cfg.Now().Sub(t.failing.since), 0), t.failing.err
+}
+
+// Behind is one reason uploads are behind, for /healthz.
+type Behind struct {
+	// Partition is "topic-partition", or "" for the store itself.
+	Partition string
+	For       time.Duration
+	Err       error // the store's last error, when Partition is ""
+}
+
+// Health returns why uploads are behind, nil when they are not: the store
+// has failed every request for longer than UploadLagAlert, or a partition
+// this node uploads (leads) has had a sealed segment waiting longer.
+// uploading lists those partitions by name.
+func (t *Tier) Health(uploading map[string]*Partition) []Behind {
+	var out []Behind
+	if d, err := t.StoreFailing(); d > t.cfg.UploadLagAlert {
+		out = append(out, Behind{For: d, Err: err})
+	}
+	for name, p := range uploading {
+		if d := p.UploadBehind(); d > t.cfg.UploadLagAlert {
+			out = append(out, Behind{Partition: name, For: d})
+		}
+	}
+	slices.SortFunc(out, func(a, b Behind) int { return strings.Compare(a.Partition, b.Partition) })
+	return out
+}
+
+// UploadLagAlert is Health's bound.
+func (t *Tier) UploadLagAlert() time.Duration { return t.cfg.UploadLagAlert }

@@ -198,9 +198,8 @@ func TestStaleLeaderIsFenced(t *testing.T) {
 	late.End = 1 << 40
 	old.mu.Lock()
 	old.mu.fenced, old.mu.key = false, neu.mu.key
-	err := old.writeLocked(ctx, late)
 	old.mu.Unlock()
-	if err != nil {
+	if err := old.write(ctx, late); err != nil {
 		t.Fatalf("writing the late manifest: %v", err)
 	}
 
