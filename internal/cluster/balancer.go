@@ -269,3 +269,24 @@ func balancerTicker(every time.Duration) (<-chan time.Time, func()) {
 	t := time.NewTicker(every)
 	return t.C, t.Stop
 }
+
+// MarkDrained proposes marking broker id drained (or not) through st: a
+// drained broker is no target of placement or of the partition balancer.
+// The mark is metadata.version 2, refused while the cluster runs 1.
+func MarkDrained(st Store, id NodeID, drained, validateOnly bool) error {
+	img := st.Image()
+	if _, ok := img.Broker(id); !ok {
+		return fmt.Errorf("%w: broker %d is not registered", ErrInvalidRequest, id)
+	}
+	if lvl := img.FeatureLevel(MetadataVersion); lvl < MetadataVersionRoles {
+		return fmt.Errorf("%w: marking a broker drained needs %s %d and the cluster runs %d: once every node runs this build, finalize it (strand cluster features --latest)",
+			ErrUnsupportedFeature, MetadataVersion, MetadataVersionRoles, lvl)
+	}
+	if validateOnly {
+		return nil
+	}
+	if _, err := st.Apply(DrainBroker{ID: id, Drained: drained}); err != nil {
+		return fmt.Errorf("cluster: mark broker %d drained=%t: %w", id, drained, err)
+	}
+	return nil
+}

@@ -273,3 +273,16 @@ func unthrottleCompleted(img *Image, done []TopicPartition) []Record {
 	}
 	return recs
 }
+
+// AlterBrokerConfigs proposes rec through st (metadata.version 3); with
+// validateOnly it only checks that rec applies.
+func AlterBrokerConfigs(st Store, rec BrokerConfig, validateOnly bool) error {
+	if validateOnly {
+		_, err := st.Image().With(rec)
+		return err
+	}
+	if _, err := st.Apply(rec); err != nil {
+		return fmt.Errorf("cluster: set broker %d configs: %w", rec.Node, err)
+	}
+	return nil
+}

@@ -65,7 +65,11 @@ func (s *Server) alterBrokerConfigs(rr kmsg.IncrementalAlterConfigsRequestResour
 			return &broker.ConfigError{Name: c.Name, Reason: "only SET and DELETE apply"}
 		}
 	}
-	return brokerConfigErr(s.b.SetBrokerConfigs(int32(id), set, remove, validateOnly))
+	st, err := s.b.ClusterMetadata()
+	if err != nil {
+		return brokerConfigErr(fmt.Errorf("%w (a single node replicates nothing to throttle)", err))
+	}
+	return brokerConfigErr(cluster.AlterBrokerConfigs(st, cluster.BrokerConfig{Node: cluster.NodeID(id), Set: set, Remove: remove}, validateOnly))
 }
 
 func (s *Server) alterDrained(id int32, c kmsg.IncrementalAlterConfigsRequestResourceConfig, validateOnly bool) error {
@@ -80,7 +84,11 @@ func (s *Server) alterDrained(id int32, c kmsg.IncrementalAlterConfigsRequestRes
 	default:
 		return &broker.ConfigError{Name: c.Name, Reason: "only SET (true or false) and DELETE apply"}
 	}
-	return s.b.SetDrained(id, drained, validateOnly)
+	st, err := s.b.ClusterMetadata()
+	if err != nil {
+		return err
+	}
+	return cluster.MarkDrained(st, cluster.NodeID(id), drained, validateOnly)
 }
 
 // brokerConfigErr maps a broker config change's failure to its Kafka
@@ -100,7 +108,8 @@ func brokerConfigErr(err error) error {
 // drainedConfig is strand.drained as DescribeConfigs shows it for this
 // node.
 func (s *Server) drainedConfig() broker.ConfigEntry {
-	v := strconv.FormatBool(s.b.Drained(int32(s.b.NodeID())))
+	br, ok := s.b.MetadataImage().Broker(cluster.NodeID(s.b.NodeID()))
+	v := strconv.FormatBool(ok && br.Drained)
 	src := broker.SourceDefault
 	if v == "true" {
 		src = sourceDynamicBroker
