@@ -390,6 +390,10 @@ type FetchSpec struct {
 	MaxRecords    int
 	MaxBytes      int
 	MaxWait       time.Duration
+	// RecordLimit is KIP-1206's record-limit acquire mode: never more
+	// than MaxRecords. Else (batch-optimized, the default) an acquisition
+	// takes whole log batches and may pass MaxRecords to the end of one.
+	RecordLimit bool
 }
 
 // Fetch acquires records for a member across its partitions, waiting up
@@ -437,7 +441,7 @@ func (m *Manager) fetchOnce(ctx context.Context, spec FetchSpec) ([]Grant, int) 
 	for _, tp := range spec.Partitions {
 		a := Grant{TP: tp}
 		if left > 0 && bytes > 0 {
-			a.Batches, a.Ranges, a.Err = m.acquire(ctx, spec.Group, spec.Member, tp, left, bytes)
+			a.Batches, a.Ranges, a.Err = m.acquire(ctx, spec.Group, spec.Member, tp, left, bytes, spec.RecordLimit)
 			for _, r := range a.Ranges {
 				n := int(r.Last - r.First + 1)
 				left -= n
@@ -450,7 +454,7 @@ func (m *Manager) fetchOnce(ctx context.Context, spec FetchSpec) ([]Grant, int) 
 	return out, total
 }
 
-func (m *Manager) acquire(ctx context.Context, group, member string, tp TopicPartition, max, maxBytes int) ([]byte, []Range, error) {
+func (m *Manager) acquire(ctx context.Context, group, member string, tp TopicPartition, max, maxBytes int, recordLimit bool) ([]byte, []Range, error) {
 	e, err := m.open(ctx, group, tp)
 	if err != nil {
 		return nil, nil, err
@@ -485,7 +489,11 @@ func (m *Manager) acquire(ctx context.Context, group, member string, tp TopicPar
 	// Acquisition is not persisted (Kafka does not either): a restart
 	// forgets the lock and this delivery's count; the record is simply
 	// available again.
-	ranges := e.p.AcquireSkipping(member, limit, max, m.now(), skip)
+	var ends func(Offset) Offset
+	if !recordLimit {
+		ends = batchEnds(rd.Batches)
+	}
+	ranges := e.p.AcquireBatches(member, limit, max, m.now(), skip, ends)
 	if len(ranges) == 0 {
 		return nil, nil, nil
 	}
@@ -499,6 +507,22 @@ func (m *Manager) acquire(ctx context.Context, group, member string, tp TopicPar
 		}
 	})
 	return keepBatches(rd.Batches, ranges), ranges, nil
+}
+
+// batchEnds returns a function from an offset to the last offset of the
+// batch of b holding it (the offset itself if none does).
+func batchEnds(b []byte) func(Offset) Offset {
+	var lasts []Offset
+	for s := record.Batches(b); s.Next(); {
+		h := s.Header()
+		lasts = append(lasts, Offset(h.LastOffset()))
+	}
+	return func(o Offset) Offset {
+		if i, _ := slices.BinarySearch(lasts, o); i < len(lasts) {
+			return lasts[i]
+		}
+		return o
+	}
 }
 
 // keepBatches returns the batches of b that hold an acquired offset: the

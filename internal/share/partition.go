@@ -206,8 +206,22 @@ func (p *Partition) Acquire(member string, limit Offset, max int, now time.Time)
 // out: each one it meets is archived instead, with no delivery, and the
 // window's start moves past those at its head.
 func (p *Partition) AcquireSkipping(member string, limit Offset, max int, now time.Time, skip []Span) []Range {
+	return p.AcquireBatches(member, limit, max, now, skip, nil)
+}
+
+// AcquireBatches is AcquireSkipping in Kafka's batch-optimized acquire
+// mode (KIP-1206's ShareAcquireMode 0, the default) when batchEnd is set:
+// batchEnd returns the last offset of the log batch holding an offset, and
+// an acquisition that reaches max in the middle of a batch goes on to that
+// batch's end (within limit and MaxRecordLocks), so that a member is not
+// sent a batch of which it holds only a part — it would decode the whole
+// batch and the next member most of it again. max is then a soft bound, as
+// Kafka's MaxRecords is in that mode. A nil batchEnd is the record-limit
+// mode: never more than max.
+func (p *Partition) AcquireBatches(member string, limit Offset, max int, now time.Time, skip []Span, batchEnd func(Offset) Offset) []Range {
 	var out []Range
 	deadline := now.Add(p.cfg.LockDuration)
+	last, stop := Offset(-1), Offset(-1)
 	take := func(i int) {
 		s := &p.slots[i]
 		s.state, s.member, s.deadline, s.since = Acquired, member, deadline, now
@@ -219,9 +233,24 @@ func (p *Partition) AcquireSkipping(member string, limit Offset, max int, now ti
 			out = append(out, Range{First: o, Last: o, Count: s.count})
 		}
 		max--
+		last = o
+	}
+	// more reports whether offset o may still be acquired: while max
+	// lasts, then up to the end of the batch of the last one taken.
+	more := func(o Offset) bool {
+		if max > 0 {
+			return true
+		}
+		if batchEnd == nil || last < 0 {
+			return false
+		}
+		if stop < 0 {
+			stop = batchEnd(last)
+		}
+		return o <= stop
 	}
 	cursor, skipped := 0, false
-	for i := 0; i < len(p.slots) && max > 0 && p.start+Offset(i) < limit; i++ {
+	for i := 0; i < len(p.slots) && p.start+Offset(i) < limit && more(p.start+Offset(i)); i++ {
 		if p.slots[i].state != Available {
 			continue
 		}
@@ -232,7 +261,7 @@ func (p *Partition) AcquireSkipping(member string, limit Offset, max int, now ti
 		}
 		take(i)
 	}
-	for max > 0 && p.End() < limit && len(p.slots) < p.cfg.MaxRecordLocks {
+	for p.End() < limit && len(p.slots) < p.cfg.MaxRecordLocks && more(p.End()) {
 		if inSpans(skip, &cursor, p.End()) {
 			p.slots = append(p.slots, slot{state: Archived})
 			skipped = true

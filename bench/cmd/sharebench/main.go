@@ -40,7 +40,7 @@ type options struct {
 	rate                                       int
 	latencyFor                                 time.Duration
 	timeout                                    time.Duration
-	dir, cpuprofile                            string
+	dir, cpuprofile, profilePhase              string
 }
 
 func main() {
@@ -55,6 +55,7 @@ func main() {
 	flag.DurationVar(&o.timeout, "timeout", 2*time.Minute, "bound on each phase")
 	flag.StringVar(&o.dir, "dir", "", "data directory (default: a temporary one, removed after)")
 	flag.StringVar(&o.cpuprofile, "cpuprofile", "", "write a CPU profile of the whole process (broker and clients)")
+	flag.StringVar(&o.profilePhase, "profile-phase", "", "with -cpuprofile, profile only this phase (classic, share, flush) of each run, one file per run: <cpuprofile>.<run>")
 	flag.Parse()
 	if err := run(o); err != nil {
 		fmt.Fprintln(os.Stderr, "sharebench:", err)
@@ -82,7 +83,7 @@ func run(o options) error {
 		defer os.RemoveAll(d)
 		dir = d
 	}
-	if o.cpuprofile != "" {
+	if o.cpuprofile != "" && o.profilePhase == "" {
 		f, err := os.Create(o.cpuprofile)
 		if err != nil {
 			return err
@@ -158,29 +159,57 @@ func oneRun(ctx context.Context, addr string, o options, i int) (result, error) 
 		return result{}, err
 	}
 	var r result
+	stop := o.profile("classic", i)
 	cpu0 := cpuTime()
-	if r.classic, err = consumeClassic(ctx, addr, o, topic, "classic-"+topic); err != nil {
+	r.classic, err = consumeClassic(ctx, addr, o, topic, "classic-"+topic)
+	r.classicCPU = cpuTime() - cpu0
+	stop()
+	if err != nil {
 		return r, fmt.Errorf("classic: %w", err)
 	}
-	r.classicCPU = cpuTime() - cpu0
 	group := "share-" + topic
 	if err := earliest(ctx, cl, group); err != nil {
 		return r, err
 	}
+	stop = o.profile("share", i)
 	cpu0 = cpuTime()
-	if r.share, err = consumeShare(ctx, addr, o, topic, group, o.records, false, nil); err != nil {
+	r.share, err = consumeShare(ctx, addr, o, topic, group, o.records, false, nil)
+	r.shareCPU = cpuTime() - cpu0
+	stop()
+	if err != nil {
 		return r, fmt.Errorf("share: %w", err)
 	}
-	r.shareCPU = cpuTime() - cpu0
 	group = "share-flush-" + topic
 	if err := earliest(ctx, cl, group); err != nil {
 		return r, err
 	}
-	if r.shareFlush, err = consumeShare(ctx, addr, o, topic, group, o.records, true, nil); err != nil {
+	stop = o.profile("flush", i)
+	r.shareFlush, err = consumeShare(ctx, addr, o, topic, group, o.records, true, nil)
+	stop()
+	if err != nil {
 		return r, fmt.Errorf("share, flushing every poll: %w", err)
 	}
 	r.p50, r.p99, err = latency(ctx, cl, addr, o, topic+"-lat")
 	return r, err
+}
+
+// profile starts a CPU profile of phase of run i if -profile-phase names
+// it, and returns what stops it.
+func (o options) profile(phase string, i int) func() {
+	if o.cpuprofile == "" || o.profilePhase != phase {
+		return func() {}
+	}
+	f, err := os.Create(fmt.Sprintf("%s.%d", o.cpuprofile, i+1))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "sharebench:", err)
+		return func() {}
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		fmt.Fprintln(os.Stderr, "sharebench:", err)
+		f.Close()
+		return func() {}
+	}
+	return func() { pprof.StopCPUProfile(); f.Close() }
 }
 
 // earliest sets share.auto.offset.reset=earliest on a share group, so its
