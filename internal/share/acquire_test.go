@@ -1,6 +1,8 @@
 package share
 
 import (
+	"errors"
+	"fmt"
 	"reflect"
 	"testing"
 	"time"
@@ -45,5 +47,48 @@ func TestAcquireBatches(t *testing.T) {
 	}
 	if got, want := p.AcquireBatches("b", 20, 1, now, nil, ends), []Range{{1, 2, 2}}; !reflect.DeepEqual(got, want) {
 		t.Fatalf("redelivery: got %v, want %v", got, want)
+	}
+}
+
+// TestMemberTable: a share-partition read by more members over its life
+// than its member table holds keeps naming the owners of the records still
+// acquired, and a member it forgot holds nothing (its acknowledgement
+// fails, its release is a no-op).
+func TestMemberTable(t *testing.T) {
+	now := time.Unix(1_700_000_000, 0)
+	p := NewPartition(Config{MaxRecordLocks: 10_000}, 0)
+	p.Acquire("keeper", 1, 1, now) // offset 0, held throughout
+	for i := range 3 * maxMembers {
+		who := fmt.Sprintf("m%d", i)
+		got := p.Acquire(who, Offset(i+2), 1, now)
+		if len(got) != 1 || got[0].First != Offset(i+1) {
+			t.Fatalf("%s acquired %v", who, got)
+		}
+		if i%50 != 1 {
+			if _, err := p.Acknowledge(who, Offset(i+1), Offset(i+1), AckAccept, now); err != nil {
+				t.Fatalf("%s accepts: %v", who, err)
+			}
+		}
+	}
+	if len(p.members) > maxMembers {
+		t.Fatalf("member table holds %d names, more than %d", len(p.members), maxMembers)
+	}
+	if got := p.Owner(0); got != "keeper" {
+		t.Fatalf("offset 0 owned by %q, want keeper", got)
+	}
+	for i := 1; i < 3*maxMembers; i += 50 {
+		if got, want := p.Owner(Offset(i+1)), fmt.Sprintf("m%d", i); got != want {
+			t.Fatalf("offset %d owned by %q, want %q", i+1, got, want)
+		}
+	}
+	if _, err := p.Acknowledge("m0", 1, 1, AckAccept, now); !errors.Is(err, ErrInvalidRecordState) {
+		t.Fatalf("a done record accepted again: %v", err)
+	}
+	if dead := p.ReleaseMember("m0"); len(dead) != 0 || p.Stats().Acquired != 1+(3*maxMembers+49)/50 {
+		t.Fatalf("releasing a forgotten member: %v, %d acquired", dead, p.Stats().Acquired)
+	}
+	c := p.CloneInto(NewPartition(Defaults, 99))
+	if c.Owner(0) != "keeper" || c.Start() != p.Start() || c.End() != p.End() {
+		t.Fatalf("clone into a used partition: owner %q, [%d, %d)", c.Owner(0), c.Start(), c.End())
 	}
 }

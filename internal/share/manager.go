@@ -55,7 +55,8 @@ type entry struct {
 	key   SPKey
 	tp    TopicPartition
 	p     *Partition
-	epoch uint16 // snapshot epoch: writes so far
+	spare *Partition // the partition the last change replaced: the next change's buffer
+	epoch uint16     // snapshot epoch: writes so far
 	// leaderEpoch is the data partition's leader epoch the state was
 	// loaded at (with a StateStore): a different one reloads it.
 	leaderEpoch int32
@@ -218,24 +219,25 @@ func (m *Manager) persistLocked(ctx context.Context, e *entry, p *Partition) err
 // changeLocked applies op to a clone of e's partition, dead-letters what it
 // gives up on, persists the clone and installs it.
 func (m *Manager) changeLocked(ctx context.Context, e *entry, op func(p *Partition) ([]Dead, error)) error {
-	c := e.p.Clone()
+	c := e.p.CloneInto(e.spare)
+	e.spare = nil
 	c.SetConfig(m.config(e.key.Group).Partition)
 	dead, err := op(c)
-	if err != nil {
+	if err != nil || reflectSame(e.p, c) {
+		e.spare = c
 		return err
-	}
-	if reflectSame(e.p, c) {
-		return nil
 	}
 	if len(dead) > 0 {
 		if err := m.deadLetter(ctx, e, dead); err != nil {
+			e.spare = c
 			return err
 		}
 	}
 	if err := m.persistLocked(ctx, e, c); err != nil {
+		e.spare = c
 		return err
 	}
-	e.p = c
+	e.p, e.spare = c, e.p
 	if c.NextFetch() < c.End() {
 		m.wakeAll()
 	}

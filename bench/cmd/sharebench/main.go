@@ -40,7 +40,7 @@ type options struct {
 	rate                                       int
 	latencyFor                                 time.Duration
 	timeout                                    time.Duration
-	dir, cpuprofile, profilePhase              string
+	dir, cpuprofile, profilePhase, memprofile  string
 }
 
 func main() {
@@ -56,6 +56,7 @@ func main() {
 	flag.StringVar(&o.dir, "dir", "", "data directory (default: a temporary one, removed after)")
 	flag.StringVar(&o.cpuprofile, "cpuprofile", "", "write a CPU profile of the whole process (broker and clients)")
 	flag.StringVar(&o.profilePhase, "profile-phase", "", "with -cpuprofile, profile only this phase (classic, share, flush) of each run, one file per run: <cpuprofile>.<run>")
+	flag.StringVar(&o.memprofile, "memprofile", "", "write a heap profile (allocations of the whole run) at the end")
 	flag.Parse()
 	if err := run(o); err != nil {
 		fmt.Fprintln(os.Stderr, "sharebench:", err)
@@ -100,6 +101,14 @@ func run(o options) error {
 		return err
 	}
 	defer b.Close()
+	if o.memprofile != "" {
+		defer func() {
+			if f, err := os.Create(o.memprofile); err == nil {
+				_ = pprof.Lookup("allocs").WriteTo(f, 0)
+				f.Close()
+			}
+		}()
+	}
 	var rs []result
 	for i := range o.runs {
 		r, err := oneRun(ctx, b.Addr(), o, i)
