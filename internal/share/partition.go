@@ -107,8 +107,8 @@ type slot struct {
 	state    State
 	count    int16
 	member   int32 // index in Partition.members; 0: none
-	deadline tick // the lock's end
-	since    tick // when the current acquisition began (its lock's age)
+	deadline tick  // the lock's end
+	since    tick  // when the current acquisition began (its lock's age)
 }
 
 // tick is a time as nanoseconds since clockBase: monotonic where the clock
