@@ -237,8 +237,12 @@ func (m *Manager) changeLocked(ctx context.Context, e *entry, op func(p *Partiti
 		e.spare = c
 		return err
 	}
-	e.p, e.spare = c, e.p
-	if c.NextFetch() < c.End() {
+	old := e.p
+	e.p, e.spare = c, old
+	// Wake the fetches waiting for records: some are available again,
+	// or the window's start moved and so made room under
+	// group.share.partition.max.record.locks for new ones.
+	if c.NextFetch() < c.End() || c.Start() > old.Start() {
 		m.wakeAll()
 	}
 	return nil
