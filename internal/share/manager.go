@@ -240,9 +240,10 @@ func (m *Manager) changeLocked(ctx context.Context, e *entry, op func(p *Partiti
 	old := e.p
 	e.p, e.spare = c, old
 	// Wake the fetches waiting for records: some are available again,
-	// or the window's start moved and so made room under
-	// group.share.partition.max.record.locks for new ones.
-	if c.NextFetch() < c.End() || c.Start() > old.Start() {
+	// or the window was full (group.share.partition.max.record.locks)
+	// and its start moved, making room for new ones. Only then: every
+	// waiting fetch of the node wakes.
+	if c.NextFetch() < c.End() || (len(old.slots) >= old.cfg.MaxRecordLocks && len(c.slots) < c.cfg.MaxRecordLocks) {
 		m.wakeAll()
 	}
 	return nil
