@@ -119,7 +119,9 @@ var clockBase = time.Now()
 
 func tickOf(t time.Time) tick { return tick(t.Sub(clockBase)) }
 
-func (t tick) time() time.Time { return clockBase.Add(time.Duration(t)).Round(0) }
+// time returns t as a time.Time that keeps clockBase's monotonic reading,
+// so comparing it with time.Now's readings ignores wall-clock steps too.
+func (t tick) time() time.Time { return clockBase.Add(time.Duration(t)) }
 
 // Partition is one share-partition's state: the in-flight window and the
 // records' states. It is not safe for concurrent use.
@@ -531,7 +533,7 @@ func (p *Partition) Stats() Stats {
 		case s.state == Acquired:
 			st.Acquired++
 			st.ByMember[p.memberName(s.member)]++
-			if since := s.since.time(); st.LockedSince.IsZero() || since.Before(st.LockedSince) {
+			if since := s.since.time().Round(0); st.LockedSince.IsZero() || since.Before(st.LockedSince) {
 				st.LockedSince = since
 			}
 		default:
@@ -542,6 +544,7 @@ func (p *Partition) Stats() Stats {
 		}
 	}
 	st.OldestLock, _ = p.NextDeadline()
+	st.OldestLock = st.OldestLock.Round(0) // a wall time, to show
 	return st
 }
 
