@@ -100,7 +100,7 @@ type Range struct {
 }
 
 // slot is one offset's state. It holds no pointers (the member is an
-// index into the partition's members, the times Unix nanoseconds), so
+// index into the partition's members, the times ticks), so
 // that copying a window of them — every change clones it — is a plain
 // memory copy the garbage collector never scans.
 type slot struct {
