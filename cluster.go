@@ -84,6 +84,13 @@ type ClusterConfig struct {
 	// brokers (a broker that joined gets its share); default 10 s,
 	// negative: off.
 	PartitionBalancerInterval time.Duration
+	// ReassignmentThrottle caps, in bytes per second, what this node
+	// fetches for the replicas a reassignment is adding to it (the
+	// balancer's moves, a drain's, an operator's), below any
+	// follower.replication.throttled.rate that also applies; in-sync
+	// replicas are never held back. 0: DefaultReassignmentThrottle;
+	// negative: no cap.
+	ReassignmentThrottle int64
 	// DisableELR turns off KIP-966's eligible leader replicas (on by
 	// default): a partition's last in-sync replica then stays in its ISR
 	// when it goes, and replicas that left an ISR below
@@ -297,8 +304,21 @@ func (c *ClusterConfig) configure(bcfg *broker.Config, cfg Config, ln, internal 
 	bcfg.Rack, bcfg.Roles = c.Rack, c.Roles
 	bcfg.HeartbeatInterval, bcfg.SessionTimeout = c.HeartbeatInterval, c.SessionTimeout
 	bcfg.ReplicaLagTime, bcfg.DefaultReplicationFactor = c.ReplicaLagTime, c.DefaultReplicationFactor
+	switch {
+	case c.ReassignmentThrottle == 0:
+		bcfg.ReassignmentThrottle = DefaultReassignmentThrottle
+	case c.ReassignmentThrottle > 0:
+		bcfg.ReassignmentThrottle = c.ReassignmentThrottle
+	}
 	return nil
 }
+
+// DefaultReassignmentThrottle is ClusterConfig.ReassignmentThrottle's
+// default, 100 MiB/s: Redpanda's default for a new replica's recovery
+// (raft_learner_recovery_rate). A new replica still catches up with a
+// partition written at up to that rate, and a node moving many at once
+// leaves most of a 10 Gb/s link and of its disk to clients.
+const DefaultReassignmentThrottle = 100 << 20
 
 func voterAddrs(voters []cluster.Voter) map[string]cluster.NodeID {
 	m := make(map[string]cluster.NodeID, len(voters))

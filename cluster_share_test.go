@@ -9,6 +9,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // TestClusterShareLeaderMoves: share consumers of a partition whose leader
@@ -74,7 +75,7 @@ func TestClusterShareLeaderMoves(t *testing.T) {
 		}
 		return n
 	}
-	// share.auto.offset.reset is latest (no group configs on a cluster):
+	// share.auto.offset.reset is latest (the default; no group config set):
 	// the share-partition starts where the first fetch finds the log.
 	for i := 0; count("warm-") == 0; i++ {
 		if err := prod.ProduceSync(ctx, kgo.StringRecord(fmt.Sprint("warm-", i))).FirstErr(); err != nil || ctx.Err() != nil {
@@ -108,4 +109,109 @@ func TestClusterShareLeaderMoves(t *testing.T) {
 	delete(c.nodes, leader)
 	produce(100, 100)
 	await(200)
+}
+
+// TestClusterShareGroupOffsets: DescribeShareGroupOffsets on a cluster sees
+// the share-partitions of every node, not only those of the partitions the
+// answering node leads: the group's coordinator asks each
+// share-partition's share coordinator for its summary. A share group
+// (share.auto.offset.reset=earliest, a group config kept in the metadata)
+// accepts every record of a three-partition topic whose partitions are led
+// by different nodes; then each share-partition starts at its log end,
+// with no lag. Deleting the group then leaves its configs, as in Kafka.
+func TestClusterShareGroupOffsets(t *testing.T) {
+	c := startCluster(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	seeds := kgo.SeedBrokers(c.addrs[1], c.addrs[2], c.addrs[3])
+	adm := kadm.NewClient(c.client(1, seeds))
+	if r, err := adm.CreateTopic(ctx, 3, 3, nil, "so"); err != nil || r.Err != nil {
+		t.Fatalf("create: %v %v", err, r.Err)
+	}
+	req := kmsg.NewPtrIncrementalAlterConfigsRequest()
+	res := kmsg.NewIncrementalAlterConfigsRequestResource()
+	res.ResourceType, res.ResourceName = kmsg.ConfigResourceTypeGroupConfig, "so-workers"
+	cfg := kmsg.NewIncrementalAlterConfigsRequestResourceConfig()
+	cfg.Name, cfg.Value = "share.auto.offset.reset", kmsg.StringPtr("earliest")
+	res.Configs = append(res.Configs, cfg)
+	req.Resources = append(req.Resources, res)
+	resp, err := req.RequestWith(ctx, c.client(2, seeds))
+	if err != nil || resp.Resources[0].ErrorCode != 0 {
+		t.Fatalf("alter group config: %v %+v", err, resp)
+	}
+	prod := c.client(1, seeds, kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	const perPartition = 10
+	for p := range int32(3) {
+		for i := range perPartition {
+			if err := prod.ProduceSync(ctx, &kgo.Record{Topic: "so", Partition: p, Value: fmt.Appendf(nil, "%d-%d", p, i)}).FirstErr(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	cl := c.client(3, seeds, kgo.ShareGroup("so-workers"), kgo.ConsumeTopics("so"), kgo.FetchMaxWait(100*time.Millisecond))
+	for got := 0; got < 3*perPartition; {
+		fs := cl.PollFetches(ctx)
+		if ctx.Err() != nil {
+			t.Fatalf("%d of %d records delivered", got, 3*perPartition)
+		}
+		var rs []*kgo.Record
+		fs.EachRecord(func(r *kgo.Record) { rs = append(rs, r) })
+		cl.MarkAcks(kgo.AckAccept, rs...)
+		if err := cl.FlushAcks(ctx); err != nil {
+			t.Fatal(err)
+		}
+		got += len(rs)
+	}
+	cl.Close()
+	if ls := c.leaders(1, "so"); ls[0] == ls[1] && ls[1] == ls[2] {
+		t.Logf("every partition is led by node %d: the test proves less", ls[0])
+	}
+	var d kadm.DescribedShareGroupOffsets
+	for {
+		ds, err := adm.DescribeShareGroupOffsets(ctx, "so-workers")
+		if err != nil {
+			t.Fatalf("%v; the last answer: %+v", err, d)
+		}
+		d = ds["so-workers"]
+		done := d.Err == nil
+		for p := range int32(3) {
+			o, ok := d.Offsets.Lookup("so", p)
+			done = done && ok && o.Err == nil && o.StartOffset == perPartition && o.Lag == 0
+		}
+		if done {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("share group offsets: %+v", d)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	// DeleteGroups leaves the group's configs in the metadata, as Kafka's.
+	for {
+		r, err := adm.DeleteGroup(ctx, "so-workers")
+		if err == nil && r.Err == nil {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("delete group: %v %v", err, r.Err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	dreq := kmsg.NewPtrDescribeConfigsRequest()
+	dres := kmsg.NewDescribeConfigsRequestResource()
+	dres.ResourceType, dres.ResourceName = kmsg.ConfigResourceTypeGroupConfig, "so-workers"
+	dreq.Resources = append(dreq.Resources, dres)
+	rc, err := dreq.RequestWith(ctx, c.client(1, seeds))
+	if err != nil {
+		t.Fatal(err)
+	}
+	kept := false
+	for _, r := range rc.Resources {
+		for _, c := range r.Configs {
+			kept = kept || c.Name == "share.auto.offset.reset" && c.Value != nil && *c.Value == "earliest" && c.Source == kmsg.ConfigSourceGroupConfig
+		}
+	}
+	if !kept {
+		t.Errorf("after DeleteGroups the group's configs are %+v, want share.auto.offset.reset=earliest kept", rc.Resources)
+	}
 }

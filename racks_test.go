@@ -56,9 +56,9 @@ func TestRackAwareConsumerReadsItsRack(t *testing.T) {
 		}
 		cl.Close()
 	}
-	before := c.recordsOut(topic)
+	before, bytesBefore := c.recordsOut(topic), c.topicCounter("strand_topic_bytes_out_total", topic)
 	consume(kgo.Rack(racks[follower]))
-	after := c.recordsOut(topic)
+	after, bytesWith := c.recordsOut(topic), c.topicCounter("strand_topic_bytes_out_total", topic)
 	for id := int32(1); id <= 3; id++ {
 		got := after[id] - before[id]
 		switch {
@@ -70,18 +70,37 @@ func TestRackAwareConsumerReadsItsRack(t *testing.T) {
 	}
 	before = after
 	consume()
-	after = c.recordsOut(topic)
+	after, bytesWithout := c.recordsOut(topic), c.topicCounter("strand_topic_bytes_out_total", topic)
 	if got := after[leader] - before[leader]; got < n {
 		t.Fatalf("a consumer without a rack: the leader served %d records, want %d", got, n)
 	}
+	// The figure KIP-392 is for: the bytes a consumer in the follower's
+	// rack reads from other racks, with client.rack and without it.
+	crossWith, crossWithout := int64(0), int64(0)
+	for id := int32(1); id <= 3; id++ {
+		if id != follower {
+			crossWith += bytesWith[id] - bytesBefore[id]
+			crossWithout += bytesWithout[id] - bytesWith[id]
+		}
+	}
+	if crossWith != 0 || crossWithout == 0 {
+		t.Fatalf("bytes read across racks: %d with client.rack, %d without; want 0 and more than 0", crossWith, crossWithout)
+	}
+	t.Logf("a consumer in rack %s read %d bytes from other racks with client.rack, %d without", racks[follower], crossWith, crossWithout)
 }
 
 // recordsOut is each node's strand_topic_records_out_total of topic.
 func (c *testCluster) recordsOut(topic string) map[int32]int64 {
 	c.t.Helper()
+	return c.topicCounter("strand_topic_records_out_total", topic)
+}
+
+// topicCounter is each node's value of the per-topic counter name.
+func (c *testCluster) topicCounter(name, topic string) map[int32]int64 {
+	c.t.Helper()
 	out := map[int32]int64{}
 	for id := range c.nodes {
-		for _, line := range c.scrape(id, fmt.Sprintf("strand_topic_records_out_total{topic=%q}", topic)) {
+		for _, line := range c.scrape(id, fmt.Sprintf("%s{topic=%q}", name, topic)) {
 			f := strings.Fields(line)
 			v, err := strconv.ParseFloat(f[len(f)-1], 64)
 			if err != nil {

@@ -31,7 +31,8 @@ type clusterInfo struct {
 type clusterBroker struct {
 	ID      int32  `json:"node_id"`
 	Address string `json:"address,omitempty"`
-	State   string `json:"state"` // live, fenced, absent (a voter that never registered) or removed (a fenced node out of the quorum)
+	Rack    string `json:"rack,omitempty"` // --rack (broker.rack)
+	State   string `json:"state"`          // live, fenced, absent (a voter that never registered) or removed (a fenced node out of the quorum)
 	// Roles: "broker" (hosts partitions), "controller" (a voter of the
 	// metadata quorum), or both (--roles).
 	Roles      []string `json:"roles"`
@@ -66,7 +67,12 @@ func newClusterCmd() *cobra.Command {
 				}
 				fmt.Fprintf(w, "cluster %s, controller node %d, raft term %d, commit index %d\n\n", info.ClusterID, info.ControllerID, info.Term, info.CommitIndex)
 				tw := newTable(w)
-				fmt.Fprintln(tw, "NODE\tADDRESS\tSTATE\tROLE\tAPPLIED")
+				racks := slices.ContainsFunc(info.Brokers, func(b clusterBroker) bool { return b.Rack != "" })
+				if racks { // a RACK column only where racks are set
+					fmt.Fprintln(tw, "NODE\tADDRESS\tRACK\tSTATE\tROLE\tAPPLIED")
+				} else {
+					fmt.Fprintln(tw, "NODE\tADDRESS\tSTATE\tROLE\tAPPLIED")
+				}
 				for _, b := range info.Brokers {
 					role := b.Roles
 					if b.Controller {
@@ -75,6 +81,10 @@ func newClusterCmd() *cobra.Command {
 					applied := "-"
 					if b.AppliedIndex >= 0 {
 						applied = fmt.Sprint(b.AppliedIndex)
+					}
+					if racks {
+						fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\n", b.ID, orDash(b.Address), orDash(b.Rack), b.State, orDash(strings.Join(role, ",")), applied)
+						continue
 					}
 					fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\n", b.ID, orDash(b.Address), b.State, orDash(strings.Join(role, ",")), applied)
 				}
@@ -221,6 +231,9 @@ func describeCluster(ctx context.Context, cl kmsg.Requestor) (clusterInfo, error
 			b := node(d.NodeID)
 			if d.Host != "" {
 				b.Address, b.State = fmt.Sprintf("%s:%d", d.Host, d.Port), "live"
+				if d.Rack != nil && *d.Rack != "" {
+					b.Rack = *d.Rack
+				}
 				if d.IsFenced {
 					b.State = "fenced"
 				}

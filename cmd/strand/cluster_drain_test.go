@@ -21,6 +21,9 @@ func TestClusterDrainUnderLoad(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	const topic = "drained"
+	cl := c.nodeClient(t, 1)
+	defer cl.Close()
+	awaitBrokers(t, cl, 4)
 	ok(t, c.addrs[1], "", "topic", "create", "solo", "--replica-assignment", "4,4,4")
 	ok(t, c.addrs[1], "a\nb\nc\n", "produce", "solo")
 	ch, prod, stopLoad := c.startLoad(ctx, t, topic, 200)
@@ -38,8 +41,6 @@ func TestClusterDrainUnderLoad(t *testing.T) {
 	cancelFlush()
 	prod.Close()
 
-	cl := c.nodeClient(t, 1)
-	defer cl.Close()
 	adm := kadm.NewClient(cl)
 	md, err := adm.Metadata(ctx)
 	if err != nil {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strandmq/strand/internal/testcert"
 	"github.com/strandmq/strand/internal/testnet"
@@ -414,5 +415,35 @@ func TestControllerRestartedAtOnce(t *testing.T) {
 			t.Fatalf("round %d: node %d, the controller, restarted at once and did not serve:\n%s", i, n, c.procs[n].logs.String())
 		}
 		t.Logf("round %d: node %d (controller) killed and serving again", i, n)
+	}
+}
+
+// awaitBrokers waits until every seed broker of cl lists want unfenced
+// brokers in its metadata: a node serves its listener before the
+// controller has its registration, and a topic placed on it in between is
+// refused ("not a live broker"). The request goes to each seed itself:
+// kgo may answer a client's Metadata request from its cache.
+func awaitBrokers(t *testing.T, cl *kgo.Client, want int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	for {
+		short := ""
+		for _, b := range cl.SeedBrokers() {
+			resp, err := b.Request(ctx, kmsg.NewPtrMetadataRequest())
+			if err != nil {
+				short = err.Error()
+			} else if got := len(resp.(*kmsg.MetadataResponse).Brokers); got < want {
+				short = fmt.Sprintf("a seed lists %d brokers", got)
+			}
+		}
+		if short == "" {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("the metadata never listed %d brokers: %s", want, short)
+		case <-time.After(100 * time.Millisecond):
+		}
 	}
 }

@@ -102,6 +102,7 @@ func newSecuredCluster(t *testing.T) (c *procCluster, admin *kgo.Client, interna
 		t.Fatal(err)
 	}
 	t.Cleanup(admin.Close)
+	awaitBrokers(t, admin, 3)
 	return c, admin, internal
 }
 

@@ -100,6 +100,7 @@ type serveOptions struct {
 	imbalanceCheck    time.Duration
 	balancer          bool
 	balancerInterval  time.Duration
+	reassignThrottle  int64
 	elr               bool
 
 	pidFile string
@@ -126,7 +127,8 @@ queued-max-request-bytes, failed-authentication-delay, scrub-interval,
 scrub-rate, console-allowed-hosts, pid-file, controller-quorum, internal-listen, inter-node-tls-cert,
 inter-node-tls-key, inter-node-tls-ca, insecure-inter-node, source-ip, join, roles, raft-addr, broker-heartbeat-interval,
 broker-session-timeout, replica-lag-time-max, default-replication-factor,
-leader-imbalance-check-interval), and "topic.<config>" sets a broker-wide default for a topic
+leader-imbalance-check-interval, partition-balancer, partition-balancer-interval,
+reassignment-throttle), and "topic.<config>" sets a broker-wide default for a topic
 config, e.g.:
 
     listen = 0.0.0.0:9092
@@ -229,6 +231,7 @@ func newServeCmd() *cobra.Command {
 	f.BoolVar(&o.elr, "eligible-leader-replicas", true, "track eligible leader replicas (KIP-966; Kafka's eligible.leader.replicas.version): a replica that left an ISR smaller than min.insync.replicas may lead cleanly once the ISR is empty")
 	f.BoolVar(&o.balancer, "partition-balancer", true, "move replicas and preferred leaders between brokers until each holds within one of every other (a broker that joins gets its share); a few partitions at a time, never onto a drained or controller-only node, never while a partition is short of in-sync replicas")
 	f.DurationVar(&o.balancerInterval, "partition-balancer-interval", 10*time.Second, "how often the partition balancer looks (with --partition-balancer)")
+	f.Int64Var(&o.reassignThrottle, "reassignment-throttle", strand.DefaultReassignmentThrottle, "bytes per second this node fetches at most for replicas a reassignment is adding (the balancer's, a drain's, an operator's; Redpanda's raft_learner_recovery_rate); in-sync replicas are never held back; 0: no cap")
 	f.DurationVar(&o.imbalanceCheck, "leader-imbalance-check-interval", 5*time.Minute, "how often leadership moves back to each partition's preferred (first) replica when it is in sync (leader.imbalance.check.interval.seconds; 0: never, auto.leader.rebalance.enable=false)")
 	f.IntVar(&o.replicationFactor, "default-replication-factor", 1, "replicas of a topic created without a replication factor, auto-created ones included (default.replication.factor)")
 	f.StringSliceVar(&o.consoleHosts, "console-allowed-hosts", nil, `host names the console answers to besides IP addresses, localhost and this machine's name (DNS rebinding guard; "*": any)`)
@@ -484,12 +487,15 @@ func (o *serveOptions) run(ctx context.Context, logOut io.Writer) error {
 		clusterCfg = &strand.ClusterConfig{Quorum: voters, SourceIP: source, Rack: o.rack, HeartbeatInterval: o.heartbeat, SessionTimeout: o.session, Join: o.join, InternalAddr: o.internalListen,
 			Roles: roles, RaftAddr: o.raftAddr,
 			ReplicaLagTime: o.replicaLag, DefaultReplicationFactor: o.replicationFactor, LeaderImbalanceCheckInterval: o.imbalanceCheck, DisableELR: !o.elr,
-			PartitionBalancerInterval: o.balancerInterval}
+			PartitionBalancerInterval: o.balancerInterval, ReassignmentThrottle: o.reassignThrottle}
 		if !o.balancer || o.balancerInterval <= 0 {
 			clusterCfg.PartitionBalancerInterval = -1
 		}
 		if o.imbalanceCheck == 0 {
 			clusterCfg.LeaderImbalanceCheckInterval = -1
+		}
+		if o.reassignThrottle <= 0 {
+			clusterCfg.ReassignmentThrottle = -1 // the flag's 0: no cap
 		}
 		if clusterCfg.TLS, err = o.interNodeTLS(); err != nil {
 			return err

@@ -18,29 +18,49 @@ import (
 	"github.com/strandmq/strand/internal/share"
 )
 
-// shareWork is three franz-go share consumers of one group accepting every
-// record of a topic on a cluster, and what they saw: a value delivered
-// again after its acceptance was confirmed (FlushAcks returned nil and no
-// partition's acknowledgement failed) is an acknowledgement undone.
+// shareWork is three franz-go share consumers of one group acknowledging
+// every record of a topic on a cluster — accepting it, or what decide says
+// — and what they saw: a value delivered again after its acceptance or
+// rejection was confirmed (FlushAcks returned nil and no partition's
+// acknowledgement failed) is an acknowledgement undone.
 type shareWork struct {
 	t          *testing.T
 	topic      string
+	decide     func(value string) kgo.AckStatus // nil: accept all
 	mu         sync.Mutex
 	deliveries map[string]int
-	accepted   map[string]bool
+	accepted   map[string]bool // accepted or rejected
+	rejected   map[string]bool
 	confirmed  map[string]bool
+	// confirmedAt are the confirmed records by position (a redriven
+	// value comes back as another record); acceptances counts each
+	// value's confirmed acceptances.
+	confirmedAt map[string]bool
+	acceptances map[string]int
 	// uncertain are accepted values whose acknowledgement failed on the
 	// client (its answer lost with a killed node): it may or may not have
 	// been applied, and the value may or may not come again.
 	uncertain map[string]bool
-	undone    int
-	wg        sync.WaitGroup
-	clients   []*kgo.Client
+	// everUncertain are the values whose acknowledgement failed on the
+	// client at least once, confirmed later or not.
+	everUncertain map[string]bool
+	undone        int
+	wg            sync.WaitGroup
+	clients       []*kgo.Client
 }
 
 func startShareWork(t *testing.T, ctx context.Context, brokers, group, topic string) *shareWork {
 	t.Helper()
-	w := &shareWork{t: t, topic: topic, deliveries: map[string]int{}, accepted: map[string]bool{}, confirmed: map[string]bool{}, uncertain: map[string]bool{}}
+	return startShareWorkDeciding(t, ctx, brokers, group, topic, nil)
+}
+
+// startShareWorkDeciding is startShareWork acknowledging each record as
+// decide says (a release is not an acknowledgement: the record comes
+// again).
+func startShareWorkDeciding(t *testing.T, ctx context.Context, brokers, group, topic string, decide func(string) kgo.AckStatus) *shareWork {
+	t.Helper()
+	w := &shareWork{t: t, topic: topic, decide: decide, deliveries: map[string]int{}, accepted: map[string]bool{}, rejected: map[string]bool{},
+		confirmed: map[string]bool{}, confirmedAt: map[string]bool{}, acceptances: map[string]int{}, uncertain: map[string]bool{}, everUncertain: map[string]bool{}}
 	t.Cleanup(w.close)
 	for i := range 3 {
 		var ackFailed sync.Map
@@ -69,7 +89,7 @@ func startShareWork(t *testing.T, ctx context.Context, brokers, group, topic str
 				w.mu.Lock()
 				fs.EachRecord(func(r *kgo.Record) {
 					v := string(r.Value)
-					if w.confirmed[v] {
+					if w.confirmedAt[recordAt(r)] {
 						w.undone++
 						t.Errorf("%s delivered again (count %d) after its acceptance was confirmed", v, r.DeliveryCount())
 					}
@@ -78,17 +98,33 @@ func startShareWork(t *testing.T, ctx context.Context, brokers, group, topic str
 				})
 				w.mu.Unlock()
 				ackFailed.Clear()
-				cl.MarkAcks(kgo.AckAccept, polled...)
+				status := make([]kgo.AckStatus, len(polled))
+				for i, r := range polled {
+					status[i] = kgo.AckAccept
+					if w.decide != nil {
+						status[i] = w.decide(string(r.Value))
+					}
+					cl.MarkAcks(status[i], r)
+				}
 				ok := cl.FlushAcks(ctx) == nil
 				w.mu.Lock()
-				for _, r := range polled {
+				for i, r := range polled {
 					v := string(r.Value)
+					if status[i] == kgo.AckRelease {
+						continue
+					}
 					w.accepted[v] = true
+					if status[i] == kgo.AckReject {
+						w.rejected[v] = true
+					}
 					if _, failed := ackFailed.Load(r.Partition); ok && !failed {
-						w.confirmed[v] = true
+						w.confirmed[v], w.confirmedAt[recordAt(r)] = true, true
+						if status[i] == kgo.AckAccept {
+							w.acceptances[v]++
+						}
 						delete(w.uncertain, v)
 					} else {
-						w.uncertain[v] = true
+						w.uncertain[v], w.everUncertain[v] = true, true
 					}
 				}
 				w.mu.Unlock()
@@ -97,6 +133,9 @@ func startShareWork(t *testing.T, ctx context.Context, brokers, group, topic str
 	}
 	return w
 }
+
+// recordAt names a record by its position.
+func recordAt(r *kgo.Record) string { return fmt.Sprintf("%s/%d@%d", r.Topic, r.Partition, r.Offset) }
 
 func (w *shareWork) close() {
 	for _, cl := range w.clients {
@@ -121,9 +160,8 @@ func (w *shareWork) count(m map[string]bool, prefix string) int {
 
 // warm produces a warm-up record to every partition until each has been
 // delivered: every share-partition has then been initialized (at the log
-// end, share.auto.offset.reset=latest, the only reset a cluster serves
-// without group configs), so every record produced after it is the
-// group's to deliver.
+// end by the default share.auto.offset.reset=latest), so every record
+// produced after it is the group's to deliver.
 func (w *shareWork) warm(ctx context.Context, prod *kgo.Client, partitions int32) {
 	w.t.Helper()
 	for round := 0; ; round++ {
@@ -249,14 +287,19 @@ func TestClusterShareGroups(t *testing.T) {
 }
 
 // TestClusterShareNodeKilled: three share consumers accept records of a
-// three-partition topic on a three-node cluster; mid-stream the leader of
+// three-partition topic on a three-node cluster, and reject one in fifty
+// into the group's dead-letter topic; mid-stream the leader of
 // partition 0 (its share-partition's home) is SIGKILLed, or the leader of
 // the __share_group_state partition holding that share-partition's state
 // (its share coordinator). The survivors take over — the new partition
 // leader reloads the state from the coordinator, a new coordinator replays
 // the state partition — and no acknowledgement the clients saw succeed is
-// undone: a record is never delivered again after its acceptance was
-// confirmed, and every record is accepted.
+// undone: a record is never delivered again after its acceptance (or
+// rejection) was confirmed, and every record is accepted or rejected. Each
+// rejected record is in the dead-letter topic, and exactly once unless
+// an answer to its rejection was lost with the node (then it may have been
+// rejected, and written, twice: the dead letter is written before the
+// state that archives the record, so a crash between them never loses one).
 func TestClusterShareNodeKilled(t *testing.T) {
 	for _, victim := range []string{"partition leader", "share coordinator"} {
 		t.Run(strings.ReplaceAll(victim, " ", "-"), func(t *testing.T) {
@@ -273,7 +316,18 @@ func TestClusterShareNodeKilled(t *testing.T) {
 			prod := manualProducer(t, c.brokers(0))
 			adm := kadm.NewClient(prod)
 			createReplicated(t, ctx, adm, topic, parts)
-			w := startShareWork(t, ctx, c.brokers(0), group, topic)
+			ok(t, c.brokers(0), "", "group", "config", group, "--config", "errors.deadletterqueue.topic.name="+topic+".dlq")
+			poison := func(v string) bool {
+				var i int
+				_, err := fmt.Sscanf(v, "job-%d", &i)
+				return err == nil && i%50 == 0
+			}
+			w := startShareWorkDeciding(t, ctx, c.brokers(0), group, topic, func(v string) kgo.AckStatus {
+				if poison(v) {
+					return kgo.AckReject
+				}
+				return kgo.AckAccept
+			})
 			w.warm(ctx, prod, parts)
 			produceJobs(t, ctx, prod, topic, parts, total)
 			for w.count(w.confirmed, "job-") < total/3 {
@@ -296,10 +350,30 @@ func TestClusterShareNodeKilled(t *testing.T) {
 			time.Sleep(2 * time.Second)
 			t.Logf("%s (node %d) SIGKILLed with %d of %d acceptances confirmed; all accepted after it, %d with an acknowledgement whose answer was lost",
 				victim, node, atKill, total, w.count(w.uncertain, "job-"))
+			dead := awaitDeadLetters(t, ctx, c.brokers(node), topic, total/50)
 			w.mu.Lock()
 			defer w.mu.Unlock()
 			if w.undone > 0 {
 				t.Errorf("%d confirmed acceptances undone", w.undone)
+			}
+			copies := map[string]int{}
+			for _, d := range dead {
+				copies[d.Value]++
+			}
+			for i := 0; i < total; i += 50 {
+				v := fmt.Sprint("job-", i)
+				if n := copies[v]; n == 0 || (n > 1 && !w.everUncertain[v]) {
+					t.Errorf("%s is in the dead-letter topic %d times (its rejection's answer lost: %t)", v, n, w.everUncertain[v])
+				}
+				delete(copies, v)
+			}
+			for v := range copies {
+				t.Errorf("%s is in the dead-letter topic but was never rejected", v)
+			}
+			for v := range w.accepted {
+				if poison(v) && !w.rejected[v] {
+					t.Errorf("%s was accepted, not rejected", v)
+				}
 			}
 		})
 	}

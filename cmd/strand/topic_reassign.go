@@ -31,6 +31,8 @@ func newTopicReassignCmd(o *clientOptions) *cobra.Command {
 		cancel     bool
 		wait       bool
 		list       bool
+		status     bool
+		throttle   int64
 	)
 	cmd := &cobra.Command{
 		Use:   "reassign <topic>",
@@ -42,21 +44,39 @@ new replicas, the first the preferred leader, in kafka-topics.sh's form:
 New replicas copy the partition from its leader while it keeps taking
 writes; the old ones leave only once every new one is in sync. --wait shows
 the moves until they are done; --cancel stops those in progress; --list
-shows them. --wait is bounded by --timeout (15 s unless given).`,
+shows them; --status shows, for each replica being added, how much of the
+leader's log it holds and the throttle it copies under. --wait is bounded by
+--timeout (15 s unless given).
+
+--throttle RATE (bytes per second) throttles the moves as
+kafka-reassign-partitions --throttle does: it sets
+leader.replication.throttled.rate and follower.replication.throttled.rate on
+every broker involved and lists the moving replicas in the topic's
+leader/follower.replication.throttled.replicas. Unlike Kafka, nobody needs to
+run --verify to lift it: the controller removes each partition's entries from
+those lists as its move completes (so the rates throttle nothing more), and
+--wait also removes the rates once every move is done. In-sync replicas are
+never throttled. Each node also caps what it copies for any move at its
+--reassignment-throttle (strand serve).`,
 		Example: `  strand topic reassign orders --replica-assignment 1:2:3,2:3:1 --wait --timeout 10m
+  strand topic reassign orders --replica-assignment 1:2:4 --throttle 10485760
+  strand topic reassign orders --status
   strand topic reassign orders --list
   strand topic reassign orders --cancel`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			topic := args[0]
 			modes := 0
-			for _, m := range []bool{assignment != "", cancel, list} {
+			for _, m := range []bool{assignment != "", cancel, list, status} {
 				if m {
 					modes++
 				}
 			}
 			if modes != 1 {
-				return usageErr("give one of --replica-assignment, --cancel or --list")
+				return usageErr("give one of --replica-assignment, --cancel, --list or --status")
+			}
+			if throttle < 0 || throttle > 0 && assignment == "" {
+				return usageErr("--throttle takes a rate in bytes per second, with --replica-assignment")
 			}
 			replicas, err := parseAssignment(assignment)
 			if err != nil {
@@ -74,6 +94,25 @@ shows them. --wait is bounded by --timeout (15 s unless given).`,
 					}
 					return printReassignments(cmd, topic, moving)
 				}
+				if status {
+					st, err := reassignStatus(ctx, cl, topic)
+					if err != nil {
+						return err
+					}
+					if asJSON {
+						if st == nil {
+							st = []moveStatus{}
+						}
+						return writeJSON(w, st)
+					}
+					return printReassignStatus(cmd, topic, st)
+				}
+				var throttled []int32
+				if throttle > 0 {
+					if throttled, err = throttleMoves(ctx, cl, topic, replicas, throttle); err != nil {
+						return err
+					}
+				}
 				n, err := alterReassignments(ctx, cl, topic, replicas, cancel)
 				if err != nil {
 					return err
@@ -83,10 +122,22 @@ shows them. --wait is bounded by --timeout (15 s unless given).`,
 				} else {
 					fmt.Fprintf(w, "reassigning %s of %s\n", plural(n, "partition"), topic)
 				}
+				if len(throttled) > 0 {
+					fmt.Fprintf(w, "throttled at %d bytes/s on brokers %s until each move completes\n", throttle, ints(throttled))
+				}
 				if !wait {
 					return nil
 				}
-				return waitReassigned(ctx, cmd, cl, topic)
+				if err := waitReassigned(ctx, cmd, cl, topic); err != nil {
+					return err
+				}
+				if len(throttled) > 0 {
+					if err := clearThrottleRates(ctx, cl, throttled); err != nil {
+						return err
+					}
+					fmt.Fprintf(w, "removed the throttle rates from brokers %s\n", ints(throttled))
+				}
+				return nil
 			})
 		},
 	}
@@ -95,6 +146,8 @@ shows them. --wait is bounded by --timeout (15 s unless given).`,
 	f.BoolVar(&cancel, "cancel", false, "cancel the topic's reassignments in progress (added replicas are dropped)")
 	f.BoolVar(&wait, "wait", false, "wait until the moves are complete, showing what is still moving")
 	f.BoolVar(&list, "list", false, "list the topic's reassignments in progress")
+	f.BoolVar(&status, "status", false, "show each replica being added: how much of the leader's log it holds, and its throttle")
+	f.Int64Var(&throttle, "throttle", 0, "throttle the moves at this many bytes per second (Kafka's replication throttles; lifted as each move completes)")
 	return cmd
 }
 

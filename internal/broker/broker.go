@@ -149,6 +149,10 @@ type Config struct {
 	// ReplicaLagTime is replica.lag.time.max.ms: a follower that has not
 	// caught up with its leader for this long leaves the ISR; default 30 s.
 	ReplicaLagTime time.Duration
+	// ReassignmentThrottle caps, in bytes per second, what this node
+	// fetches for replicas a reassignment is adding (0: no cap); see
+	// cluster.Image.FollowerThrottle.
+	ReassignmentThrottle int64
 	// Logger; default slog.Default().
 	Logger *slog.Logger
 	// Now is the clock; default time.Now.
@@ -238,7 +242,7 @@ type Broker struct {
 	syncedIndex int64        // newest image syncLocked applied (b.admin)
 	ingest      dlq.Stats    // validation counters (package dlq)
 	schemas     *SchemaStore // the schema registry's storage (package schemastore)
-	share       *ShareNode   // share groups, nil on a cluster member (share_host.go)
+	share       *ShareNode   // share groups (share.go, package sharenode)
 	stats       stats        // traffic counters (stats.go)
 
 	lock      io.Closer // the data directory's .lock, held until Close
@@ -310,7 +314,10 @@ func Open(cfg Config) (_ *Broker, err error) {
 		Stop: (*TxnCoordinator).Stop}
 	b.peers = wire.Peers{Dialer: cfg.Dialer, Self: int32(cfg.NodeID), Addr: func(n int32) (string, error) { return b.internalAddr(NodeID(n)) }}
 	b.fetchers = fetcher.New(fetcher.Config{NodeID: cfg.NodeID, Addr: b.internalAddr, Dialer: cfg.Dialer, Logger: b.logger,
-		BrokerEpoch: func() int64 { return b.member.epoch.Load() }})
+		BrokerEpoch: func() int64 { return b.member.epoch.Load() },
+		Throttle: func(p *partition.Partition) int64 {
+			return b.meta.Image().FollowerThrottle(p.Topic(), int32(p.ID()), cluster.NodeID(cfg.NodeID), cfg.ReassignmentThrottle)
+		}})
 	if cfg.MaxOpenLogFiles > 0 {
 		b.files = vfs.NewFDCache(cfg.MaxOpenLogFiles)
 		b.logFS = b.files.Wrap(b.fs)
@@ -600,7 +607,7 @@ func (b *Broker) Close() error {
 	// The coordinators first: they write to __transaction_state and
 	// __consumer_offsets (transaction markers reach the group coordinators).
 	b.txns.StopAll()
-	b.closeShare()
+	b.share.Close()
 	b.coords.StopAll()
 	b.unsubscribe()
 	close(b.stop)

@@ -8,6 +8,7 @@ import (
 	"unicode/utf16"
 
 	"github.com/strandmq/strand/internal/cluster"
+	"github.com/strandmq/strand/internal/coordlog"
 	"github.com/strandmq/strand/internal/partition"
 )
 
@@ -34,16 +35,12 @@ func (bi BrokerInfo) IsBroker() bool { return cluster.HasRole(bi.Roles, cluster.
 // RolesString is the node's roles as --roles spells them.
 func (bi BrokerInfo) RolesString() string { return cluster.RolesString(bi.Roles) }
 
+// Coordinator routing errors (package coordlog owns them: every
+// coordinator's host answers them).
 var (
-	// ErrCoordinatorNotAvailable: no broker coordinates the group now
-	// (COORDINATOR_NOT_AVAILABLE).
-	ErrCoordinatorNotAvailable = errors.New("broker: the group coordinator is not available")
-	// ErrNotCoordinator: another node coordinates the group
-	// (NOT_COORDINATOR).
-	ErrNotCoordinator = errors.New("broker: not the group's coordinator")
-	// ErrCoordinatorLoading: this node is loading the group's partition
-	// (COORDINATOR_LOAD_IN_PROGRESS).
-	ErrCoordinatorLoading = errors.New("broker: the group coordinator is loading")
+	ErrCoordinatorNotAvailable = coordlog.ErrCoordinatorNotAvailable
+	ErrNotCoordinator          = coordlog.ErrNotCoordinator
+	ErrCoordinatorLoading      = coordlog.ErrCoordinatorLoading
 )
 
 // Brokers returns the cluster's registered brokers with a client

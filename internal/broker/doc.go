@@ -25,8 +25,8 @@
 //   - coordinator hosting: offsets.go (group coordinators over
 //     __consumer_offsets), txncoord.go (which transaction coordinators of
 //     package txncoord run here, their markers, routing), schemas.go
-//     (_schemas for package schemastore), share_host.go (share groups of
-//     package share over __share_group_state), ingest.go (validation
+//     (_schemas for package schemastore), share.go (the node as package
+//     sharenode's Broker, which hosts share groups), ingest.go (validation
 //     configs, DLQ topics for package dlq); each coordinator's storage is
 //     beside its state machine, and the shards that follow leadership are
 //     coordlog.Shards;

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/strandmq/strand/internal/cluster"
+	"github.com/strandmq/strand/internal/partition/fetcher"
 )
 
 // ErrNotClustered: a change that only a cluster has (a single node has
@@ -40,3 +41,36 @@ func (b *Broker) SetDrained(id int32, drained, validateOnly bool) error {
 	}
 	return nil
 }
+
+// MetadataImage returns the metadata image this node holds now (the
+// replication throttles and reassignments of internal/kafka read it).
+func (b *Broker) MetadataImage() *cluster.Image { return b.meta.Image() }
+
+// SetBrokerConfigs sets and removes dynamic broker configs (the
+// replication throttle rates) of broker id, or the cluster default
+// (cluster.DefaultBrokerConfigNode): metadata.version 3.
+func (b *Broker) SetBrokerConfigs(id int32, set map[string]string, remove []string, validateOnly bool) error {
+	if !b.clustered() {
+		return fmt.Errorf("%w (a single node replicates nothing to throttle)", ErrNotClustered)
+	}
+	rec := cluster.BrokerConfig{Node: cluster.NodeID(id), Set: set, Remove: remove}
+	if validateOnly {
+		_, err := b.meta.Image().With(rec)
+		return err
+	}
+	if _, err := b.meta.Apply(rec); err != nil {
+		return fmt.Errorf("broker: set broker %d configs: %w", id, err)
+	}
+	return nil
+}
+
+// ReassignmentThrottle is this node's --reassignment-throttle in bytes
+// per second (0: none).
+func (b *Broker) ReassignmentThrottle() int64 { return b.cfg.ReassignmentThrottle }
+
+// LeaderQuota and FollowerQuota are the node's replication quotas
+// (leader.replication.throttled.rate, follower.replication.throttled.rate).
+func (b *Broker) LeaderQuota() *fetcher.Quota { return b.fetchers.LeaderQuota() }
+
+// FollowerQuota: see LeaderQuota.
+func (b *Broker) FollowerQuota() *fetcher.Quota { return b.fetchers.FollowerQuota() }

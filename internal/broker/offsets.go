@@ -179,7 +179,7 @@ func (b *Broker) localCoordinator(groupID string) (*group.Coordinator, error) {
 // COORDINATOR_LOAD_IN_PROGRESS meanwhile.
 func (b *Broker) syncCoordinators() {
 	defer b.syncTxnCoordinators()
-	defer b.syncShareStates()
+	defer b.share.Sync(b.isClosed, b.node.Host.Go)
 	b.coords.Sync(b.ledPartitions(ConsumerOffsetsTopic), b.isClosed, b.stop, b.node.Host.Go)
 }
 

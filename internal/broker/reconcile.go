@@ -156,7 +156,7 @@ func (b *Broker) openMember(m Member) (*Broker, error) {
 	if _, statErr := b.fs.Stat(filepath.Join(b.cfg.Dir, metaFileName)); err != nil && statErr == nil {
 		return nil, fmt.Errorf("broker: %s holds a single node's topics (meta.json) to bring into the cluster, but the metadata quorum is not reachable to take them (%w); start the other nodes", b.cfg.Dir, err)
 	}
-	if err := b.openClusterShare(); err != nil {
+	if err := b.openShare(); err != nil {
 		return nil, err
 	}
 	b.startLoops() // the reconciler's first pass opens what the image places here

@@ -57,6 +57,8 @@ var codecs = map[string]func([]byte) (Record, error){
 	"alter_client_quota":         decodeAs[AlterClientQuota],
 	"finalize_feature":           decodeAs[FinalizeFeature],
 	"drain_broker":               decodeAs[DrainBroker],
+	"broker_config":              decodeAs[BrokerConfig],
+	"alter_group_config":         decodeAs[AlterGroupConfig],
 }
 
 // typeNames is codecs' key for each record type.

@@ -37,8 +37,18 @@ const (
 	// non-voters (the Observer controller RPC).
 	MetadataVersionRoles int16 = 2
 
+	// MetadataVersionThrottles adds dynamic broker configs (the
+	// broker_config record, throttle.go): the replication throttle rates
+	// per broker and as the cluster default.
+	MetadataVersionThrottles int16 = 3
+
+	// MetadataVersionGroupConfigs adds group configs kept in the metadata
+	// (AlterGroupConfig records, groupconfig.go): a cluster's share-group
+	// configs, as Kafka keeps a GROUP resource's ConfigRecords.
+	MetadataVersionGroupConfigs int16 = 4
+
 	// MetadataVersionLatest is the highest level this build writes.
-	MetadataVersionLatest = MetadataVersionRoles
+	MetadataVersionLatest = MetadataVersionGroupConfigs
 )
 
 // FeatureRange is the levels of one feature a node supports.

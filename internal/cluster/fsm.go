@@ -102,12 +102,19 @@ type snapshotForm struct {
 	// Features: absent in snapshots from before feature levels, and
 	// while none is finalized.
 	Features map[string]int16 `json:"features,omitempty"`
+	// BrokerConfigs: absent in snapshots from before metadata.version 3,
+	// and while no dynamic broker config is set.
+	BrokerConfigs map[NodeID]map[string]string `json:"brokerConfigs,omitempty"`
+	// GroupConfigs: absent in snapshots from before group configs
+	// (metadata.version 4), and while no group has one.
+	GroupConfigs map[string]map[string]string `json:"groupConfigs,omitempty"`
 }
 
 func encodeImage(im *Image) ([]byte, error) {
 	return json.Marshal(snapshotForm{ClusterID: im.ClusterID(), Topics: im.Topics(), Deleted: im.Deleted(),
 		Brokers: im.Brokers(), Partitions: im.partitions, NextProducerID: im.nextProducerID,
-		ACLs: im.acls, ACLVersion: im.aclVersion, Scram: im.scram, Quotas: im.quotas, Features: im.features})
+		ACLs: im.acls, ACLVersion: im.aclVersion, Scram: im.scram, Quotas: im.quotas, Features: im.features, BrokerConfigs: im.brokerConfigs,
+		GroupConfigs: im.groupConfigs})
 }
 
 func decodeImage(b []byte) (*Image, error) {
@@ -136,6 +143,8 @@ func decodeImage(b []byte) (*Image, error) {
 		return nil, err
 	}
 	im.features = s.Features
+	im.brokerConfigs = s.BrokerConfigs
+	im.groupConfigs = s.GroupConfigs
 	return im, nil
 }
 

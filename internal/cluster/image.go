@@ -83,9 +83,16 @@ type Image struct {
 	// scramOwned.
 	quotas      map[string]map[string]float64
 	quotasOwned bool
+	// groupConfigs holds group configs by group id (AlterGroupConfig
+	// copies the outer map on write; inner maps are never changed).
+	groupConfigs map[string]map[string]string
 	// features holds finalized feature levels (FinalizeFeature copies
 	// it on write); a feature absent has its lowest level.
 	features map[string]int16
+	// brokerConfigs holds dynamic broker configs by node id
+	// (DefaultBrokerConfigNode: the cluster default); BrokerConfig copies
+	// it on write.
+	brokerConfigs map[NodeID]map[string]string
 	// index is the raft index of the entry that made this image (0: not
 	// from a raft log, or restored from a snapshot).
 	index int64
@@ -146,7 +153,8 @@ func (im *Image) With(recs ...Record) (*Image, error) { return im.WithAt(0, recs
 func (im *Image) WithAt(index int64, recs ...Record) (*Image, error) {
 	next := &Image{clusterID: im.clusterID, topics: maps.Clone(im.topics), names: maps.Clone(im.names), deleted: maps.Clone(im.deleted),
 		brokers: maps.Clone(im.brokers), partitions: maps.Clone(im.partitions), nextProducerID: im.nextProducerID, index: index,
-		acls: im.acls, aclVersion: im.aclVersion, scram: im.scram, quotas: im.quotas, features: im.features}
+		acls: im.acls, aclVersion: im.aclVersion, scram: im.scram, quotas: im.quotas, features: im.features, brokerConfigs: im.brokerConfigs,
+		groupConfigs: im.groupConfigs}
 	for _, r := range recs {
 		if err := r.apply(next, index); err != nil {
 			return im, err

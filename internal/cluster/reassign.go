@@ -183,16 +183,21 @@ func (c *controller) completeReassignments() {
 	defer c.decide.Unlock()
 	img := c.s.Image()
 	var recs []Record
+	var done []TopicPartition
 	img.eachPartition(func(t TopicID, p int32, reg PartitionReg) {
 		if ch, ok := completeReassignment(img, reg); ok {
 			ch.TopicID, ch.PartitionID = t, p
 			recs = append(recs, ch)
+			done = append(done, TopicPartition{Topic: t, Partition: p})
 		}
 	})
 	if len(recs) == 0 {
 		return
 	}
-	if _, _, err := c.s.applyLocal(DefaultApplyTimeout, recs...); err != nil {
+	// The throttle an operator set for these moves (strand topic reassign
+	// --throttle, kafka-reassign-partitions --throttle) ends with them.
+	unthrottle := unthrottleCompleted(img, done)
+	if _, _, err := c.s.applyLocal(DefaultApplyTimeout, append(recs, unthrottle...)...); err != nil {
 		c.logger.Warn("cluster: completing partition reassignments", "err", err)
 		return
 	}

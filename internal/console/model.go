@@ -12,6 +12,7 @@ import (
 
 	"github.com/strandmq/strand/internal/assign"
 	"github.com/strandmq/strand/internal/broker"
+	"github.com/strandmq/strand/internal/cluster"
 	"github.com/strandmq/strand/internal/group"
 	"github.com/strandmq/strand/internal/schemareg"
 )
@@ -133,6 +134,10 @@ type PartitionRow struct {
 	ISR         []int32 `json:"isr"`
 	// UnderReplicated: fewer in-sync replicas than replicas.
 	UnderReplicated bool `json:"under_replicated"`
+	// Adding and Removing: a reassignment in progress adds these
+	// replicas (they copy the partition) and then removes those.
+	Adding   []int32 `json:"adding,omitempty"`
+	Removing []int32 `json:"removing,omitempty"`
 	// Local: this node holds a replica, so the offsets and size below are
 	// its own (a follower's lag its leader by a fetch); elsewhere they are
 	// -1 and 0.
@@ -281,6 +286,19 @@ func overview(ctx context.Context, b *broker.Broker) (Overview, error) {
 	return o, nil
 }
 
+// reassigning returns the replicas a reassignment of the partition is
+// adding and removing (none: nothing moves).
+func reassigning(b *broker.Broker, topic broker.TopicID, p int32) (adding, removing []int32) {
+	if !b.Clustered() {
+		return nil, nil
+	}
+	reg, ok := b.MetadataImage().Partition(cluster.TopicID(topic), p)
+	if !ok || !reg.Reassigning() {
+		return nil, nil
+	}
+	return slices.Clone(reg.AddingReplicas), slices.Clone(reg.RemovingReplicas)
+}
+
 func topicDetail(ctx context.Context, b *broker.Broker, name string) (TopicDetail, error) {
 	t, err := b.Topic(name)
 	if err != nil {
@@ -297,6 +315,7 @@ func topicDetail(ctx context.Context, b *broker.Broker, name string) (TopicDetai
 		row := PartitionRow{Partition: i, Leader: int32(info.Leader), LeaderEpoch: info.LeaderEpoch,
 			Replicas: int32s(info.Replicas), ISR: int32s(info.ISR), UnderReplicated: len(info.ISR) < len(info.Replicas),
 			LogStart: -1, HighWatermark: -1, LastStable: -1}
+		row.Adding, row.Removing = reassigning(b, t.ID, i)
 		if p, err := t.Partition(broker.PartitionID(i)); err == nil {
 			row.Local, row.LogStart, row.HighWatermark, row.Bytes = true, int64(p.LogStartOffset()), int64(p.HighWatermark()), p.Size()
 			row.LastStable = int64(p.LastStableOffset())

@@ -10,10 +10,27 @@ package coordlog
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
 	"github.com/strandmq/strand/internal/record"
+)
+
+// Coordinator routing errors, which every coordinator's host answers (the
+// wire layer maps each to the Kafka error code of the same name). Their
+// text keeps the "broker:" prefix clients have seen since the hosts lived
+// in package broker.
+var (
+	// ErrCoordinatorNotAvailable: no broker coordinates the group now
+	// (COORDINATOR_NOT_AVAILABLE).
+	ErrCoordinatorNotAvailable = errors.New("broker: the group coordinator is not available")
+	// ErrNotCoordinator: another node coordinates the group
+	// (NOT_COORDINATOR).
+	ErrNotCoordinator = errors.New("broker: not the group's coordinator")
+	// ErrCoordinatorLoading: this node is loading the group's partition
+	// (COORDINATOR_LOAD_IN_PROGRESS).
+	ErrCoordinatorLoading = errors.New("broker: the group coordinator is loading")
 )
 
 // Log is the internal partition a coordinator keeps its records in, as

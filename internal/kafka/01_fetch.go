@@ -52,6 +52,10 @@ import (
 //     fetch tells the leader how far the follower has come. On a client
 //     listener a replica id is ignored and the fetch is a consumer's, so
 //     no client can pose as a follower (CVE-2018-1288).
+//     A follower not in the ISR whose replica the topic's
+//     leader.replication.throttled.replicas names on this node gets no
+//     records while this node's leader.replication.throttled.rate is
+//     spent (throttle.go, Kafka's shouldLeaderThrottle).
 //
 //   - Follower fetching (KIP-392): a consumer's fetch v11+ may be served
 //     by any replica this node holds, a follower up to its own high
@@ -233,6 +237,12 @@ func (s *Server) fetchForFollower(resp *fetchResponse, p *broker.Partition, f br
 		}
 		limit = 1
 	}
+	rate, hold := s.leaderThrottle(p, f.Replica)
+	if hold { // throttled and over the quota: no records this time
+		sp.HighWatermark = int64(p.HighWatermark())
+		sp.LastStableOffset, sp.LogStartOffset = sp.HighWatermark, int64(p.LogStartOffset())
+		return 0
+	}
 	f.FetchOffset, f.LastFetchedEpoch, f.MaxBytes = record.Offset(rp.FetchOffset), record.Epoch(rp.LastFetchedEpoch), limit
 	buf := getReadBuf(limit)
 	res, err := p.ReadForFollower(buf, f)
@@ -252,6 +262,9 @@ func (s *Server) fetchForFollower(resp *fetchResponse, p *broker.Partition, f br
 		return 0
 	}
 	sp.RecordBatches = res.Batches
+	if rate > 0 {
+		s.b.LeaderQuota().Charge(rate, len(res.Batches))
+	}
 	return len(res.Batches)
 }
 

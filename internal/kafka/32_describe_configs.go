@@ -9,6 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strandmq/strand/internal/broker"
+	"github.com/strandmq/strand/internal/cluster"
 )
 
 // DescribeConfigs: v0-v4.
@@ -23,7 +24,8 @@ import (
 //     first, ending with Kafka's default, as Kafka reports them.
 //   - IncludeDocumentation (v3+) and ConfigType (v3+) are filled.
 //   - BROKER resources (name "" or this node's id): the broker's static
-//     settings, read-only.
+//     settings, strand.drained, and the replication throttle rates (for
+//     "", the cluster defaults), which IncrementalAlterConfigs changes.
 //   - GROUP resources: the share-group configs (share.go) with their
 //     effective values, GROUP_CONFIG for those set on the group.
 //   - Unknown topic: UNKNOWN_TOPIC_OR_PARTITION; another broker id or
@@ -91,7 +93,11 @@ func (s *Server) configEntries(typ kmsg.ConfigResourceType, name string) ([]brok
 		if name != "" && name != strconv.Itoa(int(s.b.NodeID())) {
 			return nil, true, kerr.InvalidRequest
 		}
-		return s.brokerConfigs(), true, nil
+		node := cluster.NodeID(s.b.NodeID())
+		if name == "" { // kafka-configs --entity-default: the cluster defaults
+			node = cluster.DefaultBrokerConfigNode
+		}
+		return append(s.brokerConfigs(), s.throttleConfigs(node)...), false, nil
 	}
 	return nil, true, fmt.Errorf("%w: resource type %d", kerr.InvalidRequest, typ)
 }

@@ -18,7 +18,10 @@ import (
 //     applied to the topic's own settings; the result is validated as a
 //     whole (INVALID_CONFIG), applied to the live partitions and persisted.
 //   - GROUP resources: the share-group configs (share.go), SET and DELETE;
-//     persisted in __share_group_state.
+//     persisted in __share_group_state on a single node, and on a cluster
+//     in its metadata (AlterGroupConfig records, as Kafka's ConfigRecord
+//     of a GROUP resource), which needs metadata.version 4: below it,
+//     UNSUPPORTED_VERSION with the upgrade step in the message.
 //   - The same config twice in one resource: INVALID_REQUEST.
 //   - ValidateOnly checks and changes nothing.
 //

@@ -21,6 +21,11 @@ import (
 //     acknowledged or archived.
 //   - Null topics: every partition the group has state for.
 //   - A group with neither members, configs nor state: GROUP_ID_NOT_FOUND.
+//   - On a cluster the summaries come from each share-partition's share
+//     coordinator (ReadShareGroupStateSummary, sharenode), so every node's
+//     share-partitions are seen; null topics ask about every partition of
+//     every topic. The lag is computed where this node holds a replica of
+//     the partition (its high watermark), else -1.
 //   - Topics the principal may not describe answer
 //     TOPIC_AUTHORIZATION_FAILED (authz_custom.go).
 
@@ -31,27 +36,31 @@ func (s *Server) handleDescribeShareGroupOffsets(ctx context.Context, kreq kmsg.
 	for _, rg := range req.Groups {
 		g := kmsg.NewDescribeShareGroupOffsetsResponseGroup()
 		g.GroupID = rg.GroupID
-		known := node != nil && len(node.Manager.Partitions(rg.GroupID)) > 0
+		var parts []share.TopicPartition
+		var err error
+		if node != nil {
+			parts, err = node.Partitions(ctx, rg.GroupID)
+		}
 		switch {
 		case node == nil:
 			g.ErrorCode = code
-		case !known && !node.Coordinator.Has(rg.GroupID):
+		case err != nil:
+			g.ErrorCode, g.ErrorMessage = shareCode(err), shareMessage(err)
+		case len(parts) == 0 && !node.Coordinator.Has(rg.GroupID):
 			g.ErrorCode = kerr.GroupIDNotFound.Code
 		default:
-			g.Topics = s.shareOffsets(node, rg)
+			g.Topics = s.shareOffsets(ctx, node, rg, parts)
 		}
 		resp.Groups = append(resp.Groups, g)
 	}
 	return resp, nil
 }
 
-func (s *Server) shareOffsets(node *broker.ShareNode, rg kmsg.DescribeShareGroupOffsetsRequestGroup) []kmsg.DescribeShareGroupOffsetsResponseGroupTopic {
+func (s *Server) shareOffsets(ctx context.Context, node *broker.ShareNode, rg kmsg.DescribeShareGroupOffsetsRequestGroup, parts []share.TopicPartition) []kmsg.DescribeShareGroupOffsetsResponseGroupTopic {
 	want := map[string][]int32{}
 	if rg.Topics == nil {
-		for _, k := range node.Manager.Partitions(rg.GroupID) {
-			if t, err := s.b.TopicByID(broker.TopicID(k.TopicID)); err == nil {
-				want[t.Name] = append(want[t.Name], k.Partition)
-			}
+		for _, tp := range parts {
+			want[tp.Topic] = append(want[tp.Topic], tp.Partition)
 		}
 	}
 	for _, t := range rg.Topics {
@@ -74,7 +83,10 @@ func (s *Server) shareOffsets(node *broker.ShareNode, rg kmsg.DescribeShareGroup
 				continue
 			}
 			tp := share.TopicPartition{TopicID: t.ID, Topic: name, Partition: p}
-			if sum, ok := node.Manager.Summary(rg.GroupID, tp); ok {
+			sum, ok, err := node.Summary(ctx, rg.GroupID, tp)
+			if err != nil {
+				rp.ErrorCode, rp.ErrorMessage = shareCode(err), shareMessage(err)
+			} else if ok {
 				rp.StartOffset = int64(sum.Start)
 				if part, err := t.Partition(broker.PartitionID(p)); err == nil {
 					rp.Lag = max(0, int64(part.HighWatermark())-int64(sum.Start)-int64(sum.Done))

@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strandmq/strand/internal/broker"
+	"github.com/strandmq/strand/internal/cluster"
 	"github.com/strandmq/strand/internal/share"
 )
 
@@ -88,9 +89,6 @@ func (s *Server) alterShareGroupConfigs(ctx context.Context, rr kmsg.Incremental
 	if node == nil {
 		return kerr.ErrorForCode(code)
 	}
-	if s.b.Clustered() {
-		return fmt.Errorf("%w: share-group configs are not served on a cluster yet (docs/SHARE.md)", kerr.InvalidRequest)
-	}
 	set := map[string]*string{}
 	for _, c := range rr.Configs {
 		if _, dup := set[c.Name]; dup {
@@ -111,6 +109,9 @@ func (s *Server) alterShareGroupConfigs(ctx context.Context, rr kmsg.Incremental
 	if err := node.Coordinator.AlterConfigs(ctx, rr.ResourceName, set, validateOnly); err != nil {
 		if errors.Is(err, share.ErrInvalidConfig) {
 			return fmt.Errorf("%w: %w", kerr.InvalidConfig, err)
+		}
+		if errors.Is(err, cluster.ErrUnsupportedFeature) { // a cluster below metadata.version 4
+			return fmt.Errorf("%w: %v", kerr.UnsupportedVersion, err)
 		}
 		return err
 	}

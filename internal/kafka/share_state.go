@@ -42,7 +42,7 @@ import (
 // the error code to answer.
 func (s *Server) shareStateFor(group string, topicID [16]byte, partition int32) (*share.StateShard, share.SPKey, int16) {
 	key := share.SPKey{Group: group, TopicID: topicID, Partition: partition}
-	sh, err := s.b.ShareStateShard(key)
+	sh, err := s.b.Share().StateShard(key)
 	if err != nil {
 		return nil, key, shareCode(err)
 	}

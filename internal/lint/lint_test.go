@@ -20,7 +20,7 @@ var layers = [][]string{
 	{"internal/kafka"},
 	{"internal/broker"},
 	{"internal/schemareg/schemastore"},
-	{"internal/partition/fetcher", "internal/txn/txncoord", "internal/dlq"},
+	{"internal/partition/fetcher", "internal/txn/txncoord", "internal/dlq", "internal/share/sharenode"},
 	{"internal/partition"},
 	{"internal/topicconfig", "internal/datadir"},
 	{"internal/cluster"},

@@ -73,6 +73,7 @@ func New(b *broker.Broker) *Metrics {
 		&brokerCollector{b: b, scrapeTimeout: 5 * time.Second},
 		&tieredCollector{b: b}, // tiered.go
 		&shareCollector{b: b},
+		&reassignCollector{b: b}, // reassign.go
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	)

@@ -8,8 +8,8 @@ import (
 
 // DeleteGroup deletes an empty share group (Kafka's DeleteGroups for a
 // share group): its share-partitions' state (Kafka's DeleteShareGroupState,
-// tombstones in __share_group_state), then its group configs and its
-// membership record. A group with members is ErrNotEmpty; one this node
+// tombstones in __share_group_state), then its group configs (on a single
+// node; a cluster keeps them, see dropConfigs) and its membership record. A group with members is ErrNotEmpty; one this node
 // does not know is ErrGroupNotFound.
 //
 // The state goes first: a failure part way leaves the group listed (its
@@ -49,8 +49,13 @@ func (c *Coordinator) DeleteGroup(ctx context.Context, group string) error {
 	return nil
 }
 
-// dropConfigs deletes every group config set on group.
+// dropConfigs deletes every group config set on group, unless a
+// ConfigStore keeps them: a cluster's metadata keeps a deleted group's
+// configs, as Kafka's does, until an admin removes them.
 func (c *Coordinator) dropConfigs(ctx context.Context, group string) error {
+	if c.store != nil {
+		return nil
+	}
 	set := map[string]*string{}
 	for k := range c.Configs(group) {
 		set[k] = nil

@@ -21,7 +21,7 @@
 //   - an Acknowledged or Archived offset never changes state again.
 //
 // The Manager and the Coordinator hold Partitions and Groups behind their
-// own locks; they reach storage only through the Host interface, which the
-// broker implements, so this package never imports internal/broker or
-// internal/kafka.
+// own locks; they reach storage only through the Host interface, which
+// package sharenode implements over the node, so this package never
+// imports internal/broker or internal/kafka.
 package share

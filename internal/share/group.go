@@ -61,12 +61,14 @@ type group struct {
 // Coordinator is the share-group coordinator of one node: membership,
 // heartbeats, the server-side assignment and group configs. Membership is
 // kept in memory (a restarted coordinator's members rejoin, as after a
-// session timeout); group configs are persisted in __share_group_state.
+// session timeout); group configs are persisted in __share_group_state,
+// or kept by a ConfigStore (a cluster's metadata).
 type Coordinator struct {
 	host     Host
 	mgr      *Manager
 	now      func() time.Time
 	defaults GroupDefaults
+	store    ConfigStore // nil: the configs are c.mu.configs
 
 	mu struct {
 		sync.Mutex
@@ -120,6 +122,32 @@ func NewCoordinator(host Host, now func() time.Time, d GroupDefaults) (*Coordina
 		return nil, fmt.Errorf("share: replay group configs: %w", err)
 	}
 	return c, nil
+}
+
+// ConfigStore keeps group configs where every node reads them (a
+// cluster's metadata image): a Coordinator with one neither persists nor
+// replays configs in __share_group_state.
+type ConfigStore interface {
+	// GroupConfigs returns the configs set on group (nil: none); the
+	// caller does not change the map.
+	GroupConfigs(group string) map[string]string
+	// AlterGroupConfigs sets (value non-nil) or removes (nil) configs of
+	// group, already checked, durably; validateOnly checks only that the
+	// store can take them.
+	AlterGroupConfigs(ctx context.Context, group string, set map[string]*string, validateOnly bool) error
+}
+
+// SetConfigStore makes store the keeper of group configs (before the
+// coordinator serves anything).
+func (c *Coordinator) SetConfigStore(store ConfigStore) { c.store = store }
+
+// configsLocked returns group's configs (c.mu held); the caller does not
+// change the map.
+func (c *Coordinator) configsLocked(group string) map[string]string {
+	if c.store != nil {
+		return c.store.GroupConfigs(group)
+	}
+	return c.mu.configs[group]
 }
 
 // SetManager connects the share-partition manager, which releases the
@@ -341,7 +369,7 @@ func (c *Coordinator) GroupConfig(group string) GroupConfig {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	gc := GroupConfig{Partition: c.defaults.Partition, AutoOffsetReset: c.defaults.AutoOffsetReset}
-	cfg := c.mu.configs[group]
+	cfg := c.configsLocked(group)
 	if v, ok := cfg[ConfigLockDuration]; ok {
 		n, _ := strconv.ParseInt(v, 10, 64)
 		gc.Partition.LockDuration = time.Duration(n) * time.Millisecond
@@ -362,11 +390,11 @@ func (c *Coordinator) GroupConfig(group string) GroupConfig {
 func (c *Coordinator) Configs(group string) map[string]string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return maps.Clone(c.mu.configs[group])
+	return maps.Clone(c.configsLocked(group))
 }
 
 func (c *Coordinator) durationLocked(group, name string, def time.Duration) time.Duration {
-	if v, ok := c.mu.configs[group][name]; ok {
+	if v, ok := c.configsLocked(group)[name]; ok {
 		if n, err := strconv.ParseInt(v, 10, 64); err == nil {
 			return time.Duration(n) * time.Millisecond
 		}
@@ -422,6 +450,9 @@ func (c *Coordinator) AlterConfigs(ctx context.Context, group string, set map[st
 		} else if !slices.Contains(ConfigNames, k) {
 			return fmt.Errorf("%w: unknown group config %q", ErrInvalidConfig, k)
 		}
+	}
+	if c.store != nil {
+		return c.store.AlterGroupConfigs(ctx, group, set, validateOnly)
 	}
 	if validateOnly {
 		return nil

@@ -32,9 +32,9 @@ type LogRead struct {
 
 // Host is what the node offers share groups: its topics, reads of the
 // partitions it leads, and durable appends to __share_group_state and to
-// dead-letter topics. internal/broker implements it (share_host.go; on a
-// cluster share_cluster.go, whose Host is also a LeaderEpochs and whose
-// share-partition state goes through a StateStore, remote.go).
+// dead-letter topics. Package sharenode implements it (on a cluster its
+// Host is also a LeaderEpochs and share-partition state goes through a
+// StateStore, remote.go).
 type Host interface {
 	// Topics lists the topics by name.
 	Topics() map[string]TopicInfo

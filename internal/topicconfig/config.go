@@ -97,6 +97,10 @@ var configDefs = []*ConfigDef{
 		Doc: "Roll the active segment once it is this old."},
 	{Name: cluster.UncleanLeaderElection, Default: "false", Type: TypeBoolean, check: checkEnum("true", "false"),
 		Doc: "In a cluster: when no in-sync replica can lead, let an out-of-sync one (losing what only the ISR had; logged at ERROR). Off, the partition waits for an in-sync replica to return."},
+	{Name: cluster.LeaderThrottledReplicas, Default: "", Type: TypeList, check: checkThrottledReplicas,
+		Doc: "Replicas whose leader throttles what it serves to them while they are out of sync, at its leader.replication.throttled.rate: partition:broker pairs (the broker serving), or * for all."},
+	{Name: cluster.FollowerThrottledReplicas, Default: "", Type: TypeList, check: checkThrottledReplicas,
+		Doc: "Replicas that fetch no faster than their broker's follower.replication.throttled.rate while out of sync: partition:broker pairs, or * for all. A completed reassignment removes its partition's pairs."},
 	{Name: ConfigRetentionRecords, Default: "-1", Type: TypeLong, check: checkRetentionRecords,
 		Doc: "Strand: keep only the newest N offsets (the seed's retain_count); -1: no limit."},
 }
@@ -176,6 +180,13 @@ func checkCleanupPolicy(v string) (string, error) {
 		return "", errInvalidValue("empty policy")
 	}
 	return strings.Join(out, ","), nil
+}
+
+func checkThrottledReplicas(v string) (string, error) {
+	if err := cluster.CheckThrottledReplicas(v); err != nil {
+		return "", errInvalidValue(err.Error())
+	}
+	return strings.ReplaceAll(v, " ", ""), nil
 }
 
 func checkRetentionRecords(v string) (string, error) {

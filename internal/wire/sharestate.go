@@ -155,6 +155,45 @@ func (ps Peers) DeleteShareState(ctx context.Context, node int32, key ShareKey) 
 	return codeErr(r.Topics[0].Partitions[0].ErrorCode)
 }
 
+// ShareSummary is what ReadShareGroupStateSummary answers of a
+// share-partition: its start offset and how many offsets at or past it
+// are done (acknowledged or archived).
+type ShareSummary struct {
+	StateEpoch, LeaderEpoch int32
+	Start                   int64
+	Done                    int32
+}
+
+// ReadShareStateSummary reads key's summary on node (v1, with the done
+// count); false if the group has no state there. It records no epoch.
+func (ps Peers) ReadShareStateSummary(ctx context.Context, node int32, key ShareKey) (ShareSummary, bool, error) {
+	req := kmsg.NewPtrReadShareGroupStateSummaryRequest()
+	req.SetVersion(1)
+	req.GroupID = key.Group
+	t := kmsg.NewReadShareGroupStateSummaryRequestTopic()
+	t.TopicID = key.TopicID
+	p := kmsg.NewReadShareGroupStateSummaryRequestTopicPartition()
+	p.Partition, p.LeaderEpoch = key.Partition, -1
+	t.Partitions = append(t.Partitions, p)
+	req.Topics = append(req.Topics, t)
+	resp, err := ps.RoundTrip(ctx, node, req)
+	if err != nil {
+		return ShareSummary{}, false, err
+	}
+	r := resp.(*kmsg.ReadShareGroupStateSummaryResponse)
+	if len(r.Topics) != 1 || len(r.Topics[0].Partitions) != 1 {
+		return ShareSummary{}, false, fmt.Errorf("wire: node %d answered a summary of one share-partition with %d topics", node, len(r.Topics))
+	}
+	rp := r.Topics[0].Partitions[0]
+	if err := codeErr(rp.ErrorCode); err != nil {
+		return ShareSummary{}, false, err
+	}
+	if rp.StartOffset < 0 {
+		return ShareSummary{}, false, nil
+	}
+	return ShareSummary{StateEpoch: rp.StateEpoch, LeaderEpoch: rp.LeaderEpoch, Start: rp.StartOffset, Done: rp.DeliveryCompleteCount}, true, nil
+}
+
 // codeErr is a share coordinator's answer for one share-partition.
 func codeErr(code int16) error {
 	err := kerr.ErrorForCode(code)

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/strandmq/strand/internal/partition"
@@ -47,6 +48,13 @@ type followPart struct {
 	epoch      record.Epoch // the leader epoch it follows
 	truncating bool         // ask where the epoch ends before fetching
 	until      time.Time    // backing off after an error until then
+	// inSync: the last answer left this replica at the leader's high
+	// watermark. An in-sync replica is never throttled (Kafka's
+	// follower-side rule): throttling it could push it out of the ISR.
+	inSync bool
+	// throttle is the rate this fetch was throttled at (0: not), set on
+	// the copy a fetch asks with.
+	throttle int64
 }
 
 // fetcher fetches every partition this node follows from one leader.
@@ -89,6 +97,10 @@ type Config struct {
 	Addr   func(NodeID) (string, error)
 	Dialer wire.Dialer
 	Logger *slog.Logger
+	// Throttle returns the follower-side replication throttle of p in
+	// bytes per second (0: none; cluster.Image.FollowerThrottle); nil:
+	// nothing is throttled.
+	Throttle func(p *Partition) int64
 }
 
 // Fetchers are a node's fetchers, one per leader it follows.
@@ -99,6 +111,60 @@ type Fetchers struct {
 
 	mu       sync.Mutex
 	byLeader map[NodeID]*fetcher
+
+	// follower is the node's one follower replication quota, shared by
+	// every throttled replica it fetches for, as Kafka's is; leader is
+	// its leader-side quota, which the internal listener's fetch
+	// handler charges.
+	follower, leader Quota
+}
+
+// Quota is one of a node's replication quotas (replica.Throttle) with the
+// bytes it has let through; safe for concurrent use.
+type Quota struct {
+	mu    sync.Mutex
+	t     replica.Throttle
+	bytes atomic.Int64
+}
+
+// Exceeded reports whether a replica throttled at rate must sit out a
+// fetch now, and for how long.
+func (q *Quota) Exceeded(rate int64) (bool, time.Duration) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.t.Exceeded(time.Now(), rate)
+}
+
+// Charge records n bytes moved for a replica throttled at rate.
+func (q *Quota) Charge(rate int64, n int) {
+	q.mu.Lock()
+	q.t.Record(time.Now(), rate, n)
+	q.mu.Unlock()
+	q.bytes.Add(int64(n))
+}
+
+// Bytes returns the bytes moved so far for throttled replicas.
+func (q *Quota) Bytes() int64 { return q.bytes.Load() }
+
+// FollowerQuota is the node's follower-side replication quota.
+func (fs *Fetchers) FollowerQuota() *Quota { return &fs.follower }
+
+// LeaderQuota is the node's leader-side replication quota (charged by
+// the fetch handler serving followers).
+func (fs *Fetchers) LeaderQuota() *Quota { return &fs.leader }
+
+// throttled returns the throttle rate of fp when it applies (the replica
+// is out of sync and listed), and whether it must sit this fetch out and
+// for how long.
+func (fs *Fetchers) throttled(fp followPart) (rate int64, skip bool, wait time.Duration) {
+	if fp.inSync || fs.cfg.Throttle == nil {
+		return 0, false, 0
+	}
+	if rate = fs.cfg.Throttle(fp.p); rate <= 0 {
+		return 0, false, 0
+	}
+	skip, wait = fs.follower.Exceeded(rate)
+	return rate, skip, wait
 }
 
 // New returns a node's fetchers; Close stops them.
@@ -388,8 +454,17 @@ func (f *fetcher) fetch(parts []followPart) error {
 	})
 	all := slices.Grow(f.scratch.partitions[:0], len(parts)) // never grows below: the topics' slices stay in it
 	start := 0
-	for i, fp := range parts {
-		if i == 0 || parts[i-1].p.TopicID() != fp.p.TopicID() {
+	hold := time.Duration(0)
+	var last partition.TopicID
+	for _, fp := range parts {
+		rate, skip, wait := f.fs.throttled(fp)
+		if skip { // over the quota: this replica sits the fetch out
+			hold = max(hold, wait)
+			continue
+		}
+		fp.throttle = rate
+		if len(req.Topics) == 0 || last != fp.p.TopicID() {
+			last = fp.p.TopicID()
 			t := kmsg.NewFetchRequestTopic()
 			t.Topic, t.TopicID = fp.p.Topic(), fp.p.TopicID()
 			req.Topics = append(req.Topics, t)
@@ -405,6 +480,10 @@ func (f *fetcher) fetch(parts []followPart) error {
 		asked[partKey{fp.p.TopicID(), int32(fp.p.ID())}] = fp
 	}
 	f.scratch.partitions = all
+	if len(req.Topics) == 0 { // every replica throttled: wait for the quota
+		f.sleep(min(max(hold, 10*time.Millisecond), time.Second))
+		return nil
+	}
 	kresp, err := f.roundTrip(req, FetchWait+replicaFetchTimeout)
 	if err != nil {
 		return err
@@ -439,6 +518,13 @@ func (f *fetcher) apply(fp followPart, rp *kmsg.FetchResponseTopicPartition) {
 		if err := p.AppendFromLeader(fp.epoch, rp.RecordBatches, record.Offset(rp.HighWatermark), record.Offset(rp.LogStartOffset)); err != nil {
 			f.fs.cfg.Logger.Warn("fetcher: a follower could not append its leader's batches", "topic", p.Topic(), "partition", p.ID(), "err", err)
 			f.backoff(p, fp.epoch, time.Second)
+			return
+		}
+		if fp.throttle > 0 {
+			f.fs.follower.Charge(fp.throttle, len(rp.RecordBatches))
+		}
+		if inSync := p.Log().LogEndOffset() >= record.Offset(rp.HighWatermark); inSync != fp.inSync {
+			f.update(p, fp.epoch, func(x *followPart) { x.inSync = inSync })
 		}
 	}
 }
