@@ -31,11 +31,17 @@ import (
 //     in __share_group_state before the response; a rejected one (or one
 //     past share.delivery.count.limit) is in the group's dead-letter topic
 //     first.
-//   - Records are acquired for the member, at most MaxRecords over all
-//     partitions (in both acquire modes), under a lock of
+//   - Records are acquired for the member under a lock of
 //     share.record.lock.duration.ms (AcquisitionLockTimeoutMillis), and
 //     returned as the whole batches that hold them with their
-//     AcquiredRecords ranges and delivery counts. With nothing to acquire
+//     AcquiredRecords ranges and delivery counts. In the record-limit
+//     acquire mode (KIP-1206's ShareAcquireMode 1) at most MaxRecords over
+//     all partitions; in the batch-optimized mode (0, the default)
+//     MaxRecords is soft, as Kafka's: an acquisition that reaches it in
+//     the middle of a log batch goes on to the batch's end, so that no
+//     member is sent a batch it holds only part of (and decodes twice
+//     over with the next member). group.share.partition.max.record.locks
+//     stays a hard bound. With nothing to acquire
 //     the request waits up to MaxWaitMillis.
 //   - IsRenewAck: the acknowledgements are applied (renew extends locks)
 //     and nothing is fetched.
@@ -126,7 +132,8 @@ func (s *Server) handleShareFetch(ctx context.Context, kreq kmsg.Request) (kmsg.
 		grants := node.Manager.Fetch(ctx, share.FetchSpec{
 			Group: group, Member: member, Partitions: parts,
 			MaxRecords: int(req.MaxRecords), MaxBytes: int(req.MaxBytes),
-			MaxWait: time.Duration(req.MaxWaitMillis) * time.Millisecond,
+			MaxWait:     time.Duration(req.MaxWaitMillis) * time.Millisecond,
+			RecordLimit: req.ShareAcquireMode == 1,
 		})
 		for _, g := range grants {
 			if g.Err == nil && len(g.Ranges) == 0 {

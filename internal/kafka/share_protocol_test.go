@@ -164,3 +164,57 @@ func TestShareFetchSessionKeepsUnknownPartitions(t *testing.T) {
 		t.Fatalf("partition 1 once the node has it: %+v, want its record at offset 0", p)
 	}
 }
+
+// TestShareFetchAcquireModes: in the batch-optimized acquire mode (0, the
+// default) a ShareFetch that reaches MaxRecords in the middle of a log
+// batch acquires the rest of that batch too, and is sent that batch only;
+// in the record-limit mode (1) it stops at MaxRecords.
+func TestShareFetchAcquireModes(t *testing.T) {
+	ts := startServer(t, broker.Config{}, Config{})
+	tp := createTopic(t, ts.b, "q", 1, nil)
+	for range 2 { // two batches of four records: offsets 0-3 and 4-7
+		rs := []record.Record{{Value: []byte("a")}, {Value: []byte("b")}, {Value: []byte("c")}, {Value: []byte("d")}}
+		if _, err := ts.b.ProduceRecords(context.Background(), "q", 0, rs); err != nil {
+			t.Fatal(err)
+		}
+	}
+	v := "earliest"
+	if err := ts.b.Share().Coordinator.AlterConfigs(context.Background(), "g", map[string]*string{share.ConfigAutoOffsetReset: &v}, false); err != nil {
+		t.Fatal(err)
+	}
+	fetch := func(member string, mode int8) kmsg.ShareFetchResponseTopicPartition {
+		c := dial(t, ts.addr)
+		hb := kmsg.NewPtrShareGroupHeartbeatRequest()
+		hb.GroupID, hb.MemberID, hb.SubscribedTopicNames = "g", member, []string{"q"}
+		if r := c.do(hb, 1).(*kmsg.ShareGroupHeartbeatResponse); r.ErrorCode != 0 {
+			t.Fatalf("%s joins: %+v", member, r)
+		}
+		req := kmsg.NewPtrShareFetchRequest()
+		req.GroupID, req.MemberID = kmsg.StringPtr("g"), kmsg.StringPtr(member)
+		req.MaxRecords, req.BatchSize, req.MaxBytes, req.MaxWaitMillis, req.ShareAcquireMode = 3, 3, 1<<20, 0, mode
+		req.Topics = []kmsg.ShareFetchRequestTopic{{TopicID: tp.ID, Partitions: []kmsg.ShareFetchRequestTopicPartition{{Partition: 0}}}}
+		r := c.do(req, 2).(*kmsg.ShareFetchResponse)
+		if r.ErrorCode != 0 || len(r.Topics) != 1 || len(r.Topics[0].Partitions) != 1 {
+			t.Fatalf("%s fetches: %+v", member, r)
+		}
+		return r.Topics[0].Partitions[0]
+	}
+	batches := func(b []byte) (out [][2]int64) {
+		for s := record.Batches(b); s.Next(); {
+			h := s.Header()
+			out = append(out, [2]int64{int64(h.BaseOffset), int64(h.LastOffset())})
+		}
+		return out
+	}
+	p := fetch("m1", 0)
+	if a := p.AcquiredRecords; len(a) != 1 || a[0].FirstOffset != 0 || a[0].LastOffset != 3 {
+		t.Errorf("batch-optimized, 3 records asked: acquired %+v, want the whole first batch, 0-3", a)
+	}
+	if got := batches(p.Records); len(got) != 1 || got[0] != [2]int64{0, 3} {
+		t.Errorf("batch-optimized: sent batches %v, want only 0-3", got)
+	}
+	p = fetch("m2", 1)
+	if a := p.AcquiredRecords; len(a) != 1 || a[0].FirstOffset != 4 || a[0].LastOffset != 6 {
+		t.Errorf("record-limit, 3 records asked: acquired %+v, want 4-6", a)
+	}
+}

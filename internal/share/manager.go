@@ -55,7 +55,8 @@ type entry struct {
 	key   SPKey
 	tp    TopicPartition
 	p     *Partition
-	epoch uint16 // snapshot epoch: writes so far
+	spare *Partition // the partition the last change replaced: the next change's buffer
+	epoch uint16     // snapshot epoch: writes so far
 	// leaderEpoch is the data partition's leader epoch the state was
 	// loaded at (with a StateStore): a different one reloads it.
 	leaderEpoch int32
@@ -218,25 +219,31 @@ func (m *Manager) persistLocked(ctx context.Context, e *entry, p *Partition) err
 // changeLocked applies op to a clone of e's partition, dead-letters what it
 // gives up on, persists the clone and installs it.
 func (m *Manager) changeLocked(ctx context.Context, e *entry, op func(p *Partition) ([]Dead, error)) error {
-	c := e.p.Clone()
+	c := e.p.CloneInto(e.spare)
+	e.spare = nil
 	c.SetConfig(m.config(e.key.Group).Partition)
 	dead, err := op(c)
-	if err != nil {
+	if err != nil || reflectSame(e.p, c) {
+		e.spare = c
 		return err
-	}
-	if reflectSame(e.p, c) {
-		return nil
 	}
 	if len(dead) > 0 {
 		if err := m.deadLetter(ctx, e, dead); err != nil {
+			e.spare = c
 			return err
 		}
 	}
 	if err := m.persistLocked(ctx, e, c); err != nil {
+		e.spare = c
 		return err
 	}
-	e.p = c
-	if c.NextFetch() < c.End() {
+	old := e.p
+	e.p, e.spare = c, old
+	// Wake the fetches waiting for records: some are available again,
+	// or the window was full (group.share.partition.max.record.locks)
+	// and its start moved, making room for new ones. Only then: every
+	// waiting fetch of the node wakes.
+	if c.NextFetch() < c.End() || (len(old.slots) >= old.cfg.MaxRecordLocks && len(c.slots) < c.cfg.MaxRecordLocks) {
 		m.wakeAll()
 	}
 	return nil
@@ -390,6 +397,10 @@ type FetchSpec struct {
 	MaxRecords    int
 	MaxBytes      int
 	MaxWait       time.Duration
+	// RecordLimit is KIP-1206's record-limit acquire mode: never more
+	// than MaxRecords. Else (batch-optimized, the default) an acquisition
+	// takes whole log batches and may pass MaxRecords to the end of one.
+	RecordLimit bool
 }
 
 // Fetch acquires records for a member across its partitions, waiting up
@@ -437,7 +448,7 @@ func (m *Manager) fetchOnce(ctx context.Context, spec FetchSpec) ([]Grant, int) 
 	for _, tp := range spec.Partitions {
 		a := Grant{TP: tp}
 		if left > 0 && bytes > 0 {
-			a.Batches, a.Ranges, a.Err = m.acquire(ctx, spec.Group, spec.Member, tp, left, bytes)
+			a.Batches, a.Ranges, a.Err = m.acquire(ctx, spec.Group, spec.Member, tp, left, bytes, spec.RecordLimit)
 			for _, r := range a.Ranges {
 				n := int(r.Last - r.First + 1)
 				left -= n
@@ -450,7 +461,7 @@ func (m *Manager) fetchOnce(ctx context.Context, spec FetchSpec) ([]Grant, int) 
 	return out, total
 }
 
-func (m *Manager) acquire(ctx context.Context, group, member string, tp TopicPartition, max, maxBytes int) ([]byte, []Range, error) {
+func (m *Manager) acquire(ctx context.Context, group, member string, tp TopicPartition, max, maxBytes int, recordLimit bool) ([]byte, []Range, error) {
 	e, err := m.open(ctx, group, tp)
 	if err != nil {
 		return nil, nil, err
@@ -485,7 +496,11 @@ func (m *Manager) acquire(ctx context.Context, group, member string, tp TopicPar
 	// Acquisition is not persisted (Kafka does not either): a restart
 	// forgets the lock and this delivery's count; the record is simply
 	// available again.
-	ranges := e.p.AcquireSkipping(member, limit, max, m.now(), skip)
+	var ends func(Offset) Offset
+	if !recordLimit {
+		ends = batchEnds(rd.Batches)
+	}
+	ranges := e.p.AcquireBatches(member, limit, max, m.now(), skip, ends)
 	if len(ranges) == 0 {
 		return nil, nil, nil
 	}
@@ -499,6 +514,22 @@ func (m *Manager) acquire(ctx context.Context, group, member string, tp TopicPar
 		}
 	})
 	return keepBatches(rd.Batches, ranges), ranges, nil
+}
+
+// batchEnds returns a function from an offset to the last offset of the
+// batch of b holding it (the offset itself if none does).
+func batchEnds(b []byte) func(Offset) Offset {
+	var lasts []Offset
+	for s := record.Batches(b); s.Next(); {
+		h := s.Header()
+		lasts = append(lasts, Offset(h.LastOffset()))
+	}
+	return func(o Offset) Offset {
+		if i, _ := slices.BinarySearch(lasts, o); i < len(lasts) {
+			return lasts[i]
+		}
+		return o
+	}
 }
 
 // keepBatches returns the batches of b that hold an acquired offset: the

@@ -99,21 +99,97 @@ type Range struct {
 	Count       int16
 }
 
+// slot is one offset's state. It holds no pointers (the member is an
+// index into the partition's members, the times ticks), so
+// that copying a window of them — every change clones it — is a plain
+// memory copy the garbage collector never scans.
 type slot struct {
 	state    State
 	count    int16
-	member   string
-	deadline time.Time
-	since    time.Time // when the current acquisition began (its lock's age)
+	member   int32 // index in Partition.members; 0: none
+	deadline tick  // the lock's end
+	since    tick  // when the current acquisition began (its lock's age)
 }
+
+// tick is a time as nanoseconds since clockBase: monotonic where the clock
+// is (time.Now's readings), so a wall-clock step moves no lock.
+type tick int64
+
+var clockBase = time.Now()
+
+func tickOf(t time.Time) tick { return tick(t.Sub(clockBase)) }
+
+// time returns t as a time.Time that keeps clockBase's monotonic reading,
+// so comparing it with time.Now's readings ignores wall-clock steps too.
+func (t tick) time() time.Time { return clockBase.Add(time.Duration(t)) }
 
 // Partition is one share-partition's state: the in-flight window and the
 // records' states. It is not safe for concurrent use.
 type Partition struct {
 	cfg        Config
-	start      Offset // share-partition start offset: everything below is done
-	slots      []slot // slots[i] is offset start+i; len is the window
+	start      Offset   // share-partition start offset: everything below is done
+	slots      []slot   // slots[i] is offset start+i; len is the window
+	members    []string // the members slots name; members[0] is "" (none)
 	stateEpoch int32
+}
+
+// maxMembers is the size at which the member table is rebuilt from the
+// members still holding locks, so that a long-lived share-partition read
+// by ever new members does not keep every id it has seen.
+const maxMembers = 256
+
+// memberIndex returns member's index in p.members, adding it if new.
+func (p *Partition) memberIndex(member string) int32 {
+	if len(p.members) == 0 {
+		p.members = append(p.members, "")
+	}
+	for i, m := range p.members {
+		if m == member {
+			return int32(i)
+		}
+	}
+	if len(p.members) >= maxMembers {
+		p.compactMembers()
+	}
+	p.members = append(p.members, member)
+	return int32(len(p.members) - 1)
+}
+
+// findMember returns member's index, or -1 if no slot can name it.
+func (p *Partition) findMember(member string) int32 {
+	for i, m := range p.members {
+		if i > 0 && m == member {
+			return int32(i)
+		}
+	}
+	return -1
+}
+
+// compactMembers rebuilds the member table from the acquired slots.
+func (p *Partition) compactMembers() {
+	old := p.members
+	p.members = []string{""}
+	remap := map[int32]int32{}
+	for i := range p.slots {
+		s := &p.slots[i]
+		if s.member == 0 {
+			continue
+		}
+		n, ok := remap[s.member]
+		if !ok {
+			p.members = append(p.members, old[s.member])
+			n = int32(len(p.members) - 1)
+			remap[s.member] = n
+		}
+		s.member = n
+	}
+}
+
+func (p *Partition) memberName(i int32) string {
+	if i <= 0 || int(i) >= len(p.members) {
+		return ""
+	}
+	return p.members[i]
 }
 
 // NewPartition returns a share-partition starting at offset start with an
@@ -144,9 +220,9 @@ func (p *Partition) Config() Config { return p.cfg }
 // change); records already acquired keep their deadlines.
 func (p *Partition) SetConfig(cfg Config) {
 	start := p.start
-	slots, epoch := p.slots, p.stateEpoch
+	slots, members, epoch := p.slots, p.members, p.stateEpoch
 	*p = *NewPartition(cfg, start)
-	p.slots, p.stateEpoch = slots, epoch
+	p.slots, p.members, p.stateEpoch = slots, members, epoch
 }
 
 // StateOf returns an offset's state and delivery count. Offsets below
@@ -168,7 +244,7 @@ func (p *Partition) Owner(o Offset) string {
 	if o < p.start || o >= p.End() {
 		return ""
 	}
-	return p.slots[o-p.start].member
+	return p.memberName(p.slots[o-p.start].member)
 }
 
 // NextFetch is the lowest offset an acquisition could hand out: the first
@@ -206,11 +282,25 @@ func (p *Partition) Acquire(member string, limit Offset, max int, now time.Time)
 // out: each one it meets is archived instead, with no delivery, and the
 // window's start moves past those at its head.
 func (p *Partition) AcquireSkipping(member string, limit Offset, max int, now time.Time, skip []Span) []Range {
+	return p.AcquireBatches(member, limit, max, now, skip, nil)
+}
+
+// AcquireBatches is AcquireSkipping in Kafka's batch-optimized acquire
+// mode (KIP-1206's ShareAcquireMode 0, the default) when batchEnd is set:
+// batchEnd returns the last offset of the log batch holding an offset, and
+// an acquisition that reaches max in the middle of a batch goes on to that
+// batch's end (within limit and MaxRecordLocks), so that a member is not
+// sent a batch of which it holds only a part — it would decode the whole
+// batch and the next member most of it again. max is then a soft bound, as
+// Kafka's MaxRecords is in that mode. A nil batchEnd is the record-limit
+// mode: never more than max.
+func (p *Partition) AcquireBatches(member string, limit Offset, max int, now time.Time, skip []Span, batchEnd func(Offset) Offset) []Range {
 	var out []Range
-	deadline := now.Add(p.cfg.LockDuration)
+	deadline, since, who := tickOf(now.Add(p.cfg.LockDuration)), tickOf(now), p.memberIndex(member)
+	last, stop := Offset(-1), Offset(-1)
 	take := func(i int) {
 		s := &p.slots[i]
-		s.state, s.member, s.deadline, s.since = Acquired, member, deadline, now
+		s.state, s.member, s.deadline, s.since = Acquired, who, deadline, since
 		s.count++
 		o := p.start + Offset(i)
 		if n := len(out); n > 0 && out[n-1].Last == o-1 && out[n-1].Count == s.count {
@@ -219,9 +309,24 @@ func (p *Partition) AcquireSkipping(member string, limit Offset, max int, now ti
 			out = append(out, Range{First: o, Last: o, Count: s.count})
 		}
 		max--
+		last = o
+	}
+	// more reports whether offset o may still be acquired: while max
+	// lasts, then up to the end of the batch of the last one taken.
+	more := func(o Offset) bool {
+		if max > 0 {
+			return true
+		}
+		if batchEnd == nil || last < 0 {
+			return false
+		}
+		if stop < 0 {
+			stop = batchEnd(last)
+		}
+		return o <= stop
 	}
 	cursor, skipped := 0, false
-	for i := 0; i < len(p.slots) && max > 0 && p.start+Offset(i) < limit; i++ {
+	for i := 0; i < len(p.slots) && p.start+Offset(i) < limit && more(p.start+Offset(i)); i++ {
 		if p.slots[i].state != Available {
 			continue
 		}
@@ -232,7 +337,7 @@ func (p *Partition) AcquireSkipping(member string, limit Offset, max int, now ti
 		}
 		take(i)
 	}
-	for max > 0 && p.End() < limit && len(p.slots) < p.cfg.MaxRecordLocks {
+	for p.End() < limit && len(p.slots) < p.cfg.MaxRecordLocks && more(p.End()) {
 		if inSpans(skip, &cursor, p.End()) {
 			p.slots = append(p.slots, slot{state: Archived})
 			skipped = true
@@ -260,8 +365,9 @@ func (p *Partition) Acknowledge(member string, first, last Offset, kind AckType,
 	if first < p.start || last >= p.End() {
 		return nil, fmt.Errorf("%w: [%d, %d] outside the window [%d, %d)", ErrInvalidRecordState, first, last, p.start, p.End())
 	}
+	who := p.findMember(member)
 	for o := first; o <= last; o++ {
-		if s := p.slots[o-p.start]; s.state != Acquired || s.member != member {
+		if s := p.slots[o-p.start]; s.state != Acquired || s.member != who {
 			return nil, fmt.Errorf("%w: offset %d is %s", ErrInvalidRecordState, o, s.state)
 		}
 	}
@@ -279,7 +385,7 @@ func (p *Partition) Acknowledge(member string, first, last Offset, kind AckType,
 				dead = append(dead, d)
 			}
 		case AckRenew:
-			s.deadline = now.Add(p.cfg.LockDuration)
+			s.deadline = tickOf(now.Add(p.cfg.LockDuration))
 		}
 	}
 	p.advance()
@@ -292,7 +398,7 @@ func (p *Partition) Acknowledge(member string, first, last Offset, kind AckType,
 func (p *Partition) giveBackLocked(o Offset, expired bool) (Dead, bool) {
 	s := &p.slots[o-p.start]
 	if s.count >= p.cfg.DeliveryLimit {
-		d := Dead{Offset: o, Count: s.count, Reason: ReasonDeliveryLimit, Member: s.member, Expired: expired}
+		d := Dead{Offset: o, Count: s.count, Reason: ReasonDeliveryLimit, Member: p.memberName(s.member), Expired: expired}
 		*s = slot{state: Archived, count: s.count}
 		return d, true
 	}
@@ -302,13 +408,15 @@ func (p *Partition) giveBackLocked(o Offset, expired bool) (Dead, bool) {
 
 // Expire ends every lock whose deadline is at or before now.
 func (p *Partition) Expire(now time.Time) []Dead {
-	return p.releaseWhere(func(s *slot) bool { return !s.deadline.After(now) }, true)
+	t := tickOf(now)
+	return p.releaseWhere(func(s *slot) bool { return s.deadline <= t }, true)
 }
 
 // ReleaseMember ends every lock member holds (it left the group, or closed
 // its share session).
 func (p *Partition) ReleaseMember(member string) []Dead {
-	return p.releaseWhere(func(s *slot) bool { return s.member == member }, false)
+	who := p.findMember(member)
+	return p.releaseWhere(func(s *slot) bool { return s.member == who }, false)
 }
 
 func (p *Partition) releaseWhere(match func(*slot) bool, expired bool) []Dead {
@@ -352,14 +460,17 @@ func (p *Partition) OverLimit() bool {
 
 // NextDeadline is the earliest lock deadline, and whether any lock is held.
 func (p *Partition) NextDeadline() (time.Time, bool) {
-	var t time.Time
+	var t tick
 	var ok bool
 	for i := range p.slots {
-		if s := p.slots[i]; s.state == Acquired && (!ok || s.deadline.Before(t)) {
+		if s := p.slots[i]; s.state == Acquired && (!ok || s.deadline < t) {
 			t, ok = s.deadline, true
 		}
 	}
-	return t, ok
+	if !ok {
+		return time.Time{}, false
+	}
+	return t.time(), true
 }
 
 // MoveStart moves the start offset forward to o, which the log no longer
@@ -421,9 +532,9 @@ func (p *Partition) Stats() Stats {
 			st.Available++
 		case s.state == Acquired:
 			st.Acquired++
-			st.ByMember[s.member]++
-			if st.LockedSince.IsZero() || s.since.Before(st.LockedSince) {
-				st.LockedSince = s.since
+			st.ByMember[p.memberName(s.member)]++
+			if since := s.since.time().Round(0); st.LockedSince.IsZero() || since.Before(st.LockedSince) {
+				st.LockedSince = since
 			}
 		default:
 			st.Done++
@@ -433,13 +544,24 @@ func (p *Partition) Stats() Stats {
 		}
 	}
 	st.OldestLock, _ = p.NextDeadline()
+	st.OldestLock = st.OldestLock.Round(0) // a wall time, to show
 	return st
 }
 
 // Clone returns an independent copy: the manager applies an operation to a
 // clone and installs it only once its persisted form is durable.
-func (p *Partition) Clone() *Partition {
-	c := *p
-	c.slots = append([]slot(nil), p.slots...)
-	return &c
+func (p *Partition) Clone() *Partition { return p.CloneInto(nil) }
+
+// CloneInto is Clone reusing into's memory (into may be nil): the manager
+// keeps the partition a change replaced as the next change's buffer, so
+// a change copies the window but allocates nothing.
+func (p *Partition) CloneInto(into *Partition) *Partition {
+	if into == nil {
+		into = &Partition{}
+	}
+	slots, members := into.slots[:0], into.members[:0]
+	*into = *p
+	into.slots = append(slots, p.slots...)
+	into.members = append(members, p.members...)
+	return into
 }

@@ -42,8 +42,11 @@ func (m *model) start() Offset {
 	return o
 }
 
-func (m *model) acquire(member string, limit Offset, max int, now time.Time) []Range {
+// acquire is the model's acquisition; with end set (batch-optimized mode)
+// it goes on past max to the end of the batch of the last offset taken.
+func (m *model) acquire(member string, limit Offset, max int, now time.Time, end func(Offset) Offset) []Range {
 	var out []Range
+	last := Offset(-1)
 	skip := func(o Offset) bool {
 		if !m.skip[o] {
 			return false
@@ -62,14 +65,18 @@ func (m *model) acquire(member string, limit Offset, max int, now time.Time) []R
 			out = append(out, Range{o, o, r.count})
 		}
 		max--
+		last = o
+	}
+	more := func(o Offset) bool {
+		return max > 0 || (end != nil && last >= 0 && o <= end(last))
 	}
 	start := m.start()
-	for o := start; o < m.hi && o < limit && max > 0; o++ {
+	for o := start; o < m.hi && o < limit && more(o); o++ {
 		if m.get(o).state == Available && !skip(o) {
 			take(o)
 		}
 	}
-	for max > 0 && m.hi < limit && int(m.hi-start) < m.cfg.MaxRecordLocks {
+	for more(m.hi) && m.hi < limit && int(m.hi-start) < m.cfg.MaxRecordLocks {
 		m.hi++
 		if !skip(m.hi - 1) {
 			take(m.hi - 1)
@@ -212,15 +219,28 @@ func TestPartitionModel(t *testing.T) {
 				skip = append(skip, Span{o, o})
 			}
 		}
+		// The log's batches, for the batch-optimized acquisitions: each
+		// holds batch offsets.
+		batch := Offset(rapid.IntRange(1, 5).Draw(t, "batch"))
+		batchEnd := func(o Offset) Offset { return (o/batch+1)*batch - 1 }
 		members := []string{"a", "b", "c"}
 		t.Repeat(map[string]func(*rapid.T){
 			"acquire": func(t *rapid.T) {
 				who := rapid.SampledFrom(members).Draw(t, "member")
 				limit := Offset(rapid.IntRange(0, 40).Draw(t, "limitOffset"))
 				n := rapid.IntRange(1, 8).Draw(t, "max")
-				got, want := p.AcquireSkipping(who, limit, n, now, skip), m.acquire(who, limit, n, now)
+				got, want := p.AcquireSkipping(who, limit, n, now, skip), m.acquire(who, limit, n, now, nil)
 				if !reflect.DeepEqual(got, want) {
 					t.Fatalf("acquire: got %v, want %v", got, want)
+				}
+			},
+			"acquireBatches": func(t *rapid.T) {
+				who := rapid.SampledFrom(members).Draw(t, "member")
+				limit := Offset(rapid.IntRange(0, 40).Draw(t, "limitOffset"))
+				n := rapid.IntRange(1, 8).Draw(t, "max")
+				got, want := p.AcquireBatches(who, limit, n, now, skip, batchEnd), m.acquire(who, limit, n, now, batchEnd)
+				if !reflect.DeepEqual(got, want) {
+					t.Fatalf("acquire whole batches of %d: got %v, want %v", batch, got, want)
 				}
 			},
 			"ack": func(t *rapid.T) {

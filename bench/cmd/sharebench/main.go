@@ -37,10 +37,10 @@ import (
 
 type options struct {
 	runs, records, size, partitions, consumers int
-	rate                                       int
-	latencyFor                                 time.Duration
+	rate, maxRecords                           int
+	latencyFor, linger                         time.Duration
 	timeout                                    time.Duration
-	dir, cpuprofile                            string
+	dir, cpuprofile, profilePhase, memprofile  string
 }
 
 func main() {
@@ -50,11 +50,15 @@ func main() {
 	flag.IntVar(&o.size, "size", 1024, "record value bytes")
 	flag.IntVar(&o.partitions, "partitions", 4, "partitions of the topic")
 	flag.IntVar(&o.consumers, "consumers", 4, "members of each group")
+	flag.IntVar(&o.maxRecords, "max-records", 0, "share consumers' ShareMaxRecords (0: franz-go's default, 500)")
 	flag.IntVar(&o.rate, "rate", 2000, "records per second of the latency phase")
 	flag.DurationVar(&o.latencyFor, "latency-duration", 5*time.Second, "length of the latency phase")
+	flag.DurationVar(&o.linger, "linger", 0, "producer linger of the latency phase (franz-go's default is 10ms, which alone adds up to that to each record's latency)")
 	flag.DurationVar(&o.timeout, "timeout", 2*time.Minute, "bound on each phase")
 	flag.StringVar(&o.dir, "dir", "", "data directory (default: a temporary one, removed after)")
 	flag.StringVar(&o.cpuprofile, "cpuprofile", "", "write a CPU profile of the whole process (broker and clients)")
+	flag.StringVar(&o.profilePhase, "profile-phase", "", "with -cpuprofile, profile only this phase (classic, share, flush) of each run, one file per run: <cpuprofile>.<run>")
+	flag.StringVar(&o.memprofile, "memprofile", "", "write a heap profile (allocations of the whole run) at the end")
 	flag.Parse()
 	if err := run(o); err != nil {
 		fmt.Fprintln(os.Stderr, "sharebench:", err)
@@ -82,7 +86,7 @@ func run(o options) error {
 		defer os.RemoveAll(d)
 		dir = d
 	}
-	if o.cpuprofile != "" {
+	if o.cpuprofile != "" && o.profilePhase == "" {
 		f, err := os.Create(o.cpuprofile)
 		if err != nil {
 			return err
@@ -99,6 +103,14 @@ func run(o options) error {
 		return err
 	}
 	defer b.Close()
+	if o.memprofile != "" {
+		defer func() {
+			if f, err := os.Create(o.memprofile); err == nil {
+				_ = pprof.Lookup("allocs").WriteTo(f, 0)
+				f.Close()
+			}
+		}()
+	}
 	var rs []result
 	for i := range o.runs {
 		r, err := oneRun(ctx, b.Addr(), o, i)
@@ -134,7 +146,8 @@ func run(o options) error {
 	fmt.Printf("  acquire+acknowledge overhead  %v per record (wall clock)\n", perRec(s)-perRec(c))
 	cc, sc := med(func(r result) time.Duration { return r.classicCPU }), med(func(r result) time.Duration { return r.shareCPU })
 	fmt.Printf("  CPU per record (broker and clients)  classic %v, share %v: share/classic CPU efficiency %.0f%%\n", perRec(cc), perRec(sc), 100*cc.Seconds()/sc.Seconds())
-	fmt.Printf("  produce→acknowledged at %d rec/s: p50 %v, p99 %v\n", o.rate,
+	fmt.Printf("  acquire+acknowledge overhead  %v of CPU per record\n", perRec(sc)-perRec(cc))
+	fmt.Printf("  produce→acknowledged at %d rec/s (producer linger %v, FlushAcks per poll): p50 %v, p99 %v\n", o.rate, o.linger,
 		med(func(r result) time.Duration { return r.p50 }).Round(time.Microsecond), med(func(r result) time.Duration { return r.p99 }).Round(time.Microsecond))
 	return nil
 }
@@ -158,29 +171,62 @@ func oneRun(ctx context.Context, addr string, o options, i int) (result, error) 
 		return result{}, err
 	}
 	var r result
+	stop := o.profile("classic", i)
 	cpu0 := cpuTime()
-	if r.classic, err = consumeClassic(ctx, addr, o, topic, "classic-"+topic); err != nil {
+	r.classic, err = consumeClassic(ctx, addr, o, topic, "classic-"+topic)
+	r.classicCPU = cpuTime() - cpu0
+	stop()
+	if err != nil {
 		return r, fmt.Errorf("classic: %w", err)
 	}
-	r.classicCPU = cpuTime() - cpu0
 	group := "share-" + topic
 	if err := earliest(ctx, cl, group); err != nil {
 		return r, err
 	}
+	stop = o.profile("share", i)
 	cpu0 = cpuTime()
-	if r.share, err = consumeShare(ctx, addr, o, topic, group, o.records, false, nil); err != nil {
+	r.share, err = consumeShare(ctx, addr, o, topic, group, o.records, false, nil)
+	r.shareCPU = cpuTime() - cpu0
+	stop()
+	if err != nil {
 		return r, fmt.Errorf("share: %w", err)
 	}
-	r.shareCPU = cpuTime() - cpu0
 	group = "share-flush-" + topic
 	if err := earliest(ctx, cl, group); err != nil {
 		return r, err
 	}
-	if r.shareFlush, err = consumeShare(ctx, addr, o, topic, group, o.records, true, nil); err != nil {
+	stop = o.profile("flush", i)
+	r.shareFlush, err = consumeShare(ctx, addr, o, topic, group, o.records, true, nil)
+	stop()
+	if err != nil {
 		return r, fmt.Errorf("share, flushing every poll: %w", err)
 	}
-	r.p50, r.p99, err = latency(ctx, cl, addr, o, topic+"-lat")
+	pl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ProducerLinger(o.linger))
+	if err != nil {
+		return r, err
+	}
+	defer pl.Close()
+	r.p50, r.p99, err = latency(ctx, pl, addr, o, topic+"-lat")
 	return r, err
+}
+
+// profile starts a CPU profile of phase of run i if -profile-phase names
+// it, and returns what stops it.
+func (o options) profile(phase string, i int) func() {
+	if o.cpuprofile == "" || o.profilePhase != phase {
+		return func() {}
+	}
+	f, err := os.Create(fmt.Sprintf("%s.%d", o.cpuprofile, i+1))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "sharebench:", err)
+		return func() {}
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		fmt.Fprintln(os.Stderr, "sharebench:", err)
+		f.Close()
+		return func() {}
+	}
+	return func() { pprof.StopCPUProfile(); f.Close() }
 }
 
 // earliest sets share.auto.offset.reset=earliest on a share group, so its
@@ -269,7 +315,11 @@ func consumeShare(ctx context.Context, addr string, o options, topic, group stri
 		mu.Unlock()
 	}
 	for range o.consumers {
-		cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ShareGroup(group), kgo.ConsumeTopics(topic), kgo.FetchMaxWait(100*time.Millisecond))
+		opts := []kgo.Opt{kgo.SeedBrokers(addr), kgo.ShareGroup(group), kgo.ConsumeTopics(topic), kgo.FetchMaxWait(100 * time.Millisecond)}
+		if o.maxRecords > 0 {
+			opts = append(opts, kgo.ShareMaxRecords(int32(o.maxRecords)))
+		}
+		cl, err := kgo.NewClient(opts...)
 		if err != nil {
 			return 0, err
 		}
