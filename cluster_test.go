@@ -297,7 +297,7 @@ func TestClusterServesClients(t *testing.T) {
 	// Each node's metrics: one raft leader; the partitions each leads (each
 	// node opens its partitions as its metadata reaches it: wait for all).
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(100 * time.Millisecond) {
-		leadersSeen, led := 0, 0
+		leadersSeen, led, fenced := 0, 0, []string(nil)
 		for id := int32(1); id <= 3; id++ {
 			if slices.Contains(c.scrape(id, "strand_raft_state"), `strand_raft_state{state="leader"} 1`) {
 				leadersSeen++
@@ -307,15 +307,17 @@ func TestClusterServesClients(t *testing.T) {
 				fmt.Sscan(strings.TrimPrefix(line, "strand_partitions_led "), &n)
 				led += n
 			}
+			// A node may be fenced for a moment on a loaded machine (a
+			// heartbeat late past its session): it must come back.
 			if got := c.scrape(id, "strand_broker_fenced "); !slices.Equal(got, []string{"strand_broker_fenced 0"}) {
-				t.Fatalf("node %d: %v", id, got)
+				fenced = append(fenced, fmt.Sprintf("node %d: %v", id, got))
 			}
 		}
-		if leadersSeen == 1 && led == 56 {
+		if leadersSeen == 1 && led == 56 && len(fenced) == 0 {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("metrics: %d raft leaders (want 1), %d partitions led (want 6 of orders + 50 of __consumer_offsets)", leadersSeen, led)
+			t.Fatalf("metrics: %d raft leaders (want 1), %d partitions led (want 6 of orders + 50 of __consumer_offsets), fenced %v", leadersSeen, led, fenced)
 		}
 	}
 
