@@ -45,7 +45,7 @@ func (s *Server) handleAlterShareGroupOffsets(ctx context.Context, kreq kmsg.Req
 			case rp.StartOffset < 0:
 				err = kerr.InvalidRequest
 			default:
-				err = node.Manager.Reset(ctx, req.GroupID, share.TopicPartition{TopicID: topic.ID, Topic: rt.Topic, Partition: rp.Partition}, share.Offset(rp.StartOffset))
+				err = node.Reset(ctx, req.GroupID, share.TopicPartition{TopicID: topic.ID, Topic: rt.Topic, Partition: rp.Partition}, share.Offset(rp.StartOffset))
 			}
 			p.ErrorCode, p.ErrorMessage = shareAckCode(err), shareMessage(err)
 			t.Partitions = append(t.Partitions, p)

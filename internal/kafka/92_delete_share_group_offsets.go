@@ -32,7 +32,7 @@ func (s *Server) handleDeleteShareGroupOffsets(ctx context.Context, kreq kmsg.Re
 		if err == nil {
 			t.TopicID = [16]byte(topic.ID)
 			for p := range topic.Partitions() {
-				if err = node.Manager.Delete(ctx, req.GroupID, share.TopicPartition{TopicID: topic.ID, Topic: rt.Topic, Partition: p}); err != nil {
+				if err = node.DeleteOffsets(ctx, req.GroupID, share.TopicPartition{TopicID: topic.ID, Topic: rt.Topic, Partition: p}); err != nil {
 					break
 				}
 			}

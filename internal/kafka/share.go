@@ -176,6 +176,9 @@ func (s *Server) emptyShareGroup(group string) (*broker.ShareNode, int16, *strin
 	if node == nil {
 		return nil, code, nil
 	}
+	if code := s.shareCoordinatorCode(group); code != 0 { // only the group's coordinator knows its members
+		return nil, code, nil
+	}
 	if err := node.Coordinator.CheckEmpty(group); err != nil {
 		return nil, kerr.NonEmptyGroup.Code, shareMessage(err)
 	}
