@@ -469,12 +469,14 @@ func (m *Manager) acquire(ctx context.Context, group, member string, tp TopicPar
 	if err != nil {
 		return nil, nil, err
 	}
-	if m.store != nil {
+	e.mu.Lock()
+	if m.store != nil && !e.isAdmitted(member) {
+		e.mu.Unlock() // a coordinator round trip, once per member (remote.go)
 		if e, err = m.admitRemote(ctx, e, member); err != nil {
 			return nil, nil, err
 		}
+		e.mu.Lock()
 	}
-	e.mu.Lock()
 	defer e.mu.Unlock()
 	logStart, hw, err := m.host.Bounds(tp)
 	if err != nil {

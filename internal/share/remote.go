@@ -165,6 +165,13 @@ func (m *Manager) dropStale(e *entry) bool {
 // changed. The fetch path pays one map lookup; the coordinator is asked
 // once per member and share-partition, not per fetch.
 
+// isAdmitted reports whether member's acquisitions from e's window
+// checked its state epoch already; e.mu is held.
+func (e *entry) isAdmitted(member string) bool {
+	_, ok := e.admitted[member]
+	return ok
+}
+
 // admitRemote returns e ready for member's acquisitions: if member has not
 // fetched from e's window before, the window is checked against the
 // coordinator's state epoch and reloaded (from the reset or
