@@ -16,7 +16,12 @@ import (
 //   - Sets each named share-partition's start offset, forgetting its
 //     records' states (their delivery counts too), persisted before the
 //     answer; a group without state gets it here.
-//   - Only while the group has no members: NON_EMPTY_GROUP otherwise.
+//   - Only while the group has no members: NON_EMPTY_GROUP otherwise; on
+//     a cluster only the group's coordinator answers (NOT_COORDINATOR).
+//   - On a cluster the state is written at each share-partition's share
+//     coordinator (InitializeShareGroupState at the next state epoch), so
+//     partitions led by any node are reset; their leaders' windows are
+//     fenced and reloaded (sharenode.Node.Reset, share/remote.go).
 //   - An unknown topic or partition answers UNKNOWN_TOPIC_OR_PARTITION for
 //     it; a negative offset INVALID_REQUEST.
 
@@ -45,7 +50,7 @@ func (s *Server) handleAlterShareGroupOffsets(ctx context.Context, kreq kmsg.Req
 			case rp.StartOffset < 0:
 				err = kerr.InvalidRequest
 			default:
-				err = node.Manager.Reset(ctx, req.GroupID, share.TopicPartition{TopicID: topic.ID, Topic: rt.Topic, Partition: rp.Partition}, share.Offset(rp.StartOffset))
+				err = node.Reset(ctx, req.GroupID, share.TopicPartition{TopicID: topic.ID, Topic: rt.Topic, Partition: rp.Partition}, share.Offset(rp.StartOffset))
 			}
 			p.ErrorCode, p.ErrorMessage = shareAckCode(err), shareMessage(err)
 			t.Partitions = append(t.Partitions, p)

@@ -14,7 +14,11 @@ import (
 //   - Forgets the group's share-partition state on each named topic (a
 //     tombstone in __share_group_state): the next fetch starts it again by
 //     share.auto.offset.reset.
-//   - Only while the group has no members: NON_EMPTY_GROUP otherwise.
+//   - Only while the group has no members: NON_EMPTY_GROUP otherwise; on
+//     a cluster only the group's coordinator answers (NOT_COORDINATOR).
+//   - On a cluster the state is deleted at each share-partition's share
+//     coordinator (DeleteShareGroupState), whichever node leads it; the
+//     leader's window is fenced and reloaded (share/remote.go).
 //   - An unknown topic: UNKNOWN_TOPIC_OR_PARTITION.
 
 func (s *Server) handleDeleteShareGroupOffsets(ctx context.Context, kreq kmsg.Request) (kmsg.Response, error) {
@@ -32,7 +36,7 @@ func (s *Server) handleDeleteShareGroupOffsets(ctx context.Context, kreq kmsg.Re
 		if err == nil {
 			t.TopicID = [16]byte(topic.ID)
 			for p := range topic.Partitions() {
-				if err = node.Manager.Delete(ctx, req.GroupID, share.TopicPartition{TopicID: topic.ID, Topic: rt.Topic, Partition: p}); err != nil {
+				if err = node.DeleteOffsets(ctx, req.GroupID, share.TopicPartition{TopicID: topic.ID, Topic: rt.Topic, Partition: p}); err != nil {
 					break
 				}
 			}

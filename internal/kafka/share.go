@@ -169,11 +169,15 @@ func connOf(ctx context.Context) any {
 }
 
 // emptyShareGroup is the share node for a request that may change a
-// group's offsets only while the group has no members; without it, the
-// error code (and message) to answer.
+// group's offsets only while the group has no members (asked of the
+// group's coordinator: only it knows them); without it, the error code
+// (and message) to answer.
 func (s *Server) emptyShareGroup(group string) (*broker.ShareNode, int16, *string) {
 	node, code := s.shareNode()
 	if node == nil {
+		return nil, code, nil
+	}
+	if code := s.shareCoordinatorCode(group); code != 0 { // only the group's coordinator knows its members
 		return nil, code, nil
 	}
 	if err := node.Coordinator.CheckEmpty(group); err != nil {

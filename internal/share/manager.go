@@ -60,6 +60,9 @@ type entry struct {
 	// leaderEpoch is the data partition's leader epoch the state was
 	// loaded at (with a StateStore): a different one reloads it.
 	leaderEpoch int32
+	// admitted are the members whose acquisitions from this window
+	// checked the coordinator's state epoch (with a StateStore; remote.go).
+	admitted map[string]struct{}
 }
 
 // ManagerConfig configures a Manager.
@@ -467,6 +470,13 @@ func (m *Manager) acquire(ctx context.Context, group, member string, tp TopicPar
 		return nil, nil, err
 	}
 	e.mu.Lock()
+	if m.store != nil && !e.isAdmitted(member) {
+		e.mu.Unlock() // a coordinator round trip, once per member (remote.go)
+		if e, err = m.admitRemote(ctx, e, member); err != nil {
+			return nil, nil, err
+		}
+		e.mu.Lock()
+	}
 	defer e.mu.Unlock()
 	logStart, hw, err := m.host.Bounds(tp)
 	if err != nil {
@@ -574,6 +584,7 @@ func keepBatches(b []byte, ranges []Range) []byte {
 func (m *Manager) ReleaseMember(ctx context.Context, group, member string) {
 	for _, e := range m.entries(group) {
 		e.mu.Lock()
+		delete(e.admitted, member) // a member that comes back is checked again (remote.go)
 		if e.p != nil {
 			var given int
 			err := m.changeLocked(ctx, e, func(p *Partition) ([]Dead, error) { d := p.ReleaseMember(member); given = len(d); return d, nil })

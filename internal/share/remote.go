@@ -31,6 +31,10 @@ type StateStore interface {
 	Save(ctx context.Context, key SPKey, snap Snapshot) error
 	// Remove forgets key's state (DeleteShareGroupState).
 	Remove(ctx context.Context, key SPKey) error
+	// StateEpoch returns key's state epoch, false if it has no state
+	// (ReadShareGroupStateSummary: it neither records nor checks a
+	// leader epoch).
+	StateEpoch(ctx context.Context, key SPKey) (int32, bool, error)
 }
 
 // LeaderEpochs is what a cluster's Host adds: the leader epoch of a
@@ -103,7 +107,7 @@ func (m *Manager) openRemote(ctx context.Context, group string, tp TopicPartitio
 			return nil, fmt.Errorf("share: %s %s-%d: its state vanished after it was initialized", group, tp.Topic, tp.Partition)
 		}
 	}
-	e.p, e.leaderEpoch = Restore(cfg.Partition, snap), epoch
+	e.p, e.leaderEpoch, e.admitted = Restore(cfg.Partition, snap), epoch, nil
 	return e, nil
 }
 
@@ -113,7 +117,10 @@ func (m *Manager) persistRemoteLocked(ctx context.Context, e *entry, p *Partitio
 	snap := p.Snapshot()
 	snap.LeaderEpoch = e.leaderEpoch
 	if err := m.store.Save(ctx, e.key, snap); err != nil {
-		if errors.Is(err, ErrFencedLeaderEpoch) {
+		// A newer leader owns the share-partition, or an admin reset or
+		// deleted its state (a new state epoch, or none): the next use
+		// reloads it (Kafka's leader drops a share-partition fenced so).
+		if errors.Is(err, ErrFencedLeaderEpoch) || errors.Is(err, ErrFencedStateEpoch) {
 			e.leaderEpoch = staleEpoch
 		}
 		return fmt.Errorf("share: persist %s %s-%d: %w", e.key.Group, e.tp.Topic, e.tp.Partition, err)
@@ -142,4 +149,78 @@ func (m *Manager) dropStale(e *entry) bool {
 	}
 	m.mu.Unlock()
 	return true
+}
+
+// A share-partition leader must not serve a window an admin has reset or
+// deleted at the share coordinator (AlterShareGroupOffsets,
+// DeleteShareGroupOffsets; on a cluster the group's coordinator writes
+// them, maybe on another node). Its stale writes are fenced (a reset
+// initializes the state at a new state epoch; a write for deleted state
+// is refused), but a fetch writes nothing, so a new member would be handed
+// records from the old window. Both APIs need an empty group, so every
+// member that fetches after one is new to the leader: admitRemote checks
+// the coordinator's state epoch once per member and share-partition (the
+// first acquisition by a member since the window was loaded or since the
+// member's share session here closed), and reloads the window if it
+// changed. The fetch path pays one map lookup; the coordinator is asked
+// once per member and share-partition, not per fetch.
+
+// isAdmitted reports whether member's acquisitions from e's window
+// checked its state epoch already; e.mu is held.
+func (e *entry) isAdmitted(member string) bool {
+	_, ok := e.admitted[member]
+	return ok
+}
+
+// admitRemote returns e ready for member's acquisitions: if member has not
+// fetched from e's window before, the window is checked against the
+// coordinator's state epoch and reloaded (from the reset or
+// share.auto.offset.reset) if it is stale.
+func (m *Manager) admitRemote(ctx context.Context, e *entry, member string) (*entry, error) {
+	e.mu.Lock()
+	_, ok := e.admitted[member]
+	loaded := int32(-1) // a window a failed reload left empty: reload it
+	if e.p != nil {
+		loaded = e.p.stateEpoch
+	}
+	e.mu.Unlock()
+	if ok {
+		return e, nil
+	}
+	epoch, found, err := m.store.StateEpoch(ctx, e.key)
+	if err != nil {
+		return nil, fmt.Errorf("share: check the state epoch of %s %s-%d: %w", e.key.Group, e.tp.Topic, e.tp.Partition, err)
+	}
+	if !found || epoch != loaded {
+		e.mu.Lock()
+		if e.p == nil || e.p.stateEpoch == loaded {
+			e.leaderEpoch = staleEpoch
+		}
+		e.mu.Unlock()
+		if e, err = m.open(ctx, e.key.Group, e.tp); err != nil {
+			return nil, err
+		}
+	}
+	e.mu.Lock()
+	if e.admitted == nil {
+		e.admitted = map[string]struct{}{}
+	}
+	e.admitted[member] = struct{}{}
+	e.mu.Unlock()
+	return e, nil
+}
+
+// Forget makes this node reload a share-partition's window at its next
+// use (its state was reset or deleted at the coordinator by this node).
+func (m *Manager) Forget(group string, tp TopicPartition) {
+	key := SPKey{Group: group, TopicID: tp.TopicID, Partition: tp.Partition}
+	m.mu.Lock()
+	e := m.mu.parts[key]
+	m.mu.Unlock()
+	if e == nil {
+		return
+	}
+	e.mu.Lock()
+	e.leaderEpoch = staleEpoch
+	e.mu.Unlock()
 }

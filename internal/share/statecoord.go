@@ -165,17 +165,21 @@ func (s *StateShard) Read(ctx context.Context, key SPKey, leaderEpoch int32) (Sn
 // Write replaces a share-partition's state with snap, written by the
 // leader of its data partition at snap.LeaderEpoch (WriteShareGroupState;
 // Strand's leaders send the whole window, not a delta). A write for a
-// share-partition with no state initializes it.
+// share-partition with no state is refused with ErrFencedStateEpoch: a
+// leader initializes the state before it writes any, so its state was
+// deleted since (DeleteShareGroupOffsets, DeleteGroups) and the leader's
+// window is stale; it reloads, as after a reset's new state epoch.
 func (s *StateShard) Write(ctx context.Context, key SPKey, snap Snapshot) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if st := s.mu.states[key]; st != nil {
-		if snap.LeaderEpoch < st.snap.LeaderEpoch {
-			return fmt.Errorf("%w: %d < %d", ErrFencedLeaderEpoch, snap.LeaderEpoch, st.snap.LeaderEpoch)
-		}
-		if snap.StateEpoch < st.snap.StateEpoch {
-			return fmt.Errorf("%w: %d < %d", ErrFencedStateEpoch, snap.StateEpoch, st.snap.StateEpoch)
-		}
+	st := s.mu.states[key]
+	switch {
+	case st == nil:
+		return fmt.Errorf("%w: %s partition %d has no state (deleted)", ErrFencedStateEpoch, key.Group, key.Partition)
+	case snap.LeaderEpoch < st.snap.LeaderEpoch:
+		return fmt.Errorf("%w: %d < %d", ErrFencedLeaderEpoch, snap.LeaderEpoch, st.snap.LeaderEpoch)
+	case snap.StateEpoch < st.snap.StateEpoch:
+		return fmt.Errorf("%w: %d < %d", ErrFencedStateEpoch, snap.StateEpoch, st.snap.StateEpoch)
 	}
 	return s.writeLocked(ctx, key, snap)
 }

@@ -113,3 +113,46 @@ func TestStateShardFencing(t *testing.T) {
 		t.Fatal("deleted state read back after a reload")
 	}
 }
+
+// TestStateShardResetFences: an admin's reset (an initialize at the next
+// state epoch) or delete of a share-partition's state fences the window a
+// leader still holds: its next write is refused with FENCED_STATE_EPOCH
+// (it reloads), not written back over the reset.
+func TestStateShardResetFences(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	sh, err := LoadStateShard(&memStateLog{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := SPKey{Group: "g", Partition: 1}
+	if err := sh.Initialize(ctx, key, 0, 0); err != nil {
+		t.Fatal(err)
+	}
+	window := Snapshot{StateEpoch: 0, LeaderEpoch: 2, Start: 10} // the leader's: ten records accepted
+	if _, _, err := sh.Read(ctx, key, 2); err != nil {
+		t.Fatal(err)
+	}
+	if err := sh.Write(ctx, key, window); err != nil {
+		t.Fatal(err)
+	}
+	if err := sh.Initialize(ctx, key, 1, 0); err != nil { // AlterShareGroupOffsets to 0
+		t.Fatal(err)
+	}
+	if err := sh.Write(ctx, key, window); !errors.Is(err, ErrFencedStateEpoch) {
+		t.Fatalf("the leader's stale window written after a reset: %v", err)
+	}
+	if sum, ok := sh.Summary(key); !ok || sum.Start != 0 || sum.StateEpoch != 1 || sum.LeaderEpoch != 2 {
+		t.Fatalf("after the reset: %+v %v, want start 0 at state epoch 1, leader epoch 2 kept", sum, ok)
+	}
+	if err := sh.Delete(ctx, key); err != nil { // DeleteShareGroupOffsets
+		t.Fatal(err)
+	}
+	window.StateEpoch = 1
+	if err := sh.Write(ctx, key, window); !errors.Is(err, ErrFencedStateEpoch) {
+		t.Fatalf("the leader's stale window written after a delete: %v", err)
+	}
+	if _, ok := sh.Summary(key); ok {
+		t.Fatal("a stale write brought deleted state back")
+	}
+}

@@ -163,6 +163,21 @@ func (s stateStore) Remove(ctx context.Context, key share.SPKey) error {
 	})
 }
 
+func (s stateStore) StateEpoch(ctx context.Context, key share.SPKey) (int32, bool, error) {
+	var epoch int32
+	var found bool
+	err := s.call(ctx, key, func(sh *share.StateShard) error {
+		sum, ok := sh.Summary(key)
+		epoch, found = sum.StateEpoch, ok
+		return nil
+	}, func(node int32) error {
+		sum, ok, err := s.n.cfg.Peers.ReadShareStateSummary(ctx, node, wireKey(key))
+		epoch, found = sum.StateEpoch, ok
+		return err
+	})
+	return epoch, found, err
+}
+
 // fenced maps a coordinator's fencing answer to share's errors, so the
 // manager tells a newer leader's state from a failure.
 func fenced(err error) error {

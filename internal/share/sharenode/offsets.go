@@ -5,6 +5,7 @@ import (
 	"errors"
 	"maps"
 	"slices"
+	"time"
 
 	"github.com/strandmq/strand/internal/partition"
 	"github.com/strandmq/strand/internal/share"
@@ -81,4 +82,57 @@ func (n *Node) Partitions(ctx context.Context, group string) ([]share.TopicParti
 		}
 	}
 	return out, nil
+}
+
+// AlterShareGroupOffsets (91) and DeleteShareGroupOffsets (92) on a
+// cluster, as Kafka's group coordinator does them: the node that answers
+// writes each share-partition's state at its share coordinator — a reset
+// is InitializeShareGroupState at the next state epoch, a delete is
+// DeleteShareGroupState — whichever node leads the data partition. That
+// leader's in-memory window is then stale: its writes are fenced by the
+// new state epoch (or the missing state) and it reloads, and the first
+// fetch of every member after the change checks the state epoch and
+// reloads it (share.Manager's admitRemote). The group must be empty, as
+// for Kafka; the caller checks.
+
+// Reset sets a share-partition's start offset to o, forgetting its
+// records' states: on a single node in the manager, on a cluster at its
+// share coordinator with a new state epoch.
+func (n *Node) Reset(ctx context.Context, group string, tp share.TopicPartition, o share.Offset) error {
+	if n.states == nil {
+		return n.Manager.Reset(ctx, group, tp, o)
+	}
+	key := share.SPKey{Group: group, TopicID: tp.TopicID, Partition: tp.Partition}
+	store := stateStore{n}
+	var err error
+	for range 3 { // a concurrent reset or first use may take the next epoch first
+		var epoch int32
+		var found bool
+		if epoch, found, err = store.StateEpoch(ctx, key); err != nil {
+			break
+		}
+		next := epoch + 1
+		if !found {
+			// A delete forgot the last state epoch, and a leader may
+			// still hold a window at it: start above any epoch reached
+			// one reset at a time.
+			next = int32(max(1, min(time.Now().Unix(), 1<<31-1)))
+		}
+		if err = store.Initialize(ctx, key, share.Snapshot{StateEpoch: next, Start: o}); !errors.Is(err, share.ErrFencedStateEpoch) {
+			break
+		}
+	}
+	n.Manager.Forget(group, tp)
+	return err
+}
+
+// DeleteOffsets forgets a share-partition's state: on a cluster at its
+// share coordinator (a tombstone); a leader's later write of its window is
+// refused, and the next fetch starts it by share.auto.offset.reset.
+func (n *Node) DeleteOffsets(ctx context.Context, group string, tp share.TopicPartition) error {
+	err := n.Manager.Delete(ctx, group, tp)
+	if n.states != nil {
+		n.Manager.Forget(group, tp)
+	}
+	return err
 }
