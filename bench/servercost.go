@@ -136,11 +136,7 @@ func ServePeer(name, addr, dir string, fsync bool) error {
 func RunServerCost(ctx context.Context, o CostOptions, progress func(CostResult)) ([]CostResult, error) {
 	var out []CostResult
 	for run := 1; run <= o.Runs; run++ {
-		// Each run starts the rotation at the next peer: a peer's run
-		// inherits the page cache and free memory the one before it left
-		// (a deleted data directory's pages are reused cheaply, memory the
-		// VM gave back is not), so no peer may always follow the same one.
-		order := append(slices.Clone(o.Peers[(run-1)%len(o.Peers):]), o.Peers[:(run-1)%len(o.Peers)]...)
+		order := runOrder(o.Peers, run)
 		for _, conns := range o.Conns {
 			for _, peer := range order {
 				r, err := costRun(ctx, o, peer, conns)
@@ -156,6 +152,21 @@ func RunServerCost(ctx context.Context, o CostOptions, progress func(CostResult)
 		}
 	}
 	return out, nil
+}
+
+// runOrder is the peers' order in run (from 1). A peer's run inherits the
+// page cache and free memory the one before it left (a deleted data
+// directory's pages are reused cheaply, memory the VM gave back is not),
+// so no peer may always follow the same one: odd runs go forward and even
+// runs backward, each pair starting one peer further on, so over two runs
+// every peer has preceded and followed each neighbour.
+func runOrder(peers []string, run int) []string {
+	k := ((run - 1) / 2) % len(peers)
+	order := append(slices.Clone(peers[k:]), peers[:k]...)
+	if run%2 == 0 {
+		slices.Reverse(order)
+	}
+	return order
 }
 
 // RunSpread measures Strand with the same load in two shapes, alternated

@@ -52,7 +52,7 @@ func (t CostTable) Markdown() string {
 	if o.Fsync {
 		fsync = "an fsync before every acknowledgement (Strand `flush.messages=1`, kfake `SyncWrites`)"
 	}
-	fmt.Fprintf(&b, "%d-byte records, %d per request, %d partitions, %d request(s) in flight per connection, %v measured after %v, %s; %d runs, alternated, medians.\n\n",
+	fmt.Fprintf(&b, "%d-byte records, %d per request, %d partitions, %d request(s) in flight per connection, %v measured after %v, %s; %d runs, peers alternated forward and backward, each on a fresh data directory, medians.\n\n",
 		o.RecordBytes, o.RecordsPerBatch, o.Partitions, o.InFlight, o.Duration, o.Warmup, fsync, o.Runs)
 	b.WriteString("| conns | peer | MB/s | broker CPU-s/GB | of it kernel | load generator CPU-s/GB | other CPU-s/GB | machine busy | broker RSS MiB | p50 | p99 |\n| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n")
 	for _, c := range o.Conns {
@@ -107,7 +107,7 @@ func CostReport(tables []CostTable, spread *SpreadTable, cmdline, loadStart, loa
 	fmt.Fprintf(&b, "- Peers: `strand serve` (this tree); kfake %s with `DataDir` in its own process; the null broker (reads and answers, stores nothing) in its own process; nats-server %s with JetStream file storage in its own process, driven by nats.go publishers (one per connection)\n",
 		modVersion("github.com/twmb/franz-go/pkg/kfake"), modVersion("github.com/nats-io/nats-server/v2"))
 	if touchedGiB > 0 {
-		fmt.Fprintf(&b, "- Memory: %d GiB written once and released before the runs (`-touch-memory`), so that page-cache writes land in pages the virtual machine has backed before — see \"First touch\" in docs/BENCHMARKS.md\n", touchedGiB)
+		fmt.Fprintf(&b, "- Memory: the first table runs on the machine as it is; then %d GiB are written once and released (`-touch-memory`), so that the other tables' page-cache writes land in pages the virtual machine has backed before — see \"First touch\" in docs/BENCHMARKS.md\n", touchedGiB)
 	}
 	fmt.Fprintf(&b, "- Command: `%s`\n\n", cmdline)
 	for _, t := range tables {
