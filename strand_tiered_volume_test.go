@@ -214,6 +214,7 @@ func TestTieredVolume(t *testing.T) {
 // rate reached, the upload rate meanwhile, the peak upload lag and how
 // long the uploads took to catch up once produce stopped. It logs each
 // round, the medians and the load average, for docs/TIERED.md.
+// STRAND_TIERED_UPLOAD_CONCURRENCY sets --tier-upload-concurrency (4).
 func TestTieredPerf(t *testing.T) {
 	if os.Getenv("STRAND_TIERED_PERF") == "" {
 		t.Skip("set STRAND_TIERED_PERF=1 to run")
@@ -224,6 +225,7 @@ func TestTieredPerf(t *testing.T) {
 	n := mb << 20 / size
 	store := startObjectStore(t)
 	store.UploadInterval = time.Second
+	store.UploadConcurrency = envInt("STRAND_TIERED_UPLOAD_CONCURRENCY", 0) // 0: the default
 	dir := t.TempDir()
 	b, err := strand.Start(context.Background(), strand.Config{Dir: dir, TieredStorage: store, RetentionCheckInterval: time.Second,
 		MetricsAddr: "127.0.0.1:0"})

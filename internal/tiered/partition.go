@@ -21,8 +21,8 @@ import (
 
 // Partition is the tier's state for one partition: its newest manifest
 // and the uploads in flight. Its methods are safe for concurrent use;
-// uploads of one partition run one at a time (segments join the manifest
-// in offset order).
+// one Upload of a partition runs at a time, putting a window of its
+// segments at once and recording them in the manifest in offset order.
 type Partition struct {
 	t      *Tier
 	log    *partlog.Log
@@ -271,8 +271,14 @@ func (p *Partition) forgetOld(ctx context.Context, key string) {
 }
 
 // Upload copies every sealed segment the manifest does not yet hold, oldest
-// first, recording each in a new manifest once its objects are complete.
-// It returns how many segments it uploaded.
+// first, and records them in new manifests once their objects are
+// complete. The segments go in windows of up to the tier's Concurrency:
+// a window's objects are put at once, then one manifest records the
+// window's segments that completed, in offset order, up to the first that
+// failed (the objects of those after it are orphans for CleanOrphans; the
+// next pass puts them again). Segments sealed meanwhile join the same
+// call, up to maxUploadWindows windows. It returns how many segments it
+// uploaded.
 func (p *Partition) Upload(ctx context.Context) (int, error) {
 	p.upload.Lock()
 	defer p.upload.Unlock()
@@ -284,22 +290,73 @@ func (p *Partition) Upload(ctx context.Context) (int, error) {
 	p.noteWaiting()
 	defer p.noteWaiting()
 	n := 0
-	for _, s := range p.log.SealedSegments() {
-		end := p.UploadedEnd()
-		switch {
-		case s.Next <= end:
-			continue // already remote
+	for range maxUploadWindows {
+		window := p.pending(cap(p.t.sem))
+		if len(window) == 0 {
+			break
 		}
-		// A segment that starts below the remote end (this node's
-		// segments split elsewhere than a former leader's) is uploaded
-		// whole and serves from the end on: no offset is recorded twice.
-		if err := p.uploadOne(ctx, s); err != nil {
+		k, err := p.uploadWindow(ctx, window)
+		n += k
+		if err != nil {
 			p.t.stats.UploadErrors.Add(1)
 			return n, err
 		}
-		n++
 	}
 	return n, nil
+}
+
+// maxUploadWindows bounds the windows of one Upload, so that a partition
+// produced to faster than its uploads still lets retention and the orphan
+// pass (which wait for Upload) run between calls.
+const maxUploadWindows = 16
+
+// pending returns up to n of the oldest sealed segments not yet remote. A
+// segment that starts below the remote end (this node's segments split
+// elsewhere than a former leader's) is uploaded whole and serves from the
+// end on: no offset is recorded twice.
+func (p *Partition) pending(n int) []partlog.SegmentInfo {
+	end := p.UploadedEnd()
+	var out []partlog.SegmentInfo
+	for _, s := range p.log.SealedSegments() {
+		if s.Next > end && len(out) < n {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// uploadWindow puts the objects of segs (consecutive sealed segments) at
+// once, then records the longest prefix of them whose objects are all
+// complete in one manifest. It returns how many it recorded, and the
+// first failure.
+func (p *Partition) uploadWindow(ctx context.Context, segs []partlog.SegmentInfo) (int, error) {
+	start := p.UploadedEnd()
+	done := make([]Segment, len(segs))
+	errs := make([]error, len(segs))
+	var wg sync.WaitGroup
+	for i, info := range segs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			done[i], errs[i] = p.putSegment(ctx, info, max(info.Base, start))
+		}()
+	}
+	wg.Wait()
+	ok := 0
+	for ok < len(segs) && errs[ok] == nil {
+		ok++
+	}
+	var failed error
+	if ok < len(segs) {
+		failed = errs[ok]
+	}
+	if ok == 0 {
+		return 0, failed
+	}
+	if err := p.record(ctx, done[:ok]); err != nil {
+		return 0, err
+	}
+	return ok, failed
 }
 
 func (p *Partition) ready() error {
@@ -320,27 +377,29 @@ func newID() string {
 	return hex.EncodeToString(b[:])
 }
 
-// uploadOne puts one segment's objects, then records it in a new manifest.
-func (p *Partition) uploadOne(ctx context.Context, info partlog.SegmentInfo) error {
+// putSegment puts one segment's objects under a fresh upload id and
+// returns its manifest entry, serving from start on; the caller records
+// it. While it runs the id counts as in flight (not an orphan).
+func (p *Partition) putSegment(ctx context.Context, info partlog.SegmentInfo, start record.Offset) (Segment, error) {
 	select {
 	case p.t.sem <- struct{}{}:
 	case <-ctx.Done():
-		return ctx.Err()
+		return Segment{}, ctx.Err()
 	}
 	defer func() { <-p.t.sem }()
 	files, err := p.log.OpenSealed(info.Base)
 	if err != nil {
-		return err
+		return Segment{}, err
 	}
 	defer files.Log.Close()
-	seg := Segment{ID: newID(), Base: info.Base, Start: max(info.Base, p.UploadedEnd()), Next: info.Next, Size: files.Size, MaxTimestamp: info.MaxTimestamp}
+	seg := Segment{ID: newID(), Base: info.Base, Start: start, Next: info.Next, Size: files.Size, MaxTimestamp: info.MaxTimestamp}
 	for _, e := range files.Epochs {
 		seg.Epochs = append(seg.Epochs, EpochStart{Epoch: e.Epoch, Start: e.Start})
 	}
 	var snap []byte
 	if p.snapshot != nil {
 		if snap, err = p.snapshot(info.Next); err != nil {
-			return fmt.Errorf("tiered: %s: producer snapshot at %d: %w", p.prefix, info.Next, err)
+			return Segment{}, fmt.Errorf("tiered: %s: producer snapshot at %d: %w", p.prefix, info.Next, err)
 		}
 		seg.Snapshot = true
 	}
@@ -371,25 +430,33 @@ func (p *Partition) uploadOne(ctx context.Context, info partlog.SegmentInfo) err
 	for _, o := range objects {
 		key := segmentKey(p.prefix, seg, o.suffix)
 		if err := p.t.retry(ctx, "put "+key, func() error { return p.t.cfg.Store.Put(ctx, key, o.body(), o.size) }); err != nil {
-			return err // the objects put so far are orphans: CleanOrphans deletes them
+			return Segment{}, err // the objects put so far are orphans: CleanOrphans deletes them
 		}
 	}
+	return seg, nil
+}
+
+// record writes one manifest adding segs, consecutive segments whose
+// objects are all complete, in offset order after the manifest's own.
+func (p *Partition) record(ctx context.Context, segs []Segment) error {
 	p.mu.Lock()
 	next := p.mu.man.clone()
 	next.Seq++
 	next.Epoch = p.mu.epoch
 	p.mu.Unlock()
-	if len(next.Segments) == 0 && next.LogStart < seg.Start {
-		next.LogStart = seg.Start
+	if len(next.Segments) == 0 && next.LogStart < segs[0].Start {
+		next.LogStart = segs[0].Start
 	}
-	next.Segments = append(next.Segments, seg)
-	next.End = seg.Next
+	next.Segments = append(next.Segments, segs...)
+	next.End = segs[len(segs)-1].Next
 	if err := p.write(ctx, next); err != nil {
 		return err
 	}
-	p.t.stats.UploadedSegments.Add(1)
-	p.t.stats.UploadedBytes.Add(seg.Size)
-	p.logger.Debug("tiered: segment uploaded", "base", seg.Base, "next", seg.Next, "bytes", seg.Size)
+	for _, seg := range segs {
+		p.t.stats.UploadedSegments.Add(1)
+		p.t.stats.UploadedBytes.Add(seg.Size)
+		p.logger.Debug("tiered: segment uploaded", "base", seg.Base, "next", seg.Next, "bytes", seg.Size)
+	}
 	return nil
 }
 

@@ -3,6 +3,7 @@ package tiered
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -104,9 +105,9 @@ func TestRemoteReadOutOfRange(t *testing.T) {
 	}
 }
 
-// A crash after a segment's objects are put but before the manifest names
-// them: the restarted uploader records the segment once, and the orphan
-// objects are deleted.
+// A crash after a window of segments' objects are put but before the
+// manifest names them: the restarted uploader records each segment once,
+// and the orphan objects are deleted.
 func TestRestartMidUploadRecordsOnceAndCleansOrphans(t *testing.T) {
 	s := startS3(t)
 	f := &faulty{Store: s}
@@ -119,7 +120,7 @@ func TestRestartMidUploadRecordsOnceAndCleansOrphans(t *testing.T) {
 	f.setFail(func(op, key string) bool {
 		if strings.Contains(key, "/manifest/") {
 			puts++
-			return puts > 1 // the second segment's manifest write fails, every attempt
+			return puts > 1 // the second window's manifest write fails, every attempt
 		}
 		return false
 	})
@@ -127,9 +128,10 @@ func TestRestartMidUploadRecordsOnceAndCleansOrphans(t *testing.T) {
 		t.Fatal("upload succeeded with the manifest write failing")
 	}
 	f.setFail(func(string, string) bool { return false })
+	window := cap(p1.t.sem)
 	before := p1.Manifest()
-	if len(before.Segments) != 1 {
-		t.Fatalf("%d segments recorded before the failure, want 1", len(before.Segments))
+	if len(before.Segments) != window {
+		t.Fatalf("%d segments recorded before the failure, want the first window's %d", len(before.Segments), window)
 	}
 
 	// Restart: a new tier on the same store and log, same epoch.
@@ -144,9 +146,10 @@ func TestRestartMidUploadRecordsOnceAndCleansOrphans(t *testing.T) {
 	if len(m.Segments) != len(sealed) {
 		t.Fatalf("manifest has %d segments, %d sealed", len(m.Segments), len(sealed))
 	}
+	orphans := 3 * min(window, len(sealed)-window) // the second window's objects
 	segObjects := len(keys(t, s, p2.Prefix()+"segments/"))
-	if segObjects != 3*len(sealed)+3 {
-		t.Fatalf("%d segment objects before cleanup, want %d (three orphans)", segObjects, 3*len(sealed)+3)
+	if segObjects != 3*len(sealed)+orphans {
+		t.Fatalf("%d segment objects before cleanup, want %d (%d orphans)", segObjects, 3*len(sealed)+orphans, orphans)
 	}
 	if _, err := p2.CleanOrphans(ctx); err != nil {
 		t.Fatal(err)
@@ -325,5 +328,50 @@ func TestNewLeaderWithOtherSegmentBoundaries(t *testing.T) {
 		if r.Offset != record.Offset(i) || string(r.Value) != value(i) {
 			t.Fatalf("record %d: offset %d", i, r.Offset)
 		}
+	}
+}
+
+// A window's segments are put at once, but recorded in offset order: when
+// the second segment of a window fails, the manifest records the first
+// only, never the third and fourth whose objects are complete; the next
+// pass records the rest in order, and the orphan pass deletes the objects
+// of the attempt that was not recorded.
+func TestUploadWindowRecordsInOrderPastAFailure(t *testing.T) {
+	s := startS3(t)
+	f := &faulty{Store: s}
+	l := openLog(t, tempDir(t))
+	fill(t, l, 120)
+	p := newTier(t, f).Partition("t", "id", 0, l)
+	mustClaim(t, p, 1)
+	sealed := l.SealedSegments()
+	if window := cap(p.t.sem); window < 3 || len(sealed) < window {
+		t.Fatalf("window %d, %d sealed segments: the test needs a window of three or more, filled", window, len(sealed))
+	}
+	second := fmt.Sprintf("/segments/%020d-", sealed[1].Base)
+	f.setFail(func(op, key string) bool { return strings.Contains(key, second) && strings.HasSuffix(key, ".log") })
+	n, err := p.Upload(ctx)
+	if err == nil || n != 1 {
+		t.Fatalf("upload with the second segment failing: %d recorded, %v; want 1 and the error", n, err)
+	}
+	if m := p.Manifest(); len(m.Segments) != 1 || m.Segments[0].Base != sealed[0].Base || m.End != sealed[0].Next {
+		t.Fatalf("manifest after the failure: %+v, want the first segment alone", m)
+	}
+	f.setFail(func(string, string) bool { return false })
+	if _, err := p.Upload(ctx); err != nil {
+		t.Fatal(err)
+	}
+	m := p.Manifest()
+	checkManifest(t, m, sealed[len(sealed)-1].Next)
+	if len(m.Segments) != len(sealed) {
+		t.Fatalf("manifest has %d segments, %d sealed", len(m.Segments), len(sealed))
+	}
+	if _, err := p.CleanOrphans(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := len(keys(t, s, p.Prefix()+"segments/")); got != 3*len(sealed) {
+		t.Fatalf("%d segment objects after the orphan pass, want %d", got, 3*len(sealed))
+	}
+	if got := readBoth(t, p, l); len(got) != 120 {
+		t.Fatalf("read %d records, want 120", len(got))
 	}
 }
