@@ -13,6 +13,7 @@ import (
 
 	"github.com/strandmq/strand/internal/broker"
 	"github.com/strandmq/strand/internal/cluster"
+	"github.com/strandmq/strand/internal/cluster/quorum"
 	"github.com/strandmq/strand/internal/kafka"
 	"github.com/strandmq/strand/internal/nodetls"
 	"github.com/strandmq/strand/internal/wire"
@@ -242,9 +243,9 @@ func (c *ClusterConfig) listenInternal(ctx context.Context, lc net.ListenConfig,
 // locked.
 func (c *ClusterConfig) configure(bcfg *broker.Config, cfg Config, ln, internal net.Addr, tlsSrc *nodetls.Source) error {
 	var self *Voter
-	voters := make([]cluster.Voter, len(c.Quorum))
+	voters := make([]quorum.Voter, len(c.Quorum))
 	for i, v := range c.Quorum {
-		voters[i] = cluster.Voter{ID: v.ID, Addr: v.Addr}
+		voters[i] = quorum.Voter{ID: v.ID, Addr: v.Addr}
 		if v.ID == cfg.NodeID {
 			self = &c.Quorum[i]
 		}
@@ -275,13 +276,13 @@ func (c *ClusterConfig) configure(bcfg *broker.Config, cfg Config, ln, internal 
 			election = 100 * time.Millisecond
 		}
 	}
-	rc := cluster.RaftConfig{
+	rc := quorum.RaftConfig{
 		NodeID: cfg.NodeID, Dir: cfg.Dir, Bind: self.Addr, Voters: voters, Logger: cfg.Logger,
 		HeartbeatTimeout: election, ElectionTimeout: election, LeaderLease: election / 2,
-		Controller: cluster.ControllerConfig{SessionTimeout: c.SessionTimeout, LeaderImbalanceCheckInterval: c.imbalanceCheck(),
+		Controller: quorum.ControllerConfig{SessionTimeout: c.SessionTimeout, LeaderImbalanceCheckInterval: c.imbalanceCheck(),
 			PartitionBalancerInterval: orDefault(c.PartitionBalancerInterval, 10*time.Second),
 			DisableELR:                c.DisableELR, DefaultMinISR: defaultMinISR(cfg.TopicDefaults)},
-		Join: c.Join, Observer: observer, Network: cluster.TCPNetwork{LocalIP: c.SourceIP, TLS: tlsSrc, Voters: voterAddrs(voters)},
+		Join: c.Join, Observer: observer, Network: quorum.TCPNetwork{LocalIP: c.SourceIP, TLS: tlsSrc, Voters: voterAddrs(voters)},
 	}
 	bcfg.Dialer = wire.Dialer{LocalIP: c.SourceIP, TLS: tlsSrc}
 	bcfg.OpenMetadata = func() (cluster.Store, error) {
@@ -294,7 +295,7 @@ func (c *ClusterConfig) configure(bcfg *broker.Config, cfg Config, ln, internal 
 			return nil, fmt.Errorf("%s was a cluster member but its raft log (raft/raft.db) is gone; "+
 				"rejoining would start a fresh quorum log. Move the directory aside and start this node with an empty one", cfg.Dir)
 		}
-		return cluster.OpenRaftStore(rc)
+		return quorum.OpenRaftStore(rc)
 	}
 	ihost, iport, err := kafka.Advertise("", internal)
 	if err != nil {
@@ -320,7 +321,7 @@ func (c *ClusterConfig) configure(bcfg *broker.Config, cfg Config, ln, internal 
 // leaves most of a 10 Gb/s link and of its disk to clients.
 const DefaultReassignmentThrottle = 100 << 20
 
-func voterAddrs(voters []cluster.Voter) map[string]cluster.NodeID {
+func voterAddrs(voters []quorum.Voter) map[string]cluster.NodeID {
 	m := make(map[string]cluster.NodeID, len(voters))
 	for _, v := range voters {
 		m[v.Addr] = v.ID

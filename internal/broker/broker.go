@@ -121,7 +121,7 @@ type Config struct {
 	MaxOpenLogFiles int
 	// Metadata keeps the cluster metadata (topics, ids, configs); default
 	// a cluster.FileStore over Dir's meta.json. The broker does not close it.
-	// A store that is also a Member (cluster.RaftStore) makes the broker a
+	// A store that is also a Member (quorum.RaftStore) makes the broker a
 	// member of a cluster (member.go).
 	Metadata cluster.Store
 	// OpenMetadata, if set instead of Metadata, opens the store once the

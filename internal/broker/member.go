@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/strandmq/strand/internal/cluster"
+	"github.com/strandmq/strand/internal/cluster/quorum"
 	"github.com/strandmq/strand/internal/producer"
 )
 
@@ -22,7 +23,7 @@ import (
 // cluster has given to no one.
 
 // Member is a metadata store with a controller to register with and
-// heartbeat (cluster.RaftStore). A broker whose Config.Metadata is one
+// heartbeat (quorum.RaftStore). A broker whose Config.Metadata is one
 // runs as a member of a cluster.
 type Member interface {
 	cluster.Store
@@ -30,9 +31,9 @@ type Member interface {
 	SendHeartbeat(hb cluster.Heartbeat, timeout time.Duration) (cluster.HeartbeatReply, error)
 	AppliedIndex() uint64
 	Leader() (id int32, addr string, ok bool)
-	QuorumStatus() (cluster.QuorumStatus, bool)
-	State() cluster.RaftState
-	ChangeVoter(v cluster.VoterChange, timeout time.Duration) error
+	QuorumStatus() (quorum.QuorumStatus, bool)
+	State() quorum.RaftState
+	ChangeVoter(v quorum.VoterChange, timeout time.Duration) error
 	SyncWithController(timeout time.Duration) error
 	AlterPartition(r cluster.AlterPartition, timeout time.Duration) (cluster.PartitionReg, error)
 	ElectLeaders(r cluster.ElectLeaders, timeout time.Duration) ([]cluster.PartitionResult, error)
@@ -87,7 +88,7 @@ var ErrNoQuorum = errors.New("broker: a single node has no metadata quorum")
 
 // ChangeVoter adds a voter to the cluster's metadata quorum, or removes
 // one, through the controller.
-func (b *Broker) ChangeVoter(v cluster.VoterChange) error {
+func (b *Broker) ChangeVoter(v quorum.VoterChange) error {
 	if !b.clustered() {
 		return ErrNoQuorum
 	}
@@ -96,17 +97,17 @@ func (b *Broker) ChangeVoter(v cluster.VoterChange) error {
 
 // QuorumStatus describes the metadata quorum; ok is false unless this
 // node is a cluster member leading it.
-func (b *Broker) QuorumStatus() (cluster.QuorumStatus, bool) {
+func (b *Broker) QuorumStatus() (quorum.QuorumStatus, bool) {
 	if !b.clustered() {
-		return cluster.QuorumStatus{}, false
+		return quorum.QuorumStatus{}, false
 	}
 	return b.member.m.QuorumStatus()
 }
 
 // RaftState is this member's raft state; ok is false on a single node.
-func (b *Broker) RaftState() (cluster.RaftState, bool) {
+func (b *Broker) RaftState() (quorum.RaftState, bool) {
 	if !b.clustered() {
-		return cluster.RaftState{}, false
+		return quorum.RaftState{}, false
 	}
 	return b.member.m.State(), true
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/strandmq/strand/internal/cluster"
+	"github.com/strandmq/strand/internal/cluster/quorum"
 	"github.com/strandmq/strand/internal/record"
 	"github.com/strandmq/strand/internal/vnet"
 )
@@ -19,24 +20,24 @@ import (
 type vnetCluster struct {
 	nw      *vnet.Network
 	brokers map[NodeID]*Broker
-	stores  map[NodeID]*cluster.RaftStore
+	stores  map[NodeID]*quorum.RaftStore
 }
 
 func startVnetCluster(t *testing.T) *vnetCluster {
 	t.Helper()
-	c := &vnetCluster{nw: vnet.New(), brokers: map[NodeID]*Broker{}, stores: map[NodeID]*cluster.RaftStore{}}
-	var voters []cluster.Voter
+	c := &vnetCluster{nw: vnet.New(), brokers: map[NodeID]*Broker{}, stores: map[NodeID]*quorum.RaftStore{}}
+	var voters []quorum.Voter
 	for id := int32(1); id <= 3; id++ {
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
 			t.Fatal(err)
 		}
-		voters = append(voters, cluster.Voter{ID: id, Addr: ln.Addr().String()})
+		voters = append(voters, quorum.Voter{ID: id, Addr: ln.Addr().String()})
 		ln.Close()
 	}
 	for _, v := range voters {
-		rs, err := cluster.OpenRaftStore(cluster.RaftConfig{NodeID: v.ID, Dir: t.TempDir(), Bind: v.Addr, Voters: voters, Network: c.nw, Logger: quiet,
-			Controller: cluster.ControllerConfig{SessionTimeout: time.Second}})
+		rs, err := quorum.OpenRaftStore(quorum.RaftConfig{NodeID: v.ID, Dir: t.TempDir(), Bind: v.Addr, Voters: voters, Network: c.nw, Logger: quiet,
+			Controller: quorum.ControllerConfig{SessionTimeout: time.Second}})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/strandmq/strand/internal/cluster"
+	"github.com/strandmq/strand/internal/cluster/quorum"
 	"github.com/strandmq/strand/internal/record"
 	"github.com/strandmq/strand/internal/vfs"
 )
@@ -55,7 +56,7 @@ func TestBrokerOverRaftMetadata(t *testing.T) {
 // singleVoterBroker returns a function that opens a single-voter raft
 // quorum in root and a broker (node 0) on it, leading, registered and
 // unfenced.
-func singleVoterBroker(t *testing.T, root string, opts ...func(*Config)) func() (*cluster.RaftStore, *Broker) {
+func singleVoterBroker(t *testing.T, root string, opts ...func(*Config)) func() (*quorum.RaftStore, *Broker) {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -63,11 +64,11 @@ func singleVoterBroker(t *testing.T, root string, opts ...func(*Config)) func() 
 	}
 	addr := ln.Addr().String()
 	ln.Close()
-	cfg := cluster.RaftConfig{NodeID: 0, Dir: filepath.Join(root, "quorum"), Bind: addr, Voters: []cluster.Voter{{ID: 0, Addr: addr}},
+	cfg := quorum.RaftConfig{NodeID: 0, Dir: filepath.Join(root, "quorum"), Bind: addr, Voters: []quorum.Voter{{ID: 0, Addr: addr}},
 		HeartbeatTimeout: 100 * time.Millisecond, ElectionTimeout: 100 * time.Millisecond, LeaderLease: 50 * time.Millisecond}
-	return func() (*cluster.RaftStore, *Broker) {
+	return func() (*quorum.RaftStore, *Broker) {
 		t.Helper()
-		rs, err := cluster.OpenRaftStore(cfg)
+		rs, err := quorum.OpenRaftStore(cfg)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -58,11 +58,11 @@ func TestPutACLs(t *testing.T) {
 			t.Fatalf("%s: ACLs %q version %d", name, data, v)
 		}
 	}
-	snap, err := encodeImage(s.Image())
+	snap, err := EncodeImage(s.Image())
 	if err != nil {
 		t.Fatal(err)
 	}
-	im, err := decodeImage(snap)
+	im, err := DecodeImage(snap)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -124,11 +124,11 @@ func TestScramCredentialRecords(t *testing.T) {
 	if _, ok := last.ScramUsers()["dave"]; ok {
 		t.Fatal("a user without credentials is still listed")
 	}
-	snap, err := encodeImage(last)
+	snap, err := EncodeImage(last)
 	if err != nil {
 		t.Fatal(err)
 	}
-	fromSnap, err := decodeImage(snap)
+	fromSnap, err := DecodeImage(snap)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -169,11 +169,11 @@ func TestClientQuotaRecords(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	snap, err := encodeImage(im)
+	snap, err := EncodeImage(im)
 	if err != nil {
 		t.Fatal(err)
 	}
-	fromSnap, err := decodeImage(snap)
+	fromSnap, err := DecodeImage(snap)
 	if err != nil {
 		t.Fatal(err)
 	}

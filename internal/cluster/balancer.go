@@ -3,9 +3,7 @@ package cluster
 import (
 	"cmp"
 	"fmt"
-	"maps"
 	"slices"
-	"time"
 )
 
 // The partition balancer (Redpanda's continuous balancing, Cruise
@@ -18,10 +16,10 @@ import (
 // catching up is not an imbalance to act on), and it never targets a
 // drained broker, a controller-only node or a fenced one.
 
-// balanceMovesPerRound bounds the reassignments one round starts: each
+// BalanceMovesPerRound bounds the reassignments one round starts: each
 // copies a partition, so a few at a time keep the copying from crowding
 // out clients (the next round waits until they are done).
-const balanceMovesPerRound = 4
+const BalanceMovesPerRound = 4
 
 // DrainBroker marks a broker drained (Drained) or not: a drained broker
 // is no target of placement or of the balancer, so a drain's moves are
@@ -42,11 +40,11 @@ func (r DrainBroker) apply(im *Image, _ int64) error {
 	return nil
 }
 
-// planBalance returns the reassignments that take img toward even
+// PlanBalance returns the reassignments that take img toward even
 // replica counts over the balancer's targets (LiveBrokers), then even
 // preferred-leader counts, at most max of them; none while a
 // reassignment is in progress or a partition's ISR is short.
-func planBalance(img *Image, max int) []Reassignment {
+func PlanBalance(img *Image, max int) []Reassignment {
 	targets := LiveBrokers(img)
 	// Below metadata.version 2 a drain cannot mark its node, and the
 	// balancer would undo it.
@@ -63,7 +61,7 @@ func planBalance(img *Image, max int) []Reassignment {
 // replicas.
 func settled(img *Image) bool {
 	ok := true
-	img.eachPartition(func(_ TopicID, _ int32, reg PartitionReg) {
+	img.EachPartition(func(_ TopicID, _ int32, reg PartitionReg) {
 		ok = ok && !reg.Reassigning() && len(reg.ISR) == len(reg.Replicas)
 	})
 	return ok
@@ -221,53 +219,6 @@ func evenLeaders(img *Image, targets []NodeID, max int) []Reassignment {
 		}
 	}
 	return out
-}
-
-// balance runs one balancer round (on the controller's balancer tick).
-func (c *controller) balance() {
-	c.decide.Lock()
-	defer c.decide.Unlock()
-	img := c.s.Image()
-	plan := planBalance(img, balanceMovesPerRound)
-	if len(plan) == 0 {
-		return
-	}
-	recs, results := reassignments(img, AlterReassignments{Parts: plan})
-	if !c.commitRequest(recs, results) {
-		c.logger.Warn("cluster: partition balancer", "results", results)
-		return
-	}
-	// A reorder completed at once: elect its new preferred leader now
-	// rather than at the next imbalance check.
-	var reordered []TopicPartition
-	for _, r := range plan {
-		if reg, ok := c.s.Image().Partition(r.Topic, r.Partition); ok && !reg.Reassigning() && reg.Leader != reg.Replicas[0] {
-			reordered = append(reordered, r.TopicPartition)
-		}
-	}
-	if len(reordered) > 0 {
-		if recs, _ := elections(c.s.Image(), c.rules, ElectLeaders{Type: ElectPreferred, Partitions: reordered}); len(recs) > 0 {
-			if _, _, err := c.s.applyLocal(DefaultApplyTimeout, recs...); err != nil {
-				c.logger.Warn("cluster: partition balancer: electing preferred leaders", "err", err)
-			}
-		}
-	}
-	brokers := map[NodeID]int{}
-	for _, r := range plan {
-		for _, id := range r.Replicas {
-			brokers[id]++
-		}
-	}
-	c.logger.Info("cluster: partition balancer moved replicas toward even counts", "partitions", len(plan), "brokers", slices.Sorted(maps.Keys(brokers)))
-}
-
-// balancerTicker is the balancer's tick channel (nil: off).
-func balancerTicker(every time.Duration) (<-chan time.Time, func()) {
-	if every <= 0 {
-		return nil, func() {}
-	}
-	t := time.NewTicker(every)
-	return t.C, t.Stop
 }
 
 // MarkDrained proposes marking broker id drained (or not) through st: a

@@ -27,7 +27,7 @@ func balanceImage(t *testing.T, racks []string, assign [][]NodeID) *Image {
 // as the followers and the controller's tick would.
 func settle(t *testing.T, im *Image, plan []Reassignment) *Image {
 	t.Helper()
-	recs, results := reassignments(im, AlterReassignments{Parts: plan})
+	recs, results := Reassignments(im, AlterReassignments{Parts: plan})
 	for _, r := range results {
 		if r.Code != "" {
 			t.Fatalf("balancer move refused: %+v", r)
@@ -38,12 +38,12 @@ func settle(t *testing.T, im *Image, plan []Reassignment) *Image {
 		t.Fatal(err)
 	}
 	var done []Record
-	im.eachPartition(func(tid TopicID, p int32, reg PartitionReg) {
+	im.EachPartition(func(tid TopicID, p int32, reg PartitionReg) {
 		if !reg.Reassigning() {
 			return
 		}
 		reg.ISR = slices.Clone(reg.Replicas) // caught up
-		if ch, ok := completeReassignment(im, reg); ok {
+		if ch, ok := CompleteReassignment(im, reg); ok {
 			ch.TopicID, ch.PartitionID = tid, p
 			ch.ExpectedPartitionEpoch = reg.PartitionEpoch
 			done = append(done, PartitionChange{TopicID: tid, PartitionID: p, ExpectedPartitionEpoch: reg.PartitionEpoch, Leader: LeaderUnchanged, ISR: reg.ISR})
@@ -61,7 +61,7 @@ func settle(t *testing.T, im *Image, plan []Reassignment) *Image {
 	// Leadership follows the preferred replica, as the balancer's
 	// election does.
 	var elect []Record
-	im.eachPartition(func(tid TopicID, p int32, reg PartitionReg) {
+	im.EachPartition(func(tid TopicID, p int32, reg PartitionReg) {
 		if reg.Leader != reg.Replicas[0] {
 			elect = append(elect, PartitionChange{TopicID: tid, PartitionID: p, ExpectedPartitionEpoch: reg.PartitionEpoch, Leader: reg.Replicas[0]})
 		}
@@ -74,7 +74,7 @@ func settle(t *testing.T, im *Image, plan []Reassignment) *Image {
 
 func counts(im *Image) (replicas, leaders map[NodeID]int) {
 	replicas, leaders = map[NodeID]int{}, map[NodeID]int{}
-	im.eachPartition(func(_ TopicID, _ int32, reg PartitionReg) {
+	im.EachPartition(func(_ TopicID, _ int32, reg PartitionReg) {
 		for _, id := range reg.Replicas {
 			replicas[id]++
 		}
@@ -102,9 +102,9 @@ func TestBalancerFillsANewBroker(t *testing.T) {
 	}
 	im := balanceImage(t, []string{"", "", "", ""}, assign)
 	rounds := 0
-	for plan := planBalance(im, balanceMovesPerRound); len(plan) > 0; plan = planBalance(im, balanceMovesPerRound) {
-		if len(plan) > balanceMovesPerRound {
-			t.Fatalf("a round of %d moves, the bound is %d", len(plan), balanceMovesPerRound)
+	for plan := PlanBalance(im, BalanceMovesPerRound); len(plan) > 0; plan = PlanBalance(im, BalanceMovesPerRound) {
+		if len(plan) > BalanceMovesPerRound {
+			t.Fatalf("a round of %d moves, the bound is %d", len(plan), BalanceMovesPerRound)
 		}
 		if rounds++; rounds > 50 {
 			t.Fatalf("the balancer did not settle in 50 rounds: %v", plan)
@@ -132,15 +132,15 @@ func TestBalancerLeavesDrainedAndUnsettledAlone(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if plan := planBalance(drained, 10); len(plan) != 0 {
+	if plan := PlanBalance(drained, 10); len(plan) != 0 {
 		t.Fatalf("the balancer moved onto a drained broker: %v", plan)
 	}
-	if plan := planBalance(im, 10); len(plan) == 0 {
+	if plan := PlanBalance(im, 10); len(plan) == 0 {
 		t.Fatal("broker 4 holds nothing and is not drained, but the balancer planned nothing")
 	}
 	old := *im
 	old.features = nil
-	if plan := planBalance(&old, 10); len(plan) != 0 {
+	if plan := PlanBalance(&old, 10); len(plan) != 0 {
 		t.Fatalf("the balancer moved at metadata.version 1, where a drain cannot mark its node: %v", plan)
 	}
 	tp := partitionsInOrder(im)[0]
@@ -149,7 +149,7 @@ func TestBalancerLeavesDrainedAndUnsettledAlone(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if plan := planBalance(short, 10); len(plan) != 0 {
+	if plan := PlanBalance(short, 10); len(plan) != 0 {
 		t.Fatalf("the balancer moved while a partition's ISR was short: %v", plan)
 	}
 }
@@ -161,7 +161,7 @@ func TestBalancerKeepsRacksApart(t *testing.T) {
 	assign := [][]NodeID{{1, 2, 3}, {2, 3, 1}, {3, 1, 2}, {1, 3, 2}, {2, 1, 3}, {3, 2, 1}}
 	im := balanceImage(t, []string{"a", "b", "c", "a"}, assign)
 	for rounds := 0; rounds < 20; rounds++ {
-		plan := planBalance(im, balanceMovesPerRound)
+		plan := PlanBalance(im, BalanceMovesPerRound)
 		if len(plan) == 0 {
 			break
 		}

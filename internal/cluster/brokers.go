@@ -282,9 +282,9 @@ func onlyReplicas(ids, replicas []NodeID) []NodeID {
 	return nonEmpty(slices.DeleteFunc(slices.Clone(ids), func(id NodeID) bool { return !slices.Contains(replicas, id) }))
 }
 
-// eachPartition calls fn for every registered partition, in topic id and
+// EachPartition calls fn for every registered partition, in topic id and
 // partition order (decisions from it must not depend on map order).
-func (im *Image) eachPartition(fn func(TopicID, int32, PartitionReg)) {
+func (im *Image) EachPartition(fn func(TopicID, int32, PartitionReg)) {
 	ids := slices.Collect(maps.Keys(im.partitions))
 	slices.SortFunc(ids, func(a, b TopicID) int { return cmp.Compare(a.Hex(), b.Hex()) })
 	for _, id := range ids {
@@ -296,8 +296,8 @@ func (im *Image) eachPartition(fn func(TopicID, int32, PartitionReg)) {
 	}
 }
 
-// leadsAny reports whether broker id leads a partition.
-func (im *Image) leadsAny(id NodeID) bool {
+// LeadsAny reports whether broker id leads a partition.
+func (im *Image) LeadsAny(id NodeID) bool {
 	for _, ps := range im.partitions {
 		for _, r := range ps {
 			if r.Leader == id {

@@ -153,11 +153,11 @@ func inReplicaOrder(replicas []NodeID, keep func(NodeID) bool) []NodeID {
 	return out
 }
 
-// clearELROnMinISRChange clears the ELR of every partition of a topic
+// ClearELROnMinISRChange clears the ELR of every partition of a topic
 // whose min.insync.replicas recs change (as Kafka does): the
 // guarantee that ELR members hold the high watermark rests on the old
 // value — lowered, the high watermark moves again without them.
-func clearELROnMinISRChange(img *Image, recs []Record) []Record {
+func ClearELROnMinISRChange(img *Image, recs []Record) []Record {
 	var out []Record
 	for _, r := range recs {
 		put, ok := r.(PutTopic)
@@ -168,7 +168,7 @@ func clearELROnMinISRChange(img *Image, recs []Record) []Record {
 		if !ok || cur.ID != put.Topic.ID || cur.Configs[MinInsyncReplicas] == put.Topic.Configs[MinInsyncReplicas] {
 			continue
 		}
-		img.eachPartition(func(t TopicID, p int32, reg PartitionReg) {
+		img.EachPartition(func(t TopicID, p int32, reg PartitionReg) {
 			if t == cur.ID && len(reg.ELR) > 0 { // the last known leader stays: it vouches for nothing
 				out = append(out, PartitionChange{TopicID: t, PartitionID: p, ExpectedPartitionEpoch: reg.PartitionEpoch,
 					Leader: LeaderUnchanged, ELR: &ELRState{LastKnownELR: reg.LastKnownELR}})

@@ -31,23 +31,23 @@ func TestELRTransitions(t *testing.T) {
 		want   want
 	}{
 		{name: "at min ISR a leaving follower is not eligible", reg: reg(1, []NodeID{1, 2, 3}, nil, nil),
-			do:   func(im *Image) []Record { return leaveISRs(im, rules, 3) },
+			do:   func(im *Image) []Record { return LeaveISRs(im, rules, 3) },
 			want: want{leader: 1, isr: []NodeID{1, 2}}},
 		{name: "below min ISR the leaving follower joins the ELR", reg: reg(1, []NodeID{1, 2}, nil, nil), fenced: []NodeID{3},
-			do:   func(im *Image) []Record { return leaveISRs(im, rules, 2) },
+			do:   func(im *Image) []Record { return LeaveISRs(im, rules, 2) },
 			want: want{leader: 1, isr: []NodeID{1}, elr: []NodeID{2}}},
 		{name: "the last ISR member leaves: ISR empty, ELR holds it, last known leader kept", reg: reg(1, []NodeID{1}, []NodeID{2}, nil), fenced: []NodeID{2, 3},
-			do:   func(im *Image) []Record { return leaveISRs(im, rules, 1) },
+			do:   func(im *Image) []Record { return LeaveISRs(im, rules, 1) },
 			want: want{leader: NoLeader, isr: []NodeID{}, elr: []NodeID{1, 2}, lastKnown: []NodeID{1}, leaderChange: true}},
 		{name: "the leader leaves with an ELR member live: a clean election from the ELR", reg: reg(1, []NodeID{1}, []NodeID{2}, nil), fenced: []NodeID{3},
-			do:   func(im *Image) []Record { return leaveISRs(im, rules, 1) },
+			do:   func(im *Image) []Record { return LeaveISRs(im, rules, 1) },
 			want: want{leader: 2, isr: []NodeID{2}, elr: []NodeID{1}, leaderChange: true}},
 		{name: "an ELR member back elects itself cleanly", reg: reg(NoLeader, []NodeID{}, []NodeID{1, 2}, []NodeID{1}), fenced: []NodeID{1, 2, 3},
-			do:   func(im *Image) []Record { return electFor(im, rules, 2) },
+			do:   func(im *Image) []Record { return ElectFor(im, rules, 2) },
 			want: want{leader: 2, isr: []NodeID{2}, elr: []NodeID{1}, leaderChange: true}},
 		{name: "the ISR back at min ISR clears the ELR", reg: reg(1, []NodeID{1}, []NodeID{2, 3}, nil),
 			do: func(im *Image) []Record {
-				ch, err := checkAlterPartition(im, rules, AlterPartition{Broker: 1, BrokerEpoch: 10, TopicID: im.Topics()[0].ID, LeaderEpoch: 4, PartitionEpoch: 7, ISR: []NodeID{1, 3}})
+				ch, err := CheckAlterPartition(im, rules, AlterPartition{Broker: 1, BrokerEpoch: 10, TopicID: im.Topics()[0].ID, LeaderEpoch: 4, PartitionEpoch: 7, ISR: []NodeID{1, 3}})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -55,22 +55,22 @@ func TestELRTransitions(t *testing.T) {
 			},
 			want: want{leader: 1, isr: []NodeID{1, 3}}},
 		{name: "unclean shutdown: out of the ELR", reg: reg(NoLeader, []NodeID{}, []NodeID{1, 2}, []NodeID{1}), fenced: []NodeID{1, 2, 3},
-			do:   func(im *Image) []Record { return uncleanShutdown(im, rules, 2) },
+			do:   func(im *Image) []Record { return UncleanShutdownChanges(im, rules, 2) },
 			want: want{leader: NoLeader, isr: []NodeID{}, elr: []NodeID{1}, lastKnown: []NodeID{1}}},
 		{name: "unclean shutdown: out of the ISR, the ELR member leads", reg: reg(1, []NodeID{1}, []NodeID{2}, nil), fenced: []NodeID{1},
-			do:   func(im *Image) []Record { return uncleanShutdown(im, rules, 1) },
+			do:   func(im *Image) []Record { return UncleanShutdownChanges(im, rules, 1) },
 			want: want{leader: 2, isr: []NodeID{2}, leaderChange: true}},
 		{name: "unclean shutdown of the ELR's last member: the last known leader, back, leads uncleanly", reg: reg(NoLeader, []NodeID{}, []NodeID{1}, []NodeID{1}), fenced: []NodeID{2, 3},
-			do:   func(im *Image) []Record { return uncleanShutdown(im, rules, 1) },
+			do:   func(im *Image) []Record { return UncleanShutdownChanges(im, rules, 1) },
 			want: want{leader: NoLeader, isr: []NodeID{}, lastKnown: []NodeID{1}}},
 		{name: "the last known leader leads when nothing else is eligible", reg: reg(NoLeader, []NodeID{}, nil, []NodeID{1}), fenced: []NodeID{1, 2, 3},
-			do:   func(im *Image) []Record { return electFor(im, rules, 1) },
+			do:   func(im *Image) []Record { return ElectFor(im, rules, 1) },
 			want: want{leader: 1, isr: []NodeID{1}, unclean: true, leaderChange: true}},
 		{name: "ELR off: the last member stays in the ISR, leaderless", reg: reg(1, []NodeID{1}, nil, nil), fenced: []NodeID{2, 3},
-			do:   func(im *Image) []Record { return leaveISRs(im, Rules{DefaultMinISR: 2}, 1) },
+			do:   func(im *Image) []Record { return LeaveISRs(im, Rules{DefaultMinISR: 2}, 1) },
 			want: want{leader: NoLeader, isr: []NodeID{1}, leaderChange: true}},
 		{name: "ELR off clears what ELR on recorded", reg: reg(1, []NodeID{1, 2}, []NodeID{3}, nil),
-			do:   func(im *Image) []Record { return leaveISRs(im, Rules{DefaultMinISR: 2}, 2) },
+			do:   func(im *Image) []Record { return LeaveISRs(im, Rules{DefaultMinISR: 2}, 2) },
 			want: want{leader: 1, isr: []NodeID{1}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -101,12 +101,12 @@ func TestClearELROnMinISRChange(t *testing.T) {
 	im, id := isrImage(t, nil, nil, false, PartitionReg{Replicas: []NodeID{1, 2, 3}, ISR: []NodeID{1}, ELR: []NodeID{2}, Leader: 1, PartitionEpoch: 3})
 	top, _ := im.TopicByID(id)
 	same := PutTopic{Topic: top}
-	if recs := clearELROnMinISRChange(im, []Record{same}); len(recs) != 0 {
+	if recs := ClearELROnMinISRChange(im, []Record{same}); len(recs) != 0 {
 		t.Fatalf("no min ISR change, yet %+v", recs)
 	}
 	changed := top
 	changed.Configs = map[string]string{MinInsyncReplicas: "1"}
-	recs := clearELROnMinISRChange(im, []Record{PutTopic{Topic: changed}})
+	recs := ClearELROnMinISRChange(im, []Record{PutTopic{Topic: changed}})
 	next, err := im.With(append([]Record{PutTopic{Topic: changed}}, recs...)...)
 	if err != nil {
 		t.Fatal(err)

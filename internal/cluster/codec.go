@@ -73,7 +73,7 @@ var typeNames = func() map[reflect.Type]string {
 
 func decodeAs[R Record](data []byte) (Record, error) {
 	var r R
-	err := strict(data, &r)
+	err := UnmarshalStrict(data, &r)
 	return r, err
 }
 
@@ -98,7 +98,7 @@ func EncodeRecords(recs []Record) ([]byte, error) {
 // version or field is an error.
 func DecodeRecords(data []byte) ([]Record, error) {
 	var b batch
-	if err := strict(data, &b); err != nil {
+	if err := UnmarshalStrict(data, &b); err != nil {
 		return nil, fmt.Errorf("cluster: decode batch: %w", err)
 	}
 	out := make([]Record, 0, len(b.Records))
@@ -119,7 +119,10 @@ func DecodeRecords(data []byte) ([]Record, error) {
 	return out, nil
 }
 
-func strict(data []byte, v any) error {
+// UnmarshalStrict decodes JSON data into v refusing unknown fields and
+// trailing data: a record or controller RPC from a newer build is an
+// error, never half read.
+func UnmarshalStrict(data []byte, v any) error {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"time"
 )
 
 // Elections asked for by an operator (ElectLeaders) and the controller's
@@ -56,7 +55,7 @@ func (r PartitionResult) Error() error {
 	if r.Code == "" {
 		return nil
 	}
-	return rpcError(r.Code, r.Err)
+	return RPCError(r.Code, r.Err)
 }
 
 // electionFor is the change that an election of type typ makes to
@@ -99,8 +98,8 @@ func electionFor(img *Image, rules Rules, typ ElectionType, t TopicID, p int32) 
 	return ch, fmt.Errorf("%w: election type %d", ErrInvalidRequest, typ)
 }
 
-// elections computes the changes and results of req against img.
-func elections(img *Image, rules Rules, req ElectLeaders) ([]Record, []PartitionResult) {
+// Elections computes the changes and results of req against img.
+func Elections(img *Image, rules Rules, req ElectLeaders) ([]Record, []PartitionResult) {
 	var recs []Record
 	var results []PartitionResult
 	one := func(t TopicID, p int32) {
@@ -112,12 +111,12 @@ func elections(img *Image, rules Rules, req ElectLeaders) ([]Record, []Partition
 			results = append(results, PartitionResult{TopicPartition: tp})
 		case req.Partitions == nil && errors.Is(err, ErrElectionNotNeeded):
 		default:
-			f := rpcFailure(err)
+			f := RPCFailure(err)
 			results = append(results, PartitionResult{TopicPartition: tp, Code: f.Code, Err: f.Err})
 		}
 	}
 	if req.Partitions == nil {
-		img.eachPartition(func(t TopicID, p int32, _ PartitionReg) { one(t, p) })
+		img.EachPartition(func(t TopicID, p int32, _ PartitionReg) { one(t, p) })
 	} else {
 		for _, tp := range req.Partitions {
 			one(tp.Topic, tp.Partition)
@@ -126,73 +125,12 @@ func elections(img *Image, rules Rules, req ElectLeaders) ([]Record, []Partition
 	return recs, results
 }
 
-// imbalanced returns the elections that move leadership back to preferred
+// Imbalanced returns the elections that move leadership back to preferred
 // replicas able to take it, at most max of them.
-func imbalanced(img *Image, rules Rules, max int) []Record {
-	recs, _ := elections(img, rules, ElectLeaders{Type: ElectPreferred})
+func Imbalanced(img *Image, rules Rules, max int) []Record {
+	recs, _ := Elections(img, rules, ElectLeaders{Type: ElectPreferred})
 	if len(recs) > max {
 		recs = recs[:max]
 	}
 	return recs
-}
-
-// electLeaders runs an operator's elections; a failure to commit them
-// fails every partition that was to change.
-func (c *controller) electLeaders(req ElectLeaders) []PartitionResult { // under decide
-	recs, results := elections(c.s.Image(), c.rules, req)
-	if !c.commitRequest(recs, results) {
-		return results
-	}
-	c.logger.Info("cluster: leaders elected on request", "type", req.Type, "partitions", len(recs))
-	c.warnUnclean(recs)
-	return results
-}
-
-// commitRequest commits an operator request's changes and reports
-// whether they committed; if not, every partition that was to change is
-// failed with the reason in results. false too when there is nothing to
-// commit.
-func (c *controller) commitRequest(recs []Record, results []PartitionResult) bool {
-	if len(recs) == 0 {
-		return false
-	}
-	_, _, err := c.s.applyLocal(DefaultApplyTimeout, recs...)
-	if err == nil {
-		return true
-	}
-	f := rpcFailure(err)
-	for i := range results {
-		if results[i].Code == "" {
-			results[i].Code, results[i].Err = f.Code, f.Err
-		}
-	}
-	return false
-}
-
-// balanceLeaders moves leadership back to preferred replicas
-// (auto.leader.rebalance.enable), a bounded batch per check.
-func (c *controller) balanceLeaders() {
-	c.decide.Lock()
-	defer c.decide.Unlock()
-	recs := imbalanced(c.s.Image(), c.rules, 1000)
-	if len(recs) == 0 {
-		return
-	}
-	if _, _, err := c.s.applyLocal(DefaultApplyTimeout, recs...); err != nil {
-		c.logger.Warn("cluster: preferred-leader balancing", "err", err)
-		return
-	}
-	c.logger.Info("cluster: moved leadership back to preferred replicas", "partitions", len(recs))
-}
-
-// ElectLeaders asks the controller for elections (ElectLeaders).
-func (s *RaftStore) ElectLeaders(req ElectLeaders, timeout time.Duration) ([]PartitionResult, error) {
-	resp, err := s.callController(rpcRequest{ElectLeaders: &req}, timeout)
-	if err != nil {
-		return nil, err
-	}
-	if _, err := s.waitApplied(resp.Index, timeout); err != nil { // read your writes
-		return nil, err
-	}
-	return resp.Results, nil
 }

@@ -65,7 +65,7 @@ func TestElectionsAllPartitions(t *testing.T) {
 		PartitionReg{Replicas: []NodeID{1, 2}, ISR: []NodeID{1, 2}, Leader: 1},
 		PartitionReg{Replicas: []NodeID{2, 1}, ISR: []NodeID{1, 2}, Leader: 1},
 		PartitionReg{Replicas: []NodeID{3, 1}, ISR: []NodeID{1}, Leader: 1})
-	recs, results := elections(im, DefaultRules, ElectLeaders{Type: ElectPreferred})
+	recs, results := Elections(im, DefaultRules, ElectLeaders{Type: ElectPreferred})
 	if len(recs) != 1 || recs[0].(PartitionChange).PartitionID != 1 || recs[0].(PartitionChange).Leader != 2 {
 		t.Fatalf("changes %+v, want partition 1 to node 2", recs)
 	}
@@ -73,10 +73,10 @@ func TestElectionsAllPartitions(t *testing.T) {
 		results[1].Partition != 2 || !errors.Is(results[1].Error(), ErrPreferredLeaderNotAvailable) {
 		t.Fatalf("results %+v", results)
 	}
-	if got := imbalanced(im, DefaultRules, 0); len(got) != 0 {
+	if got := Imbalanced(im, DefaultRules, 0); len(got) != 0 {
 		t.Fatalf("imbalanced with a cap of 0: %+v", got)
 	}
-	_, results = elections(im, DefaultRules, ElectLeaders{Type: ElectPreferred, Partitions: []TopicPartition{{Topic: id, Partition: 9}}})
+	_, results = Elections(im, DefaultRules, ElectLeaders{Type: ElectPreferred, Partitions: []TopicPartition{{Topic: id, Partition: 9}}})
 	if len(results) != 1 || !errors.Is(results[0].Error(), ErrUnknownPartition) {
 		t.Fatalf("unknown partition: %+v", results)
 	}

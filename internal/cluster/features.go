@@ -133,10 +133,10 @@ func CheckFinalize(im *Image, name string, level int16) error {
 	return nil
 }
 
-// needsLevel refuses what, which the metadata.version level needs, while
+// NeedsLevel refuses what, which the metadata.version level needs, while
 // the cluster runs at a lower one: older nodes may still be running, and
 // they would misread (or refuse to read) what it writes.
-func needsLevel(im *Image, level int16, what string) error {
+func NeedsLevel(im *Image, level int16, what string) error {
 	if cur := im.FeatureLevel(MetadataVersion); cur < level {
 		return fmt.Errorf("%w: %s needs %s %d and the cluster runs %d: once every node runs this build, finalize it (strand cluster features --latest)",
 			ErrUnsupportedFeature, what, MetadataVersion, level, cur)
@@ -156,10 +156,10 @@ func checkSupported(levels map[string]int16) error {
 	return nil
 }
 
-// checkRegistration refuses a node whose build cannot run at the
+// CheckRegistration refuses a node whose build cannot run at the
 // cluster's finalized levels (Kafka's UNSUPPORTED_VERSION at broker
 // registration).
-func checkRegistration(im *Image, r Registration) error {
+func CheckRegistration(im *Image, r Registration) error {
 	for name, level := range im.FinalizedFeatures() {
 		fr, ok := r.Features[name]
 		if !ok {

@@ -1,10 +1,7 @@
 package cluster
 
 import (
-	"encoding/binary"
-	"encoding/json"
 	"errors"
-	"net"
 	"strings"
 	"testing"
 )
@@ -83,10 +80,10 @@ func TestRegistrationNeedsTheFinalizedLevel(t *testing.T) {
 	im := featureImage(t, 1)
 	im.features = map[string]int16{MetadataVersion: 2}
 	old := Registration{ID: 9, IncarnationID: "old", Features: map[string]FeatureRange{MetadataVersion: {Min: 1, Max: 1}}}
-	if err := checkRegistration(im, old); !errors.Is(err, ErrUnsupportedFeature) {
+	if err := CheckRegistration(im, old); !errors.Is(err, ErrUnsupportedFeature) {
 		t.Fatalf("an old build registered in a cluster at level 2: %v", err)
 	}
-	if err := checkRegistration(im, Registration{ID: 9, IncarnationID: "new", Features: map[string]FeatureRange{MetadataVersion: {Min: 1, Max: 2}}}); err != nil {
+	if err := CheckRegistration(im, Registration{ID: 9, IncarnationID: "new", Features: map[string]FeatureRange{MetadataVersion: {Min: 1, Max: 2}}}); err != nil {
 		t.Fatalf("a build supporting level 2 was refused: %v", err)
 	}
 }
@@ -94,11 +91,11 @@ func TestRegistrationNeedsTheFinalizedLevel(t *testing.T) {
 func TestFeaturesSurviveSnapshotAndMetaFile(t *testing.T) {
 	im := featureImage(t, 1)
 	im.features = map[string]int16{MetadataVersion: MetadataVersionLatest}
-	b, err := encodeImage(im)
+	b, err := EncodeImage(im)
 	if err != nil {
 		t.Fatal(err)
 	}
-	back, err := decodeImage(b)
+	back, err := DecodeImage(b)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,65 +107,8 @@ func TestFeaturesSurviveSnapshotAndMetaFile(t *testing.T) {
 	}
 	// A snapshot from a cluster finalized beyond this build is refused.
 	im.features = map[string]int16{MetadataVersion: MetadataVersionLatest + 1}
-	b, _ = encodeImage(im)
-	if _, err := decodeImage(b); !errors.Is(err, ErrUnsupportedFeature) {
+	b, _ = EncodeImage(im)
+	if _, err := DecodeImage(b); !errors.Is(err, ErrUnsupportedFeature) {
 		t.Fatalf("restoring a snapshot beyond this build = %v, want ErrUnsupportedFeature", err)
-	}
-}
-
-// A controller RPC carrying a field this build does not know — a newer
-// node's, sent too early — is refused with a reason, not half-applied.
-func TestControllerRefusesUnknownRequestFields(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	handled := 0
-	m := newMuxListener(ln, func(NodeID, rpcRequest) rpcResponse { handled++; return rpcResponse{} }, nil, &connSet{conns: map[net.Conn]struct{}{}})
-	defer m.Close()
-	send := func(body string) rpcResponse {
-		c, err := net.Dial("tcp", ln.Addr().String())
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Close()
-		frame := binary.BigEndian.AppendUint32([]byte{rpcMagic}, uint32(len(body)))
-		if _, err := c.Write(append(frame, body...)); err != nil {
-			t.Fatal(err)
-		}
-		var resp rpcResponse
-		if err := readFrame(c, &resp); err != nil {
-			t.Fatal(err)
-		}
-		return resp
-	}
-	if resp := send(`{"readIndex":true}`); resp.Code != "" || handled != 1 {
-		t.Fatalf("a known request: %+v (handled %d)", resp, handled)
-	}
-	resp := send(`{"register":{"ID":4,"IncarnationID":"x","FromTheFuture":true}}`)
-	if resp.Code != "unsupported_request" || !strings.Contains(resp.Err, "FromTheFuture") || handled != 1 {
-		t.Fatalf("a registration with an unknown field: %+v (handled %d), want it refused unhandled", resp, handled)
-	}
-}
-
-// Roles are metadata.version 2: a cluster still at 1 (older nodes may be
-// running) refuses a registration with roles and a broker-only join, and
-// the join never travels as a voter change an older controller would
-// read without its non-voter flag.
-func TestRolesWaitForTheirLevel(t *testing.T) {
-	im := featureImage(t, 2, 2)
-	if err := needsLevel(im, MetadataVersionRoles, "a broker-only node"); !errors.Is(err, ErrUnsupportedFeature) || !strings.Contains(err.Error(), "strand cluster features --latest") {
-		t.Fatalf("roles at metadata.version 1: %v, want a refusal that says how to finalize", err)
-	}
-	im, err := im.With(FinalizeFeature{Name: MetadataVersion, Level: MetadataVersionRoles})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := needsLevel(im, MetadataVersionRoles, "a broker-only node"); err != nil {
-		t.Fatalf("roles at metadata.version 2: %v", err)
-	}
-	b, _ := json.Marshal(rpcRequest{Voter: &VoterChange{ID: 4, Addr: "h:1", Nonvoter: true}})
-	if strings.Contains(string(b), "onvoter") {
-		t.Fatalf("a voter change carries the non-voter flag an older controller would drop: %s", b)
 	}
 }

@@ -25,7 +25,7 @@ func (r AlterGroupConfig) apply(im *Image, _ int64) error {
 	if r.Group == "" {
 		return fmt.Errorf("%w: a group config names a group", ErrConflict)
 	}
-	if err := needsLevel(im, MetadataVersionGroupConfigs, "a group config"); err != nil {
+	if err := NeedsLevel(im, MetadataVersionGroupConfigs, "a group config"); err != nil {
 		return err
 	}
 	vals := maps.Clone(im.groupConfigs[r.Group])

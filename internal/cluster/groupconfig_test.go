@@ -27,11 +27,11 @@ func TestAlterGroupConfig(t *testing.T) {
 	if im.GroupConfigs("g") != nil {
 		t.Fatal("the change leaked into the image it was applied to")
 	}
-	b, err := encodeImage(next)
+	b, err := EncodeImage(next)
 	if err != nil {
 		t.Fatal(err)
 	}
-	back, err := decodeImage(b)
+	back, err := DecodeImage(b)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -68,16 +68,16 @@ func changeFor(img *Image, rules Rules, t TopicID, p int32, reg PartitionReg, is
 	return buildChange(img, rules, t, p, reg, changeSpec{isr: isr, crashed: NoLeader, unclean: uncleanAllowed(img, t)})
 }
 
-// leaveISRs takes broker id out of every ISR and leadership it holds
+// LeaveISRs takes broker id out of every ISR and leadership it holds
 // (fenced, shutting down, or replaced by a new process), electing new
 // leaders from what remains. Leaving an ISR smaller than
 // min.insync.replicas puts it in the ELR; without ELR the last member of
 // an ISR stays in it, leaderless until it returns, since any other
 // replica may lack acknowledged records.
-func leaveISRs(img *Image, rules Rules, id NodeID) []Record {
+func LeaveISRs(img *Image, rules Rules, id NodeID) []Record {
 	var recs []Record
 	gone := img.withFence(id, true)
-	img.eachPartition(func(t TopicID, p int32, reg PartitionReg) {
+	img.EachPartition(func(t TopicID, p int32, reg PartitionReg) {
 		if !slices.Contains(reg.ISR, id) && reg.Leader != id {
 			return
 		}
@@ -88,12 +88,12 @@ func leaveISRs(img *Image, rules Rules, id NodeID) []Record {
 	return recs
 }
 
-// uncleanShutdown takes broker id, back after an unclean shutdown, out of
+// UncleanShutdownChanges takes broker id, back after an unclean shutdown, out of
 // every ISR and ELR (Kafka's handleBrokerUncleanShutdown): its unflushed
 // tail may be gone, so it must not lead before it has caught up again.
-func uncleanShutdown(img *Image, rules Rules, id NodeID) []Record {
+func UncleanShutdownChanges(img *Image, rules Rules, id NodeID) []Record {
 	var recs []Record
-	img.eachPartition(func(t TopicID, p int32, reg PartitionReg) {
+	img.EachPartition(func(t TopicID, p int32, reg PartitionReg) {
 		if !slices.Contains(reg.ISR, id) && !slices.Contains(reg.ELR, id) && reg.Leader != id {
 			return
 		}
@@ -105,12 +105,12 @@ func uncleanShutdown(img *Image, rules Rules, id NodeID) []Record {
 	return recs
 }
 
-// electFor elects leaders for leaderless partitions now that broker id
+// ElectFor elects leaders for leaderless partitions now that broker id
 // is back (Kafka's handleBrokerUnfenced tries every leaderless one).
-func electFor(img *Image, rules Rules, id NodeID) []Record {
+func ElectFor(img *Image, rules Rules, id NodeID) []Record {
 	var recs []Record
 	back := img.withFence(id, false)
-	img.eachPartition(func(t TopicID, p int32, reg PartitionReg) {
+	img.EachPartition(func(t TopicID, p int32, reg PartitionReg) {
 		if reg.Leader != NoLeader {
 			return
 		}
@@ -121,12 +121,12 @@ func electFor(img *Image, rules Rules, id NodeID) []Record {
 	return recs
 }
 
-// electUnclean elects leaders outside the ISR for the leaderless
+// UncleanElections elects leaders outside the ISR for the leaderless
 // partitions of topics that allow it — turned on after the partition lost
 // its last in-sync replica, as Kafka's controller does on its next check.
-func electUnclean(img *Image, rules Rules) []Record {
+func UncleanElections(img *Image, rules Rules) []Record {
 	var recs []Record
-	img.eachPartition(func(t TopicID, p int32, reg PartitionReg) {
+	img.EachPartition(func(t TopicID, p int32, reg PartitionReg) {
 		if reg.Leader != NoLeader || !uncleanAllowed(img, t) {
 			return
 		}
@@ -166,10 +166,10 @@ type AlterPartition struct {
 	ISREpochs []int64 `json:",omitempty"`
 }
 
-// checkAlterPartition validates a request in Kafka's order
+// CheckAlterPartition validates a request in Kafka's order
 // (ReplicationControlManager.validateAlterPartitionData) and returns the
 // change it makes (the ISR, and the ELR that follows from it).
-func checkAlterPartition(img *Image, rules Rules, r AlterPartition) (PartitionChange, error) {
+func CheckAlterPartition(img *Image, rules Rules, r AlterPartition) (PartitionChange, error) {
 	b, ok := img.Broker(r.Broker)
 	if !ok || b.Epoch != r.BrokerEpoch {
 		return PartitionChange{}, fmt.Errorf("%w: node %d at epoch %d", ErrStaleBrokerEpoch, r.Broker, r.BrokerEpoch)

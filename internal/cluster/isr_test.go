@@ -83,7 +83,7 @@ func TestLeaveISRs(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			im, _ := isrImage(t, tc.fenced, nil, tc.unclean, tc.reg)
-			ch, ok := change(t, leaveISRs(im, tc.rules, tc.leaving))
+			ch, ok := change(t, LeaveISRs(im, tc.rules, tc.leaving))
 			if ok != tc.want {
 				t.Fatalf("change %v, want %v: %+v", ok, tc.want, ch)
 			}
@@ -106,7 +106,7 @@ func TestElectForReturningBroker(t *testing.T) {
 		PartitionReg{Replicas: []NodeID{1, 2, 3}, ISR: []NodeID{1}, Leader: NoLeader},
 		PartitionReg{Replicas: []NodeID{1, 2, 3}, ISR: []NodeID{2}, Leader: NoLeader},
 		PartitionReg{Replicas: []NodeID{1, 2, 3}, ISR: []NodeID{1, 2}, Leader: 2})
-	recs := electFor(im, DefaultRules, 1)
+	recs := ElectFor(im, DefaultRules, 1)
 	if len(recs) != 1 {
 		t.Fatalf("want one election, got %+v", recs)
 	}
@@ -122,11 +122,11 @@ func TestElectForReturningBroker(t *testing.T) {
 func TestElectUnclean(t *testing.T) {
 	leaderless := PartitionReg{Replicas: []NodeID{1, 2, 3}, ISR: []NodeID{1}, Leader: NoLeader}
 	im, _ := isrImage(t, []NodeID{1}, nil, false, leaderless)
-	if recs := electUnclean(im, DefaultRules); len(recs) != 0 {
+	if recs := UncleanElections(im, DefaultRules); len(recs) != 0 {
 		t.Fatalf("unclean election on a topic that does not allow it: %+v", recs)
 	}
 	im, id := isrImage(t, []NodeID{1}, nil, true, leaderless)
-	ch, ok := change(t, electUnclean(im, DefaultRules))
+	ch, ok := change(t, UncleanElections(im, DefaultRules))
 	if !ok || ch.TopicID != id || ch.Leader != 2 || !slices.Equal(ch.ISR, []NodeID{2}) || !ch.Unclean {
 		t.Fatalf("got %+v (ok %v), want leader 2 alone in the ISR, unclean", ch, ok)
 	}
@@ -159,7 +159,7 @@ func TestAlterPartitionValidationOrder(t *testing.T) {
 			r := ok
 			r.ISR = slices.Clone(ok.ISR)
 			tc.edit(&r)
-			ch, err := checkAlterPartition(im, DefaultRules, r)
+			ch, err := CheckAlterPartition(im, DefaultRules, r)
 			if tc.want == nil {
 				if err != nil || !slices.Equal(ch.ISR, r.ISR) || ch.Leader != LeaderUnchanged || ch.ExpectedPartitionEpoch != 7 {
 					t.Fatalf("got %+v, %v", ch, err)

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"time"
 )
 
 // Partition reassignment (AlterPartitionReassignments, KIP-455, as
@@ -84,7 +83,7 @@ func reassign(img *Image, r Reassignment) (PartitionChange, error) {
 		if ch.Leader != LeaderUnchanged {
 			next.Leader = ch.Leader
 		}
-		if done, ok := completeReassignment(img, next); ok {
+		if done, ok := CompleteReassignment(img, next); ok {
 			done.ExpectedPartitionEpoch, done.TopicID, done.PartitionID = reg.PartitionEpoch, r.Topic, r.Partition
 			return done, nil
 		}
@@ -113,12 +112,12 @@ func checkTarget(img *Image, target []NodeID) error {
 	return nil
 }
 
-// completeReassignment is the change that finishes reg's reassignment
+// CompleteReassignment is the change that finishes reg's reassignment
 // once every adding replica is in the ISR: the removing replicas leave
 // the replica set and the ISR, and a leader among them hands over to the
 // first live in-sync target replica. ok is false while it must wait (or
 // when no in-sync target replica would be left).
-func completeReassignment(img *Image, reg PartitionReg) (PartitionChange, bool) {
+func CompleteReassignment(img *Image, reg PartitionReg) (PartitionChange, bool) {
 	if !reg.Reassigning() {
 		return PartitionChange{}, false
 	}
@@ -143,15 +142,15 @@ func completeReassignment(img *Image, reg PartitionReg) (PartitionChange, bool) 
 	return ch, true
 }
 
-// reassignments applies an operator's request: one change per partition
+// Reassignments applies an operator's request: one change per partition
 // that can start, one result per partition.
-func reassignments(img *Image, req AlterReassignments) ([]Record, []PartitionResult) {
+func Reassignments(img *Image, req AlterReassignments) ([]Record, []PartitionResult) {
 	var recs []Record
 	var results []PartitionResult
 	for _, r := range req.Parts {
 		ch, err := reassign(img, r)
 		if err != nil {
-			f := rpcFailure(err)
+			f := RPCFailure(err)
 			results = append(results, PartitionResult{TopicPartition: r.TopicPartition, Code: f.Code, Err: f.Err})
 			continue
 		}
@@ -159,63 +158,4 @@ func reassignments(img *Image, req AlterReassignments) ([]Record, []PartitionRes
 		results = append(results, PartitionResult{TopicPartition: r.TopicPartition})
 	}
 	return recs, results
-}
-
-// alterReassignments runs an operator's request (under decide); a failure
-// to commit fails every partition that was to change.
-func (c *controller) alterReassignments(req AlterReassignments) []PartitionResult {
-	recs, results := reassignments(c.s.Image(), req)
-	if !c.commitRequest(recs, results) {
-		return results
-	}
-	for _, r := range recs {
-		ch := r.(PartitionChange)
-		c.logger.Info("cluster: partition reassignment", "topic", ch.TopicID, "partition", ch.PartitionID, "replicas", ch.Replicas,
-			"adding", ch.Reassignment.Adding, "removing", ch.Reassignment.Removing)
-	}
-	return results
-}
-
-// completeReassignments finishes every reassignment whose adding replicas
-// have all joined the ISR (run on the controller's tick).
-func (c *controller) completeReassignments() {
-	c.decide.Lock()
-	defer c.decide.Unlock()
-	img := c.s.Image()
-	var recs []Record
-	var done []TopicPartition
-	img.eachPartition(func(t TopicID, p int32, reg PartitionReg) {
-		if ch, ok := completeReassignment(img, reg); ok {
-			ch.TopicID, ch.PartitionID = t, p
-			recs = append(recs, ch)
-			done = append(done, TopicPartition{Topic: t, Partition: p})
-		}
-	})
-	if len(recs) == 0 {
-		return
-	}
-	// The throttle an operator set for these moves (strand topic reassign
-	// --throttle, kafka-reassign-partitions --throttle) ends with them.
-	unthrottle := unthrottleCompleted(img, done)
-	if _, _, err := c.s.applyLocal(DefaultApplyTimeout, append(recs, unthrottle...)...); err != nil {
-		c.logger.Warn("cluster: completing partition reassignments", "err", err)
-		return
-	}
-	for _, r := range recs {
-		ch := r.(PartitionChange)
-		c.logger.Info("cluster: partition reassignment complete", "topic", ch.TopicID, "partition", ch.PartitionID, "replicas", ch.Replicas, "isr", ch.ISR)
-	}
-}
-
-// AlterReassignments asks the controller to start or cancel partition
-// reassignments; it returns once this node's image holds them.
-func (s *RaftStore) AlterReassignments(req AlterReassignments, timeout time.Duration) ([]PartitionResult, error) {
-	resp, err := s.callController(rpcRequest{Reassign: &req}, timeout)
-	if err != nil {
-		return nil, err
-	}
-	if _, err := s.waitApplied(resp.Index, timeout); err != nil {
-		return nil, err
-	}
-	return resp.Results, nil
 }

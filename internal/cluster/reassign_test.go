@@ -34,12 +34,12 @@ func TestReassignLifecycle(t *testing.T) {
 	if !slices.Equal(reg.Replicas, []NodeID{1, 2, 3}) || !slices.Equal(reg.AddingReplicas, []NodeID{2, 3}) || reg.RemovingReplicas != nil || reg.Leader != 1 {
 		t.Fatalf("started: %+v", reg)
 	}
-	if _, ok := completeReassignment(im, reg); ok {
+	if _, ok := CompleteReassignment(im, reg); ok {
 		t.Fatal("completed before the adding replicas joined the ISR")
 	}
 	im = applyChange(t, im, PartitionChange{TopicID: id, ExpectedPartitionEpoch: reg.PartitionEpoch, Leader: LeaderUnchanged, ISR: []NodeID{1, 2, 3}})
 	reg, _ = im.Partition(id, 0)
-	done, ok := completeReassignment(im, reg)
+	done, ok := CompleteReassignment(im, reg)
 	if !ok {
 		t.Fatalf("not complete with ISR %v", reg.ISR)
 	}
@@ -116,7 +116,7 @@ func TestReassignRefusesBadTargets(t *testing.T) {
 // a code the calling node turns back into the same sentinel.
 func TestReassignErrorsCrossTheWire(t *testing.T) {
 	im, id := isrImage(t, nil, nil, false, PartitionReg{Replicas: []NodeID{1}, ISR: []NodeID{1}, Leader: 1})
-	_, res := reassignments(im, AlterReassignments{Parts: []Reassignment{
+	_, res := Reassignments(im, AlterReassignments{Parts: []Reassignment{
 		{TopicPartition: TopicPartition{Topic: id}, Replicas: []NodeID{2, 9}},
 		{TopicPartition: TopicPartition{Topic: id}},
 	}})

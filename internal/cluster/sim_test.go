@@ -18,8 +18,8 @@ import (
 // a fake clock, and a seeded message queue that drops, duplicates, delays
 // and reorders every message — fetches and their answers, OffsetForLeaderEpoch,
 // AlterPartition, and the metadata images the controller publishes. The
-// controller decides with this package's own rules (leaveISRs, electFor,
-// uncleanShutdown, checkAlterPartition; eligible leader replicas on);
+// controller decides with this package's own rules (LeaveISRs, ElectFor,
+// UncleanShutdownChanges, CheckAlterPartition; eligible leader replicas on);
 // replicas with package replica's (HighWatermark, ShouldJoin, ShouldLeave,
 // Truncation, Follower.Fetched). Replicas crash and come back as new
 // incarnations: most crashes are clean (the log survives), some unclean
@@ -640,12 +640,12 @@ func (s *sim) restart(id NodeID) {
 	s.apply(leaveISRsRecords(s.img, id)...)
 	s.apply(RegisterBroker{ID: id, IncarnationID: "i" + strconv.Itoa(r.incarn)})
 	if r.dirty { // no clean-shutdown marker: out of every ISR and ELR
-		s.apply(uncleanShutdown(s.img, simRules, id)...)
+		s.apply(UncleanShutdownChanges(s.img, simRules, id)...)
 		r.dirty = false
 	}
 	b, _ := s.img.Broker(id)
 	r.brokerEp = b.Epoch
-	s.apply(append([]Record{BrokerRegistrationChange{ID: id, Epoch: b.Epoch, Fenced: -1}}, electFor(s.img, simRules, id)...)...)
+	s.apply(append([]Record{BrokerRegistrationChange{ID: id, Epoch: b.Epoch, Fenced: -1}}, ElectFor(s.img, simRules, id)...)...)
 	s.lastSeen[id] = s.step
 	s.publish()
 }
@@ -654,7 +654,7 @@ func (s *sim) restart(id NodeID) {
 // is out already).
 func leaveISRsRecords(img *Image, id NodeID) []Record {
 	b, _ := img.Broker(id)
-	return append([]Record{BrokerRegistrationChange{ID: id, Epoch: b.Epoch, Fenced: 1}}, leaveISRs(img, simRules, id)...)
+	return append([]Record{BrokerRegistrationChange{ID: id, Epoch: b.Epoch, Fenced: 1}}, LeaveISRs(img, simRules, id)...)
 }
 
 // controllerTick fences a broker whose session expired.
@@ -675,7 +675,7 @@ func (s *sim) controllerReceive(m simMsg) {
 	if m.kind != msgAlter {
 		return
 	}
-	ch, err := checkAlterPartition(s.img, simRules, m.alter)
+	ch, err := CheckAlterPartition(s.img, simRules, m.alter)
 	if err == nil {
 		s.apply(ch)
 		s.publish()

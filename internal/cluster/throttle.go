@@ -61,7 +61,7 @@ type BrokerConfig struct {
 }
 
 func (r BrokerConfig) apply(im *Image, _ int64) error {
-	if err := needsLevel(im, MetadataVersionThrottles, "a dynamic broker config"); err != nil {
+	if err := NeedsLevel(im, MetadataVersionThrottles, "a dynamic broker config"); err != nil {
 		return err
 	}
 	if _, ok := im.brokers[r.Node]; !ok && r.Node != DefaultBrokerConfigNode {
@@ -232,10 +232,10 @@ func dropThrottledEntries(list string, p int32) (string, bool) {
 	return strings.Join(keep, ","), changed
 }
 
-// unthrottleCompleted returns the topic changes that remove the completed
+// UnthrottleCompleted returns the topic changes that remove the completed
 // partitions' entries from their topics' throttled-replicas lists (an
 // empty list is removed).
-func unthrottleCompleted(img *Image, done []TopicPartition) []Record {
+func UnthrottleCompleted(img *Image, done []TopicPartition) []Record {
 	byTopic := map[TopicID][]int32{}
 	for _, tp := range done {
 		byTopic[tp.Topic] = append(byTopic[tp.Topic], tp.Partition)

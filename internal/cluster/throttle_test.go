@@ -39,11 +39,11 @@ func TestBrokerConfigNeedsLevel3(t *testing.T) {
 			t.Errorf("%+v accepted", bad)
 		}
 	}
-	b, err := encodeImage(im)
+	b, err := EncodeImage(im)
 	if err != nil {
 		t.Fatal(err)
 	}
-	back, err := decodeImage(b)
+	back, err := DecodeImage(b)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,7 +99,7 @@ func TestThrottledReplicas(t *testing.T) {
 		}
 	}
 	// t-1 moves from {2,3} to {2,1}: node 1 is adding it.
-	recs, _ := reassignments(im, AlterReassignments{Parts: []Reassignment{{TopicPartition: TopicPartition{Topic: tp.ID, Partition: 1}, Replicas: []NodeID{2, 1}}}})
+	recs, _ := Reassignments(im, AlterReassignments{Parts: []Reassignment{{TopicPartition: TopicPartition{Topic: tp.ID, Partition: 1}, Replicas: []NodeID{2, 1}}}})
 	if im, err = im.With(recs...); err != nil {
 		t.Fatal(err)
 	}
@@ -126,7 +126,7 @@ func TestCompletedReassignmentDropsItsThrottle(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	recs := unthrottleCompleted(im, []TopicPartition{{Topic: tp.ID, Partition: 0}})
+	recs := UnthrottleCompleted(im, []TopicPartition{{Topic: tp.ID, Partition: 0}})
 	if im, err = im.With(recs...); err != nil {
 		t.Fatal(err)
 	}
@@ -134,7 +134,7 @@ func TestCompletedReassignmentDropsItsThrottle(t *testing.T) {
 	if _, ok := got.Configs[LeaderThrottledReplicas]; ok || got.Configs[FollowerThrottledReplicas] != "1:1" {
 		t.Fatalf("configs after t-0 completed: %v; want no leader list and follower list 1:1", got.Configs)
 	}
-	if recs := unthrottleCompleted(im, []TopicPartition{{Topic: tp.ID, Partition: 0}}); len(recs) != 0 {
+	if recs := UnthrottleCompleted(im, []TopicPartition{{Topic: tp.ID, Partition: 0}}); len(recs) != 0 {
 		t.Fatalf("nothing left to drop, yet %v", recs)
 	}
 }

@@ -8,7 +8,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/strandmq/strand/internal/cluster"
+	"github.com/strandmq/strand/internal/cluster/quorum"
 )
 
 // AddRaftVoter: v0-v1, and RemoveRaftVoter: v0 (KIP-853).
@@ -26,7 +26,7 @@ import (
 func (s *Server) handleAddRaftVoter(_ context.Context, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.AddRaftVoterRequest)
 	resp := req.ResponseKind().(*kmsg.AddRaftVoterResponse)
-	v := cluster.VoterChange{ID: req.VoterID}
+	v := quorum.VoterChange{ID: req.VoterID}
 	if len(req.Listeners) > 0 {
 		v.Addr = net.JoinHostPort(req.Listeners[0].Host, strconv.Itoa(int(req.Listeners[0].Port)))
 	}
@@ -37,11 +37,11 @@ func (s *Server) handleAddRaftVoter(_ context.Context, kreq kmsg.Request) (kmsg.
 func (s *Server) handleRemoveRaftVoter(_ context.Context, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.RemoveRaftVoterRequest)
 	resp := req.ResponseKind().(*kmsg.RemoveRaftVoterResponse)
-	resp.ErrorCode, resp.ErrorMessage = s.changeVoter(req.ClusterID, cluster.VoterChange{ID: req.VoterID, Remove: true})
+	resp.ErrorCode, resp.ErrorMessage = s.changeVoter(req.ClusterID, quorum.VoterChange{ID: req.VoterID, Remove: true})
 	return resp, nil
 }
 
-func (s *Server) changeVoter(clusterID *string, v cluster.VoterChange) (int16, *string) {
+func (s *Server) changeVoter(clusterID *string, v quorum.VoterChange) (int16, *string) {
 	if clusterID != nil && *clusterID != s.b.ClusterID() {
 		return kerr.InconsistentClusterID.Code, kmsg.StringPtr("cluster " + *clusterID + " is not this cluster (" + s.b.ClusterID() + ")")
 	}

@@ -23,6 +23,7 @@ var layers = [][]string{
 	{"internal/partition/fetcher", "internal/txn/txncoord", "internal/dlq", "internal/share/sharenode"},
 	{"internal/partition"},
 	{"internal/topicconfig", "internal/datadir"},
+	{"internal/cluster/quorum"},
 	{"internal/cluster"},
 	{"internal/replica"},
 	{"internal/group", "internal/txn", "internal/share"},

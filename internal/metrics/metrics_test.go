@@ -19,7 +19,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/strandmq/strand/internal/broker"
-	"github.com/strandmq/strand/internal/cluster"
+	"github.com/strandmq/strand/internal/cluster/quorum"
 	"github.com/strandmq/strand/internal/kafka"
 	"github.com/strandmq/strand/internal/record"
 	"github.com/strandmq/strand/internal/testnet"
@@ -318,7 +318,7 @@ func TestHealthzReportsFailedPartitions(t *testing.T) {
 // 503 saying it is fenced and strand_broker_fenced is 1.
 func TestHealthzReportsAFencedMember(t *testing.T) {
 	addr := testnet.FreeAddr(t)
-	rs, err := cluster.OpenRaftStore(cluster.RaftConfig{NodeID: 0, Dir: t.TempDir(), Bind: addr, Voters: []cluster.Voter{{ID: 0, Addr: addr}},
+	rs, err := quorum.OpenRaftStore(quorum.RaftConfig{NodeID: 0, Dir: t.TempDir(), Bind: addr, Voters: []quorum.Voter{{ID: 0, Addr: addr}},
 		HeartbeatTimeout: 100 * time.Millisecond, ElectionTimeout: 100 * time.Millisecond, LeaderLease: 50 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)

@@ -1,4 +1,4 @@
-package cluster
+package quorum
 
 import (
 	"errors"
@@ -13,6 +13,7 @@ import (
 
 	"github.com/hashicorp/raft"
 
+	"github.com/strandmq/strand/internal/cluster"
 	"github.com/strandmq/strand/internal/nodetls"
 )
 
@@ -21,61 +22,6 @@ import (
 // is a Barrier, so it never decides from an image older than the log.
 // Soft state — when each broker was last heard from — is not in the log:
 // a new controller gives every broker one session of grace.
-
-var (
-	// ErrDuplicateBroker: another live process registered this node id
-	// (Kafka's DUPLICATE_BROKER_REGISTRATION).
-	ErrDuplicateBroker = errors.New("cluster: another live broker has this node id")
-	// ErrStaleBrokerEpoch: a heartbeat from an incarnation the quorum has
-	// replaced; the broker must register again (STALE_BROKER_EPOCH).
-	ErrStaleBrokerEpoch = errors.New("cluster: stale broker epoch")
-)
-
-// Registration is what a broker process tells the controller at start.
-type Registration struct {
-	ID            NodeID
-	IncarnationID string
-	Endpoints     []Endpoint
-	Rack          string
-	// PreviousBrokerEpoch is the epoch the node's clean-shutdown marker
-	// recorded, UncleanShutdown when it found none (the last process died
-	// with its logs unflushed), 0 when it does not say (an older broker):
-	// a new incarnation that is not a clean restart of the registered one
-	// leaves every ISR and ELR (Kafka's handleBrokerUncleanShutdown).
-	PreviousBrokerEpoch int64 `json:",omitempty"`
-	// SuccessorOf is the secret token the node's data directory held at
-	// this process's start: a registration whose SuccessorOf hashes to
-	// the token hash the registered incarnation id ends with comes from
-	// the process that took over its directory, and replaces it at once
-	// (successor.go). Controllers that predate it ignore it.
-	SuccessorOf string `json:",omitempty"`
-	// Features are the feature levels the node's build supports; the
-	// controller refuses a node that cannot run at the finalized ones.
-	Features map[string]FeatureRange `json:",omitempty"`
-	// Roles are the process's roles (roles.go; nil: both). A node id keeps
-	// the roles it first registered with: a registration with others is
-	// refused, and so is a broker-only one from a quorum voter.
-	Roles []string `json:",omitempty"`
-}
-
-// UncleanShutdown is Registration.PreviousBrokerEpoch of a node that found
-// no clean-shutdown marker.
-const UncleanShutdown int64 = -1
-
-// Heartbeat is a registered broker's periodic proof of life.
-type Heartbeat struct {
-	ID           NodeID
-	Epoch        int64
-	AppliedIndex uint64 // how far this broker's image has come
-	WantShutdown bool
-}
-
-// HeartbeatReply is the controller's answer.
-type HeartbeatReply struct {
-	Fenced         bool
-	CaughtUp       bool // the broker's image holds its own registration
-	ShouldShutdown bool // controlled shutdown: it leads nothing any more
-}
 
 // ControllerConfig tunes the controller; zero values are Kafka's.
 type ControllerConfig struct {
@@ -102,14 +48,14 @@ type ControllerConfig struct {
 }
 
 // rules are the partition-change rules cfg sets.
-func (cfg ControllerConfig) rules() Rules {
-	return Rules{ELR: !cfg.DisableELR, DefaultMinISR: max(1, cfg.DefaultMinISR)}
+func (cfg ControllerConfig) rules() cluster.Rules {
+	return cluster.Rules{ELR: !cfg.DisableELR, DefaultMinISR: max(1, cfg.DefaultMinISR)}
 }
 
 type controller struct {
 	s      *RaftStore
 	cfg    ControllerConfig
-	rules  Rules
+	rules  cluster.Rules
 	logger *slog.Logger
 
 	// decide serialises decisions: each reads the image and commits its
@@ -120,16 +66,16 @@ type controller struct {
 	active      bool          // this node leads raft
 	ready       bool          // ... and its image has caught up (Barrier)
 	term        chan struct{} // closed when this leadership ends
-	lastContact map[NodeID]time.Time
-	applied     map[NodeID]uint64 // each broker's applied index, from its heartbeats
-	watches     sessionWatches    // brokers' open session watches (session.go)
+	lastContact map[cluster.NodeID]time.Time
+	applied     map[cluster.NodeID]uint64 // each broker's applied index, from its heartbeats
+	watches     sessionWatches            // brokers' open session watches (session.go)
 }
 
 func newController(s *RaftStore, cfg ControllerConfig, logger *slog.Logger) *controller {
 	if cfg.SessionTimeout <= 0 {
 		cfg.SessionTimeout = 9 * time.Second
 	}
-	return &controller{s: s, cfg: cfg, rules: cfg.rules(), logger: logger, lastContact: map[NodeID]time.Time{}, applied: map[NodeID]uint64{}}
+	return &controller{s: s, cfg: cfg, rules: cfg.rules(), logger: logger, lastContact: map[cluster.NodeID]time.Time{}, applied: map[cluster.NodeID]uint64{}}
 }
 
 // watch follows raft's leadership notifications (NotifyCh, not LeaderCh:
@@ -186,11 +132,11 @@ func (c *controller) run(term chan struct{}) {
 	if c.s.Image().ClusterID() == "" {
 		id := c.cfg.ClusterID
 		if id == "" {
-			id = NewClusterID()
+			id = cluster.NewClusterID()
 		}
 		// A new cluster starts at the newest level this build writes, as
 		// Kafka's storage format does: nothing older can be in it yet.
-		init := []Record{ClusterInit{ClusterID: id}, FinalizeFeature{Name: MetadataVersion, Level: MetadataVersionLatest}}
+		init := []cluster.Record{cluster.ClusterInit{ClusterID: id}, cluster.FinalizeFeature{Name: cluster.MetadataVersion, Level: cluster.MetadataVersionLatest}}
 		if _, _, err := c.s.applyLocal(5*time.Second, init...); err != nil {
 			c.logger.Warn("cluster: naming the cluster", "err", err)
 		}
@@ -264,7 +210,7 @@ func (c *controller) fenceOneStale(now time.Time) {
 		if now.Sub(last) <= c.cfg.SessionTimeout {
 			continue
 		}
-		recs := append([]Record{BrokerRegistrationChange{ID: b.ID, Epoch: b.Epoch, Fenced: 1}}, leaveISRs(img, c.rules, b.ID)...)
+		recs := append([]cluster.Record{cluster.BrokerRegistrationChange{ID: b.ID, Epoch: b.Epoch, Fenced: 1}}, cluster.LeaveISRs(img, c.rules, b.ID)...)
 		if _, _, err := c.s.applyLocal(5*time.Second, recs...); err != nil {
 			c.logger.Warn("cluster: fencing a broker", "broker", b.ID, "err", err)
 			return
@@ -280,7 +226,7 @@ func (c *controller) fenceOneStale(now time.Time) {
 func (c *controller) electUnclean() {
 	c.decide.Lock()
 	defer c.decide.Unlock()
-	recs := electUnclean(c.s.Image(), c.rules)
+	recs := cluster.UncleanElections(c.s.Image(), c.rules)
 	if len(recs) == 0 {
 		return
 	}
@@ -293,9 +239,9 @@ func (c *controller) electUnclean() {
 
 // warnUnclean logs, loudly, every election from outside the ISR and ELR
 // in recs: records only the old ISR had may be gone.
-func (c *controller) warnUnclean(recs []Record) {
+func (c *controller) warnUnclean(recs []cluster.Record) {
 	for _, r := range recs {
-		if ch, ok := r.(PartitionChange); ok && ch.Unclean {
+		if ch, ok := r.(cluster.PartitionChange); ok && ch.Unclean {
 			c.logger.Error("cluster: UNCLEAN leader election: a replica outside the ISR and ELR now leads (unclean.leader.election.enable=true, or the last known leader after every in-sync and eligible replica was lost); records acknowledged by the old ISR may be lost",
 				"topic", ch.TopicID, "partition", ch.PartitionID, "leader", ch.Leader)
 		}
@@ -309,7 +255,7 @@ func (c *controller) warnUnclean(recs []Record) {
 // is this very process (a restarted node that wins the raft election
 // would otherwise wait a session for its own dead registration), or it
 // shows the secret the old one left in the directory (successor.go).
-func (c *controller) register(r Registration) (int64, uint64, error) {
+func (c *controller) register(r cluster.Registration) (int64, uint64, error) {
 	img := c.s.Image()
 	if err := c.checkRoles(img, r); err != nil {
 		return 0, 0, err
@@ -319,21 +265,21 @@ func (c *controller) register(r Registration) (int64, uint64, error) {
 		last := c.lastContact[r.ID]
 		c.mu.Unlock()
 		if time.Since(last) <= c.cfg.SessionTimeout {
-			return 0, 0, fmt.Errorf("%w: node %d (incarnation %s) was heard from %v ago", ErrDuplicateBroker, r.ID, old.IncarnationID, time.Since(last).Round(time.Millisecond))
+			return 0, 0, fmt.Errorf("%w: node %d (incarnation %s) was heard from %v ago", cluster.ErrDuplicateBroker, r.ID, old.IncarnationID, time.Since(last).Round(time.Millisecond))
 		}
 	}
-	if err := checkRegistration(img, r); err != nil {
+	if err := cluster.CheckRegistration(img, r); err != nil {
 		return 0, 0, err
 	}
 	if len(r.Roles) > 0 {
-		if err := needsLevel(img, MetadataVersionRoles, fmt.Sprintf("node %d registering with --roles %s", r.ID, RolesString(r.Roles))); err != nil {
+		if err := cluster.NeedsLevel(img, cluster.MetadataVersionRoles, fmt.Sprintf("node %d registering with --roles %s", r.ID, cluster.RolesString(r.Roles))); err != nil {
 			return 0, 0, err
 		}
 	}
-	recs := []Record{RegisterBroker{ID: r.ID, IncarnationID: r.IncarnationID, Endpoints: r.Endpoints, Rack: r.Rack, Features: r.Features, Roles: r.Roles}}
+	recs := []cluster.Record{cluster.RegisterBroker{ID: r.ID, IncarnationID: r.IncarnationID, Endpoints: r.Endpoints, Rack: r.Rack, Features: r.Features, Roles: r.Roles}}
 	old, known := img.Broker(r.ID)
 	if known && old.IncarnationID != r.IncarnationID && !old.Fenced {
-		recs = append(leaveISRs(img, c.rules, r.ID), recs...) // the old process is gone
+		recs = append(cluster.LeaveISRs(img, c.rules, r.ID), recs...) // the old process is gone
 	}
 	crashed := (!known || old.IncarnationID != r.IncarnationID) && r.PreviousBrokerEpoch != 0 && (!known || r.PreviousBrokerEpoch != old.Epoch)
 	if crashed {
@@ -342,7 +288,7 @@ func (c *controller) register(r Registration) (int64, uint64, error) {
 		if err != nil {
 			return 0, 0, err
 		}
-		recs = append(recs, uncleanShutdown(after, c.rules, r.ID)...)
+		recs = append(recs, cluster.UncleanShutdownChanges(after, c.rules, r.ID)...)
 	}
 	next, index, err := c.s.applyLocal(5*time.Second, recs...)
 	if err != nil {
@@ -365,53 +311,53 @@ func (c *controller) register(r Registration) (int64, uint64, error) {
 // heartbeat records a broker's contact and moves its state: unfenced once
 // its image holds its registration; in controlled shutdown, without
 // leadership, then told to stop.
-func (c *controller) heartbeat(hb Heartbeat) (HeartbeatReply, error) {
+func (c *controller) heartbeat(hb cluster.Heartbeat) (cluster.HeartbeatReply, error) {
 	img := c.s.Image()
 	b, ok := img.Broker(hb.ID)
 	if !ok || b.Epoch != hb.Epoch {
-		return HeartbeatReply{}, fmt.Errorf("%w: node %d at epoch %d", ErrStaleBrokerEpoch, hb.ID, hb.Epoch)
+		return cluster.HeartbeatReply{}, fmt.Errorf("%w: node %d at epoch %d", cluster.ErrStaleBrokerEpoch, hb.ID, hb.Epoch)
 	}
 	c.mu.Lock()
 	c.lastContact[hb.ID] = time.Now()
 	c.applied[hb.ID] = hb.AppliedIndex
 	c.mu.Unlock()
 	caughtUp := hb.AppliedIndex >= uint64(b.Epoch)
-	var recs []Record
+	var recs []cluster.Record
 	switch {
 	case hb.WantShutdown:
 		if !b.InControlledShutdown {
-			recs = append(recs, BrokerRegistrationChange{ID: b.ID, Epoch: b.Epoch, InControlledShutdown: 1})
+			recs = append(recs, cluster.BrokerRegistrationChange{ID: b.ID, Epoch: b.Epoch, InControlledShutdown: 1})
 		}
-		recs = append(recs, leaveISRs(img, c.rules, b.ID)...)
+		recs = append(recs, cluster.LeaveISRs(img, c.rules, b.ID)...)
 	case b.Fenced && caughtUp && !b.InControlledShutdown:
-		recs = append([]Record{BrokerRegistrationChange{ID: b.ID, Epoch: b.Epoch, Fenced: -1}}, electFor(img, c.rules, b.ID)...)
+		recs = append([]cluster.Record{cluster.BrokerRegistrationChange{ID: b.ID, Epoch: b.Epoch, Fenced: -1}}, cluster.ElectFor(img, c.rules, b.ID)...)
 	}
 	if len(recs) > 0 {
 		next, _, err := c.s.applyLocal(5*time.Second, recs...)
 		if err != nil {
-			return HeartbeatReply{}, err
+			return cluster.HeartbeatReply{}, err
 		}
 		img = next
 		b, _ = img.Broker(hb.ID)
 		c.warnUnclean(recs)
 	}
-	reply := HeartbeatReply{Fenced: b.Fenced, CaughtUp: caughtUp}
+	reply := cluster.HeartbeatReply{Fenced: b.Fenced, CaughtUp: caughtUp}
 	if hb.WantShutdown {
-		reply.ShouldShutdown = !img.leadsAny(hb.ID)
+		reply.ShouldShutdown = !img.LeadsAny(hb.ID)
 	}
 	return reply, nil
 }
 
 // alterPartition commits a leader's ISR change, if Kafka's checks pass,
 // and returns the partition as it is then.
-func (c *controller) alterPartition(r AlterPartition) (PartitionReg, error) {
-	ch, err := checkAlterPartition(c.s.Image(), c.rules, r)
+func (c *controller) alterPartition(r cluster.AlterPartition) (cluster.PartitionReg, error) {
+	ch, err := cluster.CheckAlterPartition(c.s.Image(), c.rules, r)
 	if err != nil {
-		return PartitionReg{}, err
+		return cluster.PartitionReg{}, err
 	}
 	next, _, err := c.s.applyLocal(5*time.Second, ch)
 	if err != nil {
-		return PartitionReg{}, err
+		return cluster.PartitionReg{}, err
 	}
 	reg, _ := next.Partition(r.TopicID, r.PartitionID)
 	c.logger.Info("cluster: ISR changed", "topic", r.TopicID, "partition", r.PartitionID, "isr", reg.ISR, "elr", reg.ELR, "partition_epoch", reg.PartitionEpoch)
@@ -419,7 +365,7 @@ func (c *controller) alterPartition(r AlterPartition) (PartitionReg, error) {
 }
 
 // serve answers one controller RPC.
-func (c *controller) serve(peer NodeID, req rpcRequest) rpcResponse {
+func (c *controller) serve(peer cluster.NodeID, req rpcRequest) rpcResponse {
 	if err := checkSender(peer, req); err != nil {
 		c.logger.Warn("cluster: refused a controller RPC from a node speaking for another", "err", err)
 		return rpcFailure(err)
@@ -428,17 +374,17 @@ func (c *controller) serve(peer NodeID, req rpcRequest) rpcResponse {
 	ready := c.ready
 	c.mu.Unlock()
 	if !ready {
-		return rpcFailure(ErrNotController) // the caller retries
+		return rpcFailure(cluster.ErrNotController) // the caller retries
 	}
 	c.decide.Lock()
 	defer c.decide.Unlock()
 	switch {
 	case req.Apply != nil:
-		recs, err := DecodeRecords(req.Apply)
+		recs, err := cluster.DecodeRecords(req.Apply)
 		if err != nil {
 			return rpcFailure(err)
 		}
-		recs = append(recs, clearELROnMinISRChange(c.s.Image(), recs)...)
+		recs = append(recs, cluster.ClearELROnMinISRChange(c.s.Image(), recs)...)
 		_, index, err := c.s.applyLocal(DefaultApplyTimeout, recs...)
 		if err != nil {
 			// The image the conflict was found in: the caller waits for it
@@ -462,7 +408,7 @@ func (c *controller) serve(peer NodeID, req rpcRequest) rpcResponse {
 		}
 		return rpcResponse{Index: c.s.r.LastIndex()}
 	case req.Observer != nil:
-		if err := needsLevel(c.s.Image(), MetadataVersionRoles, fmt.Sprintf("node %d joining as a broker-only node (--roles broker)", req.Observer.ID)); err != nil {
+		if err := cluster.NeedsLevel(c.s.Image(), cluster.MetadataVersionRoles, fmt.Sprintf("node %d joining as a broker-only node (--roles broker)", req.Observer.ID)); err != nil {
 			return rpcFailure(err)
 		}
 		v := *req.Observer
@@ -491,21 +437,16 @@ func (c *controller) serve(peer NodeID, req rpcRequest) rpcResponse {
 	return rpcFailure(errors.New("empty controller request"))
 }
 
-// ErrNotTheSender: a controller RPC speaks for a node other than the one
-// its connection authenticated as (node 2's certificate registering node
-// 3, say).
-var ErrNotTheSender = errors.New("cluster: a node may speak only for itself")
-
 // checkSender refuses a request that registers, heartbeats or changes an
 // ISR on behalf of a node other than peer, the node the connection's
 // certificate names (nodetls.AnyNode without inter-node TLS: trusted).
 // Forwarded metadata changes, elections and reassignments are any node's
 // to forward: their authority is the client's, checked where it arrived.
-func checkSender(peer NodeID, req rpcRequest) error {
+func checkSender(peer cluster.NodeID, req rpcRequest) error {
 	if peer == nodetls.AnyNode {
 		return nil
 	}
-	var claims NodeID = peer
+	var claims cluster.NodeID = peer
 	switch {
 	case req.Register != nil:
 		claims = req.Register.ID
@@ -517,14 +458,14 @@ func checkSender(peer NodeID, req rpcRequest) error {
 		claims = req.AlterPartition.Broker
 	}
 	if claims != peer {
-		return fmt.Errorf("%w: node %d's connection spoke for node %d", ErrNotTheSender, peer, claims)
+		return fmt.Errorf("%w: node %d's connection spoke for node %d", cluster.ErrNotTheSender, peer, claims)
 	}
 	return nil
 }
 
 // VoterStatus is one voter as the controller sees it.
 type VoterStatus struct {
-	ID   NodeID
+	ID   cluster.NodeID
 	Addr string
 	// AppliedIndex is how far the node's metadata image has come (its last
 	// heartbeat's; the controller's own for itself), LastContact when the
@@ -537,7 +478,7 @@ type VoterStatus struct {
 
 // QuorumStatus is the metadata quorum as its leader sees it.
 type QuorumStatus struct {
-	Leader      NodeID
+	Leader      cluster.NodeID
 	Term        uint64
 	CommitIndex uint64
 	Voters      []VoterStatus // and non-voters, marked Observer
@@ -560,9 +501,9 @@ func (c *controller) quorumStatus() (QuorumStatus, bool) {
 	}
 	for _, srv := range cfg.Configuration().Servers {
 		n, _ := strconv.Atoi(string(srv.ID))
-		v := VoterStatus{ID: NodeID(n), Addr: string(srv.Address), AppliedIndex: applied[NodeID(n)], LastContact: contact[NodeID(n)],
+		v := VoterStatus{ID: cluster.NodeID(n), Addr: string(srv.Address), AppliedIndex: applied[cluster.NodeID(n)], LastContact: contact[cluster.NodeID(n)],
 			Observer: srv.Suffrage != raft.Voter}
-		if NodeID(n) == id {
+		if cluster.NodeID(n) == id {
 			v.AppliedIndex, v.LastContact = c.s.AppliedIndex(), time.Now()
 		}
 		st.Voters = append(st.Voters, v)
@@ -573,7 +514,7 @@ func (c *controller) quorumStatus() (QuorumStatus, bool) {
 
 // VoterChange adds a voter to the metadata quorum or removes one.
 type VoterChange struct {
-	ID     NodeID
+	ID     cluster.NodeID
 	Addr   string // its raft address (to add)
 	Remove bool
 	// Nonvoter adds the node as a raft non-voter instead: a broker-only
@@ -597,12 +538,12 @@ func (c *controller) changeVoter(v VoterChange) error {
 		f = c.s.r.RemoveServer(id, 0, 10*time.Second)
 	case v.Nonvoter:
 		if _, _, err := net.SplitHostPort(v.Addr); err != nil {
-			return fmt.Errorf("%w: node %d's raft address %q: %v", ErrConflict, v.ID, v.Addr, err)
+			return fmt.Errorf("%w: node %d's raft address %q: %v", cluster.ErrConflict, v.ID, v.Addr, err)
 		}
 		f = c.s.r.AddNonvoter(id, raft.ServerAddress(v.Addr), 0, 10*time.Second)
 	default:
 		if _, _, err := net.SplitHostPort(v.Addr); err != nil {
-			return fmt.Errorf("%w: voter %d's raft address %q: %v", ErrConflict, v.ID, v.Addr, err)
+			return fmt.Errorf("%w: voter %d's raft address %q: %v", cluster.ErrConflict, v.ID, v.Addr, err)
 		}
 		f = c.s.r.AddVoter(id, raft.ServerAddress(v.Addr), 0, 10*time.Second)
 	}

@@ -1,4 +1,4 @@
-package cluster
+package quorum
 
 import (
 	"context"
@@ -19,6 +19,7 @@ import (
 	"github.com/hashicorp/raft"
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
 
+	"github.com/strandmq/strand/internal/cluster"
 	"github.com/strandmq/strand/internal/nodetls"
 )
 
@@ -108,7 +109,7 @@ type RaftStore struct {
 	ctl   *controller
 	nw    Network
 	node  string // this node's id, as Network names it
-	self  NodeID
+	self  cluster.NodeID
 	// incarnation is this process's broker incarnation, once it registers.
 	incarnation atomic.Value
 	watchOnce   sync.Once // starts this process's session watch (session.go)
@@ -131,16 +132,6 @@ type RaftStore struct {
 	// the quorum (0: none yet), for the controller's first session clock.
 	lastOtherLeader atomic.Int32
 }
-
-// ErrNotController: this node does not lead the metadata quorum; changes go
-// to the leader (Leader).
-var ErrNotController = errors.New("cluster: not the controller")
-
-// ErrNoLeader: this node has known no controller for longer than an
-// election takes — it is likely cut off from the quorum. Clients are told
-// at once (Kafka's NOT_CONTROLLER) so they look for the controller
-// elsewhere instead of queueing behind requests that cannot commit here.
-var ErrNoLeader = errors.New("cluster: no controller known")
 
 // OpenRaftStore starts this node's raft and, when it has no raft state
 // yet, bootstraps the configured voters.
@@ -250,7 +241,7 @@ func (s *RaftStore) watchLeaders() {
 				return
 			case o := <-ch:
 				lo := o.Data.(raft.LeaderObservation)
-				if n, err := strconv.Atoi(string(lo.LeaderID)); err == nil && NodeID(n) != s.self {
+				if n, err := strconv.Atoi(string(lo.LeaderID)); err == nil && cluster.NodeID(n) != s.self {
 					s.lastOtherLeader.Store(int32(n))
 				}
 			}
@@ -259,7 +250,7 @@ func (s *RaftStore) watchLeaders() {
 }
 
 // isLocal says whether r is this process's own registration.
-func (s *RaftStore) isLocal(r Registration) bool {
+func (s *RaftStore) isLocal(r cluster.Registration) bool {
 	inc, _ := s.incarnation.Load().(string)
 	return r.ID == s.self && inc != "" && (r.IncarnationID == inc || r.IncarnationID == withTokenHash(inc, s.token))
 }
@@ -267,16 +258,16 @@ func (s *RaftStore) isLocal(r Registration) bool {
 // previousLeader is the node that led the quorum before this one and the
 // last time this node heard from it (raft's last contact: an append from
 // that leader or, later, a vote this node granted), ok false if unknown.
-func (s *RaftStore) previousLeader() (NodeID, time.Time, bool) {
+func (s *RaftStore) previousLeader() (cluster.NodeID, time.Time, bool) {
 	id, at := s.lastOtherLeader.Load(), s.r.LastContact()
-	return NodeID(id), at, id != 0 && !at.IsZero()
+	return cluster.NodeID(id), at, id != 0 && !at.IsZero()
 }
 
 // checkVoters refuses a raft log whose quorum does not have this node at
 // this address: a data directory of another quorum, or of another node,
 // would follow (or lead) that one. (The rest of the list may differ from
 // the flag: voters added or removed since.)
-func (s *RaftStore) checkVoters(self NodeID, bind string) error {
+func (s *RaftStore) checkVoters(self cluster.NodeID, bind string) error {
 	f := s.r.GetConfiguration()
 	if err := f.Error(); err != nil {
 		return fmt.Errorf("cluster: raft configuration: %w", err)
@@ -305,13 +296,13 @@ func orDefault(d, def time.Duration) time.Duration {
 }
 
 // Image returns the image this node has applied.
-func (s *RaftStore) Image() *Image { return s.fsm.img.Load() }
+func (s *RaftStore) Image() *cluster.Image { return s.fsm.img.Load() }
 
 // AppliedIndex is the raft index of the last entry this node applied.
 func (s *RaftStore) AppliedIndex() uint64 { return s.fsm.index.Load() }
 
 // Subscribe calls fn with every image this node applies from now on.
-func (s *RaftStore) Subscribe(fn func(*Image)) (cancel func()) { return s.fsm.subscribe(fn) }
+func (s *RaftStore) Subscribe(fn func(*cluster.Image)) (cancel func()) { return s.fsm.subscribe(fn) }
 
 // Leader returns the node id and raft address of the quorum's leader, or
 // ok false while there is none.
@@ -330,7 +321,7 @@ func (s *RaftStore) Leader() (id int32, addr string, ok bool) {
 const DefaultApplyTimeout = 10 * time.Second
 
 // Apply is ApplyWithin DefaultApplyTimeout: the Store interface.
-func (s *RaftStore) Apply(recs ...Record) (*Image, error) {
+func (s *RaftStore) Apply(recs ...cluster.Record) (*cluster.Image, error) {
 	return s.ApplyWithin(DefaultApplyTimeout, recs...)
 }
 
@@ -340,14 +331,14 @@ func (s *RaftStore) Apply(recs ...Record) (*Image, error) {
 // controller (following a leader change) and waits until this node has
 // applied the entry, so a caller reads its own write. It waits at most
 // timeout.
-func (s *RaftStore) ApplyWithin(timeout time.Duration, recs ...Record) (*Image, error) {
-	data, err := EncodeRecords(recs)
+func (s *RaftStore) ApplyWithin(timeout time.Duration, recs ...cluster.Record) (*cluster.Image, error) {
+	data, err := cluster.EncodeRecords(recs)
 	if err != nil {
 		return nil, err
 	}
 	resp, err := s.callController(rpcRequest{Apply: data}, timeout)
 	if err != nil {
-		if errors.Is(err, ErrConflict) && resp.Index > 0 {
+		if errors.Is(err, cluster.ErrConflict) && resp.Index > 0 {
 			_, _ = s.waitApplied(resp.Index, timeout)
 		}
 		return nil, err
@@ -357,15 +348,15 @@ func (s *RaftStore) ApplyWithin(timeout time.Duration, recs ...Record) (*Image, 
 
 // applyLocal commits recs as leader and returns the image after them and
 // their raft index.
-func (s *RaftStore) applyLocal(timeout time.Duration, recs ...Record) (*Image, uint64, error) {
-	data, err := EncodeRecords(recs)
+func (s *RaftStore) applyLocal(timeout time.Duration, recs ...cluster.Record) (*cluster.Image, uint64, error) {
+	data, err := cluster.EncodeRecords(recs)
 	if err != nil {
 		return nil, 0, err
 	}
 	f := s.r.Apply(data, timeout)
 	if err := f.Error(); err != nil {
 		if errors.Is(err, raft.ErrNotLeader) || errors.Is(err, raft.ErrLeadershipLost) {
-			return nil, 0, fmt.Errorf("%w: %w", ErrNotController, err)
+			return nil, 0, fmt.Errorf("%w: %w", cluster.ErrNotController, err)
 		}
 		return nil, 0, fmt.Errorf("cluster: commit metadata: %w", err)
 	}
@@ -380,7 +371,7 @@ func (s *RaftStore) applyLocal(timeout time.Duration, recs ...Record) (*Image, u
 // come back as a conflict, as a retried CreateTopics does in Kafka).
 func (s *RaftStore) callController(req rpcRequest, timeout time.Duration) (rpcResponse, error) {
 	deadline := time.Now().Add(timeout)
-	var last error = ErrNotController
+	var last error = cluster.ErrNotController
 	for time.Now().Before(deadline) {
 		id, addr, ok := s.Leader()
 		if ok {
@@ -400,11 +391,11 @@ func (s *RaftStore) callController(req rpcRequest, timeout time.Duration) (rpcRe
 			case resp.Code == "":
 				return resp, nil
 			case resp.Code != "not_controller":
-				return resp, rpcError(resp.Code, resp.Err)
+				return resp, cluster.RPCError(resp.Code, resp.Err)
 			}
 		}
 		if since := s.leaderless.Load(); since != 0 && time.Since(time.Unix(0, since)) > s.leaderlessLimit {
-			return rpcResponse{}, fmt.Errorf("%w: %w for %v", ErrNotController, ErrNoLeader, time.Since(time.Unix(0, since)).Round(time.Millisecond))
+			return rpcResponse{}, fmt.Errorf("%w: %w for %v", cluster.ErrNotController, cluster.ErrNoLeader, time.Since(time.Unix(0, since)).Round(time.Millisecond))
 		}
 		select {
 		case <-s.done:
@@ -412,11 +403,11 @@ func (s *RaftStore) callController(req rpcRequest, timeout time.Duration) (rpcRe
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
-	return rpcResponse{}, fmt.Errorf("%w: no controller answered within %v: %w", ErrNotController, timeout, last)
+	return rpcResponse{}, fmt.Errorf("%w: no controller answered within %v: %w", cluster.ErrNotController, timeout, last)
 }
 
 // waitApplied waits until this node has applied raft index index.
-func (s *RaftStore) waitApplied(index uint64, timeout time.Duration) (*Image, error) {
+func (s *RaftStore) waitApplied(index uint64, timeout time.Duration) (*cluster.Image, error) {
 	deadline := time.Now().Add(timeout)
 	for s.AppliedIndex() < index {
 		if time.Now().After(deadline) {
@@ -429,7 +420,7 @@ func (s *RaftStore) waitApplied(index uint64, timeout time.Duration) (*Image, er
 
 // Register registers this process as broker r.ID and returns its broker
 // epoch, once this node's image holds the registration.
-func (s *RaftStore) Register(r Registration, timeout time.Duration) (int64, error) {
+func (s *RaftStore) Register(r cluster.Registration, timeout time.Duration) (int64, error) {
 	if r.ID == s.self {
 		// The first registration through this store is this process's
 		// broker; any other incarnation of the id is not (a second
@@ -440,7 +431,7 @@ func (s *RaftStore) Register(r Registration, timeout time.Duration) (int64, erro
 		r.IncarnationID, r.SuccessorOf = withTokenHash(r.IncarnationID, s.token), s.prevToken
 	}
 	if r.Features == nil { // what this build supports: it is the one registering
-		r.Features = SupportedFeatures()
+		r.Features = cluster.SupportedFeatures()
 	}
 	resp, err := s.callController(rpcRequest{Register: &r}, timeout)
 	if err != nil {
@@ -454,10 +445,10 @@ func (s *RaftStore) Register(r Registration, timeout time.Duration) (int64, erro
 }
 
 // SendHeartbeat sends one heartbeat to the controller.
-func (s *RaftStore) SendHeartbeat(hb Heartbeat, timeout time.Duration) (HeartbeatReply, error) {
+func (s *RaftStore) SendHeartbeat(hb cluster.Heartbeat, timeout time.Duration) (cluster.HeartbeatReply, error) {
 	resp, err := s.callController(rpcRequest{Heartbeat: &hb}, timeout)
 	if err != nil || resp.Heartbeat == nil {
-		return HeartbeatReply{}, err
+		return cluster.HeartbeatReply{}, err
 	}
 	return *resp.Heartbeat, nil
 }
@@ -465,13 +456,13 @@ func (s *RaftStore) SendHeartbeat(hb Heartbeat, timeout time.Duration) (Heartbea
 // AlterPartition asks the controller to change a partition's ISR (this
 // node leading it) and returns the partition's registration after the
 // change.
-func (s *RaftStore) AlterPartition(r AlterPartition, timeout time.Duration) (PartitionReg, error) {
+func (s *RaftStore) AlterPartition(r cluster.AlterPartition, timeout time.Duration) (cluster.PartitionReg, error) {
 	resp, err := s.callController(rpcRequest{AlterPartition: &r}, timeout)
 	if err != nil || resp.Partition == nil {
 		if err == nil {
 			err = errors.New("cluster: the controller's AlterPartition answer has no partition")
 		}
-		return PartitionReg{}, err
+		return cluster.PartitionReg{}, err
 	}
 	return *resp.Partition, nil
 }

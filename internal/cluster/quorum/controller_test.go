@@ -1,4 +1,4 @@
-package cluster
+package quorum
 
 import (
 	"errors"
@@ -6,6 +6,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/strandmq/strand/internal/cluster"
 )
 
 // quorum starts three voters on loopback with a short broker session and
@@ -53,8 +55,8 @@ func quorumOn(t *testing.T, nw Network, session time.Duration) (map[int32]*RaftS
 func TestApplyFromFollower(t *testing.T) {
 	nodes, leader := quorum(t, 0)
 	follower := nodes[leader%3+1]
-	id := NewTopicID()
-	img, err := follower.ApplyWithin(10*time.Second, PutTopic{Topic: Topic{Name: "a", ID: id, Partitions: 3}})
+	id := cluster.NewTopicID()
+	img, err := follower.ApplyWithin(10*time.Second, cluster.PutTopic{Topic: cluster.Topic{Name: "a", ID: id, Partitions: 3}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,8 +66,8 @@ func TestApplyFromFollower(t *testing.T) {
 	if got, ok := follower.Image().Topic("a"); !ok || got.ID != id {
 		t.Fatal("the follower's store does not hold its own change")
 	}
-	_, err = follower.ApplyWithin(10*time.Second, PutTopic{Topic: Topic{Name: "a", ID: NewTopicID(), Partitions: 1}})
-	if !errors.Is(err, ErrConflict) {
+	_, err = follower.ApplyWithin(10*time.Second, cluster.PutTopic{Topic: cluster.Topic{Name: "a", ID: cluster.NewTopicID(), Partitions: 1}})
+	if !errors.Is(err, cluster.ErrConflict) {
 		t.Fatalf("a conflicting change from a follower: %v, want ErrConflict", err)
 	}
 	if got := follower.Image().ClusterID(); got != "c1" {
@@ -82,7 +84,7 @@ func TestBrokerLiveness(t *testing.T) {
 	nodes, _ := quorum(t, 2*time.Second) // the test's own heartbeats must beat it under load
 	epochs := map[int32]int64{}
 	for id, s := range nodes {
-		epoch, err := s.Register(Registration{ID: id, IncarnationID: fmt.Sprint("inc-", id), Endpoints: []Endpoint{{Name: "CLIENT", Host: "127.0.0.1", Port: 9000 + id}}}, 10*time.Second)
+		epoch, err := s.Register(cluster.Registration{ID: id, IncarnationID: fmt.Sprint("inc-", id), Endpoints: []cluster.Endpoint{{Name: "CLIENT", Host: "127.0.0.1", Port: 9000 + id}}}, 10*time.Second)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -91,17 +93,17 @@ func TestBrokerLiveness(t *testing.T) {
 			t.Fatalf("broker %d is unfenced before its first heartbeat", id)
 		}
 	}
-	beat := func(id int32) HeartbeatReply {
+	beat := func(id int32) cluster.HeartbeatReply {
 		t.Helper()
 		s := nodes[id]
 		// A loaded machine can leave the quorum leaderless for a moment;
 		// a broker's heartbeat loop tries again, and so does this one.
 		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(100 * time.Millisecond) {
-			r, err := s.SendHeartbeat(Heartbeat{ID: id, Epoch: epochs[id], AppliedIndex: s.AppliedIndex()}, 5*time.Second)
+			r, err := s.SendHeartbeat(cluster.Heartbeat{ID: id, Epoch: epochs[id], AppliedIndex: s.AppliedIndex()}, 5*time.Second)
 			if err == nil {
 				return r
 			}
-			if !errors.Is(err, ErrNotController) || time.Now().After(deadline) {
+			if !errors.Is(err, cluster.ErrNotController) || time.Now().After(deadline) {
 				t.Fatal(err)
 			}
 		}
@@ -111,13 +113,13 @@ func TestBrokerLiveness(t *testing.T) {
 			t.Fatalf("broker %d after a caught-up heartbeat: %+v", id, r)
 		}
 	}
-	if _, err := nodes[1].Register(Registration{ID: 2, IncarnationID: "impostor"}, 5*time.Second); !errors.Is(err, ErrDuplicateBroker) {
+	if _, err := nodes[1].Register(cluster.Registration{ID: 2, IncarnationID: "impostor"}, 5*time.Second); !errors.Is(err, cluster.ErrDuplicateBroker) {
 		t.Fatalf("a second process as live broker 2: %v, want ErrDuplicateBroker", err)
 	}
 
-	tid := NewTopicID()
-	if _, err := nodes[1].ApplyWithin(5*time.Second, PutTopic{Topic: Topic{Name: "t", ID: tid, Partitions: 1}},
-		Partition{TopicID: tid, PartitionID: 0, Replicas: []NodeID{2}, ISR: []NodeID{2}, Leader: 2}); err != nil {
+	tid := cluster.NewTopicID()
+	if _, err := nodes[1].ApplyWithin(5*time.Second, cluster.PutTopic{Topic: cluster.Topic{Name: "t", ID: tid, Partitions: 1}},
+		cluster.Partition{TopicID: tid, PartitionID: 0, Replicas: []cluster.NodeID{2}, ISR: []cluster.NodeID{2}, Leader: 2}); err != nil {
 		t.Fatal(err)
 	}
 	// Brokers 1 and 3 keep beating; broker 2 goes silent.
@@ -135,14 +137,14 @@ func TestBrokerLiveness(t *testing.T) {
 	}
 	eventually(t, "the partition to lose its leader", 5*time.Second, func() bool {
 		reg, _ := nodes[1].Image().Partition(tid, 0)
-		return reg.Leader == NoLeader
+		return reg.Leader == cluster.NoLeader
 	})
 	for _, id := range []int32{1, 3} {
 		if b, _ := nodes[1].Image().Broker(id); b.Fenced {
 			t.Fatalf("live broker %d was fenced", id)
 		}
 	}
-	epoch, err := nodes[2].Register(Registration{ID: 2, IncarnationID: "inc-2b"}, 10*time.Second)
+	epoch, err := nodes[2].Register(cluster.Registration{ID: 2, IncarnationID: "inc-2b"}, 10*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -158,7 +160,7 @@ func TestBrokerLiveness(t *testing.T) {
 		return reg.Leader == 2 && reg.LeaderEpoch == 2
 	})
 	// A heartbeat from the replaced incarnation is refused.
-	if _, err := nodes[2].SendHeartbeat(Heartbeat{ID: 2, Epoch: epoch - 1}, 5*time.Second); !errors.Is(err, ErrStaleBrokerEpoch) {
+	if _, err := nodes[2].SendHeartbeat(cluster.Heartbeat{ID: 2, Epoch: epoch - 1}, 5*time.Second); !errors.Is(err, cluster.ErrStaleBrokerEpoch) {
 		t.Fatalf("a stale incarnation's heartbeat: %v", err)
 	}
 }
@@ -168,19 +170,19 @@ func TestBrokerLiveness(t *testing.T) {
 func TestControlledShutdown(t *testing.T) {
 	nodes, _ := quorum(t, 0)
 	s := nodes[3]
-	epoch, err := s.Register(Registration{ID: 3, IncarnationID: "x"}, 10*time.Second)
+	epoch, err := s.Register(cluster.Registration{ID: 3, IncarnationID: "x"}, 10*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.SendHeartbeat(Heartbeat{ID: 3, Epoch: epoch, AppliedIndex: s.AppliedIndex()}, 5*time.Second); err != nil {
+	if _, err := s.SendHeartbeat(cluster.Heartbeat{ID: 3, Epoch: epoch, AppliedIndex: s.AppliedIndex()}, 5*time.Second); err != nil {
 		t.Fatal(err)
 	}
-	tid := NewTopicID()
-	if _, err := s.ApplyWithin(5*time.Second, PutTopic{Topic: Topic{Name: "t", ID: tid, Partitions: 1}},
-		Partition{TopicID: tid, PartitionID: 0, Replicas: []NodeID{3}, ISR: []NodeID{3}, Leader: 3}); err != nil {
+	tid := cluster.NewTopicID()
+	if _, err := s.ApplyWithin(5*time.Second, cluster.PutTopic{Topic: cluster.Topic{Name: "t", ID: tid, Partitions: 1}},
+		cluster.Partition{TopicID: tid, PartitionID: 0, Replicas: []cluster.NodeID{3}, ISR: []cluster.NodeID{3}, Leader: 3}); err != nil {
 		t.Fatal(err)
 	}
-	r, err := s.SendHeartbeat(Heartbeat{ID: 3, Epoch: epoch, AppliedIndex: s.AppliedIndex(), WantShutdown: true}, 5*time.Second)
+	r, err := s.SendHeartbeat(cluster.Heartbeat{ID: 3, Epoch: epoch, AppliedIndex: s.AppliedIndex(), WantShutdown: true}, 5*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -189,7 +191,7 @@ func TestControlledShutdown(t *testing.T) {
 	}
 	eventually(t, "the partition to lose its leader", 5*time.Second, func() bool {
 		reg, _ := s.Image().Partition(tid, 0)
-		return reg.Leader == NoLeader
+		return reg.Leader == cluster.NoLeader
 	})
 }
 
@@ -202,26 +204,26 @@ func TestUncleanShutdownRegistration(t *testing.T) {
 	s := nodes[1]
 	epochs := map[int32]int64{}
 	for id := int32(1); id <= 3; id++ {
-		epoch, err := s.Register(Registration{ID: id, IncarnationID: fmt.Sprint("a", id)}, 10*time.Second)
+		epoch, err := s.Register(cluster.Registration{ID: id, IncarnationID: fmt.Sprint("a", id)}, 10*time.Second)
 		if err != nil {
 			t.Fatal(err)
 		}
 		epochs[id] = epoch
-		if _, err := s.SendHeartbeat(Heartbeat{ID: id, Epoch: epoch, AppliedIndex: s.AppliedIndex()}, 5*time.Second); err != nil {
+		if _, err := s.SendHeartbeat(cluster.Heartbeat{ID: id, Epoch: epoch, AppliedIndex: s.AppliedIndex()}, 5*time.Second); err != nil {
 			t.Fatal(err)
 		}
 	}
-	tid := NewTopicID()
-	if _, err := s.ApplyWithin(5*time.Second, PutTopic{Topic: Topic{Name: "t", ID: tid, Partitions: 1, Configs: map[string]string{MinInsyncReplicas: "3"}}},
-		Partition{TopicID: tid, PartitionID: 0, Replicas: []NodeID{1, 2, 3}, ISR: []NodeID{1, 2, 3}, Leader: 1}); err != nil {
+	tid := cluster.NewTopicID()
+	if _, err := s.ApplyWithin(5*time.Second, cluster.PutTopic{Topic: cluster.Topic{Name: "t", ID: tid, Partitions: 1, Configs: map[string]string{cluster.MinInsyncReplicas: "3"}}},
+		cluster.Partition{TopicID: tid, PartitionID: 0, Replicas: []cluster.NodeID{1, 2, 3}, ISR: []cluster.NodeID{1, 2, 3}, Leader: 1}); err != nil {
 		t.Fatal(err)
 	}
 	for _, id := range []int32{3, 2} { // controlled shutdowns: out of the ISR, into the ELR
-		if _, err := s.SendHeartbeat(Heartbeat{ID: id, Epoch: epochs[id], AppliedIndex: s.AppliedIndex(), WantShutdown: true}, 5*time.Second); err != nil {
+		if _, err := s.SendHeartbeat(cluster.Heartbeat{ID: id, Epoch: epochs[id], AppliedIndex: s.AppliedIndex(), WantShutdown: true}, 5*time.Second); err != nil {
 			t.Fatal(err)
 		}
 	}
-	reg := func() PartitionReg {
+	reg := func() cluster.PartitionReg {
 		t.Helper()
 		if err := s.SyncWithController(5 * time.Second); err != nil {
 			t.Fatal(err)
@@ -229,19 +231,19 @@ func TestUncleanShutdownRegistration(t *testing.T) {
 		r, _ := s.Image().Partition(tid, 0)
 		return r
 	}
-	if r := reg(); !slices.Equal(r.ISR, []NodeID{1}) || !slices.Equal(r.ELR, []NodeID{2, 3}) {
+	if r := reg(); !slices.Equal(r.ISR, []cluster.NodeID{1}) || !slices.Equal(r.ELR, []cluster.NodeID{2, 3}) {
 		t.Fatalf("after two controlled shutdowns: ISR %v ELR %v, want [1] [2 3]", r.ISR, r.ELR)
 	}
-	if _, err := s.Register(Registration{ID: 3, IncarnationID: "b3", PreviousBrokerEpoch: epochs[3]}, 10*time.Second); err != nil {
+	if _, err := s.Register(cluster.Registration{ID: 3, IncarnationID: "b3", PreviousBrokerEpoch: epochs[3]}, 10*time.Second); err != nil {
 		t.Fatal(err)
 	}
-	if r := reg(); !slices.Equal(r.ELR, []NodeID{2, 3}) {
+	if r := reg(); !slices.Equal(r.ELR, []cluster.NodeID{2, 3}) {
 		t.Fatalf("a clean restart left the ELR: %v", r.ELR)
 	}
-	if _, err := s.Register(Registration{ID: 2, IncarnationID: "b2", PreviousBrokerEpoch: UncleanShutdown}, 10*time.Second); err != nil {
+	if _, err := s.Register(cluster.Registration{ID: 2, IncarnationID: "b2", PreviousBrokerEpoch: cluster.UncleanShutdown}, 10*time.Second); err != nil {
 		t.Fatal(err)
 	}
-	if r := reg(); !slices.Equal(r.ISR, []NodeID{1}) || !slices.Equal(r.ELR, []NodeID{3}) || r.Leader != 1 {
+	if r := reg(); !slices.Equal(r.ISR, []cluster.NodeID{1}) || !slices.Equal(r.ELR, []cluster.NodeID{3}) || r.Leader != 1 {
 		t.Fatalf("after an unclean restart of 2: leader %d ISR %v ELR %v, want 1 [1] [3]", r.Leader, r.ISR, r.ELR)
 	}
 }

@@ -1,4 +1,4 @@
-package cluster
+package quorum
 
 import (
 	"bufio"
@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/strandmq/strand/internal/cluster"
 	"github.com/strandmq/strand/internal/nodetls"
 )
 
@@ -30,20 +31,20 @@ const rpcMagic byte = 'S'
 const maxRPCBytes = 64 << 20
 
 type rpcRequest struct {
-	Apply     json.RawMessage `json:"apply,omitempty"` // an encoded batch (EncodeRecords)
-	Register  *Registration   `json:"register,omitempty"`
-	Heartbeat *Heartbeat      `json:"heartbeat,omitempty"`
-	Voter     *VoterChange    `json:"voter,omitempty"`
+	Apply     json.RawMessage       `json:"apply,omitempty"` // an encoded batch (EncodeRecords)
+	Register  *cluster.Registration `json:"register,omitempty"`
+	Heartbeat *cluster.Heartbeat    `json:"heartbeat,omitempty"`
+	Voter     *VoterChange          `json:"voter,omitempty"`
 	// Observer adds the sender as a raft non-voter (a broker-only node,
 	// roles.go); a controller older than roles refuses it as empty.
 	Observer  *VoterChange `json:"observer,omitempty"`
 	ReadIndex bool         `json:"readIndex,omitempty"` // the controller's applied index
 	// AlterPartition is a leader's ISR change.
-	AlterPartition *AlterPartition `json:"alterPartition,omitempty"`
+	AlterPartition *cluster.AlterPartition `json:"alterPartition,omitempty"`
 	// ElectLeaders is an operator's election request.
-	ElectLeaders *ElectLeaders `json:"electLeaders,omitempty"`
+	ElectLeaders *cluster.ElectLeaders `json:"electLeaders,omitempty"`
 	// Reassign starts or cancels partition reassignments.
-	Reassign *AlterReassignments `json:"reassign,omitempty"`
+	Reassign *cluster.AlterReassignments `json:"reassign,omitempty"`
 	// Watch opens a broker's session watch: the connection stays open
 	// until the broker's process or the controller's leadership ends
 	// (session.go).
@@ -51,52 +52,13 @@ type rpcRequest struct {
 }
 
 type rpcResponse struct {
-	Index     uint64            `json:"index,omitempty"` // the entry that committed an Apply or Register
-	Code      string            `json:"code,omitempty"`  // rpcCodes key; "" is success
-	Err       string            `json:"err,omitempty"`
-	Epoch     int64             `json:"epoch,omitempty"` // a registration's broker epoch
-	Heartbeat *HeartbeatReply   `json:"heartbeat,omitempty"`
-	Partition *PartitionReg     `json:"partition,omitempty"` // after an AlterPartition
-	Results   []PartitionResult `json:"results,omitempty"`   // per partition: ElectLeaders, Reassign
-}
-
-// rpcCodes carries the errors a caller acts on across the wire.
-var rpcCodes = map[string]error{
-	"conflict":                ErrConflict,
-	"not_controller":          ErrNotController,
-	"duplicate_broker":        ErrDuplicateBroker,
-	"stale_epoch":             ErrStaleBrokerEpoch,
-	"unknown_partition":       ErrUnknownPartition,
-	"fenced_leader_epoch":     ErrFencedLeaderEpoch,
-	"invalid_update_version":  ErrInvalidUpdateVersion,
-	"ineligible_replica":      ErrIneligibleReplica,
-	"invalid_request":         ErrInvalidRequest,
-	"election_not_needed":     ErrElectionNotNeeded,
-	"preferred_not_available": ErrPreferredLeaderNotAvailable,
-	"eligible_not_available":  ErrEligibleLeadersNotAvailable,
-	"no_reassignment":         ErrNoReassignmentInProgress,
-	"not_the_sender":          ErrNotTheSender,
-	"invalid_assignment":      ErrInvalidReplicaAssignment,
-	"invalid_feature":         ErrInvalidFeature,
-	"feature_downgrade":       ErrFeatureDowngrade,
-	"unsupported_feature":     ErrUnsupportedFeature,
-	"unsupported_request":     ErrUnsupportedRequest,
-}
-
-func rpcError(code, msg string) error {
-	if sentinel, ok := rpcCodes[code]; ok {
-		return fmt.Errorf("%w (controller: %s)", sentinel, msg)
-	}
-	return fmt.Errorf("cluster: controller: %s", msg)
-}
-
-func rpcFailure(err error) rpcResponse {
-	for code, sentinel := range rpcCodes {
-		if errors.Is(err, sentinel) {
-			return rpcResponse{Code: code, Err: err.Error()}
-		}
-	}
-	return rpcResponse{Code: "error", Err: err.Error()}
+	Index     uint64                    `json:"index,omitempty"` // the entry that committed an Apply or Register
+	Code      string                    `json:"code,omitempty"`  // rpcCodes key; "" is success
+	Err       string                    `json:"err,omitempty"`
+	Epoch     int64                     `json:"epoch,omitempty"` // a registration's broker epoch
+	Heartbeat *cluster.HeartbeatReply   `json:"heartbeat,omitempty"`
+	Partition *cluster.PartitionReg     `json:"partition,omitempty"` // after an AlterPartition
+	Results   []cluster.PartitionResult `json:"results,omitempty"`   // per partition: ElectLeaders, Reassign
 }
 
 func writeFrame(w io.Writer, v any) error {
@@ -132,11 +94,6 @@ func readFrameBytes(r io.Reader) ([]byte, error) {
 	}
 	return b, nil
 }
-
-// ErrUnsupportedRequest answers a controller RPC with a field this build
-// does not know: a newer node's, sent before its feature level was
-// finalized. Refusing it is safe; acting on the part it understands is not.
-var ErrUnsupportedRequest = errors.New("cluster: controller RPC with fields this build does not know (a newer node's?)")
 
 // call sends one controller RPC to the raft address addr. gone, polled
 // while the call waits, reports that the callee no longer leads the
@@ -227,15 +184,15 @@ func (s *connSet) closeAll() {
 // controller RPCs to handle.
 type muxListener struct {
 	net.Listener
-	handle  func(peer NodeID, req rpcRequest) rpcResponse
-	hold    func(peer NodeID, c net.Conn, r io.Reader, w SessionWatch) // serves a session watch
+	handle  func(peer cluster.NodeID, req rpcRequest) rpcResponse
+	hold    func(peer cluster.NodeID, c net.Conn, r io.Reader, w SessionWatch) // serves a session watch
 	conns   chan net.Conn
 	done    chan struct{}
 	closeMu sync.Once
 	all     *connSet
 }
 
-func newMuxListener(ln net.Listener, handle func(NodeID, rpcRequest) rpcResponse, hold func(NodeID, net.Conn, io.Reader, SessionWatch), all *connSet) *muxListener {
+func newMuxListener(ln net.Listener, handle func(cluster.NodeID, rpcRequest) rpcResponse, hold func(cluster.NodeID, net.Conn, io.Reader, SessionWatch), all *connSet) *muxListener {
 	m := &muxListener{Listener: ln, handle: handle, hold: hold, conns: make(chan net.Conn), done: make(chan struct{}), all: all}
 	go m.acceptLoop()
 	return m
@@ -295,9 +252,9 @@ func (m *muxListener) serveRPC(c net.Conn, r io.Reader) {
 	// Requests decode strictly (answers leniently: a newer controller may
 	// add what an older caller can ignore).
 	var req rpcRequest
-	if err := strict(b, &req); err != nil {
+	if err := cluster.UnmarshalStrict(b, &req); err != nil {
 		_ = c.SetWriteDeadline(time.Now().Add(10 * time.Second))
-		_ = writeFrame(c, rpcFailure(fmt.Errorf("%w: %v", ErrUnsupportedRequest, err)))
+		_ = writeFrame(c, rpcFailure(fmt.Errorf("%w: %v", cluster.ErrUnsupportedRequest, err)))
 		return
 	}
 	if req.Watch != nil && m.hold != nil {
@@ -331,7 +288,7 @@ func (m *muxListener) Close() error {
 // peerNode is the node an authenticated connection's certificate names,
 // or nodetls.AnyNode on a network without inter-node TLS (where every peer
 // is trusted as the node it says it is).
-func peerNode(c net.Conn) NodeID {
+func peerNode(c net.Conn) cluster.NodeID {
 	if pc, ok := c.(interface{ PeerNode() int32 }); ok {
 		return pc.PeerNode()
 	}
@@ -360,7 +317,7 @@ type TCPNetwork struct {
 	// connection dialled to one of them must reach that node (its
 	// certificate must name it). Addresses not in it (voters added later)
 	// must reach some node.
-	Voters map[string]NodeID
+	Voters map[string]cluster.NodeID
 }
 
 func (n TCPNetwork) Listen(_, addr string) (net.Listener, error) {
@@ -386,4 +343,10 @@ func (n TCPNetwork) Dial(_, addr string, timeout time.Duration) (net.Conn, error
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	return n.TLS.Dial(ctx, &d, addr, expect)
+}
+
+// rpcFailure is err as an RPC answer (cluster.RPCFailure's wire code).
+func rpcFailure(err error) rpcResponse {
+	f := cluster.RPCFailure(err)
+	return rpcResponse{Code: f.Code, Err: f.Err}
 }

@@ -1,4 +1,4 @@
-package cluster
+package quorum
 
 import (
 	"errors"
@@ -13,6 +13,7 @@ import (
 
 	"github.com/hashicorp/raft"
 
+	"github.com/strandmq/strand/internal/cluster"
 	"github.com/strandmq/strand/internal/nodetls"
 )
 
@@ -38,7 +39,7 @@ import (
 
 // SessionWatch opens a broker's session watch on the controller.
 type SessionWatch struct {
-	ID            NodeID
+	ID            cluster.NodeID
 	IncarnationID string
 }
 
@@ -58,7 +59,7 @@ const watchUnknownRedial = 10 * time.Second
 // sessionWatches is the controller's table of open watches.
 type sessionWatches struct {
 	mu sync.Mutex
-	by map[NodeID]*heldWatch
+	by map[cluster.NodeID]*heldWatch
 }
 
 type heldWatch struct{ conn net.Conn }
@@ -66,24 +67,24 @@ type heldWatch struct{ conn net.Conn }
 // hold serves a session watch on connection conn until it ends; then,
 // unless a newer watch of the same broker replaced it or this leadership
 // ended, it probes whether the broker's process is gone.
-func (c *controller) hold(peer NodeID, conn net.Conn, r io.Reader, w SessionWatch) {
+func (c *controller) hold(peer cluster.NodeID, conn net.Conn, r io.Reader, w SessionWatch) {
 	defer conn.Close()
 	if peer != nodetls.AnyNode && peer != w.ID {
 		c.logger.Warn("cluster: refused a session watch from a node speaking for another", "peer", peer, "claims", w.ID)
-		_ = writeFrame(conn, rpcFailure(ErrNotTheSender))
+		_ = writeFrame(conn, rpcFailure(cluster.ErrNotTheSender))
 		return
 	}
 	c.mu.Lock()
 	ready, term := c.ready, c.term
 	c.mu.Unlock()
 	if !ready {
-		_ = writeFrame(conn, rpcFailure(ErrNotController))
+		_ = writeFrame(conn, rpcFailure(cluster.ErrNotController))
 		return
 	}
 	h := &heldWatch{conn: conn}
 	c.watches.mu.Lock()
 	if c.watches.by == nil {
-		c.watches.by = map[NodeID]*heldWatch{}
+		c.watches.by = map[cluster.NodeID]*heldWatch{}
 	}
 	if old := c.watches.by[w.ID]; old != nil {
 		old.conn.Close() // replaced: its end is no news
@@ -139,7 +140,7 @@ func (c *controller) probeAll(term chan struct{}) {
 
 // fenceIfGone fences broker id's incarnation if its raft port refuses a
 // connection: nothing listens there, so that process is gone.
-func (c *controller) fenceIfGone(id NodeID, incarnation, why string) {
+func (c *controller) fenceIfGone(id cluster.NodeID, incarnation, why string) {
 	addr, ok := c.s.raftAddr(id)
 	if !ok {
 		return
@@ -161,7 +162,7 @@ func (c *controller) fenceIfGone(id NodeID, incarnation, why string) {
 	if !ok || b.Fenced || b.IncarnationID != incarnation {
 		return // already fenced, or a new process registered meanwhile
 	}
-	recs := append([]Record{BrokerRegistrationChange{ID: b.ID, Epoch: b.Epoch, Fenced: 1}}, leaveISRs(img, c.rules, b.ID)...)
+	recs := append([]cluster.Record{cluster.BrokerRegistrationChange{ID: b.ID, Epoch: b.Epoch, Fenced: 1}}, cluster.LeaveISRs(img, c.rules, b.ID)...)
 	if _, _, err := c.s.applyLocal(5*time.Second, recs...); err != nil {
 		c.logger.Warn("cluster: fencing a broker whose process is gone", "broker", id, "err", err)
 		return
@@ -171,7 +172,7 @@ func (c *controller) fenceIfGone(id NodeID, incarnation, why string) {
 }
 
 // raftAddr is node id's raft address in the quorum's configuration.
-func (s *RaftStore) raftAddr(id NodeID) (string, bool) {
+func (s *RaftStore) raftAddr(id cluster.NodeID) (string, bool) {
 	f := s.r.GetConfiguration()
 	if f.Error() != nil {
 		return "", false
@@ -234,10 +235,10 @@ func (s *RaftStore) startWatch(incarnation string) {
 func (s *RaftStore) keepWatch(incarnation string) {
 	for {
 		wait := watchRedial
-		if id, addr, ok := s.Leader(); ok && NodeID(id) != s.self {
-			endedThere, unknown := s.watch(NodeID(id), addr, incarnation)
+		if id, addr, ok := s.Leader(); ok && cluster.NodeID(id) != s.self {
+			endedThere, unknown := s.watch(cluster.NodeID(id), addr, incarnation)
 			if endedThere {
-				s.maybeHastenElection(NodeID(id), addr)
+				s.maybeHastenElection(cluster.NodeID(id), addr)
 			}
 			if unknown {
 				wait = watchUnknownRedial // a controller of an older version
@@ -259,7 +260,7 @@ func (s *RaftStore) keepWatch(incarnation string) {
 // as this node knows; unknown, that the controller answered the request
 // with an error other than "not the controller" (an older version, which
 // does not know it).
-func (s *RaftStore) watch(id NodeID, addr, incarnation string) (endedThere, unknown bool) {
+func (s *RaftStore) watch(id cluster.NodeID, addr, incarnation string) (endedThere, unknown bool) {
 	conn, err := s.nw.Dial(s.node, addr, maxControllerDial)
 	if err != nil {
 		return false, false
@@ -290,7 +291,7 @@ func (s *RaftStore) watch(id NodeID, addr, incarnation string) (endedThere, unkn
 			case <-ended:
 				return
 			case <-tick.C:
-				if now, _, ok := s.Leader(); ok && NodeID(now) != id {
+				if now, _, ok := s.Leader(); ok && cluster.NodeID(now) != id {
 					moved.Store(true)
 					conn.Close() // follow the new controller
 					return
@@ -315,7 +316,7 @@ func (s *RaftStore) watch(id NodeID, addr, incarnation string) (endedThere, unkn
 // lease (the shortest raft accepts) until a new leader is known. Raft's
 // safety does not rest on timeouts, only its liveness: a shorter one at a
 // moment when the leader is known to be gone costs nothing.
-func (s *RaftStore) maybeHastenElection(dead NodeID, addr string) {
+func (s *RaftStore) maybeHastenElection(dead cluster.NodeID, addr string) {
 	if voters, err := s.suffrages(); err != nil || !voters[s.self] {
 		return // a broker-only node (a raft non-voter) never stands
 	}
@@ -341,7 +342,7 @@ func (s *RaftStore) maybeHastenElection(dead NodeID, addr string) {
 
 // restoreTimeouts puts raft's timeouts back once a leader other than
 // dead is known (or after ten heartbeat timeouts).
-func (s *RaftStore) restoreTimeouts(dead NodeID, orig raft.ReloadableConfig) {
+func (s *RaftStore) restoreTimeouts(dead cluster.NodeID, orig raft.ReloadableConfig) {
 	defer s.hastening.Store(false)
 	tick := time.NewTicker(watchRedial)
 	defer tick.Stop()
@@ -351,7 +352,7 @@ func (s *RaftStore) restoreTimeouts(dead NodeID, orig raft.ReloadableConfig) {
 			return
 		case <-tick.C:
 		}
-		if id, _, ok := s.Leader(); ok && NodeID(id) != dead {
+		if id, _, ok := s.Leader(); ok && cluster.NodeID(id) != dead {
 			break
 		}
 	}

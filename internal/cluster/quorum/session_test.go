@@ -1,4 +1,4 @@
-package cluster
+package quorum
 
 import (
 	"errors"
@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/strandmq/strand/internal/cluster"
 )
 
 // registerAll registers every node's own broker through its own store and
@@ -16,7 +18,7 @@ func registerAll(t *testing.T, nodes map[int32]*RaftStore) map[int32]int64 {
 	t.Helper()
 	epochs := map[int32]int64{}
 	for id, s := range nodes {
-		epoch, err := s.Register(Registration{ID: id, IncarnationID: fmt.Sprint("inc-", id)}, 10*time.Second)
+		epoch, err := s.Register(cluster.Registration{ID: id, IncarnationID: fmt.Sprint("inc-", id)}, 10*time.Second)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -24,7 +26,7 @@ func registerAll(t *testing.T, nodes map[int32]*RaftStore) map[int32]int64 {
 	}
 	for id, s := range nodes {
 		eventually(t, fmt.Sprint("broker ", id, " unfenced"), 15*time.Second, func() bool {
-			r, err := s.SendHeartbeat(Heartbeat{ID: id, Epoch: epochs[id], AppliedIndex: s.AppliedIndex()}, 2*time.Second)
+			r, err := s.SendHeartbeat(cluster.Heartbeat{ID: id, Epoch: epochs[id], AppliedIndex: s.AppliedIndex()}, 2*time.Second)
 			return err == nil && !r.Fenced
 		})
 	}
@@ -51,9 +53,9 @@ func TestDeadProcessFencedAtOnce(t *testing.T) {
 			other = id
 		}
 	}
-	tid := NewTopicID()
-	if _, err := nodes[leader].ApplyWithin(5*time.Second, PutTopic{Topic: Topic{Name: "t", ID: tid, Partitions: 1}},
-		Partition{TopicID: tid, PartitionID: 0, Replicas: []NodeID{victim, other}, ISR: []NodeID{victim, other}, Leader: victim}); err != nil {
+	tid := cluster.NewTopicID()
+	if _, err := nodes[leader].ApplyWithin(5*time.Second, cluster.PutTopic{Topic: cluster.Topic{Name: "t", ID: tid, Partitions: 1}},
+		cluster.Partition{TopicID: tid, PartitionID: 0, Replicas: []cluster.NodeID{victim, other}, ISR: []cluster.NodeID{victim, other}, Leader: victim}); err != nil {
 		t.Fatal(err)
 	}
 	// The victim's watch must be open on the controller before it dies.
@@ -89,7 +91,7 @@ func TestLiveNodeNotFenced(t *testing.T) {
 	nodes, leader := quorum(t, time.Minute)
 	registerAll(t, nodes)
 	c := nodes[leader].ctl
-	var ended []NodeID
+	var ended []cluster.NodeID
 	c.watches.mu.Lock()
 	for id, w := range c.watches.by {
 		w.conn.Close() // as a reset would
@@ -126,12 +128,12 @@ func TestSuccessorRegistration(t *testing.T) {
 		}
 	}
 	via := nodes[leader]
-	for _, r := range []Registration{
+	for _, r := range []cluster.Registration{
 		{ID: id, IncarnationID: "impostor"},
 		{ID: id, IncarnationID: "impostor", SuccessorOf: "not-the-secret"},
 		{ID: id, IncarnationID: "impostor", SuccessorOf: tokenHash(nodes[id].token)}, // the public hash is no proof
 	} {
-		if _, err := via.Register(r, 5*time.Second); !errors.Is(err, ErrDuplicateBroker) {
+		if _, err := via.Register(r, 5*time.Second); !errors.Is(err, cluster.ErrDuplicateBroker) {
 			t.Fatalf("a second process as live broker %d showing %q: %v, want ErrDuplicateBroker", id, r.SuccessorOf, err)
 		}
 	}
@@ -139,14 +141,14 @@ func TestSuccessorRegistration(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	epoch, err := via.Register(Registration{ID: id, IncarnationID: withTokenHash("successor", "next"), SuccessorOf: strings.TrimSpace(string(secret))}, 5*time.Second)
+	epoch, err := via.Register(cluster.Registration{ID: id, IncarnationID: withTokenHash("successor", "next"), SuccessorOf: strings.TrimSpace(string(secret))}, 5*time.Second)
 	if err != nil {
 		t.Fatalf("the successor of live broker %d: %v", id, err)
 	}
 	if epoch <= epochs[id] {
 		t.Fatalf("the successor's epoch %d, want above the old %d", epoch, epochs[id])
 	}
-	if _, err := nodes[id].SendHeartbeat(Heartbeat{ID: id, Epoch: epochs[id], AppliedIndex: nodes[id].AppliedIndex()}, 5*time.Second); !errors.Is(err, ErrStaleBrokerEpoch) {
+	if _, err := nodes[id].SendHeartbeat(cluster.Heartbeat{ID: id, Epoch: epochs[id], AppliedIndex: nodes[id].AppliedIndex()}, 5*time.Second); !errors.Is(err, cluster.ErrStaleBrokerEpoch) {
 		t.Fatalf("the replaced incarnation's heartbeat: %v, want ErrStaleBrokerEpoch", err)
 	}
 }
@@ -166,11 +168,11 @@ func TestSuccessorTokenRotates(t *testing.T) {
 	if prev, _, _ := rotateSuccessorToken(t.TempDir()); prev != "" {
 		t.Fatalf("another directory showed %q", prev)
 	}
-	reg := BrokerReg{IncarnationID: withTokenHash("inc", second)}
-	if !succeeds(Registration{SuccessorOf: second}, reg) ||
-		succeeds(Registration{SuccessorOf: first}, reg) ||
-		succeeds(Registration{}, reg) ||
-		succeeds(Registration{SuccessorOf: second}, BrokerReg{IncarnationID: "inc"}) {
+	reg := cluster.BrokerReg{IncarnationID: withTokenHash("inc", second)}
+	if !succeeds(cluster.Registration{SuccessorOf: second}, reg) ||
+		succeeds(cluster.Registration{SuccessorOf: first}, reg) ||
+		succeeds(cluster.Registration{}, reg) ||
+		succeeds(cluster.Registration{SuccessorOf: second}, cluster.BrokerReg{IncarnationID: "inc"}) {
 		t.Fatal("succeeds does not match a token to its hash alone")
 	}
 }

@@ -1,108 +1,50 @@
-package cluster
+package quorum
 
 import (
 	"bytes"
 	"fmt"
 	"math/rand/v2"
-	"reflect"
 	"testing"
 	"time"
 
 	"github.com/hashicorp/raft"
 
+	"github.com/strandmq/strand/internal/cluster"
 	"github.com/strandmq/strand/internal/testnet"
 	"github.com/strandmq/strand/internal/vnet"
 )
 
-// TestCodecRoundTrip: every record survives encode and decode, and the
-// decoder refuses what it does not know instead of skipping it.
-func TestCodecRoundTrip(t *testing.T) {
-	id := NewTopicID()
-	recs := []Record{
-		ClusterInit{ClusterID: "c1"},
-		PutTopic{Topic: Topic{Name: "a", ID: id, Partitions: 3, Configs: map[string]string{"cleanup.policy": "compact"}}},
-		RemoveTopic{Name: "a"},
-		ForgetDeleted{IDs: []TopicID{id}},
-		RegisterBroker{ID: 1, IncarnationID: "x", Endpoints: []Endpoint{{"CLIENT", "h", 9092}}, Rack: "r"},
-		BrokerRegistrationChange{ID: 1, Epoch: 5, Fenced: -1, InControlledShutdown: 1},
-		UnregisterBroker{ID: 1, Epoch: 5},
-		Partition{TopicID: id, PartitionID: 0, Replicas: []NodeID{1, 2}, ISR: []NodeID{1}, Leader: 1},
-		PartitionChange{TopicID: id, PartitionID: 0, ExpectedPartitionEpoch: 3, ISR: []NodeID{1, 2}, Leader: LeaderUnchanged},
-		ProducerIDBlock{Broker: 2, First: 1000, Count: 1000},
-		PutTopic{Topic: Topic{Name: "a", ID: id, Partitions: 4}, Prev: &Topic{Name: "a", ID: id, Partitions: 3}},
-	}
-	b, err := EncodeRecords(recs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, err := DecodeRecords(b)
-	if err != nil || !reflect.DeepEqual(got, recs) {
-		t.Fatalf("round trip: %v, %v\nwant %v", got, err, recs)
-	}
-	for _, bad := range []string{
-		`{"records":[{"type":"grow_topic","version":1,"data":{}}]}`,
-		`{"records":[{"type":"put_topic","version":2,"data":{}}]}`,
-		`{"records":[{"type":"remove_topic","version":1,"data":{"Name":"a","Extra":1}}]}`,
-		`{"records":[],"more":true}`,
-	} {
-		if _, err := DecodeRecords([]byte(bad)); err == nil {
-			t.Errorf("decoded %s", bad)
-		}
-	}
-}
-
-// FuzzDecodeRecords: the decoder never panics, and what it accepts
-// re-encodes to something it decodes the same way.
-func FuzzDecodeRecords(f *testing.F) {
-	b, _ := EncodeRecords([]Record{ClusterInit{ClusterID: "c"}, PutTopic{Topic: Topic{Name: "t", ID: NewTopicID(), Partitions: 1}}})
-	f.Add(b)
-	f.Add([]byte(`{"records":[{"type":"remove_topic","version":1,"data":{"Name":"t"}}]}`))
-	f.Fuzz(func(t *testing.T, data []byte) {
-		recs, err := DecodeRecords(data)
-		if err != nil {
-			return
-		}
-		again, err := EncodeRecords(recs)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if back, err := DecodeRecords(again); err != nil || fmt.Sprint(back) != fmt.Sprint(recs) {
-			t.Fatalf("re-decode: %v, %v", back, err)
-		}
-	})
-}
-
 // randomRecords is a seeded mix of valid and conflicting records.
-func randomRecords(rng *rand.Rand, n int) [][]Record {
-	ids := make([]TopicID, 6)
+func randomRecords(rng *rand.Rand, n int) [][]cluster.Record {
+	ids := make([]cluster.TopicID, 6)
 	for i := range ids {
 		ids[i][0], ids[i][15] = byte(i+1), byte(rng.IntN(256))
 	}
-	var out [][]Record
+	var out [][]cluster.Record
 	for range n {
 		name := fmt.Sprint("t", rng.IntN(6))
 		id := ids[rng.IntN(len(ids))]
-		var r Record
-		node := NodeID(rng.IntN(4))
+		var r cluster.Record
+		node := cluster.NodeID(rng.IntN(4))
 		switch rng.IntN(10) {
 		case 0, 1:
-			r = PutTopic{Topic: Topic{Name: name, ID: id, Partitions: int32(1 + rng.IntN(4)), Configs: map[string]string{"k": fmt.Sprint(rng.IntN(3))}}}
+			r = cluster.PutTopic{Topic: cluster.Topic{Name: name, ID: id, Partitions: int32(1 + rng.IntN(4)), Configs: map[string]string{"k": fmt.Sprint(rng.IntN(3))}}}
 		case 2:
-			r = RemoveTopic{Name: name}
+			r = cluster.RemoveTopic{Name: name}
 		case 3:
-			r = ForgetDeleted{IDs: []TopicID{id}}
+			r = cluster.ForgetDeleted{IDs: []cluster.TopicID{id}}
 		case 4:
-			r = RegisterBroker{ID: node, IncarnationID: fmt.Sprint("inc", rng.IntN(2))}
+			r = cluster.RegisterBroker{ID: node, IncarnationID: fmt.Sprint("inc", rng.IntN(2))}
 		case 5:
-			r = BrokerRegistrationChange{ID: node, Epoch: int64(rng.IntN(50)), Fenced: int8(rng.IntN(3) - 1)}
+			r = cluster.BrokerRegistrationChange{ID: node, Epoch: int64(rng.IntN(50)), Fenced: int8(rng.IntN(3) - 1)}
 		case 7:
-			r = ProducerIDBlock{Broker: node, First: int64(rng.IntN(4000)), Count: 1000}
+			r = cluster.ProducerIDBlock{Broker: node, First: int64(rng.IntN(4000)), Count: 1000}
 		case 6:
-			r = Partition{TopicID: id, PartitionID: int32(rng.IntN(3)), Replicas: []NodeID{node, (node + 1) % 4}, ISR: []NodeID{node}, Leader: node}
+			r = cluster.Partition{TopicID: id, PartitionID: int32(rng.IntN(3)), Replicas: []cluster.NodeID{node, (node + 1) % 4}, ISR: []cluster.NodeID{node}, Leader: node}
 		default:
-			r = PartitionChange{TopicID: id, PartitionID: int32(rng.IntN(3)), ExpectedPartitionEpoch: int32(rng.IntN(3)), Leader: NodeID(rng.IntN(5) - 2)}
+			r = cluster.PartitionChange{TopicID: id, PartitionID: int32(rng.IntN(3)), ExpectedPartitionEpoch: int32(rng.IntN(3)), Leader: cluster.NodeID(rng.IntN(5) - 2)}
 		}
-		out = append(out, []Record{r})
+		out = append(out, []cluster.Record{r})
 	}
 	return out
 }
@@ -116,11 +58,11 @@ func TestFSMDeterminism(t *testing.T) {
 		var images [][]byte
 		for range 2 {
 			f := newFSM()
-			f.Apply(&raft.Log{Type: raft.LogCommand, Index: 1, Data: mustEncode(t, ClusterInit{ClusterID: "c"})})
+			f.Apply(&raft.Log{Type: raft.LogCommand, Index: 1, Data: mustEncode(t, cluster.ClusterInit{ClusterID: "c"})})
 			for i, recs := range entries {
 				f.Apply(&raft.Log{Type: raft.LogCommand, Index: uint64(i + 2), Data: mustEncode(t, recs...)})
 			}
-			b, err := encodeImage(f.img.Load())
+			b, err := cluster.EncodeImage(f.img.Load())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -134,7 +76,7 @@ func TestFSMDeterminism(t *testing.T) {
 			if err := restored.Restore(nopCloser{&buf}); err != nil {
 				t.Fatal(err)
 			}
-			if rb, _ := encodeImage(restored.img.Load()); !bytes.Equal(rb, b) {
+			if rb, _ := cluster.EncodeImage(restored.img.Load()); !bytes.Equal(rb, b) {
 				t.Fatalf("seed %d: restored image differs", seed)
 			}
 		}
@@ -144,9 +86,9 @@ func TestFSMDeterminism(t *testing.T) {
 	}
 }
 
-func mustEncode(t *testing.T, recs ...Record) []byte {
+func mustEncode(t *testing.T, recs ...cluster.Record) []byte {
 	t.Helper()
-	b, err := EncodeRecords(recs)
+	b, err := cluster.EncodeRecords(recs)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -216,8 +158,8 @@ func TestRaftQuorum(t *testing.T) {
 	if err := l.Barrier(5 * time.Second); err != nil {
 		t.Fatal(err)
 	}
-	a := NewTopicID()
-	if _, err := l.ApplyWithin(5*time.Second, ClusterInit{ClusterID: "c1"}, PutTopic{Topic: Topic{Name: "a", ID: a, Partitions: 2}}); err != nil {
+	a := cluster.NewTopicID()
+	if _, err := l.ApplyWithin(5*time.Second, cluster.ClusterInit{ClusterID: "c1"}, cluster.PutTopic{Topic: cluster.Topic{Name: "a", ID: a, Partitions: 2}}); err != nil {
 		t.Fatal(err)
 	}
 	for id, s := range nodes {
@@ -226,7 +168,7 @@ func TestRaftQuorum(t *testing.T) {
 			return ok
 		})
 	}
-	if _, err := l.ApplyWithin(5*time.Second, PutTopic{Topic: Topic{Name: "a", ID: NewTopicID(), Partitions: 1}}); err == nil {
+	if _, err := l.ApplyWithin(5*time.Second, cluster.PutTopic{Topic: cluster.Topic{Name: "a", ID: cluster.NewTopicID(), Partitions: 1}}); err == nil {
 		t.Fatal("a conflicting topic was committed")
 	}
 
@@ -243,8 +185,8 @@ func TestRaftQuorum(t *testing.T) {
 	elected := time.Now()
 	nl := leader(old)
 	t.Logf("new leader elected in %v", time.Since(elected).Round(time.Millisecond))
-	b := NewTopicID()
-	if _, err := nl.ApplyWithin(5*time.Second, PutTopic{Topic: Topic{Name: "b", ID: b, Partitions: 1}}); err != nil {
+	b := cluster.NewTopicID()
+	if _, err := nl.ApplyWithin(5*time.Second, cluster.PutTopic{Topic: cluster.Topic{Name: "b", ID: b, Partitions: 1}}); err != nil {
 		t.Fatal(err)
 	}
 
@@ -298,7 +240,7 @@ func TestRaftLeaderIsolated(t *testing.T) {
 		return id, nodes[id]
 	}
 	old, l := leaderOf(1, 2, 3)
-	if _, err := l.ApplyWithin(5*time.Second, ClusterInit{ClusterID: "c1"}, PutTopic{Topic: Topic{Name: "a", ID: NewTopicID(), Partitions: 1}}); err != nil {
+	if _, err := l.ApplyWithin(5*time.Second, cluster.ClusterInit{ClusterID: "c1"}, cluster.PutTopic{Topic: cluster.Topic{Name: "a", ID: cluster.NewTopicID(), Partitions: 1}}); err != nil {
 		t.Fatal(err)
 	}
 	var rest []int32
@@ -313,10 +255,10 @@ func TestRaftLeaderIsolated(t *testing.T) {
 	cut := time.Now()
 	_, nl := leaderOf(rest...)
 	t.Logf("a new leader %v after the cut", time.Since(cut).Round(time.Millisecond))
-	if _, err := nl.ApplyWithin(5*time.Second, PutTopic{Topic: Topic{Name: "b", ID: NewTopicID(), Partitions: 1}}); err != nil {
+	if _, err := nl.ApplyWithin(5*time.Second, cluster.PutTopic{Topic: cluster.Topic{Name: "b", ID: cluster.NewTopicID(), Partitions: 1}}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := l.ApplyWithin(2*time.Second, PutTopic{Topic: Topic{Name: "c", ID: NewTopicID(), Partitions: 1}}); err == nil {
+	if _, err := l.ApplyWithin(2*time.Second, cluster.PutTopic{Topic: cluster.Topic{Name: "c", ID: cluster.NewTopicID(), Partitions: 1}}); err == nil {
 		t.Fatal("the isolated old leader committed a change")
 	}
 	nw.Heal()
@@ -350,7 +292,7 @@ func TestSingleVoterStartsFast(t *testing.T) {
 			id, _, ok := s.Leader()
 			return ok && id == 1
 		})
-		if _, err := s.ApplyWithin(5*time.Second, PutTopic{Topic: Topic{Name: fmt.Sprint("t", round), ID: NewTopicID(), Partitions: 1}}); err != nil {
+		if _, err := s.ApplyWithin(5*time.Second, cluster.PutTopic{Topic: cluster.Topic{Name: fmt.Sprint("t", round), ID: cluster.NewTopicID(), Partitions: 1}}); err != nil {
 			t.Fatal(err)
 		}
 		t.Logf("round %d: leading and committed %v after start", round, time.Since(start).Round(time.Millisecond))
@@ -372,7 +314,7 @@ func TestApplyMovesOffCutOffLeader(t *testing.T) {
 	nw := vnet.New()
 	nodes, old := quorumOn(t, nw, 0)
 	t.Cleanup(nw.Heal) // before the nodes close
-	if _, err := nodes[old].ApplyWithin(5*time.Second, ClusterInit{ClusterID: "c1"}, PutTopic{Topic: Topic{Name: "a", ID: NewTopicID(), Partitions: 1}}); err != nil {
+	if _, err := nodes[old].ApplyWithin(5*time.Second, cluster.ClusterInit{ClusterID: "c1"}, cluster.PutTopic{Topic: cluster.Topic{Name: "a", ID: cluster.NewTopicID(), Partitions: 1}}); err != nil {
 		t.Fatal(err)
 	}
 	var follower int32
@@ -390,7 +332,7 @@ func TestApplyMovesOffCutOffLeader(t *testing.T) {
 	})
 	nw.Isolate(fmt.Sprint(old), rest...)
 	start := time.Now()
-	_, err := nodes[follower].ApplyWithin(8*time.Second, PutTopic{Topic: Topic{Name: "b", ID: NewTopicID(), Partitions: 1}})
+	_, err := nodes[follower].ApplyWithin(8*time.Second, cluster.PutTopic{Topic: cluster.Topic{Name: "b", ID: cluster.NewTopicID(), Partitions: 1}})
 	t.Logf("forwarded change answered after %v", time.Since(start).Round(time.Millisecond))
 	if err != nil {
 		t.Fatalf("a change forwarded while the leader was cut off: %v", err)

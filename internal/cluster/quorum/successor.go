@@ -1,4 +1,4 @@
-package cluster
+package quorum
 
 import (
 	"crypto/rand"
@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/strandmq/strand/internal/cluster"
 	"github.com/strandmq/strand/internal/vfs"
 )
 
@@ -89,7 +90,7 @@ func tokenHashOf(inc string) string {
 // succeeds reports whether registration r proves it holds the data
 // directory of old's process (r.SuccessorOf is the secret whose hash
 // old's incarnation id ends with).
-func succeeds(r Registration, old BrokerReg) bool {
+func succeeds(r cluster.Registration, old cluster.BrokerReg) bool {
 	h := tokenHashOf(old.IncarnationID)
 	if r.SuccessorOf == "" || h == "" {
 		return false
