@@ -256,18 +256,63 @@ func TestClusterShareDeadLettersLedElsewhere(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+	setGroupConfigs(t, ctx, c.client(2, seeds), group, map[string]string{"share.auto.offset.reset": "earliest", "errors.deadletterqueue.topic.name": dlq})
+	rejectPoison(t, ctx, c, seeds, group, topic, dlq, fmt.Sprintf("the dead-letter partition is led by node %d, the share-partition by node %d", replicas[0], leader))
+}
+
+// TestClusterShareDeadLettersNodeDown: the first dead letter of a share
+// group comes while a node is down: the dead-letter topic is auto-created
+// on the live brokers (its source's assignment names the dead node, which
+// the controller refuses: INVALID_REPLICA_ASSIGNMENT failed the rejection,
+// and every one after it, for as long as the node stayed down).
+func TestClusterShareDeadLettersNodeDown(t *testing.T) {
+	c := startCluster(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	const topic, dlq, group = "sdn", "sdn.dlq", "sdn-workers"
+	seeds := kgo.SeedBrokers(c.addrs[1], c.addrs[2], c.addrs[3])
+	if r, err := kadm.NewClient(c.client(1, seeds)).CreateTopic(ctx, 1, 3, nil, topic); err != nil || r.Err != nil {
+		t.Fatalf("create: %v %v", err, r.Err)
+	}
+	setGroupConfigs(t, ctx, c.client(2, seeds), group, map[string]string{"share.auto.offset.reset": "earliest", "errors.deadletterqueue.topic.name": dlq})
+	leader := c.leaders(1, topic)[0]
+	down := leader%3 + 1 // a follower: the share-partition stays where it is
+	if err := c.nodes[down].Close(); err != nil {
+		t.Fatal(err)
+	}
+	delete(c.nodes, down)
+	var up []string
+	for n, a := range c.addrs {
+		if n != down {
+			up = append(up, a)
+		}
+	}
+	rejectPoison(t, ctx, c, kgo.SeedBrokers(up...), group, topic, dlq, fmt.Sprintf("node %d down", down))
+}
+
+// setGroupConfigs sets a group's configs (IncrementalAlterConfigs, GROUP).
+func setGroupConfigs(t *testing.T, ctx context.Context, cl *kgo.Client, group string, configs map[string]string) {
+	t.Helper()
 	req := kmsg.NewPtrIncrementalAlterConfigsRequest()
 	res := kmsg.NewIncrementalAlterConfigsRequestResource()
 	res.ResourceType, res.ResourceName = kmsg.ConfigResourceTypeGroupConfig, group
-	for k, v := range map[string]string{"share.auto.offset.reset": "earliest", "errors.deadletterqueue.topic.name": dlq} {
+	for k, v := range configs {
 		cfg := kmsg.NewIncrementalAlterConfigsRequestResourceConfig()
 		cfg.Name, cfg.Value = k, kmsg.StringPtr(v)
 		res.Configs = append(res.Configs, cfg)
 	}
 	req.Resources = append(req.Resources, res)
-	if resp, err := req.RequestWith(ctx, c.client(2, seeds)); err != nil || resp.Resources[0].ErrorCode != 0 {
+	if resp, err := req.RequestWith(ctx, cl); err != nil || resp.Resources[0].ErrorCode != 0 {
 		t.Fatalf("alter group config: %v %+v", err, resp)
 	}
+}
+
+// rejectPoison produces ten records to topic's partition 0, three of them
+// poison, and has a share consumer of group reject the poison and accept
+// the rest: every acknowledgement must succeed, and the dead-letter topic
+// dlq hold each poison record once.
+func rejectPoison(t *testing.T, ctx context.Context, c *testCluster, seeds kgo.Opt, group, topic, dlq, setting string) {
+	t.Helper()
 	prod := c.client(1, seeds, kgo.DefaultProduceTopic(topic))
 	const jobs, poison = 10, 3
 	for i := range jobs {
@@ -312,7 +357,7 @@ func TestClusterShareDeadLettersLedElsewhere(t *testing.T) {
 		}
 		mu.Lock()
 		if len(ackErrs) > 0 {
-			t.Fatalf("acknowledgements failed (the dead-letter partition is led by node %d, the share-partition by node %d): %v", replicas[0], leader, ackErrs)
+			t.Fatalf("acknowledgements failed (%s): %v", setting, ackErrs)
 		}
 		mu.Unlock()
 	}
