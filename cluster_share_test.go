@@ -256,7 +256,7 @@ func TestClusterShareDeadLettersLedElsewhere(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	setGroupConfigs(t, ctx, c.client(2, seeds), group, map[string]string{"share.auto.offset.reset": "earliest", "errors.deadletterqueue.topic.name": dlq})
+	setGroupConfigs(t, ctx, c, c.client(2, seeds), group, map[string]string{"share.auto.offset.reset": "earliest", "errors.deadletterqueue.topic.name": dlq})
 	rejectPoison(t, ctx, c, seeds, group, topic, dlq, fmt.Sprintf("the dead-letter partition is led by node %d, the share-partition by node %d", replicas[0], leader))
 }
 
@@ -274,7 +274,7 @@ func TestClusterShareDeadLettersNodeDown(t *testing.T) {
 	if r, err := kadm.NewClient(c.client(1, seeds)).CreateTopic(ctx, 1, 3, nil, topic); err != nil || r.Err != nil {
 		t.Fatalf("create: %v %v", err, r.Err)
 	}
-	setGroupConfigs(t, ctx, c.client(2, seeds), group, map[string]string{"share.auto.offset.reset": "earliest", "errors.deadletterqueue.topic.name": dlq})
+	setGroupConfigs(t, ctx, c, c.client(2, seeds), group, map[string]string{"share.auto.offset.reset": "earliest", "errors.deadletterqueue.topic.name": dlq})
 	leader := c.leaders(1, topic)[0]
 	down := leader%3 + 1 // a follower: the share-partition stays where it is
 	if err := c.nodes[down].Close(); err != nil {
@@ -290,9 +290,23 @@ func TestClusterShareDeadLettersNodeDown(t *testing.T) {
 	rejectPoison(t, ctx, c, kgo.SeedBrokers(up...), group, topic, dlq, fmt.Sprintf("node %d down", down))
 }
 
-// setGroupConfigs sets a group's configs (IncrementalAlterConfigs, GROUP).
-func setGroupConfigs(t *testing.T, ctx context.Context, cl *kgo.Client, group string, configs map[string]string) {
+// setGroupConfigs sets a group's configs (IncrementalAlterConfigs, GROUP)
+// and waits until every running node of c has them (a cluster keeps them
+// in its metadata, which each node applies a moment later).
+func setGroupConfigs(t *testing.T, ctx context.Context, c *testCluster, cl *kgo.Client, group string, configs map[string]string) {
 	t.Helper()
+	defer func() {
+		for n, node := range c.nodes {
+			for k, v := range configs {
+				for node.b.Share().Coordinator.Configs(group)[k] != v {
+					if ctx.Err() != nil {
+						t.Fatalf("node %d has group %s's configs %v, want %s=%s", n, group, node.b.Share().Coordinator.Configs(group), k, v)
+					}
+					time.Sleep(20 * time.Millisecond)
+				}
+			}
+		}
+	}()
 	req := kmsg.NewPtrIncrementalAlterConfigsRequest()
 	res := kmsg.NewIncrementalAlterConfigsRequestResource()
 	res.ResourceType, res.ResourceName = kmsg.ConfigResourceTypeGroupConfig, group
