@@ -3,6 +3,7 @@ package strand
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -213,5 +214,182 @@ func TestClusterShareGroupOffsets(t *testing.T) {
 	}
 	if !kept {
 		t.Errorf("after DeleteGroups the group's configs are %+v, want share.auto.offset.reset=earliest kept", rc.Resources)
+	}
+}
+
+// TestClusterShareDeadLettersLedElsewhere: a share-partition's dead letters
+// reach the dead-letter partition wherever it is led. An auto-created
+// dead-letter topic has its source's replicas and so, at first, its
+// leaders; but after a failover the two elections may choose different
+// nodes, and a leader that appended its dead letters to its own follower
+// copy failed every rejection with NOT_LEADER_OR_FOLLOWER (the client fails
+// such an acknowledgement and does not retry it: the records came back
+// after their locks expired and failed again, a stall). Here the
+// dead-letter topic is created led by another node than the share-partition
+// from the start: each rejection must succeed and its record be in the
+// dead-letter topic.
+func TestClusterShareDeadLettersLedElsewhere(t *testing.T) {
+	c := startCluster(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	const topic, dlq, group = "sdl", "sdl.dlq", "sdl-workers"
+	seeds := kgo.SeedBrokers(c.addrs[1], c.addrs[2], c.addrs[3])
+	adm := kadm.NewClient(c.client(1, seeds))
+	if r, err := adm.CreateTopic(ctx, 1, 3, nil, topic); err != nil || r.Err != nil {
+		t.Fatalf("create: %v %v", err, r.Err)
+	}
+	leader := c.leaders(1, topic)[0]
+	replicas := []int32{leader%3 + 1, (leader+1)%3 + 1, leader} // led by another node
+	creq := kmsg.NewPtrCreateTopicsRequest()
+	ct := kmsg.NewCreateTopicsRequestTopic()
+	ct.Topic, ct.NumPartitions, ct.ReplicationFactor = dlq, -1, -1
+	ra := kmsg.NewCreateTopicsRequestTopicReplicaAssignment()
+	ra.Partition, ra.Replicas = 0, replicas
+	ct.ReplicaAssignment = append(ct.ReplicaAssignment, ra)
+	creq.Topics = append(creq.Topics, ct)
+	if resp, err := creq.RequestWith(ctx, c.client(1, seeds)); err != nil || resp.Topics[0].ErrorCode != 0 {
+		t.Fatalf("create %s: %v %+v", dlq, err, resp)
+	}
+	for c.leaders(1, dlq)[0] != replicas[0] {
+		if ctx.Err() != nil {
+			t.Fatalf("%s-0 is led by %d, want %d", dlq, c.leaders(1, dlq)[0], replicas[0])
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	setGroupConfigs(t, ctx, c, c.client(2, seeds), group, map[string]string{"share.auto.offset.reset": "earliest", "errors.deadletterqueue.topic.name": dlq})
+	rejectPoison(t, ctx, c, seeds, group, topic, dlq, fmt.Sprintf("the dead-letter partition is led by node %d, the share-partition by node %d", replicas[0], leader))
+}
+
+// TestClusterShareDeadLettersNodeDown: the first dead letter of a share
+// group comes while a node is down: the dead-letter topic is auto-created
+// on the live brokers (its source's assignment names the dead node, which
+// the controller refuses: INVALID_REPLICA_ASSIGNMENT failed the rejection,
+// and every one after it, for as long as the node stayed down).
+func TestClusterShareDeadLettersNodeDown(t *testing.T) {
+	c := startCluster(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	const topic, dlq, group = "sdn", "sdn.dlq", "sdn-workers"
+	seeds := kgo.SeedBrokers(c.addrs[1], c.addrs[2], c.addrs[3])
+	if r, err := kadm.NewClient(c.client(1, seeds)).CreateTopic(ctx, 1, 3, nil, topic); err != nil || r.Err != nil {
+		t.Fatalf("create: %v %v", err, r.Err)
+	}
+	setGroupConfigs(t, ctx, c, c.client(2, seeds), group, map[string]string{"share.auto.offset.reset": "earliest", "errors.deadletterqueue.topic.name": dlq})
+	leader := c.leaders(1, topic)[0]
+	down := leader%3 + 1 // a follower: the share-partition stays where it is
+	if err := c.nodes[down].Close(); err != nil {
+		t.Fatal(err)
+	}
+	delete(c.nodes, down)
+	var up []string
+	for n, a := range c.addrs {
+		if n != down {
+			up = append(up, a)
+		}
+	}
+	rejectPoison(t, ctx, c, kgo.SeedBrokers(up...), group, topic, dlq, fmt.Sprintf("node %d down", down))
+}
+
+// setGroupConfigs sets a group's configs (IncrementalAlterConfigs, GROUP)
+// and waits until every running node of c has them (a cluster keeps them
+// in its metadata, which each node applies a moment later).
+func setGroupConfigs(t *testing.T, ctx context.Context, c *testCluster, cl *kgo.Client, group string, configs map[string]string) {
+	t.Helper()
+	defer func() {
+		for n, node := range c.nodes {
+			for k, v := range configs {
+				for node.b.Share().Coordinator.Configs(group)[k] != v {
+					if ctx.Err() != nil {
+						t.Fatalf("node %d has group %s's configs %v, want %s=%s", n, group, node.b.Share().Coordinator.Configs(group), k, v)
+					}
+					time.Sleep(20 * time.Millisecond)
+				}
+			}
+		}
+	}()
+	req := kmsg.NewPtrIncrementalAlterConfigsRequest()
+	res := kmsg.NewIncrementalAlterConfigsRequestResource()
+	res.ResourceType, res.ResourceName = kmsg.ConfigResourceTypeGroupConfig, group
+	for k, v := range configs {
+		cfg := kmsg.NewIncrementalAlterConfigsRequestResourceConfig()
+		cfg.Name, cfg.Value = k, kmsg.StringPtr(v)
+		res.Configs = append(res.Configs, cfg)
+	}
+	req.Resources = append(req.Resources, res)
+	if resp, err := req.RequestWith(ctx, cl); err != nil || resp.Resources[0].ErrorCode != 0 {
+		t.Fatalf("alter group config: %v %+v", err, resp)
+	}
+}
+
+// rejectPoison produces ten records to topic's partition 0, three of them
+// poison, and has a share consumer of group reject the poison and accept
+// the rest: every acknowledgement must succeed, and the dead-letter topic
+// dlq hold each poison record once.
+func rejectPoison(t *testing.T, ctx context.Context, c *testCluster, seeds kgo.Opt, group, topic, dlq, setting string) {
+	t.Helper()
+	prod := c.client(1, seeds, kgo.DefaultProduceTopic(topic))
+	const jobs, poison = 10, 3
+	for i := range jobs {
+		v := fmt.Sprint("job-", i)
+		if i%(jobs/poison) == 0 && i/(jobs/poison) < poison {
+			v = fmt.Sprint("poison-", i)
+		}
+		if err := prod.ProduceSync(ctx, kgo.StringRecord(v)).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var ackErrs []error
+	var mu sync.Mutex
+	cl := c.client(3, seeds, kgo.ShareGroup(group), kgo.ConsumeTopics(topic), kgo.FetchMaxWait(100*time.Millisecond),
+		kgo.ShareAckCallback(func(_ *kgo.Client, rs kgo.ShareAckResults) {
+			mu.Lock()
+			defer mu.Unlock()
+			for _, r := range rs {
+				if r.Err != nil {
+					ackErrs = append(ackErrs, r.Err)
+				}
+			}
+		}))
+	defer cl.Close()
+	rejected := map[string]bool{}
+	for done := 0; done < jobs; {
+		fs := cl.PollFetches(ctx)
+		if ctx.Err() != nil {
+			t.Fatalf("%d of %d records acknowledged", done, jobs)
+		}
+		fs.EachRecord(func(r *kgo.Record) {
+			if strings.HasPrefix(string(r.Value), "poison-") {
+				cl.MarkAcks(kgo.AckReject, r)
+				rejected[string(r.Value)] = true
+			} else {
+				cl.MarkAcks(kgo.AckAccept, r)
+			}
+			done++
+		})
+		if err := cl.FlushAcks(ctx); err != nil {
+			t.Fatal(err)
+		}
+		mu.Lock()
+		if len(ackErrs) > 0 {
+			t.Fatalf("acknowledgements failed (%s): %v", setting, ackErrs)
+		}
+		mu.Unlock()
+	}
+	if len(rejected) != poison {
+		t.Fatalf("rejected %v, want %d records", rejected, poison)
+	}
+	cons := c.client(1, seeds, kgo.ConsumeTopics(dlq), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	got := map[string]int{}
+	for len(got) < poison {
+		fs := cons.PollFetches(ctx)
+		if ctx.Err() != nil {
+			t.Fatalf("the dead-letter topic holds %v, want %v", got, rejected)
+		}
+		fs.EachRecord(func(r *kgo.Record) { got[string(r.Value)]++ })
+	}
+	for v, n := range got {
+		if !rejected[v] || n != 1 {
+			t.Errorf("%s is in the dead-letter topic %d times (rejected: %t)", v, n, rejected[v])
+		}
 	}
 }

@@ -59,16 +59,7 @@ func (b *Broker) ProduceRecords(ctx context.Context, topic string, partition Par
 	if err != nil {
 		return record.NoOffset, err
 	}
-	now := b.cfg.Now().UnixMilli()
-	rs := make([]record.Record, len(recs))
-	for i, r := range recs {
-		r.Offset = record.Offset(i)
-		if r.Timestamp == 0 {
-			r.Timestamp = now
-		}
-		rs[i] = r
-	}
-	batch, err := record.Encode(0, rs, record.DefaultBatchOptions())
+	batch, err := encodeProduced(recs, b.cfg.Now().UnixMilli())
 	if err != nil {
 		return record.NoOffset, fmt.Errorf("broker: encode batch for %s-%d: %w", topic, partition, err)
 	}
@@ -77,6 +68,20 @@ func (b *Broker) ProduceRecords(ctx context.Context, topic string, partition Par
 		return record.NoOffset, err
 	}
 	return res.BaseOffset, nil
+}
+
+// encodeProduced encodes recs as one non-idempotent v2 batch, numbering
+// them from 0 and stamping those without a timestamp with now.
+func encodeProduced(recs []record.Record, now int64) ([]byte, error) {
+	rs := make([]record.Record, len(recs))
+	for i, r := range recs {
+		r.Offset = record.Offset(i)
+		if r.Timestamp == 0 {
+			r.Timestamp = now
+		}
+		rs[i] = r
+	}
+	return record.Encode(0, rs, record.DefaultBatchOptions())
 }
 
 // Fetch returns the records of one partition from offset from on, decoding

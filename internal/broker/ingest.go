@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 
 	"github.com/strandmq/strand/internal/dlq"
 	"github.com/strandmq/strand/internal/ingest"
@@ -56,11 +57,22 @@ func (b *Broker) dlqSpec(name string, src *Topic) TopicSpec {
 		return spec
 	}
 	img := b.meta.Image()
+	live := liveBrokers(img)
 	var a [][]NodeID
 	for i := range src.Partitions() {
 		reg, ok := img.Partition(src.ID, i)
 		if !ok {
 			return spec
+		}
+		// A replica on a node that is down (the DLQ's first record may
+		// come right after a failover) would refuse the whole assignment:
+		// place the topic on the live brokers instead, as many replicas
+		// as the source has and they allow.
+		for _, r := range reg.Replicas {
+			if !slices.Contains(live, r) {
+				spec.ReplicationFactor = int16(min(len(reg.Replicas), len(live)))
+				return spec
+			}
 		}
 		a = append(a, partition.NodeIDs(reg.Replicas))
 	}

@@ -7,6 +7,7 @@ import (
 	"maps"
 
 	"github.com/strandmq/strand/internal/coordlog"
+	"github.com/strandmq/strand/internal/partition"
 	"github.com/strandmq/strand/internal/record"
 	"github.com/strandmq/strand/internal/share"
 	"github.com/strandmq/strand/internal/share/sharenode"
@@ -89,6 +90,27 @@ func (s shareBroker) ProduceDeadLetters(ctx context.Context, topic, src string, 
 	if err != nil {
 		return fmt.Errorf("broker: dead-letter topic %q: %w", topic, err)
 	}
-	_, err = s.b.ProduceRecords(ctx, topic, PartitionID(int(p)%int(t.Partitions())), recs)
+	dp, err := t.Partition(PartitionID(int(p) % int(t.Partitions())))
+	if err != nil {
+		return err
+	}
+	// The dead-letter partition has the source's replicas and, but for
+	// failovers, its leader; after one the two elections may pick
+	// different nodes. A follower's copy never takes an append of its own,
+	// so the dead letters go to the DLQ partition's leader, as a
+	// quarantine's do (dlq.Node.ProduceRemote): appending here would fail
+	// every rejection of the share-partition until the leaderships meet
+	// again.
+	if dp.CheckLeader() != nil {
+		if role, leader := dp.RoleAndLeader(); s.b.clustered() && !s.b.fenced() && role != partition.RoleLeader && leader >= 0 {
+			batch, err := encodeProduced(recs, s.b.cfg.Now().UnixMilli())
+			if err != nil {
+				return fmt.Errorf("broker: dead letters for %s: %w", topic, err)
+			}
+			_, err = s.b.produceRemote(leader, dp, batch)
+			return err
+		}
+	}
+	_, err = s.b.ProduceRecords(ctx, topic, dp.ID(), recs)
 	return err
 }

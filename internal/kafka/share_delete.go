@@ -25,7 +25,7 @@ func (s *Server) deleteShareGroup(ctx context.Context, id string) (int16, bool) 
 	if node == nil {
 		return 0, false
 	}
-	err := node.Coordinator.DeleteGroup(ctx, id)
+	err := node.DeleteGroup(ctx, id) // on a cluster, the state at every share coordinator
 	switch {
 	case errors.Is(err, share.ErrGroupNotFound):
 		return 0, false

@@ -3,6 +3,7 @@ package sharenode
 import (
 	"context"
 	"errors"
+	"fmt"
 	"maps"
 	"slices"
 	"time"
@@ -133,6 +134,40 @@ func (n *Node) DeleteOffsets(ctx context.Context, group string, tp share.TopicPa
 	err := n.Manager.Delete(ctx, group, tp)
 	if n.states != nil {
 		n.Manager.Forget(group, tp)
+	}
+	return err
+}
+
+// DeleteGroup deletes an empty share group (DeleteGroups). On a cluster
+// the group's share-partitions live on their partitions' leaders and their
+// state with their share coordinators, most of them on other nodes than
+// the group's coordinator that answers: as Kafka's group coordinator does
+// through its persister, the state of every share-partition the group has
+// is deleted at its share coordinator (DeleteShareGroupState) before the
+// group itself, so that a new group of the same name starts by
+// share.auto.offset.reset wherever its partitions are led (a leader still
+// holding the old window is fenced by the missing state and reloads, as
+// after DeleteShareGroupOffsets). On a single node the manager holds it
+// all (share.Coordinator.DeleteGroup).
+func (n *Node) DeleteGroup(ctx context.Context, group string) error {
+	if n.states == nil {
+		return n.Coordinator.DeleteGroup(ctx, group)
+	}
+	if err := n.Coordinator.CheckEmpty(group); err != nil {
+		return err
+	}
+	tps, err := n.Partitions(ctx, group)
+	if err != nil {
+		return fmt.Errorf("sharenode: delete group %s: %w", group, err)
+	}
+	for _, tp := range tps {
+		if err := n.DeleteOffsets(ctx, group, tp); err != nil {
+			return fmt.Errorf("sharenode: delete group %s: %w", group, err)
+		}
+	}
+	err = n.Coordinator.DeleteGroup(ctx, group)
+	if errors.Is(err, share.ErrGroupNotFound) && len(tps) > 0 {
+		return nil // its state, on other nodes, was all that was left of it
 	}
 	return err
 }
