@@ -5,8 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"slices"
 
+	"github.com/strandmq/strand/internal/cluster"
 	"github.com/strandmq/strand/internal/dlq"
 	"github.com/strandmq/strand/internal/ingest"
 	"github.com/strandmq/strand/internal/partition"
@@ -56,27 +56,17 @@ func (b *Broker) dlqSpec(name string, src *Topic) TopicSpec {
 	if !b.clustered() {
 		return spec
 	}
-	img := b.meta.Image()
-	live := liveBrokers(img)
-	var a [][]NodeID
-	for i := range src.Partitions() {
-		reg, ok := img.Partition(src.ID, i)
-		if !ok {
-			return spec
+	a, rf, ok := cluster.Beside(b.meta.Image(), src.ID, src.Partitions())
+	if !ok {
+		if rf > 0 {
+			spec.ReplicationFactor = int16(rf)
 		}
-		// A replica on a node that is down (the DLQ's first record may
-		// come right after a failover) would refuse the whole assignment:
-		// place the topic on the live brokers instead, as many replicas
-		// as the source has and they allow.
-		for _, r := range reg.Replicas {
-			if !slices.Contains(live, r) {
-				spec.ReplicationFactor = int16(min(len(reg.Replicas), len(live)))
-				return spec
-			}
-		}
-		a = append(a, partition.NodeIDs(reg.Replicas))
+		return spec
 	}
-	spec.Partitions, spec.Assignment = -1, a
+	for _, r := range a {
+		spec.Assignment = append(spec.Assignment, partition.NodeIDs(r))
+	}
+	spec.Partitions = -1
 	return spec
 }
 

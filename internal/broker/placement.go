@@ -25,11 +25,7 @@ func place(img *cluster.Image, n int32, rf int) ([][]cluster.NodeID, error) {
 
 // checkClusterAssignment checks a manual assignment (cluster.CheckAssignment).
 func checkClusterAssignment(img *cluster.Image, a [][]NodeID) error {
-	ca := make([][]cluster.NodeID, len(a))
-	for i, r := range a {
-		ca[i] = partition.ClusterIDs(r)
-	}
-	if err := cluster.CheckAssignment(img, ca); err != nil {
+	if err := cluster.CheckAssignment(img, partition.ClusterIDLists(a)); err != nil {
 		return fmt.Errorf("%w: %w", ErrInvalidReplicaAssignment, err)
 	}
 	return nil
@@ -48,30 +44,10 @@ func (b *Broker) ReplicationFactor(rf int16) int {
 	return int(rf)
 }
 
-// partitionRecords registers partitions first.. of topic id on the given
-// replicas, each led by its first replica.
-func partitionRecords(id TopicID, first int32, replicas [][]cluster.NodeID) []cluster.Record {
-	recs := make([]cluster.Record, len(replicas))
-	for i, r := range replicas {
-		recs[i] = cluster.Partition{TopicID: id, PartitionID: first + int32(i), Replicas: r, ISR: r, Leader: r[0]}
-	}
-	return recs
-}
-
-func toClusterIDs(a [][]NodeID) [][]cluster.NodeID {
-	out := make([][]cluster.NodeID, len(a))
-	for i, r := range a {
-		for _, id := range r {
-			out[i] = append(out[i], cluster.NodeID(id))
-		}
-	}
-	return out
-}
-
 // createTopicInCluster places and registers a new topic. b.admin is held.
 func (b *Broker) createTopicInCluster(t *Topic, n int32, spec TopicSpec) (*Topic, error) {
 	img := b.meta.Image()
-	replicas := toClusterIDs(spec.Assignment)
+	replicas := partition.ClusterIDLists(spec.Assignment)
 	if len(replicas) == 0 {
 		var err error
 		if replicas, err = place(img, n, b.ReplicationFactor(spec.ReplicationFactor)); err != nil {
@@ -83,7 +59,7 @@ func (b *Broker) createTopicInCluster(t *Topic, n int32, spec TopicSpec) (*Topic
 		return t, nil
 	}
 	recs := append([]cluster.Record{cluster.PutTopic{Topic: cluster.Topic{Name: t.Name, ID: t.ID, Partitions: n, Configs: t.Config.Overrides()}}},
-		partitionRecords(t.ID, 0, replicas)...)
+		cluster.PartitionRecords(t.ID, 0, replicas)...)
 	if err := b.applyInClusterLocked("create topic "+t.Name, recs...); err != nil {
 		if errors.Is(err, cluster.ErrConflict) {
 			img := b.meta.Image() // holds what the change ran into
@@ -101,7 +77,7 @@ func (b *Broker) createTopicInCluster(t *Topic, n int32, spec TopicSpec) (*Topic
 // addPartitionsInCluster grows a topic to total partitions. b.admin is held.
 func (b *Broker) addPartitionsInCluster(t *Topic, total int32, assignment [][]NodeID, validateOnly bool) (*Topic, error) {
 	cur := t.Partitions()
-	replicas := toClusterIDs(assignment)
+	replicas := partition.ClusterIDLists(assignment)
 	if len(replicas) == 0 {
 		var err error
 		rf := 1
@@ -117,7 +93,7 @@ func (b *Broker) addPartitionsInCluster(t *Topic, total int32, assignment [][]No
 	}
 	prev := cluster.Topic{Name: t.Name, ID: t.ID, Partitions: cur, Configs: t.Config.Overrides()}
 	recs := append([]cluster.Record{cluster.PutTopic{Topic: cluster.Topic{Name: t.Name, ID: t.ID, Partitions: total, Configs: t.Config.Overrides()}, Prev: &prev}},
-		partitionRecords(t.ID, cur, replicas)...)
+		cluster.PartitionRecords(t.ID, cur, replicas)...)
 	if err := b.applyInClusterLocked("create partitions of "+t.Name, recs...); err != nil {
 		return nil, err
 	}

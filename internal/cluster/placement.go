@@ -123,3 +123,38 @@ func CheckAssignment(img *Image, a [][]NodeID) error {
 	}
 	return nil
 }
+
+// Beside is the placement of a topic that sits beside topic id's n
+// partitions (a dead-letter topic: each partition on the replicas of the
+// source partition it serves, so a quarantined record is written where it
+// was refused). ok is false when a source partition is not registered or
+// names a broker that is not live — the controller would refuse that
+// assignment (the first dead letter may come right after a failover) —
+// and then rf is how many replicas the topic can have on the live
+// brokers, as many as the source has where they allow.
+func Beside(img *Image, id TopicID, n int32) (a [][]NodeID, rf int, ok bool) {
+	live := LiveBrokers(img)
+	for i := range n {
+		reg, found := img.Partition(id, i)
+		if !found {
+			return nil, 0, false
+		}
+		for _, r := range reg.Replicas {
+			if !slices.Contains(live, r) {
+				return nil, min(len(reg.Replicas), len(live)), false
+			}
+		}
+		a = append(a, reg.Replicas)
+	}
+	return a, 0, true
+}
+
+// PartitionRecords register partitions first.. of topic id on the given
+// replicas, each led by its first replica.
+func PartitionRecords(id TopicID, first int32, replicas [][]NodeID) []Record {
+	recs := make([]Record, len(replicas))
+	for i, r := range replicas {
+		recs[i] = Partition{TopicID: id, PartitionID: first + int32(i), Replicas: r, ISR: r, Leader: r[0]}
+	}
+	return recs
+}

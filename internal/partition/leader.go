@@ -374,6 +374,15 @@ func ClusterIDs(ids []NodeID) []cluster.NodeID {
 	return out
 }
 
+// ClusterIDLists is ClusterIDs of each of a's replica lists.
+func ClusterIDLists(a [][]NodeID) [][]cluster.NodeID {
+	out := make([][]cluster.NodeID, len(a))
+	for i, r := range a {
+		out[i] = ClusterIDs(r)
+	}
+	return out
+}
+
 // checkEnoughReplicas is the test of a parked acks=all produce when the
 // high watermark passes it (Partition.checkEnoughReplicasReachOffset):
 // the ISR it reached must still be as large as min.insync.replicas.
