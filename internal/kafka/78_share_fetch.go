@@ -64,7 +64,7 @@ const apiKeyShareFetch = 78
 
 func (s *Server) handleShareFetch(ctx context.Context, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.ShareFetchRequest)
-	resp := req.ResponseKind().(*kmsg.ShareFetchResponse)
+	resp := &shareFetchResponse{ShareFetchResponse: req.ResponseKind().(*kmsg.ShareFetchResponse)}
 	node, code := s.shareNode()
 	if node == nil {
 		resp.ErrorCode = code
@@ -135,6 +135,7 @@ func (s *Server) handleShareFetch(ctx context.Context, kreq kmsg.Request) (kmsg.
 			MaxWait:     time.Duration(req.MaxWaitMillis) * time.Millisecond,
 			RecordLimit: req.ShareAcquireMode == 1,
 		})
+		resp.grants = grants
 		for _, g := range grants {
 			if g.Err == nil && len(g.Ranges) == 0 {
 				continue
@@ -151,6 +152,22 @@ func (s *Server) handleShareFetch(ctx context.Context, kreq kmsg.Request) (kmsg.
 	}
 	resp.Topics = out.topics
 	return resp, nil
+}
+
+// shareFetchResponse is a ShareFetchResponse whose records alias the
+// share-partition manager's pooled read buffers (share.Grant): the
+// connection's writer splices them into the response (splice.go) and gives
+// the buffers back once it is written, never earlier.
+type shareFetchResponse struct {
+	*kmsg.ShareFetchResponse
+	grants []share.Grant
+}
+
+func (r *shareFetchResponse) recycle() {
+	for i := range r.grants {
+		r.grants[i].Release()
+	}
+	r.grants = nil
 }
 
 // resolveSharePartitions returns the session's partitions this node can

@@ -194,6 +194,65 @@ func TestEncodeFetchSplicesExactly(t *testing.T) {
 	}
 }
 
+// TestEncodeShareFetchSplicesExactly: a ShareFetch response's record sets
+// spliced in by the writer (encodeResponse of a shareFetchResponse) give
+// the bytes kmsg's own encoding gives, at every version, with records of
+// every size around spliceMin beside their AcquiredRecords; the response is
+// left as it was, and writing it gives its grants' buffers back.
+func TestEncodeShareFetchSplicesExactly(t *testing.T) {
+	t.Parallel()
+	rng := rand.New(rand.NewPCG(5, 6))
+	for v := apis[apiKeyShareFetch].min; v <= apis[apiKeyShareFetch].max; v++ {
+		for round := range 20 {
+			resp := kmsg.NewPtrShareFetchResponse()
+			resp.SetVersion(v)
+			resp.AcquisitionLockTimeoutMillis = 30_000
+			for ti := range rng.IntN(3) + 1 {
+				st := kmsg.NewShareFetchResponseTopic()
+				st.TopicID[0] = byte(ti + 1)
+				for pi := range rng.IntN(4) + 1 {
+					sp := kmsg.NewShareFetchResponseTopicPartition()
+					sp.Partition = int32(pi)
+					size := []int{0, 10, spliceMin - 1, spliceMin, 70_000, 300}[rng.IntN(6)]
+					sp.Records = make([]byte, size)
+					for i := range sp.Records {
+						sp.Records[i] = byte(rng.Uint32())
+					}
+					ar := kmsg.NewShareFetchResponseTopicPartitionAcquiredRecord()
+					ar.FirstOffset, ar.LastOffset, ar.DeliveryCount = rng.Int64N(1000), 1000+rng.Int64N(1000), int16(rng.IntN(5)+1)
+					sp.AcquiredRecords = append(sp.AcquiredRecords, ar)
+					st.Partitions = append(st.Partitions, sp)
+				}
+				resp.Topics = append(resp.Topics, st)
+			}
+			want := appendResponse(nil, int32(round), resp)
+			out := encodeResponse(int32(round), &shareFetchResponse{ShareFetchResponse: resp})
+			if out.recycle == nil {
+				t.Fatal("a share fetch response is not recycled once written")
+			}
+			large := 0
+			for _, set := range recordSets(resp) {
+				if len(*set) >= spliceMin {
+					large++
+				}
+			}
+			if len(out.bufs) != 1+3*large+1 && !(large == 0 && len(out.bufs) == 1) {
+				t.Fatalf("v%d round %d: %d record sets of at least %d bytes, written as %d buffers: not spliced", v, round, large, spliceMin, len(out.bufs))
+			}
+			var got bytes.Buffer
+			if err := out.writeTo(&got); err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(got.Bytes(), want) {
+				t.Fatalf("v%d round %d: spliced encoding differs from kmsg's (%d vs %d bytes)", v, round, got.Len(), len(want))
+			}
+			if again := appendResponse(nil, int32(round), resp); !bytes.Equal(again, want) {
+				t.Fatalf("v%d: encodeResponse did not restore the response", v)
+			}
+		}
+	}
+}
+
 // TestReadFrameEverySize: frames around the pool's class and growth
 // boundaries, delivered a few bytes at a time into a shared pool, come back
 // whole and unchanged; buffers are returned and reused between reads.

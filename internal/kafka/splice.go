@@ -89,8 +89,11 @@ func spanIndex(b []byte) (int, bool) {
 type outbound struct {
 	bufs    net.Buffers
 	spans   []spanAt
-	recycle *fetchResponse
+	recycle recycler
 }
+
+// recycler is a response whose memory goes back to a pool once written.
+type recycler interface{ recycle() }
 
 // spanAt is a span to send after bufs[:at].
 type spanAt struct {
@@ -108,6 +111,10 @@ func encodeResponse(correlationID int32, resp kmsg.Response) outbound {
 		return out
 	case *kmsg.FetchResponse:
 		return encodeFetch(correlationID, r, nil)
+	case *shareFetchResponse:
+		out := encodeFetch(correlationID, r.ShareFetchResponse, nil)
+		out.recycle = r
+		return out
 	}
 	return outbound{bufs: net.Buffers{appendResponse(nil, correlationID, resp)}}
 }
@@ -128,36 +135,54 @@ func (p piece) len() int {
 	return len(p.b)
 }
 
-// encodeFetch encodes a fetch response, splicing large record sets and the
-// spans in without copying them. It leaves resp as it found it.
-func encodeFetch(correlationID int32, resp *kmsg.FetchResponse, spans []partlog.Span) outbound {
-	var pieces []piece
-	for ti := range resp.Topics {
-		ps := resp.Topics[ti].Partitions
-		for pi := range ps {
-			rb := ps[pi].RecordBatches
-			if k, ok := spanIndex(rb); ok && k < len(spans) {
-				pieces = append(pieces, piece{span: &spans[k], was: rb})
-			} else if len(rb) >= spliceMin {
-				pieces = append(pieces, piece{b: rb, was: rb})
-			} else {
-				continue
+// recordSets returns where a response that carries records keeps each
+// partition's record set: Fetch's RecordBatches, ShareFetch's Records (the
+// same bytes field, another name).
+func recordSets(resp kmsg.Response) []*[]byte {
+	var out []*[]byte
+	switch r := resp.(type) {
+	case *kmsg.FetchResponse:
+		for ti := range r.Topics {
+			for pi := range r.Topics[ti].Partitions {
+				out = append(out, &r.Topics[ti].Partitions[pi].RecordBatches)
 			}
-			ps[pi].RecordBatches = marker(len(pieces) - 1)
 		}
+	case *kmsg.ShareFetchResponse:
+		for ti := range r.Topics {
+			for pi := range r.Topics[ti].Partitions {
+				out = append(out, &r.Topics[ti].Partitions[pi].Records)
+			}
+		}
+	}
+	return out
+}
+
+// encodeFetch encodes a response carrying records (Fetch, ShareFetch:
+// recordSets), splicing large record sets and the spans in without copying
+// them. It leaves resp as it found it.
+func encodeFetch(correlationID int32, resp kmsg.Response, spans []partlog.Span) outbound {
+	var pieces []piece
+	sets := recordSets(resp)
+	for _, set := range sets {
+		rb := *set
+		if k, ok := spanIndex(rb); ok && k < len(spans) {
+			pieces = append(pieces, piece{span: &spans[k], was: rb})
+		} else if len(rb) >= spliceMin {
+			pieces = append(pieces, piece{b: rb, was: rb})
+		} else {
+			continue
+		}
+		*set = marker(len(pieces) - 1)
 	}
 	frame := appendResponse(nil, correlationID, resp)
 	if len(pieces) == 0 {
 		return outbound{bufs: net.Buffers{frame}}
 	}
 	i := 0
-	for ti := range resp.Topics {
-		ps := resp.Topics[ti].Partitions
-		for pi := range ps {
-			if len(ps[pi].RecordBatches) == markerLen && bytes.HasPrefix(ps[pi].RecordBatches, markerPrefix[:]) {
-				ps[pi].RecordBatches = pieces[i].was
-				i++
-			}
+	for _, set := range sets {
+		if len(*set) == markerLen && bytes.HasPrefix(*set, markerPrefix[:]) {
+			*set = pieces[i].was
+			i++
 		}
 	}
 

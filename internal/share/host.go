@@ -39,8 +39,10 @@ type Host interface {
 	// Topics lists the topics by name.
 	Topics() map[string]TopicInfo
 	// ReadLog reads whole batches from offset from on, at most about
-	// maxBytes (at least one batch), never past the high watermark.
-	ReadLog(tp TopicPartition, from Offset, maxBytes int) (LogRead, error)
+	// maxBytes (at least one batch), never past the high watermark, into
+	// buf when its capacity suffices (the batches then alias buf; buf may
+	// be nil).
+	ReadLog(buf []byte, tp TopicPartition, from Offset, maxBytes int) (LogRead, error)
 	// Bounds returns a partition's log start offset and high watermark.
 	Bounds(tp TopicPartition) (logStart, highWatermark Offset, err error)
 	// AppendState appends key/value records to __share_group_state and

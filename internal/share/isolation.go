@@ -2,6 +2,7 @@ package share
 
 import (
 	"slices"
+	"sync"
 
 	"github.com/strandmq/strand/internal/record"
 )
@@ -35,7 +36,7 @@ type CommittedReader interface {
 	// ReadCommitted is ReadLog up to the last stable offset, with the
 	// aborted transactions that overlap what it returned and the last
 	// stable offset itself.
-	ReadCommitted(tp TopicPartition, from Offset, maxBytes int) (LogRead, Offset, []AbortedTxn, error)
+	ReadCommitted(buf []byte, tp TopicPartition, from Offset, maxBytes int) (LogRead, Offset, []AbortedTxn, error)
 }
 
 // Span is a run of offsets [First, Last].
@@ -54,32 +55,83 @@ const readMax = 1 << 20
 // sized (a second read, when the first falls short).
 const probeBytes = 64 << 10
 
+// Acquisition reads use pooled buffers: a share fetch reads up to readMax
+// of log per partition, and allocating (and zeroing) that afresh for every
+// fetch, then collecting it, cost the broker more than serving the bytes
+// (the handler gives the buffer back once the response is written:
+// Grant.Release). A read larger than the buffer allocates its own.
+var readBufs sync.Pool
+
+const readBufSize = readMax + readMax/4 // a read of readMax plus a batch's edge
+
+func getReadBuf() []byte {
+	if v, ok := readBufs.Get().(*[]byte); ok {
+		return (*v)[:0]
+	}
+	return make([]byte, 0, readBufSize)
+}
+
+func putReadBuf(b []byte) {
+	if cap(b) == readBufSize {
+		b = b[:0]
+		readBufs.Put(&b)
+	}
+}
+
 // readForAcquire reads tp's log from offset from for an acquisition of up
 // to want records under the group's isolation level: the batches, the
 // offset acquisition must stay below, and the offsets in it that must not
-// be handed out (sorted).
-func (m *Manager) readForAcquire(tp TopicPartition, from Offset, want, maxBytes int, hw Offset, committed bool) (LogRead, Offset, []Span, error) {
+// be handed out (sorted). The batches are read into a pooled buffer,
+// returned with them for the caller to give back (putReadBuf) once they
+// are no longer used.
+func (m *Manager) readForAcquire(tp TopicPartition, from Offset, want, maxBytes int, hw Offset, committed bool) (LogRead, Offset, []Span, []byte, error) {
 	maxBytes = min(maxBytes, readMax)
-	read := func(n int) (LogRead, Offset, []AbortedTxn, error) {
+	read := func(buf []byte, from Offset, n int) (LogRead, Offset, []AbortedTxn, error) {
 		if cr, ok := m.host.(CommittedReader); ok && committed {
-			return cr.ReadCommitted(tp, from, n)
+			return cr.ReadCommitted(buf, tp, from, n)
 		}
-		rd, err := m.host.ReadLog(tp, from, n)
+		rd, err := m.host.ReadLog(buf, tp, from, n)
 		return rd, hw, nil, err
 	}
-	rd, stable, aborted, err := read(min(maxBytes, probeBytes))
+	buf := getReadBuf()
+	rd, stable, aborted, err := read(buf, from, min(maxBytes, probeBytes))
 	if err != nil {
-		return LogRead{}, 0, nil, err
+		putReadBuf(buf)
+		return LogRead{}, 0, nil, nil, err
 	}
 	if got := rd.Next - from; got > 0 && got < Offset(want) && len(rd.Batches) >= probeBytes/2 && rd.Next < min(hw, stable) {
 		// Size the read for want offsets at the probe's density, with
-		// a tenth more for the batches' edges.
+		// a tenth more for the batches' edges, and read only what the
+		// probe did not: the rest, from where it stopped, into the
+		// buffer behind its batches.
 		need := int(int64(len(rd.Batches)) * int64(want) / int64(got) * 11 / 10)
-		if rd, stable, aborted, err = read(min(maxBytes, need)); err != nil {
-			return LogRead{}, 0, nil, err
+		if rest := min(maxBytes, need) - len(rd.Batches); rest > 0 {
+			more, stable2, aborted2, err := read(rd.Batches[len(rd.Batches):], rd.Next, rest)
+			if err != nil {
+				putReadBuf(buf)
+				return LogRead{}, 0, nil, nil, err
+			}
+			rd.Batches = joinBatches(rd.Batches, more.Batches)
+			rd.Next = max(rd.Next, more.Next)
+			stable, aborted = stable2, append(aborted, aborted2...)
 		}
 	}
-	return rd, min(rd.Next, stable, hw), Undeliverable(rd.Batches, aborted), nil
+	return rd, min(rd.Next, stable, hw), Undeliverable(rd.Batches, aborted), buf, nil
+}
+
+// joinBatches returns a's batches followed by b's: a itself grown over b
+// when b was read into a's spare capacity right behind it (the usual
+// case), else a copy of both.
+func joinBatches(a, b []byte) []byte {
+	switch {
+	case len(b) == 0:
+		return a
+	case len(a) == 0:
+		return b
+	case cap(a)-len(a) >= len(b) && &a[:len(a)+1][len(a)] == &b[0]:
+		return a[:len(a)+len(b)]
+	}
+	return append(append(make([]byte, 0, len(a)+len(b)), a...), b...)
 }
 
 // Undeliverable returns the offsets of batches that no member may be

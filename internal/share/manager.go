@@ -283,7 +283,7 @@ func (m *Manager) deadLetter(ctx context.Context, e *entry, dead []Dead) error {
 		if _, pending := want[o]; !pending {
 			continue // found in an earlier read
 		}
-		rd, err := m.host.ReadLog(e.tp, o, 1<<20)
+		rd, err := m.host.ReadLog(nil, e.tp, o, 1<<20)
 		if err != nil {
 			return fmt.Errorf("share: read %s-%d@%d for its dead letter: %w", e.tp.Topic, e.tp.Partition, o, err)
 		}
@@ -391,6 +391,18 @@ type Grant struct {
 	Batches []byte // the batches holding the acquired records
 	Ranges  []Range
 	Err     error
+	buf     []byte // the pooled buffer Batches may alias (Release)
+}
+
+// Release gives the buffer the grant's batches were read into back for
+// another fetch: call it once Batches are no longer used (written to the
+// member), and never read Batches after. A grant never released only costs
+// the allocation it would have saved.
+func (g *Grant) Release() {
+	if g.buf != nil {
+		putReadBuf(g.buf)
+		g.buf, g.Batches = nil, nil
+	}
 }
 
 // FetchSpec is what one member asks of a set of partitions.
@@ -451,7 +463,7 @@ func (m *Manager) fetchOnce(ctx context.Context, spec FetchSpec) ([]Grant, int) 
 	for _, tp := range spec.Partitions {
 		a := Grant{TP: tp}
 		if left > 0 && bytes > 0 {
-			a.Batches, a.Ranges, a.Err = m.acquire(ctx, spec.Group, spec.Member, tp, left, bytes, spec.RecordLimit)
+			a.Batches, a.Ranges, a.buf, a.Err = m.acquire(ctx, spec.Group, spec.Member, tp, left, bytes, spec.RecordLimit)
 			for _, r := range a.Ranges {
 				n := int(r.Last - r.First + 1)
 				left -= n
@@ -464,44 +476,47 @@ func (m *Manager) fetchOnce(ctx context.Context, spec FetchSpec) ([]Grant, int) 
 	return out, total
 }
 
-func (m *Manager) acquire(ctx context.Context, group, member string, tp TopicPartition, max, maxBytes int, recordLimit bool) ([]byte, []Range, error) {
+// acquire acquires up to max records of tp for member and returns the
+// batches holding them, their ranges, and the pooled buffer the batches
+// may alias (Grant.Release).
+func (m *Manager) acquire(ctx context.Context, group, member string, tp TopicPartition, max, maxBytes int, recordLimit bool) ([]byte, []Range, []byte, error) {
 	e, err := m.open(ctx, group, tp)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	e.mu.Lock()
 	if m.store != nil && !e.isAdmitted(member) {
 		e.mu.Unlock() // a coordinator round trip, once per member (remote.go)
 		if e, err = m.admitRemote(ctx, e, member); err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 		e.mu.Lock()
 	}
 	defer e.mu.Unlock()
 	logStart, hw, err := m.host.Bounds(tp)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	if logStart > e.p.Start() {
 		// Retention or DeleteRecords removed records the group had not
 		// finished: they are gone for every reader.
 		if err := m.changeLocked(ctx, e, func(p *Partition) ([]Dead, error) { p.MoveStart(logStart); return nil, nil }); err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 	}
 	if e.p.SetConfig(m.config(group).Partition); e.p.OverLimit() {
 		var given int
 		if err := m.changeLocked(ctx, e, func(p *Partition) ([]Dead, error) { d := p.ArchiveOverLimit(); given = len(d); return d, nil }); err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 		m.counts.add(group, func(c *Counters) { c.DeadLettered += int64(given) })
 	}
 	if !e.p.CanAcquire(hw) {
-		return nil, nil, nil
+		return nil, nil, nil, nil
 	}
-	rd, limit, skip, err := m.readForAcquire(tp, e.p.NextFetch(), max, maxBytes, hw, m.config(group).ReadCommitted)
+	rd, limit, skip, buf, err := m.readForAcquire(tp, e.p.NextFetch(), max, maxBytes, hw, m.config(group).ReadCommitted)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	// Acquisition is not persisted (Kafka does not either): a restart
 	// forgets the lock and this delivery's count; the record is simply
@@ -512,7 +527,8 @@ func (m *Manager) acquire(ctx context.Context, group, member string, tp TopicPar
 	}
 	ranges := e.p.AcquireBatches(member, limit, max, m.now(), skip, ends)
 	if len(ranges) == 0 {
-		return nil, nil, nil
+		putReadBuf(buf)
+		return nil, nil, nil, nil
 	}
 	m.counts.add(group, func(c *Counters) {
 		for _, r := range ranges {
@@ -523,7 +539,7 @@ func (m *Manager) acquire(ctx context.Context, group, member string, tp TopicPar
 			}
 		}
 	})
-	return keepBatches(rd.Batches, ranges), ranges, nil
+	return keepBatches(rd.Batches, ranges), ranges, buf, nil
 }
 
 // batchEnds returns a function from an offset to the last offset of the

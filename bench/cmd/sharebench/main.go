@@ -14,6 +14,7 @@ package main
 
 import (
 	"context"
+	crand "crypto/rand"
 	"encoding/binary"
 	"errors"
 	"flag"
@@ -23,6 +24,7 @@ import (
 	"os"
 	"runtime/pprof"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -41,12 +43,30 @@ type options struct {
 	latencyFor, linger                         time.Duration
 	timeout                                    time.Duration
 	dir, cpuprofile, profilePhase, memprofile  string
+	values                                     string
+	modes                                      []ackMode
 }
+
+// ackMode is how the share phase's members acknowledge.
+type ackMode string
+
+const (
+	// ackRecord: each record its own Ack(AckAccept) as it is handled (a
+	// work queue acknowledging each job when it is done); the
+	// acknowledgements ride on the member's next ShareFetch.
+	ackRecord ackMode = "record"
+	// ackImplicit: no acknowledgement call; franz-go accepts every
+	// record of a poll at the next poll (its default).
+	ackImplicit ackMode = "implicit"
+	// ackFlush: each record Ack(AckAccept), then FlushAcks (a
+	// ShareAcknowledge answered) after every poll.
+	ackFlush ackMode = "flush"
+)
 
 func main() {
 	var o options
 	flag.IntVar(&o.runs, "runs", 3, "runs; every figure is the median")
-	flag.IntVar(&o.records, "records", 200_000, "records produced and consumed by each group per run")
+	flag.IntVar(&o.records, "records", 1_000_000, "records produced and consumed by each group per run (enough that the fastest phase lasts seconds: a phase of a fraction of a second measures the scheduler)")
 	flag.IntVar(&o.size, "size", 1024, "record value bytes")
 	flag.IntVar(&o.partitions, "partitions", 4, "partitions of the topic")
 	flag.IntVar(&o.consumers, "consumers", 4, "members of each group")
@@ -57,9 +77,24 @@ func main() {
 	flag.DurationVar(&o.timeout, "timeout", 2*time.Minute, "bound on each phase")
 	flag.StringVar(&o.dir, "dir", "", "data directory (default: a temporary one, removed after)")
 	flag.StringVar(&o.cpuprofile, "cpuprofile", "", "write a CPU profile of the whole process (broker and clients)")
-	flag.StringVar(&o.profilePhase, "profile-phase", "", "with -cpuprofile, profile only this phase (classic, share, flush) of each run, one file per run: <cpuprofile>.<run>")
+	flag.StringVar(&o.profilePhase, "profile-phase", "", "with -cpuprofile, profile only this phase (classic, or a share mode: record, implicit, flush) of each run, one file per run: <cpuprofile>.<run>")
 	flag.StringVar(&o.memprofile, "memprofile", "", "write a heap profile (allocations of the whole run) at the end")
+	flag.StringVar(&o.values, "values", "random", "record values: random (incompressible: 1 KB on the wire too) or zero (all zeros, which the producer's snappy shrinks ~20-fold)")
+	modes := flag.String("share-modes", "record,implicit,flush", "share phases, in order: record (Ack each record), implicit (no Ack: franz-go accepts a poll's records at the next poll), flush (Ack each record and FlushAcks every poll)")
 	flag.Parse()
+	for m := range strings.SplitSeq(*modes, ",") {
+		switch ackMode(m) {
+		case ackRecord, ackImplicit, ackFlush:
+			o.modes = append(o.modes, ackMode(m))
+		default:
+			fmt.Fprintf(os.Stderr, "sharebench: unknown share mode %q\n", m)
+			os.Exit(2)
+		}
+	}
+	if o.values != "random" && o.values != "zero" {
+		fmt.Fprintf(os.Stderr, "sharebench: -values is random or zero, not %q\n", o.values)
+		os.Exit(2)
+	}
 	if err := run(o); err != nil {
 		fmt.Fprintln(os.Stderr, "sharebench:", err)
 		os.Exit(1)
@@ -67,11 +102,15 @@ func main() {
 }
 
 type result struct {
-	classic, share time.Duration // to consume every record
-	shareFlush     time.Duration // share, with FlushAcks after every poll
-	classicCPU     time.Duration // process CPU time (broker and clients) of the classic phase
-	shareCPU       time.Duration // of the share phase
-	p50, p99       time.Duration // produce → acknowledged, paced
+	classic    time.Duration // to consume every record
+	classicCPU time.Duration // process CPU time (broker and clients) of the classic phase
+	share      map[ackMode]phase
+	p50, p99   time.Duration // produce → acknowledged, paced
+}
+
+// phase is one share phase's figures.
+type phase struct {
+	wall, cpu time.Duration
 }
 
 func (o options) perSec(d time.Duration) float64 { return float64(o.records) / d.Seconds() }
@@ -111,16 +150,21 @@ func run(o options) error {
 			}
 		}()
 	}
+	fmt.Printf("load average at start: %s", loadavg())
 	var rs []result
+	perRec := func(d time.Duration) time.Duration { return d / time.Duration(o.records) }
 	for i := range o.runs {
 		r, err := oneRun(ctx, b.Addr(), o, i)
 		if err != nil {
 			return fmt.Errorf("run %d: %w", i+1, err)
 		}
 		rs = append(rs, r)
-		fmt.Printf("run %d  classic %8.0f rec/s  share %8.0f rec/s  share/classic %3.0f%%  CPU/record classic %v share %v  produce→acked p50 %v p99 %v\n",
-			i+1, o.perSec(r.classic), o.perSec(r.share), 100*r.classic.Seconds()/r.share.Seconds(),
-			r.classicCPU/time.Duration(o.records), r.shareCPU/time.Duration(o.records), r.p50.Round(time.Microsecond), r.p99.Round(time.Microsecond))
+		fmt.Printf("run %d  classic %8.0f rec/s (%.1f s, CPU %v/record)", i+1, o.perSec(r.classic), r.classic.Seconds(), perRec(r.classicCPU))
+		for _, m := range o.modes {
+			p := r.share[m]
+			fmt.Printf("  share[%s] %8.0f rec/s (%.1f s) %3.0f%% CPU %v/record", m, o.perSec(p.wall), p.wall.Seconds(), 100*r.classic.Seconds()/p.wall.Seconds(), perRec(p.cpu))
+		}
+		fmt.Printf("  produce→acked p50 %v p99 %v  load %s", r.p50.Round(time.Microsecond), r.p99.Round(time.Microsecond), loadavg())
 	}
 	med := func(f func(result) time.Duration) time.Duration {
 		v := make([]time.Duration, len(rs))
@@ -130,26 +174,43 @@ func run(o options) error {
 		slices.Sort(v)
 		return v[len(v)/2]
 	}
-	c, s := med(func(r result) time.Duration { return r.classic }), med(func(r result) time.Duration { return r.share })
-	ratios := make([]float64, len(rs))
-	for i, r := range rs {
-		ratios[i] = r.classic.Seconds() / r.share.Seconds()
+	medRatio := func(f func(result) float64) float64 {
+		v := make([]float64, len(rs))
+		for i, r := range rs {
+			v[i] = f(r)
+		}
+		slices.Sort(v)
+		return v[len(v)/2]
 	}
-	slices.Sort(ratios)
-	perRec := func(d time.Duration) time.Duration { return d / time.Duration(o.records) }
-	fmt.Printf("median of %d runs, %d × %d B records, %d partitions, %d consumers per group:\n", o.runs, o.records, o.size, o.partitions, o.consumers)
-	fmt.Printf("  classic group  %8.0f rec/s  (%v per record)\n", o.perSec(c), perRec(c))
-	fmt.Printf("  share group    %8.0f rec/s  (%v per record, every record accepted; acknowledgements on the next fetch)\n", o.perSec(s), perRec(s))
-	fmt.Printf("  share/classic  %.0f%% (median of the runs' ratios)\n", 100*ratios[len(ratios)/2])
-	sf := med(func(r result) time.Duration { return r.shareFlush })
-	fmt.Printf("  share group, FlushAcks after every poll  %8.0f rec/s  (%v per record): %.0f%% of classic\n", o.perSec(sf), perRec(sf), 100*c.Seconds()/sf.Seconds())
-	fmt.Printf("  acquire+acknowledge overhead  %v per record (wall clock)\n", perRec(s)-perRec(c))
-	cc, sc := med(func(r result) time.Duration { return r.classicCPU }), med(func(r result) time.Duration { return r.shareCPU })
-	fmt.Printf("  CPU per record (broker and clients)  classic %v, share %v: share/classic CPU efficiency %.0f%%\n", perRec(cc), perRec(sc), 100*cc.Seconds()/sc.Seconds())
-	fmt.Printf("  acquire+acknowledge overhead  %v of CPU per record\n", perRec(sc)-perRec(cc))
+	c, cc := med(func(r result) time.Duration { return r.classic }), med(func(r result) time.Duration { return r.classicCPU })
+	fmt.Printf("median of %d runs, %d × %d B records (%s values), %d partitions, %d consumers per group:\n", o.runs, o.records, o.size, o.values, o.partitions, o.consumers)
+	fmt.Printf("  classic group  %8.0f rec/s  (%v per record; CPU %v per record, broker and clients)\n", o.perSec(c), perRec(c), perRec(cc))
+	what := map[ackMode]string{
+		ackRecord:   "each record Ack(AckAccept), acknowledgements on the next fetch",
+		ackImplicit: "no Ack call, franz-go accepts a poll's records at the next poll",
+		ackFlush:    "each record Ack(AckAccept), FlushAcks after every poll",
+	}
+	for _, m := range o.modes {
+		s := med(func(r result) time.Duration { return r.share[m].wall })
+		sc := med(func(r result) time.Duration { return r.share[m].cpu })
+		ratio := medRatio(func(r result) float64 { return r.classic.Seconds() / r.share[m].wall.Seconds() })
+		cpuRatio := medRatio(func(r result) float64 { return r.classicCPU.Seconds() / r.share[m].cpu.Seconds() })
+		fmt.Printf("  share[%s] %8.0f rec/s  (%v per record; %s)\n", m, o.perSec(s), perRec(s), what[m])
+		fmt.Printf("      share/classic %.0f%% wall clock, %.0f%% CPU per record (medians of the runs' ratios); acquire+acknowledge overhead %v wall, %v CPU per record\n",
+			100*ratio, 100*cpuRatio, perRec(s)-perRec(c), perRec(sc)-perRec(cc))
+	}
 	fmt.Printf("  produce→acknowledged at %d rec/s (producer linger %v, FlushAcks per poll): p50 %v, p99 %v\n", o.rate, o.linger,
 		med(func(r result) time.Duration { return r.p50 }).Round(time.Microsecond), med(func(r result) time.Duration { return r.p99 }).Round(time.Microsecond))
+	fmt.Printf("load average at end: %s", loadavg())
 	return nil
+}
+
+func loadavg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "?\n"
+	}
+	return string(b)
 }
 
 func oneRun(ctx context.Context, addr string, o options, i int) (result, error) {
@@ -163,14 +224,25 @@ func oneRun(ctx context.Context, addr string, o options, i int) (result, error) 
 	if _, err := kadm.NewClient(cl).CreateTopic(ctx, int32(o.partitions), 1, nil, topic); err != nil {
 		return result{}, err
 	}
-	value := make([]byte, o.size)
-	for range o.records {
-		cl.Produce(ctx, &kgo.Record{Value: value}, nil)
+	// Random values are drawn once, as a pool of 64 MiB that records take
+	// in turn: incompressible (no record repeats another within a batch,
+	// or within a compressor's reach), without a random draw per byte.
+	pool := make([]byte, o.size)
+	if o.values == "random" {
+		pool = make([]byte, 64<<20+o.size)
+		_, _ = crand.Read(pool)
+	}
+	for k := range o.records {
+		start := 0
+		if o.values == "random" {
+			start = (k * o.size) % (len(pool) - o.size)
+		}
+		cl.Produce(ctx, &kgo.Record{Value: pool[start : start+o.size]}, nil)
 	}
 	if err := cl.Flush(ctx); err != nil {
 		return result{}, err
 	}
-	var r result
+	r := result{share: map[ackMode]phase{}}
 	stop := o.profile("classic", i)
 	cpu0 := cpuTime()
 	r.classic, err = consumeClassic(ctx, addr, o, topic, "classic-"+topic)
@@ -179,27 +251,19 @@ func oneRun(ctx context.Context, addr string, o options, i int) (result, error) 
 	if err != nil {
 		return r, fmt.Errorf("classic: %w", err)
 	}
-	group := "share-" + topic
-	if err := earliest(ctx, cl, group); err != nil {
-		return r, err
-	}
-	stop = o.profile("share", i)
-	cpu0 = cpuTime()
-	r.share, err = consumeShare(ctx, addr, o, topic, group, o.records, false, nil)
-	r.shareCPU = cpuTime() - cpu0
-	stop()
-	if err != nil {
-		return r, fmt.Errorf("share: %w", err)
-	}
-	group = "share-flush-" + topic
-	if err := earliest(ctx, cl, group); err != nil {
-		return r, err
-	}
-	stop = o.profile("flush", i)
-	r.shareFlush, err = consumeShare(ctx, addr, o, topic, group, o.records, true, nil)
-	stop()
-	if err != nil {
-		return r, fmt.Errorf("share, flushing every poll: %w", err)
+	for _, m := range o.modes {
+		group := fmt.Sprintf("share-%s-%s", m, topic)
+		if err := earliest(ctx, cl, group); err != nil {
+			return r, err
+		}
+		stop = o.profile(string(m), i)
+		cpu0 = cpuTime()
+		wall, err := consumeShare(ctx, addr, o, topic, group, o.records, m, nil)
+		r.share[m] = phase{wall: wall, cpu: cpuTime() - cpu0}
+		stop()
+		if err != nil {
+			return r, fmt.Errorf("share[%s]: %w", m, err)
+		}
 	}
 	pl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ProducerLinger(o.linger))
 	if err != nil {
@@ -211,7 +275,7 @@ func oneRun(ctx context.Context, addr string, o options, i int) (result, error) 
 }
 
 // profile starts a CPU profile of phase of run i if -profile-phase names
-// it, and returns what stops it.
+// it (classic, or a share mode), and returns what stops it.
 func (o options) profile(phase string, i int) func() {
 	if o.cpuprofile == "" || o.profilePhase != phase {
 		return func() {}
@@ -294,14 +358,14 @@ func consumeClassic(ctx context.Context, addr string, o options, topic, group st
 }
 
 // consumeShare has o.consumers share-group members read and accept n
-// records and returns the time from the first record received to the
-// last acknowledgement answered. With flushEach, a member sends its
-// acknowledgements (FlushAcks, a ShareAcknowledge) and waits for the answer
-// after every poll, and onAcked, if set, is called with each record once
-// its acknowledgement was answered; without, acknowledgements ride on the
-// member's next ShareFetch (franz-go's default, one round trip per batch)
-// and each member flushes its last ones before the clock stops.
-func consumeShare(ctx context.Context, addr string, o options, topic, group string, n int, flushEach bool, onAcked func(*kgo.Record, time.Time)) (time.Duration, error) {
+// records, acknowledging as mode says, and returns the time from the first
+// record received to the last acknowledgement answered. In mode ackFlush a
+// member sends its acknowledgements (FlushAcks, a ShareAcknowledge) and
+// waits for the answer after every poll, and onAcked, if set, is called
+// with each record once its acknowledgement was answered; else the
+// acknowledgements ride on the member's next ShareFetch (one round trip per
+// batch) and each member flushes its last ones before the clock stops.
+func consumeShare(ctx context.Context, addr string, o options, topic, group string, n int, mode ackMode, onAcked func(*kgo.Record, time.Time)) (time.Duration, error) {
 	pollCtx, cancel := context.WithTimeout(ctx, o.timeout)
 	defer cancel()
 	var acked atomic.Int64
@@ -325,22 +389,28 @@ func consumeShare(ctx context.Context, addr string, o options, topic, group stri
 		}
 		defer cl.Close()
 		wg.Go(func() {
+			var rs []*kgo.Record
 			for acked.Load() < int64(n) {
 				fs := cl.PollFetches(pollCtx)
 				if pollCtx.Err() != nil {
 					break
 				}
-				var rs []*kgo.Record
-				fs.EachRecord(func(r *kgo.Record) {
-					r.Ack(kgo.AckAccept)
-					rs = append(rs, r)
-				})
-				if len(rs) == 0 {
+				k := fs.NumRecords()
+				if k == 0 {
 					continue
 				}
+				rs = rs[:0]
+				if mode != ackImplicit {
+					fs.EachRecord(func(r *kgo.Record) {
+						r.Ack(kgo.AckAccept)
+						if onAcked != nil {
+							rs = append(rs, r)
+						}
+					})
+				}
 				clock.mark()
-				if !flushEach {
-					acked.Add(int64(len(rs)))
+				if mode != ackFlush {
+					acked.Add(int64(k))
 					continue
 				}
 				if err := cl.FlushAcks(pollCtx); err != nil {
@@ -349,14 +419,15 @@ func consumeShare(ctx context.Context, addr string, o options, topic, group stri
 				now := time.Now()
 				clock.mark()
 				for _, r := range rs {
-					if onAcked != nil {
-						onAcked(r, now)
-					}
+					onAcked(r, now)
 				}
-				acked.Add(int64(len(rs)))
+				acked.Add(int64(k))
 			}
 			cancel()
-			if !flushEach {
+			if mode != ackFlush {
+				// The last poll's records: implicitly accepted only
+				// at a next poll, so accepted here.
+				cl.MarkAcks(kgo.AckAccept)
 				fctx, fcancel := context.WithTimeout(ctx, o.timeout)
 				defer fcancel()
 				if err := cl.FlushAcks(fctx); err != nil {
@@ -434,7 +505,7 @@ func latency(ctx context.Context, cl *kgo.Client, addr string, o options, topic 
 	lat := make([]time.Duration, 0, n)
 	done := make(chan error, 1)
 	go func() {
-		_, err := consumeShare(ctx, addr, o, topic, group, n, true, func(r *kgo.Record, at time.Time) {
+		_, err := consumeShare(ctx, addr, o, topic, group, n, ackFlush, func(r *kgo.Record, at time.Time) {
 			if len(r.Headers) == 1 {
 				sent := time.Unix(0, int64(binary.BigEndian.Uint64(r.Headers[0].Value)))
 				mu.Lock()

@@ -36,12 +36,12 @@ func (h *host) Bounds(tp share.TopicPartition) (share.Offset, share.Offset, erro
 	return share.Offset(p.LogStartOffset()), share.Offset(p.HighWatermark()), nil
 }
 
-func (h *host) ReadLog(tp share.TopicPartition, from share.Offset, maxBytes int) (share.LogRead, error) {
+func (h *host) ReadLog(buf []byte, tp share.TopicPartition, from share.Offset, maxBytes int) (share.LogRead, error) {
 	p, err := h.partition(tp)
 	if err != nil {
 		return share.LogRead{}, err
 	}
-	res, err := p.Read(record.Offset(from), maxBytes)
+	res, err := p.ReadInto(buf, record.Offset(from), maxBytes)
 	if err != nil {
 		return share.LogRead{}, err
 	}
@@ -61,12 +61,12 @@ func logRead(res partition.ReadResult, from share.Offset) share.LogRead {
 // ReadCommitted is share.CommittedReader: a read_committed share group's
 // read of a partition this node leads, below the last stable offset, with
 // the aborted transactions it overlaps.
-func (h *host) ReadCommitted(tp share.TopicPartition, from share.Offset, maxBytes int) (share.LogRead, share.Offset, []share.AbortedTxn, error) {
+func (h *host) ReadCommitted(buf []byte, tp share.TopicPartition, from share.Offset, maxBytes int) (share.LogRead, share.Offset, []share.AbortedTxn, error) {
 	p, err := h.partition(tp)
 	if err != nil {
 		return share.LogRead{}, 0, nil, err
 	}
-	res, aborted, err := p.ReadCommittedInto(nil, record.Offset(from), maxBytes)
+	res, aborted, err := p.ReadCommittedInto(buf, record.Offset(from), maxBytes)
 	if err != nil {
 		return share.LogRead{}, 0, nil, err
 	}
