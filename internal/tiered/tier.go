@@ -32,7 +32,8 @@ type Config struct {
 	Concurrency int
 	// CacheBytes bounds the chunk cache of remote reads. Default 64 MiB.
 	CacheBytes int64
-	// ChunkBytes is the size of one ranged GET of a segment. Default 4 MiB:
+	// ChunkBytes is the size of one ranged GET of a segment. Default 4 MiB
+	// (an eighth of CacheBytes if smaller, 64 KiB at least):
 	// against a store on loopback, 4 MiB GETs cost less CPU per byte than
 	// 1 MiB ones (fewer requests), and a sequential reader has several in
 	// flight anyway (ReadAheadBytes).
@@ -70,7 +71,9 @@ func (c Config) withDefaults() Config {
 		c.CacheBytes = 64 << 20
 	}
 	if c.ChunkBytes <= 0 {
-		c.ChunkBytes = 4 << 20
+		// A small cache gets smaller chunks, so it still holds a
+		// read-ahead window of several.
+		c.ChunkBytes = max(min(4<<20, c.CacheBytes/8), 64<<10)
 	}
 	if c.ReadAheadBytes <= 0 {
 		c.ReadAheadBytes = 16 << 20
