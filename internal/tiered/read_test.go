@@ -25,6 +25,13 @@ type countingStore struct {
 }
 
 func (c *countingStore) Get(ctx context.Context, key string, off, n int64) ([]byte, error) {
+	if err := c.count(ctx, key, off, n); err != nil {
+		return nil, err
+	}
+	return c.Store.Get(ctx, key, off, n)
+}
+
+func (c *countingStore) count(ctx context.Context, key string, off, n int64) error {
 	c.mu.Lock()
 	if c.gets == nil {
 		c.gets = map[string]int{}
@@ -40,10 +47,10 @@ func (c *countingStore) Get(ctx context.Context, key string, off, n int64) ([]by
 	}()
 	select {
 	case <-time.After(c.delay):
+		return nil
 	case <-ctx.Done():
-		return nil, ctx.Err()
+		return ctx.Err()
 	}
-	return c.Store.Get(ctx, key, off, n)
 }
 
 func (c *countingStore) stats() (repeated []string, most int) {
@@ -61,11 +68,15 @@ func (c *countingStore) stats() (repeated []string, most int) {
 // them all and deletes them locally, and returns the partition's handle
 // on a tier over a countingStore.
 func uploadedTier(t *testing.T, chunk int64) (*Partition, *countingStore) {
+	return uploadedTierCache(t, chunk, 1<<20, 20*time.Millisecond)
+}
+
+func uploadedTierCache(t *testing.T, chunk, cache int64, delay time.Duration) (*Partition, *countingStore) {
 	t.Helper()
-	cs := &countingStore{Store: startS3(t), delay: 20 * time.Millisecond}
+	cs := &countingStore{Store: startS3(t), delay: delay}
 	l := openLog(t, tempDir(t))
 	fill(t, l, 200) // 1 KiB segments of ~14 batches
-	tr, err := New(Config{Store: cs, Prefix: "test/", Backoff: time.Millisecond, ChunkBytes: chunk, CacheBytes: 1 << 20})
+	tr, err := New(Config{Store: cs, Prefix: "test/", Backoff: time.Millisecond, ChunkBytes: chunk, CacheBytes: cache})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -161,6 +172,54 @@ func TestReadContinuesIntoNextSegment(t *testing.T) {
 		if r.Offset != record.Offset(i) || string(r.Value) != value(i) {
 			t.Fatalf("record %d: offset %d value %q", i, r.Offset, r.Value)
 		}
+	}
+}
+
+// Readers at once, over a cache of two chunks that evicts all the time,
+// chunks in flight shared between them: every reader reads every record
+// byte for byte.
+func TestConcurrentReadsWhileTheCacheEvicts(t *testing.T) {
+	p, _ := uploadedTierCache(t, 256, 512, 0)
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for r := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			from := record.Offset(r * 7)
+			for from < p.UploadedEnd() {
+				data, err := p.Read(ctx, from, 300+100*r)
+				if err != nil {
+					errs <- err
+					return
+				}
+				for len(data) > 0 {
+					h, err := record.Check(data)
+					if err != nil {
+						errs <- fmt.Errorf("reader %d after %d: %w", r, from, err)
+						return
+					}
+					b, err := record.Decode(data[:h.Size()])
+					if err != nil {
+						errs <- err
+						return
+					}
+					for _, rec := range b.Records {
+						if rec.Offset >= from && string(rec.Value) != value(int(rec.Offset)) {
+							errs <- fmt.Errorf("reader %d: offset %d holds %q", r, rec.Offset, rec.Value)
+							return
+						}
+					}
+					from = h.NextOffset()
+					data = data[h.Size():]
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
 	}
 }
 
