@@ -20,6 +20,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/strandmq/strand"
+	"github.com/strandmq/strand/internal/tiered/storetest"
 )
 
 // Long runs behind environment variables (docs/TIERED.md, "Volume and
@@ -162,7 +163,7 @@ func TestTieredVolume(t *testing.T) {
 	n := mb << 20 / size
 	local := int64(mb) << 20 / 20
 	segment := min(local/4, 16<<20)
-	store := startObjectStore(t)
+	store := longRunStore(t)
 	store.UploadInterval = time.Second
 	dir := t.TempDir()
 	b, err := strand.Start(context.Background(), strand.Config{Dir: dir, TieredStorage: store, RetentionCheckInterval: time.Second})
@@ -223,7 +224,7 @@ func TestTieredPerf(t *testing.T) {
 	rounds := envInt("STRAND_TIERED_ROUNDS", 3)
 	const size = 1024
 	n := mb << 20 / size
-	store := startObjectStore(t)
+	store := longRunStore(t)
 	store.UploadInterval = time.Second
 	store.UploadConcurrency = envInt("STRAND_TIERED_UPLOAD_CONCURRENCY", 0) // 0: the default
 	dir := t.TempDir()
@@ -260,6 +261,21 @@ func TestTieredPerf(t *testing.T) {
 		rounds, mb, med(prodOff), med(prodOn), 100*med(prodOn)/med(prodOff), med(consLocal), med(consRemote), 100*med(consRemote)/med(consLocal),
 		med(diskOff), med(diskOn), med(diskOff)-med(diskOn), 100*(1-med(diskOn)/med(diskOff)), loadAverage())
 	sustainedUpload(t, b, envInt("STRAND_TIERED_SUSTAIN_MBPS", 100), time.Duration(envInt("STRAND_TIERED_SUSTAIN_S", 10))*time.Second)
+}
+
+// longRunStore is the long runs' store: the test's own (in this process,
+// on loopback), or with STRAND_TIERED_ENDPOINT=http://host:port one
+// served elsewhere (storetest's TestServeStandalone, e.g. in another
+// network namespace), under a prefix of this run's own.
+func longRunStore(t *testing.T) *strand.TieredStorageConfig {
+	t.Helper()
+	ep := os.Getenv("STRAND_TIERED_ENDPOINT")
+	if ep == "" {
+		return startObjectStore(t)
+	}
+	t.Logf("object store at %s", ep)
+	return &strand.TieredStorageConfig{Endpoint: ep, Bucket: storetest.Bucket, AccessKey: "strand", SecretKey: "secret",
+		Prefix: fmt.Sprintf("run-%d/", time.Now().UnixNano()), UploadInterval: time.Hour}
 }
 
 func envInt(name string, def int) int {
