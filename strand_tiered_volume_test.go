@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"fmt"
 	"io"
-	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -324,7 +323,7 @@ func sustainedUpload(t *testing.T, b *strand.Broker, mbps int, d time.Duration) 
 				return
 			case <-time.After(250 * time.Millisecond):
 			}
-			resp, err := http.Get("http://" + b.MetricsAddr() + "/metrics")
+			resp, err := metricsClient.Get("http://" + b.MetricsAddr() + "/metrics")
 			if err != nil {
 				continue
 			}
