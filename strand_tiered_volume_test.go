@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"fmt"
 	"io"
-	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -13,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -20,6 +20,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/strandmq/strand"
+	"github.com/strandmq/strand/internal/tiered/storetest"
 )
 
 // Long runs behind environment variables (docs/TIERED.md, "Volume and
@@ -162,7 +163,7 @@ func TestTieredVolume(t *testing.T) {
 	n := mb << 20 / size
 	local := int64(mb) << 20 / 20
 	segment := min(local/4, 16<<20)
-	store := startObjectStore(t)
+	store := longRunStore(t)
 	store.UploadInterval = time.Second
 	dir := t.TempDir()
 	b, err := strand.Start(context.Background(), strand.Config{Dir: dir, TieredStorage: store, RetentionCheckInterval: time.Second})
@@ -213,8 +214,9 @@ func TestTieredVolume(t *testing.T) {
 // STRAND_TIERED_SUSTAIN_S seconds (default 10) to a tiered topic: the
 // rate reached, the upload rate meanwhile, the peak upload lag and how
 // long the uploads took to catch up once produce stopped. It logs each
-// round, the medians and the load average, for docs/TIERED.md.
-// STRAND_TIERED_UPLOAD_CONCURRENCY sets --tier-upload-concurrency (4).
+// round, the medians and the load average, for docs/TIERED.md, and the
+// process's CPU time per MB of each consume (steadier than the rates on a
+// shared machine). STRAND_TIERED_UPLOAD_CONCURRENCY sets --tier-upload-concurrency (4).
 func TestTieredPerf(t *testing.T) {
 	if os.Getenv("STRAND_TIERED_PERF") == "" {
 		t.Skip("set STRAND_TIERED_PERF=1 to run")
@@ -223,7 +225,7 @@ func TestTieredPerf(t *testing.T) {
 	rounds := envInt("STRAND_TIERED_ROUNDS", 3)
 	const size = 1024
 	n := mb << 20 / size
-	store := startObjectStore(t)
+	store := longRunStore(t)
 	store.UploadInterval = time.Second
 	store.UploadConcurrency = envInt("STRAND_TIERED_UPLOAD_CONCURRENCY", 0) // 0: the default
 	dir := t.TempDir()
@@ -233,7 +235,7 @@ func TestTieredPerf(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer b.Close()
-	var prodOn, prodOff, consRemote, consLocal, diskOn, diskOff []float64
+	var prodOn, prodOff, consRemote, consLocal, diskOn, diskOff, cpuLocal, cpuRemote []float64
 	for r := range rounds {
 		on, off := fmt.Sprint("on-", r), fmt.Sprint("off-", r)
 		createTopic(t, b.Addr(), on, map[string]string{"remote.storage.enable": "true", "local.retention.bytes": "1", "segment.bytes": fmt.Sprint(8 << 20)})
@@ -250,16 +252,48 @@ func TestTieredPerf(t *testing.T) {
 		b.ApplyRetention()
 		diskOn = append(diskOn, float64(dirBytes(t, filepath.Join(dir, on+"-0")))/(1<<20))
 		diskOff = append(diskOff, float64(dirBytes(t, filepath.Join(dir, off+"-0")))/(1<<20))
+		c0 := processCPU()
 		consLocal = append(consLocal, rate(consumeVolume(t, b.Addr(), off, n, size)))
+		c1 := processCPU()
 		consRemote = append(consRemote, rate(consumeVolume(t, b.Addr(), on, n, size)))
-		t.Logf("round %d: produce %.1f MB/s untiered, %.1f MB/s tiered; consume from 0 %.1f MB/s local, %.1f MB/s remote; local disk %.1f MB untiered, %.1f MB tiered; load %s",
-			r, prodOff[r], prodOn[r], consLocal[r], consRemote[r], diskOff[r], diskOn[r], loadAverage())
+		c2 := processCPU()
+		cpuLocal = append(cpuLocal, 1000*(c1-c0).Seconds()/float64(mb))
+		cpuRemote = append(cpuRemote, 1000*(c2-c1).Seconds()/float64(mb))
+		t.Logf("round %d: produce %.1f MB/s untiered, %.1f MB/s tiered; consume from 0 %.1f MB/s local, %.1f MB/s remote (CPU %.2f, %.2f ms/MB); local disk %.1f MB untiered, %.1f MB tiered; load %s",
+			r, prodOff[r], prodOn[r], consLocal[r], consRemote[r], cpuLocal[r], cpuRemote[r], diskOff[r], diskOn[r], loadAverage())
 	}
 	med := func(v []float64) float64 { s := slices.Sorted(slices.Values(v)); return s[len(s)/2] }
-	t.Logf("medians of %d rounds of %d MB: produce %.1f MB/s untiered, %.1f MB/s tiered (%.0f%%); consume from 0 %.1f MB/s local, %.1f MB/s remote (%.0f%%); local disk %.1f MB untiered, %.1f MB tiered (%.1f MB, %.0f%% saved); load %s",
+	t.Logf("medians of %d rounds of %d MB: produce %.1f MB/s untiered, %.1f MB/s tiered (%.0f%%); consume from 0 %.1f MB/s local, %.1f MB/s remote (%.0f%%; CPU %.2f, %.2f ms/MB: local %.0f%% of remote); local disk %.1f MB untiered, %.1f MB tiered (%.1f MB, %.0f%% saved); load %s",
 		rounds, mb, med(prodOff), med(prodOn), 100*med(prodOn)/med(prodOff), med(consLocal), med(consRemote), 100*med(consRemote)/med(consLocal),
+		med(cpuLocal), med(cpuRemote), 100*med(cpuLocal)/med(cpuRemote),
 		med(diskOff), med(diskOn), med(diskOff)-med(diskOn), 100*(1-med(diskOn)/med(diskOff)), loadAverage())
 	sustainedUpload(t, b, envInt("STRAND_TIERED_SUSTAIN_MBPS", 100), time.Duration(envInt("STRAND_TIERED_SUSTAIN_S", 10))*time.Second)
+}
+
+// longRunStore is the long runs' store: the test's own (in this process,
+// on loopback), or with STRAND_TIERED_ENDPOINT=http://host:port one
+// served elsewhere (storetest's TestServeStandalone, e.g. in another
+// network namespace), under a prefix of this run's own.
+func longRunStore(t *testing.T) *strand.TieredStorageConfig {
+	t.Helper()
+	ep := os.Getenv("STRAND_TIERED_ENDPOINT")
+	if ep == "" {
+		return startObjectStore(t)
+	}
+	t.Logf("object store at %s", ep)
+	return &strand.TieredStorageConfig{Endpoint: ep, Bucket: storetest.Bucket, AccessKey: "strand", SecretKey: "secret",
+		Prefix: fmt.Sprintf("run-%d/", time.Now().UnixNano()), UploadInterval: time.Hour}
+}
+
+// processCPU is the CPU time this process (broker, clients and, unless
+// STRAND_TIERED_ENDPOINT, the store) has used: on a machine shared with
+// other work a steadier measure of a phase's cost than its rate.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 func envInt(name string, def int) int {
@@ -289,7 +323,7 @@ func sustainedUpload(t *testing.T, b *strand.Broker, mbps int, d time.Duration) 
 				return
 			case <-time.After(250 * time.Millisecond):
 			}
-			resp, err := http.Get("http://" + b.MetricsAddr() + "/metrics")
+			resp, err := metricsClient.Get("http://" + b.MetricsAddr() + "/metrics")
 			if err != nil {
 				continue
 			}

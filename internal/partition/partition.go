@@ -606,7 +606,7 @@ func (r Reads) Into(buf []byte, from record.Offset, maxBytes int) (ReadResult, e
 		return ReadResult{}, err
 	}
 	b, err := p.log.ReadInto(buf, from, maxBytes, p.log.HighWatermark())
-	b, err = p.remoteRead(b, err, from, maxBytes)
+	b, err = p.remoteRead(buf, b, err, from, maxBytes)
 	res := ReadResult{Batches: b, HighWatermark: p.log.HighWatermark(), LogStartOffset: p.logStart()}
 	if err != nil {
 		return res, p.readError(from, err)

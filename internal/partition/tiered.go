@@ -185,7 +185,7 @@ func (p *Partition) abortedHorizon() record.Offset {
 // remoteRead serves a read the local log refused as out of range from the
 // remote tier, when the tier holds from; otherwise it returns b and err
 // unchanged.
-func (p *Partition) remoteRead(b []byte, err error, from record.Offset, maxBytes int) ([]byte, error) {
+func (p *Partition) remoteRead(buf, b []byte, err error, from record.Offset, maxBytes int) ([]byte, error) {
 	if err == nil || !errors.Is(err, partlog.ErrOffsetOutOfRange) || !p.belowLocal(from) {
 		return b, err
 	}
@@ -195,7 +195,7 @@ func (p *Partition) remoteRead(b []byte, err error, from record.Offset, maxBytes
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	rb, rerr := p.tier.Load().Read(ctx, from, maxBytes)
+	rb, rerr := p.tier.Load().ReadInto(ctx, buf, from, maxBytes)
 	if rerr != nil {
 		if errors.Is(rerr, tiered.ErrOutOfRange) {
 			return b, err

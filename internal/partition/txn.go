@@ -178,7 +178,7 @@ func (r Reads) CommittedInto(buf []byte, from record.Offset, maxBytes int) (Read
 	}
 	lso := p.LastStableOffset()
 	b, err := p.log.ReadInto(buf, from, maxBytes, lso)
-	b, err = p.remoteRead(b, err, from, maxBytes)
+	b, err = p.remoteRead(buf, b, err, from, maxBytes)
 	res := ReadResult{Batches: b, HighWatermark: p.log.HighWatermark(), LogStartOffset: p.logStart(), LastStable: lso}
 	if err != nil {
 		return res, nil, p.readError(from, err)

@@ -41,6 +41,15 @@
 // that first found it waiting, not from record timestamps), for longer than
 // Config.UploadLagAlert.
 //
+// # Remote reads
+//
+// A read copies batches out of fixed-size chunks of the segment's object
+// (ranged GETs) held in an LRU cache (cache.go) that also knows the chunks
+// in flight, so a chunk is never fetched twice at once. Every read starts
+// the GETs of the window after its position (read-ahead, across segment
+// ends, bounded per tier), so one read's chunks arrive together and a
+// sequential reader's next ones are ready before it asks.
+//
 // A manifest adds a segment only when it starts exactly at the manifest's
 // end offset, so a restart that finds a segment already recorded uploads the
 // next one: no offset is ever recorded twice.

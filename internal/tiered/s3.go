@@ -61,6 +61,10 @@ func NewS3(cfg S3Config) (*S3, error) {
 	// the partition's uploads forever. Counted from the end of the
 	// request body, so a large upload is not cut short.
 	tr.ResponseHeaderTimeout = responseTimeout
+	// Read-ahead and upload windows keep several requests in flight at
+	// once; http's default of two idle connections per host would close
+	// the others after each request and dial anew for the next.
+	tr.MaxIdleConnsPerHost = 64
 	if cfg.CAFile != "" {
 		pem, err := os.ReadFile(cfg.CAFile)
 		if err != nil {
@@ -126,12 +130,21 @@ func (s *S3) Get(ctx context.Context, key string, off, n int64) ([]byte, error) 
 		return nil, s.getError(key, err)
 	}
 	defer obj.Close()
-	b, err := io.ReadAll(obj)
-	if err != nil {
-		return nil, s.getError(key, err)
+	if n < 0 {
+		b, err := io.ReadAll(obj)
+		if err != nil {
+			return nil, s.getError(key, err)
+		}
+		return b, nil
 	}
-	if n > 0 && int64(len(b)) != n {
-		return nil, fmt.Errorf("tiered: get %s: %d bytes at %d, want %d", key, len(b), off, n)
+	// A range's size is known: read it into one buffer of that size, not
+	// one grown (and copied) from 512 bytes.
+	b := make([]byte, n)
+	if got, err := io.ReadFull(obj, b); err != nil {
+		if err == io.ErrUnexpectedEOF || err == io.EOF {
+			return nil, fmt.Errorf("tiered: get %s: %d bytes at %d, want %d", key, got, off, n)
+		}
+		return nil, s.getError(key, err)
 	}
 	return b, nil
 }
