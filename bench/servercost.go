@@ -63,6 +63,11 @@ type CostOptions struct {
 	// StrandFlags are added to `strand serve`'s command line (e.g.
 	// "--pprof-listen 127.0.0.1:6060" to take a trace during a run).
 	StrandFlags []string
+	// StrandBConfigs are the topic configs of peer "strand-b": the same
+	// binary as "strand" with these set on the topic, so that one run
+	// compares two settings in alternation (e.g.
+	// strand.page.cache.window.bytes=-1).
+	StrandBConfigs map[string]string
 	Self        string // this program, run with ServeArgs for kfake and null
 	Dir         string // parent of the peers' data directories
 }
@@ -213,7 +218,7 @@ func costRun(ctx context.Context, o CostOptions, peer string, conns int) (CostRe
 		return res, err
 	}
 	var cmd *exec.Cmd
-	if peer == "strand" {
+	if peer == "strand" || peer == "strand-b" {
 		cmd = exec.Command(o.StrandBin, "serve", "--listen", addr, "--data-dir", dir,
 			"--metrics-listen", "", "--console-listen", "", "--schema-registry-listen", "", "--log-level", "warn")
 		cmd.Args = append(cmd.Args, o.StrandFlags...)
@@ -228,10 +233,15 @@ func costRun(ctx context.Context, o CostOptions, peer string, conns int) (CostRe
 		cmd.Process.Kill()
 		cmd.Wait()
 	}()
-	var configs map[string]*string
-	if o.Fsync && peer == "strand" {
+	configs := map[string]*string{}
+	if o.Fsync && (peer == "strand" || peer == "strand-b") {
 		one := "1"
-		configs = map[string]*string{"flush.messages": &one}
+		configs["flush.messages"] = &one
+	}
+	if peer == "strand-b" {
+		for k, v := range o.StrandBConfigs {
+			configs[k] = &v
+		}
 	}
 	var gen generator
 	reqs, payload, err := costRequests(o)

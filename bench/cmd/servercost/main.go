@@ -28,7 +28,7 @@ func main() {
 	var peers, conns, servePeer, serveListen, serveDir, out string
 	var suite bool
 	var touchGiB int
-	flag.StringVar(&peers, "peers", "strand,kfake,null", "peers, comma-separated: strand, kfake, null, jetstream (consume: strand and kfake only)")
+	flag.StringVar(&peers, "peers", "strand,kfake,null", "peers, comma-separated: strand, strand-b (see -strand-b-configs), kfake, null, jetstream (consume: strand and kfake only)")
 	flag.StringVar(&o.Workload, "workload", "produce", "produce, or consume (plain fetches of what a produce phase of -warmup wrote)")
 	flag.StringVar(&conns, "conns", "1,4,8", "connection counts, comma-separated")
 	flag.IntVar(&o.InFlight, "inflight", 4, "requests in flight per connection")
@@ -42,6 +42,17 @@ func main() {
 	flag.StringVar(&o.StrandBin, "strand", "", "the strand binary (default: built from ../cmd/strand)")
 	flag.Func("strand-flags", "extra flags for strand serve, space-separated (e.g. \"--pprof-listen 127.0.0.1:6060\" to take a profile or trace during a run)", func(v string) error {
 		o.StrandFlags = strings.Fields(v)
+		return nil
+	})
+	flag.Func("strand-b-configs", "topic configs of peer strand-b (the same binary as strand), comma-separated k=v, e.g. strand.page.cache.window.bytes=-1", func(v string) error {
+		o.StrandBConfigs = map[string]string{}
+		for _, kv := range strings.Split(v, ",") {
+			k, val, ok := strings.Cut(kv, "=")
+			if !ok {
+				return fmt.Errorf("not k=v: %q", kv)
+			}
+			o.StrandBConfigs[k] = val
+		}
 		return nil
 	})
 	flag.StringVar(&o.Dir, "dir", "", "where peers keep their data (default: the system's temporary directory)")
