@@ -68,8 +68,8 @@ type CostOptions struct {
 	// compares two settings in alternation (e.g.
 	// strand.page.cache.window.bytes=-1).
 	StrandBConfigs map[string]string
-	Self        string // this program, run with ServeArgs for kfake and null
-	Dir         string // parent of the peers' data directories
+	Self           string // this program, run with ServeArgs for kfake and null
+	Dir            string // parent of the peers' data directories
 }
 
 // CostResult is one measured run.
