@@ -42,9 +42,9 @@ type Config struct {
 	// (index.interval.bytes; default 4096).
 	IndexIntervalBytes int64
 	// CacheWindow is how many bytes behind the active segment's end stay
-	// in the page cache (strand.page.cache.window.bytes; default
-	// DefaultCacheWindow; negative: all of them, as the page cache
-	// decides). Past it, each quarter of the window that fills is handed
+	// in the page cache (strand.page.cache.window.bytes; zero means
+	// DefaultCacheWindow, which is off; negative: all of them, as the page
+	// cache decides). Past it, each quarter of the window that fills is handed
 	// to the disk at once (write-back started) and dropped from the cache
 	// once written, so a busy log reuses the same pages instead of taking
 	// fresh ones for every byte (see "The cost of a produced byte" in
@@ -70,9 +70,11 @@ const (
 	DefaultSegmentTime        = 7 * 24 * time.Hour
 	DefaultRetentionTime      = 7 * 24 * time.Hour
 	DefaultIndexIntervalBytes = 4096
-	// DefaultCacheWindow is Strand's own (Kafka leaves every byte to the
-	// page cache).
-	DefaultCacheWindow = 256 << 20
+	// DefaultCacheWindow is off: every byte stays to the page cache, as in
+	// Kafka. Whether a window measures better depends on how the machine
+	// backs fresh memory ("The cost of a produced byte" in
+	// docs/BENCHMARKS.md), so it is a choice per topic.
+	DefaultCacheWindow = -1
 )
 
 // minCacheChunk is the smallest range a cache-window hint covers: smaller
