@@ -118,6 +118,15 @@ func ServePeer(name, addr, dir string, fsync bool) error {
 			return err
 		}
 		defer c.Close()
+	case "strand-rf3":
+		// Three nodes in this one process, so that its CPU is the
+		// cluster's: the leader's write, two follower fetches and two
+		// follower writes of every acknowledged byte.
+		_, stop, err := startStrandClusterAt(context.Background(), dir, false, addr)
+		if err != nil {
+			return err
+		}
+		defer stop()
 	case "null":
 		b, err := startNullBrokerOn(addr)
 		if err != nil {
@@ -262,7 +271,11 @@ func costRun(ctx context.Context, o CostOptions, peer string, conns int) (CostRe
 		defer js.close()
 		gen = js
 	} else {
-		if err := createCostTopic(ctx, addr, o.Partitions, configs); err != nil {
+		create := createCostTopic
+		if peer == "strand-rf3" {
+			create = createCostTopicRF3
+		}
+		if err := create(ctx, addr, o.Partitions, configs); err != nil {
 			return res, err
 		}
 		gen = &loadGen{addr: addr, reqs: reqs, inFlight: o.InFlight, check: checkProduceResponse}
@@ -372,6 +385,75 @@ func createCostTopic(ctx context.Context, addr string, partitions int, configs m
 		}
 		if time.Now().After(deadline) || ctx.Err() != nil {
 			return fmt.Errorf("create topic on %s: %w", addr, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// createCostTopicRF3 creates the topic on the three-node peer with every
+// partition's replicas on nodes 1, 2, 3: node 1, whose address the load
+// generator writes to, leads them all, and acks=all waits for the
+// followers (min.insync.replicas 2).
+func createCostTopicRF3(ctx context.Context, addr string, partitions int, configs map[string]*string) error {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.RetryTimeout(30*time.Second))
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		req := kmsg.NewPtrCreateTopicsRequest()
+		req.TimeoutMillis = 10000
+		t := kmsg.NewCreateTopicsRequestTopic()
+		t.Topic, t.NumPartitions, t.ReplicationFactor = costTopic, -1, -1
+		for p := range partitions {
+			a := kmsg.NewCreateTopicsRequestTopicReplicaAssignment()
+			a.Partition, a.Replicas = int32(p), []int32{1, 2, 3}
+			t.ReplicaAssignment = append(t.ReplicaAssignment, a)
+		}
+		for k, v := range configs {
+			c := kmsg.NewCreateTopicsRequestTopicConfig()
+			c.Name, c.Value = k, v
+			t.Configs = append(t.Configs, c)
+		}
+		req.Topics = append(req.Topics, t)
+		resp, err := req.RequestWith(ctx, cl)
+		if err == nil && len(resp.Topics) == 1 {
+			err = kerr.ErrorForCode(resp.Topics[0].ErrorCode)
+		}
+		if err == nil || errors.Is(err, kerr.TopicAlreadyExists) {
+			return waitLeaders(ctx, cl, partitions)
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return fmt.Errorf("create topic on %s: %w", addr, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// waitLeaders waits until every partition of the cost topic has node 1 as
+// its leader and three replicas in sync.
+func waitLeaders(ctx context.Context, cl *kgo.Client, partitions int) error {
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		req := kmsg.NewPtrMetadataRequest()
+		rt := kmsg.NewMetadataRequestTopic()
+		rt.Topic = kmsg.StringPtr(costTopic)
+		req.Topics = append(req.Topics, rt)
+		resp, err := req.RequestWith(ctx, cl)
+		ready := 0
+		if err == nil && len(resp.Topics) == 1 {
+			for _, p := range resp.Topics[0].Partitions {
+				if p.Leader == 1 && len(p.ISR) == 3 {
+					ready++
+				}
+			}
+		}
+		if ready == partitions {
+			return nil
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return fmt.Errorf("the cost topic's partitions are not all led by node 1 with 3 in sync (%d of %d; %v)", ready, partitions, err)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}

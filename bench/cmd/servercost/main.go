@@ -28,7 +28,7 @@ func main() {
 	var peers, conns, servePeer, serveListen, serveDir, out string
 	var suite bool
 	var touchGiB int
-	flag.StringVar(&peers, "peers", "strand,kfake,null", "peers, comma-separated: strand, strand-b (see -strand-b-configs), kfake, null, jetstream (consume: strand and kfake only)")
+	flag.StringVar(&peers, "peers", "strand,kfake,null", "peers, comma-separated: strand, strand-b (see -strand-b-configs), strand-rf3 (three nodes in one process, every partition led by node 1, acks=all waiting for its followers), kfake, null, jetstream (consume: strand and kfake only)")
 	flag.StringVar(&o.Workload, "workload", "produce", "produce, or consume (plain fetches of what a produce phase of -warmup wrote)")
 	flag.StringVar(&conns, "conns", "1,4,8", "connection counts, comma-separated")
 	flag.IntVar(&o.InFlight, "inflight", 4, "requests in flight per connection")
