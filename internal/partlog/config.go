@@ -43,8 +43,8 @@ type Config struct {
 	IndexIntervalBytes int64
 	// CacheWindow is how many bytes behind the active segment's end stay
 	// in the page cache (strand.page.cache.window.bytes; zero means
-	// DefaultCacheWindow; negative: all of them, as the page cache
-	// decides). Past it, each quarter of the window that fills is handed
+	// DefaultCacheWindow, which is off; negative: all of them, as the page
+	// cache decides). Past it, each quarter of the window that fills is handed
 	// to the disk at once (write-back started) and dropped from the cache
 	// once written, so a busy log reuses the same pages instead of taking
 	// fresh ones for every byte (see "The cost of a produced byte" in
@@ -70,11 +70,12 @@ const (
 	DefaultSegmentTime        = 7 * 24 * time.Hour
 	DefaultRetentionTime      = 7 * 24 * time.Hour
 	DefaultIndexIntervalBytes = 4096
-	// DefaultCacheWindow is Strand's own (Kafka leaves every byte to the
-	// page cache): with it a produced byte's CPU stayed at 0.9-1.25 CPU-s
-	// per GB here whatever the memory's state, against 0.76-2.96 without
-	// ("The cost of a produced byte" in docs/BENCHMARKS.md).
-	DefaultCacheWindow = 64 << 20
+	// DefaultCacheWindow is off: every byte is left to the page cache, as
+	// in Kafka. In four alternated runs here a window cost 0.39-1.03x the
+	// CPU per GB of none in two and 1.13-1.38x in the other two,
+	// depending on how warm the machine's free memory was ("The cost of a
+	// produced byte" in docs/BENCHMARKS.md), so it is a choice per topic.
+	DefaultCacheWindow = -1
 )
 
 // minCacheChunk is the smallest range a cache-window hint covers: smaller
