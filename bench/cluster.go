@@ -29,6 +29,12 @@ const clusterNodes = 3
 // node's Kafka address and a function that stops them all. With secure,
 // the nodes talk mutual TLS ("strand-rf3-tls").
 func startStrandCluster(ctx context.Context, dir string, secure bool) (string, func() error, error) {
+	return startStrandClusterAt(ctx, dir, secure, "")
+}
+
+// startStrandClusterAt is startStrandCluster with the first node's Kafka
+// address chosen by the caller (any free one when first is empty).
+func startStrandClusterAt(ctx context.Context, dir string, secure bool, first string) (string, func() error, error) {
 	var certs []*strand.InterNodeTLS
 	if secure {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -49,6 +55,9 @@ func startStrandCluster(ctx context.Context, dir string, secure bool) (string, f
 		kafka, err := FreeAddr()
 		if err != nil {
 			return "", nil, err
+		}
+		if id == 1 && first != "" {
+			kafka = first
 		}
 		voters = append(voters, strand.Voter{ID: id, Addr: raft})
 		addrs = append(addrs, kafka)

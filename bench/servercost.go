@@ -63,8 +63,13 @@ type CostOptions struct {
 	// StrandFlags are added to `strand serve`'s command line (e.g.
 	// "--pprof-listen 127.0.0.1:6060" to take a trace during a run).
 	StrandFlags []string
-	Self        string // this program, run with ServeArgs for kfake and null
-	Dir         string // parent of the peers' data directories
+	// StrandBConfigs are the topic configs of peer "strand-b": the same
+	// binary as "strand" with these set on the topic, so that one run
+	// compares two settings in alternation (e.g.
+	// strand.page.cache.window.bytes=-1).
+	StrandBConfigs map[string]string
+	Self           string // this program, run with ServeArgs for kfake and null
+	Dir            string // parent of the peers' data directories
 }
 
 // CostResult is one measured run.
@@ -113,6 +118,15 @@ func ServePeer(name, addr, dir string, fsync bool) error {
 			return err
 		}
 		defer c.Close()
+	case "strand-rf3":
+		// Three nodes in this one process, so that its CPU is the
+		// cluster's: the leader's write, two follower fetches and two
+		// follower writes of every acknowledged byte.
+		_, stop, err := startStrandClusterAt(context.Background(), dir, false, addr)
+		if err != nil {
+			return err
+		}
+		defer stop()
 	case "null":
 		b, err := startNullBrokerOn(addr)
 		if err != nil {
@@ -213,7 +227,7 @@ func costRun(ctx context.Context, o CostOptions, peer string, conns int) (CostRe
 		return res, err
 	}
 	var cmd *exec.Cmd
-	if peer == "strand" {
+	if peer == "strand" || peer == "strand-b" {
 		cmd = exec.Command(o.StrandBin, "serve", "--listen", addr, "--data-dir", dir,
 			"--metrics-listen", "", "--console-listen", "", "--schema-registry-listen", "", "--log-level", "warn")
 		cmd.Args = append(cmd.Args, o.StrandFlags...)
@@ -228,10 +242,15 @@ func costRun(ctx context.Context, o CostOptions, peer string, conns int) (CostRe
 		cmd.Process.Kill()
 		cmd.Wait()
 	}()
-	var configs map[string]*string
-	if o.Fsync && peer == "strand" {
+	configs := map[string]*string{}
+	if o.Fsync && (peer == "strand" || peer == "strand-b") {
 		one := "1"
-		configs = map[string]*string{"flush.messages": &one}
+		configs["flush.messages"] = &one
+	}
+	if peer == "strand-b" {
+		for k, v := range o.StrandBConfigs {
+			configs[k] = &v
+		}
 	}
 	var gen generator
 	reqs, payload, err := costRequests(o)
@@ -252,7 +271,11 @@ func costRun(ctx context.Context, o CostOptions, peer string, conns int) (CostRe
 		defer js.close()
 		gen = js
 	} else {
-		if err := createCostTopic(ctx, addr, o.Partitions, configs); err != nil {
+		create := createCostTopic
+		if peer == "strand-rf3" {
+			create = createCostTopicRF3
+		}
+		if err := create(ctx, addr, o.Partitions, configs); err != nil {
 			return res, err
 		}
 		gen = &loadGen{addr: addr, reqs: reqs, inFlight: o.InFlight, check: checkProduceResponse}
@@ -362,6 +385,75 @@ func createCostTopic(ctx context.Context, addr string, partitions int, configs m
 		}
 		if time.Now().After(deadline) || ctx.Err() != nil {
 			return fmt.Errorf("create topic on %s: %w", addr, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// createCostTopicRF3 creates the topic on the three-node peer with every
+// partition's replicas on nodes 1, 2, 3: node 1, whose address the load
+// generator writes to, leads them all, and acks=all waits for the
+// followers (min.insync.replicas 2).
+func createCostTopicRF3(ctx context.Context, addr string, partitions int, configs map[string]*string) error {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.RetryTimeout(30*time.Second))
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		req := kmsg.NewPtrCreateTopicsRequest()
+		req.TimeoutMillis = 10000
+		t := kmsg.NewCreateTopicsRequestTopic()
+		t.Topic, t.NumPartitions, t.ReplicationFactor = costTopic, -1, -1
+		for p := range partitions {
+			a := kmsg.NewCreateTopicsRequestTopicReplicaAssignment()
+			a.Partition, a.Replicas = int32(p), []int32{1, 2, 3}
+			t.ReplicaAssignment = append(t.ReplicaAssignment, a)
+		}
+		for k, v := range configs {
+			c := kmsg.NewCreateTopicsRequestTopicConfig()
+			c.Name, c.Value = k, v
+			t.Configs = append(t.Configs, c)
+		}
+		req.Topics = append(req.Topics, t)
+		resp, err := req.RequestWith(ctx, cl)
+		if err == nil && len(resp.Topics) == 1 {
+			err = kerr.ErrorForCode(resp.Topics[0].ErrorCode)
+		}
+		if err == nil || errors.Is(err, kerr.TopicAlreadyExists) {
+			return waitLeaders(ctx, cl, partitions)
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return fmt.Errorf("create topic on %s: %w", addr, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// waitLeaders waits until every partition of the cost topic has node 1 as
+// its leader and three replicas in sync.
+func waitLeaders(ctx context.Context, cl *kgo.Client, partitions int) error {
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		req := kmsg.NewPtrMetadataRequest()
+		rt := kmsg.NewMetadataRequestTopic()
+		rt.Topic = kmsg.StringPtr(costTopic)
+		req.Topics = append(req.Topics, rt)
+		resp, err := req.RequestWith(ctx, cl)
+		ready := 0
+		if err == nil && len(resp.Topics) == 1 {
+			for _, p := range resp.Topics[0].Partitions {
+				if p.Leader == 1 && len(p.ISR) == 3 {
+					ready++
+				}
+			}
+		}
+		if ready == partitions {
+			return nil
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return fmt.Errorf("the cost topic's partitions are not all led by node 1 with 3 in sync (%d of %d; %v)", ready, partitions, err)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}

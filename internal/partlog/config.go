@@ -41,6 +41,16 @@ type Config struct {
 	// IndexIntervalBytes is how many log bytes separate offset-index entries
 	// (index.interval.bytes; default 4096).
 	IndexIntervalBytes int64
+	// CacheWindow is how many bytes behind the active segment's end stay
+	// in the page cache (strand.page.cache.window.bytes; zero means
+	// DefaultCacheWindow, which is off; negative: all of them, as the page
+	// cache decides). Past it, each quarter of the window that fills is handed
+	// to the disk at once (write-back started) and dropped from the cache
+	// once written, so a busy log reuses the same pages instead of taking
+	// fresh ones for every byte (see "The cost of a produced byte" in
+	// docs/BENCHMARKS.md). Durability is unchanged: only an fsync makes
+	// bytes durable, and a dropped range is read from the disk again.
+	CacheWindow int64
 	// ReplicatedHighWatermark chooses the high-watermark mode at open: set,
 	// the high watermark is the caller's (SetHighWatermark: a leader's ISR
 	// rule, a follower's fetch), starts at its checkpoint and is
@@ -60,7 +70,17 @@ const (
 	DefaultSegmentTime        = 7 * 24 * time.Hour
 	DefaultRetentionTime      = 7 * 24 * time.Hour
 	DefaultIndexIntervalBytes = 4096
+	// DefaultCacheWindow is off: every byte is left to the page cache, as
+	// in Kafka. In four alternated runs here a window cost 0.39-1.03x the
+	// CPU per GB of none in two and 1.13-1.38x in the other two,
+	// depending on how warm the machine's free memory was ("The cost of a
+	// produced byte" in docs/BENCHMARKS.md), so it is a choice per topic.
+	DefaultCacheWindow = -1
 )
+
+// minCacheChunk is the smallest range a cache-window hint covers: smaller
+// ones cost a system call for little.
+const minCacheChunk = 1 << 20
 
 func (c Config) withDefaults() Config {
 	if c.SegmentBytes <= 0 {
@@ -77,6 +97,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.RetentionRecords == 0 {
 		c.RetentionRecords = -1
+	}
+	if c.CacheWindow == 0 {
+		c.CacheWindow = DefaultCacheWindow
 	}
 	if c.IndexIntervalBytes <= 0 {
 		c.IndexIntervalBytes = DefaultIndexIntervalBytes

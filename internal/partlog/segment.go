@@ -64,6 +64,9 @@ type segment struct {
 	// Writer-owned (guarded by Log.mu).
 	firstTS    int64 // when the segment took its first batch (for segment.ms)
 	sinceIndex int64 // bytes appended since the last offset-index entry
+	// cached is where the cache window's last hint ended: bytes before it
+	// were handed to the disk (Log.cacheWindowLocked).
+	cached int64
 }
 
 func (s *segment) path(suffix string) string {

@@ -36,6 +36,7 @@ const (
 	ConfigSegmentBytes         = "segment.bytes"
 	ConfigSegmentMs            = "segment.ms"
 	ConfigRetentionRecords     = "strand.retention.records"
+	ConfigPageCacheWindow      = "strand.page.cache.window.bytes"
 )
 
 // ConfigType is a config's value type, as DescribeConfigs v3+ reports it.
@@ -103,6 +104,8 @@ var configDefs = []*ConfigDef{
 		Doc: "Replicas that fetch no faster than their broker's follower.replication.throttled.rate while out of sync: partition:broker pairs, or * for all. A completed reassignment removes its partition's pairs."},
 	{Name: ConfigRetentionRecords, Default: "-1", Type: TypeLong, check: checkRetentionRecords,
 		Doc: "Strand: keep only the newest N offsets (the seed's retain_count); -1: no limit."},
+	{Name: ConfigPageCacheWindow, Default: strconv.Itoa(partlog.DefaultCacheWindow), Type: TypeLong, check: checkLong(-1, math.MaxInt64),
+		Doc: "Strand: bytes behind the active segment's end kept in the page cache; older written bytes are handed to the disk and dropped from the cache as the log grows (reads of them go to the disk). -1 or 0: leave every byte to the page cache, as Kafka does."},
 }
 
 // configDefs also holds the validation and compaction configs.
@@ -308,6 +311,7 @@ func (c Config) LogConfig(now func() time.Time, logger *slog.Logger) partlog.Con
 		SegmentBytes:       c.Long(ConfigSegmentBytes),
 		SegmentTime:        ms(c.Long(ConfigSegmentMs)),
 		RetentionRecords:   c.Long(ConfigRetentionRecords),
+		CacheWindow:        max(c.Long(ConfigPageCacheWindow), -1),
 		IndexIntervalBytes: max(c.Long(ConfigIndexIntervalBytes), 1),
 		Now:                now,
 		Logger:             logger,
@@ -333,6 +337,9 @@ func (c Config) LogConfig(now func() time.Time, logger *slog.Logger) partlog.Con
 	}
 	if n := c.Long(ConfigFlushMs); n != math.MaxInt64 {
 		cfg.FlushInterval = ms(n)
+	}
+	if cfg.CacheWindow == 0 {
+		cfg.CacheWindow = -1 // off; partlog reads a zero as its default
 	}
 	c.tieredLogConfig(&cfg)
 	return cfg

@@ -28,7 +28,7 @@ func main() {
 	var peers, conns, servePeer, serveListen, serveDir, out string
 	var suite bool
 	var touchGiB int
-	flag.StringVar(&peers, "peers", "strand,kfake,null", "peers, comma-separated: strand, kfake, null, jetstream (consume: strand and kfake only)")
+	flag.StringVar(&peers, "peers", "strand,kfake,null", "peers, comma-separated: strand, strand-b (see -strand-b-configs), strand-rf3 (three nodes in one process, every partition led by node 1, acks=all waiting for its followers), kfake, null, jetstream (consume: strand and kfake only)")
 	flag.StringVar(&o.Workload, "workload", "produce", "produce, or consume (plain fetches of what a produce phase of -warmup wrote)")
 	flag.StringVar(&conns, "conns", "1,4,8", "connection counts, comma-separated")
 	flag.IntVar(&o.InFlight, "inflight", 4, "requests in flight per connection")
@@ -44,8 +44,19 @@ func main() {
 		o.StrandFlags = strings.Fields(v)
 		return nil
 	})
+	flag.Func("strand-b-configs", "topic configs of peer strand-b (the same binary as strand), comma-separated k=v, e.g. strand.page.cache.window.bytes=-1", func(v string) error {
+		o.StrandBConfigs = map[string]string{}
+		for _, kv := range strings.Split(v, ",") {
+			k, val, ok := strings.Cut(kv, "=")
+			if !ok {
+				return fmt.Errorf("not k=v: %q", kv)
+			}
+			o.StrandBConfigs[k] = val
+		}
+		return nil
+	})
 	flag.StringVar(&o.Dir, "dir", "", "where peers keep their data (default: the system's temporary directory)")
-	flag.BoolVar(&suite, "suite", false, "run the four tables of issue 19 (produce at 1/4/8 connections; consume, i.e. fan-out, at 1/4/16; produce with an fsync per acknowledgement at 1/8/64 connections of one 1 KB record in flight each; Strand's produce over 8 partitions against the same requests spread over 10,000 partitions at 1/4/8) and write them with -out")
+	flag.BoolVar(&suite, "suite", false, "run the four tables of issue 19 (produce at 1/4/8/16 connections against kfake, the null broker and Strand at RF 3 (strand-rf3); consume, i.e. fan-out, at 1/4/16; produce with an fsync per acknowledgement at 1/8/64 connections of one 1 KB record in flight each; Strand's produce over 8 partitions against the same requests spread over 10,000 partitions at 1/4/8) and write them with -out")
 	flag.StringVar(&out, "out", "", "with -suite: the Markdown report to write")
 	flag.StringVar(&servePeer, bench.ServeFlag, "", "internal: run this peer (kfake, null) and nothing else")
 	flag.StringVar(&serveListen, "serve-listen", "", "internal: its address")
@@ -110,7 +121,7 @@ func runSuite(o bench.CostOptions, out string, touchedGiB int) error {
 	}
 	loadStart, start := bench.LoadAvg(), time.Now()
 	produce, consume, durable := o, o, o
-	produce.Workload, produce.Peers, produce.Conns = "produce", []string{"strand", "kfake", "null"}, []int{1, 4, 8, 16}
+	produce.Workload, produce.Peers, produce.Conns = "produce", []string{"strand", "kfake", "null", "strand-rf3"}, []int{1, 4, 8, 16}
 	consume.Workload, consume.Peers, consume.Conns = "consume", []string{"strand", "kfake"}, []int{1, 4, 16}
 	durable.Workload, durable.Peers, durable.Conns, durable.Fsync = "produce", []string{"strand", "kfake", "jetstream"}, []int{1, 8, 64}, true
 	durable.RecordsPerBatch, durable.InFlight = 1, 1

@@ -1,0 +1,111 @@
+//go:build linux
+
+package partlog
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/strandmq/strand/internal/vfs"
+)
+
+// residentFraction is the share of path's pages in [off, off+n) held in the
+// page cache (mincore on a read-only mapping).
+func residentFraction(t *testing.T, path string, off, n int64) float64 {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	page := int64(os.Getpagesize())
+	n += off % page
+	off -= off % page // mmap wants a page-aligned offset
+	m, err := unix.Mmap(int(f.Fd()), off, int(n), unix.PROT_READ, unix.MAP_SHARED)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Munmap(m)
+	vec := make([]byte, (n+page-1)/page)
+	if _, _, e := unix.Syscall(unix.SYS_MINCORE, uintptr(unsafe.Pointer(&m[0])), uintptr(len(m)), uintptr(unsafe.Pointer(&vec[0]))); e != 0 {
+		t.Fatal(e)
+	}
+	in := 0
+	for _, v := range vec {
+		in += int(v & 1)
+	}
+	return float64(in) / float64(len(vec))
+}
+
+// TestCacheWindowDropsOldBytes: with a 4 MiB window the active segment's
+// older written bytes leave the page cache while the newest stay, every
+// record reads back (from the disk where it was dropped), and after a
+// kill -9 recovery finds every batch whole.
+func TestCacheWindowDropsOldBytes(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "p0")
+	var st unix.Statfs_t
+	if err := unix.Statfs(filepath.Dir(dir), &st); err != nil {
+		t.Fatal(err)
+	}
+	if st.Type == unix.TMPFS_MAGIC || st.Type == unix.RAMFS_MAGIC {
+		t.Skip("the temporary directory is on tmpfs")
+	}
+	const window = 4 << 20
+	cfg := Config{CacheWindow: window}
+	l, err := Open(vfs.Default, dir, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	value := func(i int) string { return strings.Repeat(string(rune('a'+i%26)), 64<<10) }
+	var want []string
+	appendTo := func(size int64) {
+		for l.active().size.Load() < size {
+			v := value(len(want))
+			want = append(want, v)
+			if _, err := l.Append(batch(t, 1, v)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	appendTo(6 << 20)
+	// Written back and clean: the window's later hints drop these pages
+	// for certain (pages still being written would stay).
+	if err := l.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	appendTo(12 << 20)
+	seg := filepath.Join(dir, segmentName(0)+logSuffix)
+	end := l.active().size.Load()
+	if r := residentFraction(t, seg, end-window, window); r < 0.9 {
+		t.Skipf("only %.0f%% of the newest window is cached: no page cache to test here", 100*r)
+	}
+	if r := residentFraction(t, seg, 2<<20, 4<<20); r > 0.1 {
+		t.Errorf("%.0f%% of the bytes a window behind the end (written back) are still cached", 100*r)
+	}
+	if got := values(readAll(t, l, 0)); !slicesEqual(got, want) {
+		t.Fatalf("read back %d values, want %d (or they differ)", len(got), len(want))
+	}
+	abandon(l) // as kill -9: nothing synced since the first 6 MiB
+	l2 := mustOpen(t, vfs.Default, dir, cfg)
+	if got := values(readAll(t, l2, 0)); !slicesEqual(got, want) {
+		t.Fatalf("after recovery read back %d values, want %d (or they differ)", len(got), len(want))
+	}
+}
+
+func slicesEqual(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if !bytes.Equal([]byte(a[i]), []byte(b[i])) {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,56 @@
+package vfs
+
+// The page-cache hints below let a writer that appends a file front to back
+// keep only the newest part of it in memory: Writeback starts the disk
+// write of bytes it will not touch again, DropCache releases them once they
+// are on the disk. Neither changes what is durable (only Sync does) nor
+// what a read returns (a dropped range is read from the disk again); they
+// change which pages the kernel holds. A File with no descriptor behind it
+// (MemFS, a wrapper) ignores them.
+
+// hinter is a File that can pass page-cache hints to the kernel.
+type hinter interface {
+	cacheHint(drop bool, off, n int64)
+}
+
+// Writeback asks the kernel to start writing f's dirty bytes in
+// [off, off+n) to the disk, without waiting for them (Linux
+// sync_file_range with SYNC_FILE_RANGE_WRITE). It is a hint: it does not
+// make them durable, and an error is not reported here but, as for the
+// kernel's own write-back, by the file's next Sync (the kernel keeps it
+// for every descriptor open on the file).
+func Writeback(f File, off, n int64) {
+	if h, ok := f.(hinter); ok && n > 0 {
+		h.cacheHint(false, off, n)
+	}
+}
+
+// DropCache asks the kernel to drop f's cached pages in [off, off+n)
+// that are already on the disk (posix_fadvise POSIX_FADV_DONTNEED); dirty
+// pages and pages still being written stay. Later reads of the range go
+// to the disk.
+func DropCache(f File, off, n int64) {
+	if h, ok := f.(hinter); ok && n > 0 {
+		h.cacheHint(true, off, n)
+	}
+}
+
+func (f *osFile) cacheHint(drop bool, off, n int64) { osCacheHint(f.f, drop, off, n) }
+
+// cacheHint passes the hint to the open descriptor; a file the cache has
+// closed has nothing to hint (its descriptor was fsynced and closed, and
+// reopening it for a hint would cost more than the hint saves).
+func (h *cachedFile) cacheHint(drop bool, off, n int64) {
+	h.mu.Lock()
+	f := h.mu.f
+	if f == nil || h.mu.closed {
+		h.mu.Unlock()
+		return
+	}
+	h.mu.users++
+	h.mu.Unlock()
+	defer h.release()
+	if hf, ok := f.(hinter); ok {
+		hf.cacheHint(drop, off, n)
+	}
+}
