@@ -3,7 +3,6 @@ package strand
 import (
 	"context"
 	"fmt"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -11,27 +10,21 @@ import (
 	"testing"
 	"time"
 
-	"github.com/johannesboyne/gofakes3"
-	"github.com/johannesboyne/gofakes3/backend/s3mem"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strandmq/strand/internal/record"
+	"github.com/strandmq/strand/internal/tiered/storetest"
 )
 
 // startTieredCluster is three nodes sharing one S3-compatible store
-// (gofakes3 on a loopback port), uploading every 100 ms.
+// (storetest: gofakes3, or the external store CI runs), uploading every 100 ms.
 func startTieredCluster(t *testing.T) *testCluster {
 	t.Helper()
-	backend := s3mem.New()
-	if err := backend.CreateBucket("tier"); err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(gofakes3.New(backend).Server())
-	t.Cleanup(srv.Close)
+	st := storetest.Start(t)
 	return startClusterWith(t, 3, nil, func(cfg *Config) {
-		cfg.TieredStorage = &TieredStorageConfig{Endpoint: srv.URL, Bucket: "tier", AccessKey: "strand", SecretKey: "secret",
+		cfg.TieredStorage = &TieredStorageConfig{Endpoint: st.URL, Bucket: st.Bucket, AccessKey: st.AccessKey, SecretKey: st.SecretKey,
 			Prefix: "cluster/", UploadInterval: 100 * time.Millisecond}
 		cfg.RetentionCheckInterval = 100 * time.Millisecond
 	})
