@@ -2,7 +2,9 @@ package strand
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -69,6 +71,9 @@ func (c *testCluster) localLogFiles(id int32, topic string) ([]int64, int64) {
 			continue
 		}
 		info, err := e.Info()
+		if errors.Is(err, fs.ErrNotExist) {
+			continue // local retention deleted it since ReadDir (uploads run meanwhile)
+		}
 		if err != nil {
 			c.t.Fatal(err)
 		}
