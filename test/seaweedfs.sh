@@ -4,6 +4,7 @@
 #
 #   test/seaweedfs.sh go test -race -run Tiered ./...   run a command against it
 #   test/seaweedfs.sh                                   serve until Ctrl-C, printing the env to use
+#   test/seaweedfs.sh --build                           only build (or find) the cached weed
 #
 # It builds `weed` at the pinned version into a cache dir (once per
 # version; `go install` refuses the module for its replace directives, so
@@ -115,6 +116,10 @@ EOF
 trap stop_weed EXIT
 trap 'exit 130' INT TERM
 build_weed
+if [[ "${1:-}" == --build ]]; then
+  log "weed is $weed"
+  exit
+fi
 started=0
 for attempt in 1 2 3; do # a port taken between the check and weed's bind
   if start_weed; then started=1; break; fi
