@@ -55,7 +55,7 @@ func metricValue(t *testing.T, b *strand.Broker, prefix string) float64 {
 // "ok" again, and every record reads back from offset 0.
 func TestTieredStoreOutage(t *testing.T) {
 	st := storetest.Start(t)
-	store := &strand.TieredStorageConfig{Endpoint: st.URL, Bucket: storetest.Bucket, AccessKey: "strand", SecretKey: "secret",
+	store := &strand.TieredStorageConfig{Endpoint: st.URL, Bucket: st.Bucket, AccessKey: st.AccessKey, SecretKey: st.SecretKey,
 		UploadInterval: 100 * time.Millisecond, UploadLagAlert: time.Second}
 	b, err := strand.Start(context.Background(), strand.Config{Dir: t.TempDir(), TieredStorage: store,
 		RetentionCheckInterval: 100 * time.Millisecond, MetricsAddr: "127.0.0.1:0"})

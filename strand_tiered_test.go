@@ -28,7 +28,7 @@ import (
 func startObjectStore(t *testing.T) *strand.TieredStorageConfig {
 	t.Helper()
 	st := storetest.Start(t)
-	return &strand.TieredStorageConfig{Endpoint: st.URL, Bucket: storetest.Bucket, AccessKey: "strand", SecretKey: "secret",
+	return &strand.TieredStorageConfig{Endpoint: st.URL, Bucket: st.Bucket, AccessKey: st.AccessKey, SecretKey: st.SecretKey,
 		Prefix: "test/", UploadInterval: time.Hour}
 }
 
@@ -286,7 +286,7 @@ func TestTieredRestartMidUpload(t *testing.T) {
 	st := storetest.Start(t) // the store behind a proxy that refuses what the test says
 	// Windows of two segments: the first is recorded, the second's
 	// manifest write is refused.
-	store := &strand.TieredStorageConfig{Endpoint: st.URL, Bucket: storetest.Bucket, AccessKey: "strand", SecretKey: "secret",
+	store := &strand.TieredStorageConfig{Endpoint: st.URL, Bucket: st.Bucket, AccessKey: st.AccessKey, SecretKey: st.SecretKey,
 		UploadInterval: time.Hour, OrphanGrace: time.Nanosecond, UploadConcurrency: 2}
 	dir := filepath.Join(t.TempDir(), "data")
 	b, cl := startTiered(t, dir, store)
@@ -321,7 +321,7 @@ func TestTieredRestartMidUpload(t *testing.T) {
 	}
 	st.Refuse(nil)
 
-	s3 := st.Client(t)
+	s3 := storeClient(t, st)
 	before := segmentObjects(t, s3)
 	recorded := len(newestManifest(t, s3).Segments)
 
@@ -515,4 +515,16 @@ func TestTieredReadCommittedSkipsAbortedRemoteRecords(t *testing.T) {
 			t.Fatalf("committed record %d is %.20q: an aborted record was served", i, v)
 		}
 	}
+}
+
+// storeClient is a client of st's bucket, through its proxy, for a test's
+// own checks (list the bucket, read a manifest).
+func storeClient(t testing.TB, st *storetest.Server) *tiered.S3 {
+	t.Helper()
+	c, err := tiered.NewS3(tiered.S3Config{Endpoint: st.URL, Bucket: st.Bucket, Region: st.Region, AccessKey: st.AccessKey, SecretKey: st.SecretKey})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.CloseIdle)
+	return c
 }

@@ -33,13 +33,13 @@ import (
 // pass the bucket holds only the objects the manifest names.
 func TestClusterTieredLeaderKilledMidUpload(t *testing.T) {
 	st := storetest.Start(t)
-	s3 := st.Client(t)
+	s3 := storeClient(t, st)
 	creds := filepath.Join(t.TempDir(), "credentials")
-	if err := os.WriteFile(creds, []byte("aws_access_key_id = strand\naws_secret_access_key = secret\n"), 0o600); err != nil {
+	if err := os.WriteFile(creds, []byte("aws_access_key_id = "+st.AccessKey+"\naws_secret_access_key = "+st.SecretKey+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	const prefix, topic = "kc/", "tk"
-	c := newProcCluster(t, "--tier-endpoint", st.URL, "--tier-bucket", storetest.Bucket, "--tier-credentials-file", creds,
+	c := newProcCluster(t, "--tier-endpoint", st.URL, "--tier-bucket", st.Bucket, "--tier-credentials-file", creds,
 		"--tier-prefix", prefix, "--tier-upload-interval", "100ms", "--tier-orphan-grace", "1ms",
 		"--retention-check-interval", "100ms")
 	defer func() {
@@ -281,4 +281,16 @@ func checkHistory(t *testing.T, m *tiered.Manifest, old record.Epoch, newFrom re
 	if m.End <= newFrom {
 		t.Fatalf("the manifest ends at %d, before the new leader's data at %d", m.End, newFrom)
 	}
+}
+
+// storeClient is a client of st's bucket, through its proxy, for a test's
+// own checks (list the bucket, read a manifest).
+func storeClient(t testing.TB, st *storetest.Server) *tiered.S3 {
+	t.Helper()
+	c, err := tiered.NewS3(tiered.S3Config{Endpoint: st.URL, Bucket: st.Bucket, Region: st.Region, AccessKey: st.AccessKey, SecretKey: st.SecretKey})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.CloseIdle)
+	return c
 }

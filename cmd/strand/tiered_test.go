@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,33 +11,27 @@ import (
 	"testing"
 	"time"
 
-	"github.com/johannesboyne/gofakes3"
-	"github.com/johannesboyne/gofakes3/backend/s3mem"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/strandmq/strand/internal/tiered"
+	"github.com/strandmq/strand/internal/tiered/storetest"
 )
 
-// `strand serve --tier-*` against an S3-compatible server (gofakes3 on a
-// loopback port, credentials from a file): a topic's sealed segments go to
+// `strand serve --tier-*` against an S3-compatible server (storetest: gofakes3,
+// or the external store CI runs; credentials from a file): a topic's sealed segments go to
 // the store, `topic describe` shows the local start moving up, the
 // broker is SIGKILLed with uploads pending and restarted, and afterwards
 // every record reads from offset 0, the manifest records each segment
 // once, and no orphan object is left.
 func TestServeTieredStorageSurvivesSIGKILL(t *testing.T) {
-	backend := s3mem.New()
-	if err := backend.CreateBucket("strand-tier"); err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(gofakes3.New(backend).Server())
-	defer srv.Close()
+	st := storetest.Start(t)
 	creds := filepath.Join(t.TempDir(), "credentials")
-	if err := os.WriteFile(creds, []byte("[default]\naws_access_key_id = strand\naws_secret_access_key = secret\n"), 0o600); err != nil {
+	if err := os.WriteFile(creds, []byte("[default]\naws_access_key_id = "+st.AccessKey+"\naws_secret_access_key = "+st.SecretKey+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	data := t.TempDir()
 	console := freeAddr(t)
-	args := []string{"--data-dir", data, "--console-listen", console, "--tier-endpoint", srv.URL, "--tier-bucket", "strand-tier",
+	args := []string{"--data-dir", data, "--console-listen", console, "--tier-endpoint", st.URL, "--tier-bucket", st.Bucket,
 		"--tier-credentials-file", creds, "--tier-prefix", "cli/", "--tier-upload-interval", "100ms",
 		"--retention-check-interval", "100ms"}
 	p := startServe(t, args...)
@@ -80,11 +73,7 @@ func TestServeTieredStorageSurvivesSIGKILL(t *testing.T) {
 		t.Fatalf("topic describe's tier columns: %s", r.stdout)
 	}
 
-	s3, err := tiered.NewS3(tiered.S3Config{Endpoint: srv.URL, Bucket: "strand-tier", Region: "us-east-1", AccessKey: "strand", SecretKey: "secret"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s3.CloseIdle()
+	s3 := storeClient(t, st)
 	objs, err := s3.List(context.Background(), "cli/")
 	if err != nil {
 		t.Fatal(err)

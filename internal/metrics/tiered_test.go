@@ -9,25 +9,19 @@ import (
 	"testing"
 	"time"
 
-	"github.com/johannesboyne/gofakes3"
-	"github.com/johannesboyne/gofakes3/backend/s3mem"
 	"github.com/prometheus/client_golang/prometheus/testutil/promlint"
 
 	"github.com/strandmq/strand/internal/broker"
 	"github.com/strandmq/strand/internal/record"
 	"github.com/strandmq/strand/internal/tiered"
+	"github.com/strandmq/strand/internal/tiered/storetest"
 )
 
 // A tiered partition's scrape says how much is remote and how far uploads
 // lag, and lints.
 func TestTieredFamilies(t *testing.T) {
-	backend := s3mem.New()
-	if err := backend.CreateBucket("tier"); err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(gofakes3.New(backend).Server())
-	defer srv.Close()
-	s3, err := tiered.NewS3(tiered.S3Config{Endpoint: srv.URL, Bucket: "tier", Region: "us-east-1", AccessKey: "k", SecretKey: "s"})
+	st := storetest.Start(t)
+	s3, err := tiered.NewS3(tiered.S3Config{Endpoint: st.URL, Bucket: st.Bucket, Region: st.Region, AccessKey: st.AccessKey, SecretKey: st.SecretKey})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,32 +4,24 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net/http/httptest"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/johannesboyne/gofakes3"
-	"github.com/johannesboyne/gofakes3/backend/s3mem"
-
 	"github.com/strandmq/strand/internal/partlog"
 	"github.com/strandmq/strand/internal/record"
+	"github.com/strandmq/strand/internal/tiered/storetest"
 	"github.com/strandmq/strand/internal/vfs"
 )
 
-// startS3 starts an S3-compatible server (gofakes3) on a loopback port and
-// returns a client on a fresh bucket in it.
+// startS3 starts an S3-compatible server (storetest: gofakes3, or
+// the external store CI runs) and returns a client on a fresh bucket in it.
 func startS3(t testing.TB) *S3 {
 	t.Helper()
-	backend := s3mem.New()
-	if err := backend.CreateBucket("strand"); err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(gofakes3.New(backend).Server())
-	t.Cleanup(srv.Close)
-	s, err := NewS3(S3Config{Endpoint: srv.URL, Bucket: "strand", Region: "us-east-1", AccessKey: "test", SecretKey: "test"})
+	st := storetest.Start(t)
+	s, err := NewS3(S3Config{Endpoint: st.URL, Bucket: st.Bucket, Region: st.Region, AccessKey: st.AccessKey, SecretKey: st.SecretKey})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -76,8 +76,13 @@ func NewS3(cfg S3Config) (*S3, error) {
 		}
 		tr.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
 	}
+	// One try per call: the Tier retries every store operation itself
+	// (Config.Attempts, Backoff) and counts the failure after its last
+	// try. minio-go's own retries (10, with up to a second between them)
+	// inside each of those made an outage take half a minute or more to
+	// show as an upload error.
 	opts := &minio.Options{Secure: u.Scheme == "https", Region: cfg.Region, Transport: tr,
-		BucketLookup: minio.BucketLookupPath}
+		BucketLookup: minio.BucketLookupPath, MaxRetries: 1}
 	if cfg.AccessKey != "" || cfg.SecretKey != "" {
 		opts.Creds = credentials.NewStaticV4(cfg.AccessKey, cfg.SecretKey, "")
 	}

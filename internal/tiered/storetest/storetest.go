@@ -1,9 +1,18 @@
-// Package storetest serves a real S3-protocol object store to tests
-// (gofakes3, in memory, over HTTP on a loopback port) behind a proxy that
-// injects the failures of a real store: an outage (503 SlowDown), refused
-// requests (403 AccessDenied) and a request held in flight until the test
-// lets it through — also after the client that sent it is gone, as a
-// request already on the wire reaches the store after its sender died.
+// Package storetest serves a real S3-protocol object store to tests behind
+// a proxy that injects the failures of a real store: an outage (503
+// SlowDown), refused requests (403 AccessDenied) and a request held in
+// flight until the test lets it through — also after the client that sent
+// it is gone, as a request already on the wire reaches the store after its
+// sender died.
+//
+// The store is an external S3-compatible server when STRAND_TEST_S3_ENDPOINT
+// is set (CI runs SeaweedFS there: test/seaweedfs.sh), with
+// STRAND_TEST_S3_ACCESS_KEY and STRAND_TEST_S3_SECRET_KEY its credentials;
+// each Start makes a bucket of its own in it and empties and removes it when
+// the test ends. Without it the store is gofakes3, in memory, in the test
+// process, so `go test ./...` needs nothing installed. Either way the proxy
+// forwards requests as the client sent and signed them (SigV4 signs the Host
+// header, so it is kept).
 //
 // It is for tests only; nothing in the broker imports it. A Server is safe
 // for concurrent use.
@@ -12,49 +21,150 @@ package storetest
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/johannesboyne/gofakes3"
 	"github.com/johannesboyne/gofakes3/backend/s3mem"
-
-	"github.com/strandmq/strand/internal/tiered"
+	"github.com/minio/minio-go/v7"
+	"github.com/minio/minio-go/v7/pkg/credentials"
 )
 
-// Bucket is the bucket a Server creates.
+// Bucket is the bucket TestServeStandalone serves.
 const Bucket = "tier"
 
-// Server is the store and its fault-injecting proxy.
+// The environment that points Start at an external store.
+const (
+	EnvEndpoint  = "STRAND_TEST_S3_ENDPOINT"
+	EnvAccessKey = "STRAND_TEST_S3_ACCESS_KEY"
+	EnvSecretKey = "STRAND_TEST_S3_SECRET_KEY"
+)
+
+// Server is the store and its fault-injecting proxy. URL is the proxy's;
+// Bucket, Region and the keys are what a client of it uses.
 type Server struct {
-	URL   string
-	store http.Handler
-	down  atomic.Bool
-	mu    struct {
+	URL       string
+	Bucket    string
+	Region    string
+	AccessKey string
+	SecretKey string
+	// External says the store is an external server, not gofakes3.
+	External bool
+
+	target    *url.URL
+	proxy     *httputil.ReverseProxy
+	transport *http.Transport
+	down      atomic.Bool
+	mu        struct {
 		sync.Mutex
 		refuse func(*http.Request) bool
 		hold   *Held
 	}
 }
 
-// Start serves a store with one bucket, Bucket, until the test ends.
+// Start serves a store with one fresh, empty bucket, s.Bucket, behind the
+// fault proxy, until the test ends.
 func Start(t testing.TB) *Server {
 	t.Helper()
-	backend := s3mem.New()
-	if err := backend.CreateBucket(Bucket); err != nil {
+	s := &Server{Region: "us-east-1", Bucket: freshBucket()}
+	endpoint := os.Getenv(EnvEndpoint)
+	if endpoint == "" {
+		backend := s3mem.New()
+		if err := backend.CreateBucket(s.Bucket); err != nil {
+			t.Fatal(err)
+		}
+		store := httptest.NewServer(gofakes3.New(backend).Server())
+		t.Cleanup(store.Close)
+		endpoint, s.AccessKey, s.SecretKey = store.URL, "strand", "secret"
+	} else {
+		s.External = true
+		s.AccessKey, s.SecretKey = os.Getenv(EnvAccessKey), os.Getenv(EnvSecretKey)
+		createBucket(t, endpoint, s)
+	}
+	u, err := url.Parse(endpoint)
+	if err != nil {
 		t.Fatal(err)
 	}
-	s := &Server{store: gofakes3.New(backend).Server()}
+	s.target = u
+	s.transport = http.DefaultTransport.(*http.Transport).Clone()
+	t.Cleanup(s.transport.CloseIdleConnections)
+	s.proxy = &httputil.ReverseProxy{
+		// Only the destination changes: r.Host stays the proxy's address,
+		// the host the client signed.
+		Director: func(r *http.Request) {
+			r.URL.Scheme, r.URL.Host = u.Scheme, u.Host
+			r.Header["X-Forwarded-For"] = nil // not added either
+		},
+		Transport:     s.transport,
+		FlushInterval: -1,
+	}
 	srv := httptest.NewServer(s)
 	t.Cleanup(srv.Close)
 	s.URL = srv.URL
 	return s
+}
+
+// freshBucket is a bucket name no other Start uses.
+func freshBucket() string {
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	return "strand-test-" + hex.EncodeToString(b[:])
+}
+
+// createBucket makes s.Bucket in the external store at endpoint and, when
+// the test ends, removes its objects, unfinished multipart uploads and the
+// bucket itself (directly, not through the proxy, which may be down).
+func createBucket(t testing.TB, endpoint string, s *Server) {
+	t.Helper()
+	if s.AccessKey == "" || s.SecretKey == "" {
+		t.Fatalf("%s is set but %s or %s is not", EnvEndpoint, EnvAccessKey, EnvSecretKey)
+	}
+	u, err := url.Parse(endpoint)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	c, err := minio.New(u.Host, &minio.Options{Creds: credentials.NewStaticV4(s.AccessKey, s.SecretKey, ""),
+		Secure: u.Scheme == "https", Region: s.Region, BucketLookup: minio.BucketLookupPath, Transport: tr})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.CloseIdleConnections() // a test's leak check must not find them
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := c.MakeBucket(ctx, s.Bucket, minio.MakeBucketOptions{Region: s.Region}); err != nil {
+		t.Fatalf("creating bucket %s at %s: %v", s.Bucket, endpoint, err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		defer tr.CloseIdleConnections()
+		for up := range c.ListIncompleteUploads(ctx, s.Bucket, "", true) {
+			if up.Err == nil {
+				_ = c.RemoveIncompleteUpload(ctx, s.Bucket, up.Key)
+			}
+		}
+		objs := c.ListObjects(ctx, s.Bucket, minio.ListObjectsOptions{Recursive: true})
+		for e := range c.RemoveObjects(ctx, s.Bucket, objs, minio.RemoveObjectsOptions{}) {
+			t.Logf("storetest: removing %s from bucket %s: %v", e.ObjectName, s.Bucket, e.Err)
+		}
+		if err := c.RemoveBucket(ctx, s.Bucket); err != nil {
+			t.Logf("storetest: removing bucket %s: %v", s.Bucket, err)
+		}
+	})
 }
 
 // SetDown starts (true) or ends an outage: meanwhile every request is
@@ -148,14 +258,15 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if h == nil {
-		s.store.ServeHTTP(w, r)
+		s.proxy.ServeHTTP(w, r)
 		return
 	}
 	s.serveHeld(w, r, h)
 }
 
-// serveHeld reads the request whole, waits for Release, then hands a copy
-// to the store that does not depend on the sender's connection.
+// serveHeld reads the request whole, waits for Release, then sends the
+// store the same request — method, URL, headers (Host included) and body,
+// byte for byte — on a context of its own, not the sender's connection.
 func (s *Server) serveHeld(w http.ResponseWriter, r *http.Request, h *Held) {
 	body, err := io.ReadAll(r.Body)
 	if err != nil {
@@ -165,33 +276,37 @@ func (s *Server) serveHeld(w http.ResponseWriter, r *http.Request, h *Held) {
 	h.Method, h.Path, h.Body = r.Method, r.URL.Path, body
 	close(h.arrived)
 	<-h.release
-	req := r.Clone(context.Background())
-	req.Body = io.NopCloser(bytes.NewReader(body))
-	rec := httptest.NewRecorder()
-	s.store.ServeHTTP(rec, req)
-	h.Status = rec.Code
+	out := r.Clone(context.Background())
+	out.RequestURI = ""
+	out.URL.Scheme, out.URL.Host = s.target.Scheme, s.target.Host
+	out.Host = r.Host
+	out.Body = io.NopCloser(bytes.NewReader(body))
+	out.ContentLength = int64(len(body))
+	out.TransferEncoding = nil
+	resp, err := s.transport.RoundTrip(out)
+	if err != nil {
+		h.Status = http.StatusBadGateway
+		close(h.done)
+		fail(w, http.StatusBadGateway, "InternalError")
+		return
+	}
+	defer resp.Body.Close()
+	answer, err := io.ReadAll(resp.Body)
+	h.Status = resp.StatusCode
 	close(h.done)
-	for k, v := range rec.Header() {
+	if err != nil {
+		fail(w, http.StatusBadGateway, "InternalError")
+		return
+	}
+	for k, v := range resp.Header {
 		w.Header()[k] = v
 	}
-	w.WriteHeader(rec.Code)
-	_, _ = w.Write(rec.Body.Bytes())
+	w.WriteHeader(resp.StatusCode)
+	_, _ = w.Write(answer)
 }
 
 func fail(w http.ResponseWriter, status int, code string) {
 	w.Header().Set("Content-Type", "application/xml")
 	w.WriteHeader(status)
 	fmt.Fprintf(w, `<?xml version="1.0" encoding="UTF-8"?><Error><Code>%s</Code><Message>injected</Message></Error>`, code)
-}
-
-// Client is a client of the store, through the proxy, for a test's own
-// checks (list the bucket, read a manifest).
-func (s *Server) Client(t testing.TB) *tiered.S3 {
-	t.Helper()
-	c, err := tiered.NewS3(tiered.S3Config{Endpoint: s.URL, Bucket: Bucket, Region: "us-east-1", AccessKey: "strand", SecretKey: "secret"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.CloseIdle)
-	return c
 }
