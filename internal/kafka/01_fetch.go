@@ -244,11 +244,6 @@ func (s *Server) fetchForFollower(resp *fetchResponse, p *broker.Partition, f br
 		return 0
 	}
 	f.FetchOffset, f.LastFetchedEpoch, f.MaxBytes = record.Offset(rp.FetchOffset), record.Epoch(rp.LastFetchedEpoch), limit
-	if resp.zeroCopy {
-		if n, ok := s.followerSpan(resp, p, f, rate, limit, first, sp); ok {
-			return n
-		}
-	}
 	buf := getReadBuf(limit)
 	res, err := p.ReadForFollower(buf, f)
 	resp.keep(buf, res.Batches)
@@ -271,40 +266,6 @@ func (s *Server) fetchForFollower(resp *fetchResponse, p *broker.Partition, f br
 		s.b.LeaderQuota().Charge(rate, len(res.Batches))
 	}
 	return len(res.Batches)
-}
-
-// followerSpan is fetchForFollower's zero-copy path, as fetchSpan is
-// fetchPartition's: the batches stay in the segment file and the writer
-// sends them with sendfile(2). It reports false when they must be read
-// instead (broker.ErrNoSpan) and nothing was done.
-func (s *Server) followerSpan(resp *fetchResponse, p *broker.Partition, f broker.FollowerFetch, rate int64, limit int, first bool, sp *kmsg.FetchResponseTopicPartition) (int, bool) {
-	res, err := p.SpanForFollower(f)
-	if errors.Is(err, broker.ErrNoSpan) {
-		return 0, false
-	}
-	sp.HighWatermark, sp.LastStableOffset = int64(res.HighWatermark), int64(res.HighWatermark)
-	sp.LogStartOffset = int64(res.LogStartOffset)
-	if err != nil {
-		sp.ErrorCode = errorCode(err)
-		s.logUnknown("replica fetch", err)
-		return 0, true
-	}
-	if d := res.Diverging; d != nil {
-		sp.DivergingEpoch.Epoch, sp.DivergingEpoch.EndOffset = int32(d.Epoch), int64(d.End)
-		return 0, true
-	}
-	if res.Len == 0 {
-		return 0, true
-	}
-	if !first && res.Len > limit {
-		res.File.Close()
-		return 0, true
-	}
-	sp.RecordBatches = resp.addSpan(res.Span)
-	if rate > 0 {
-		s.b.LeaderQuota().Charge(rate, res.Len)
-	}
-	return res.Len, true
 }
 
 func (s *Server) fetchTopic(version int16, rt kmsg.FetchRequestTopic) (*broker.Topic, error) {

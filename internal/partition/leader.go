@@ -11,7 +11,6 @@ import (
 	"github.com/strandmq/strand/internal/partlog"
 	"github.com/strandmq/strand/internal/record"
 	"github.com/strandmq/strand/internal/replica"
-	"github.com/strandmq/strand/internal/vfs"
 )
 
 // The leader side of replication (REPLICATION.md §2.1–§2.4): followers
@@ -168,56 +167,6 @@ type FollowerRead struct {
 // far the follower has come, which may move the high watermark and bring
 // the follower back into the ISR. buf is reused when large enough.
 func (p *Partition) ReadForFollower(buf []byte, f FollowerFetch) (FollowerRead, error) {
-	var b []byte
-	res, err := p.serveFollower(f, func(leo record.Offset) (err error) {
-		b, err = p.log.ReadInto(buf, f.FetchOffset, f.MaxBytes, leo)
-		return err
-	})
-	if err == nil && res.Diverging == nil {
-		res.Batches = b
-	}
-	return res, err
-}
-
-// FollowerSpan is ReadForFollower's answer with the batches left in the
-// log: a span of a segment file for the caller to send and close.
-type FollowerSpan struct {
-	FollowerRead
-	partlog.Span
-}
-
-// SpanForFollower is ReadForFollower without reading the batches: what
-// it would read, as a span of a segment file (partlog.Log.ReadSpan) for
-// the connection to send with sendfile(2), as Kafka sends a follower's
-// records (FileRecords.writeTo). It fails with ErrNoSpan, having changed
-// nothing, when the bytes must be read instead (no descriptor to send
-// from); any other answer counts as the follower's fetch.
-func (p *Partition) SpanForFollower(f FollowerFetch) (FollowerSpan, error) {
-	var sp partlog.Span
-	noSpan := false
-	res, err := p.serveFollower(f, func(leo record.Offset) (err error) {
-		sp, err = p.log.ReadSpan(f.FetchOffset, f.MaxBytes, leo)
-		if errors.Is(err, vfs.ErrNoDescriptor) {
-			noSpan = true
-			return errNoSpanRead
-		}
-		return err
-	})
-	if noSpan {
-		return FollowerSpan{}, ErrNoSpan
-	}
-	return FollowerSpan{FollowerRead: res, Span: sp}, err
-}
-
-// errNoSpanRead stops serveFollower before it counts a fetch whose span
-// could not be found (SpanForFollower reads the bytes instead).
-var errNoSpanRead = errors.New("partition: no span")
-
-// serveFollower is the part of a follower's fetch both ways of serving it
-// share: the fencing and membership checks, the divergence check, the
-// read (read, bounded by the log end offset taken before it, as Kafka),
-// and then what the fetch tells the leader of its follower.
-func (p *Partition) serveFollower(f FollowerFetch, read func(leo record.Offset) error) (FollowerRead, error) {
 	if err := p.node.Host.Fenced(); err != nil {
 		return FollowerRead{}, err
 	}
@@ -242,10 +191,8 @@ func (p *Partition) serveFollower(f FollowerFetch, read func(leo record.Offset) 
 			return res, nil
 		}
 	}
-	err := read(leo)
+	b, err := p.log.ReadInto(buf, f.FetchOffset, f.MaxBytes, leo)
 	switch {
-	case errors.Is(err, errNoSpanRead):
-		return res, err
 	case errors.Is(err, partlog.ErrOffsetOutOfRange) && f.FetchOffset < res.LogStartOffset && p.isTiered():
 		return res, fmt.Errorf("%w: %s-%d: offset %d is below the local log start %d", ErrOffsetMovedToTiered, p.topic, p.id, f.FetchOffset, res.LogStartOffset)
 	case errors.Is(err, partlog.ErrOffsetOutOfRange):
@@ -255,6 +202,7 @@ func (p *Partition) serveFollower(f FollowerFetch, read func(leo record.Offset) 
 	case err != nil:
 		return res, fmt.Errorf("broker: read %s-%d for node %d at %d: %w", p.topic, p.id, f.Replica, f.FetchOffset, err)
 	}
+	res.Batches = b
 	p.followerFetched(ls, f, leo)
 	return res, nil
 }
