@@ -77,7 +77,7 @@ type osFile struct {
 }
 
 func (f *osFile) Read(p []byte) (int, error)              { return f.f.Read(p) }
-func (f *osFile) ReadAt(p []byte, off int64) (int, error) { return readAt(f.f, p, off) }
+func (f *osFile) ReadAt(p []byte, off int64) (int, error) { return f.f.ReadAt(p, off) }
 func (f *osFile) Write(p []byte) (int, error)             { return f.f.Write(p) }
 func (f *osFile) Close() error                            { return f.f.Close() }
 func (f *osFile) Sync() error                             { return f.f.Sync() }
