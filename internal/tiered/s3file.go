@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/binary"
 	"encoding/xml"
+	"errors"
 	"fmt"
 	"hash/crc32"
 	"io"
@@ -34,6 +35,21 @@ var crcBuffers = sync.Pool{New: func() any { b := make([]byte, 1<<20); return &b
 // fileCRC32C is the CRC-32C of f's first size bytes, in the form S3's
 // x-amz-checksum-crc32c header carries: the big-endian bytes in base64.
 func fileCRC32C(f *os.File, size int64) (string, error) {
+	sum, err := mappedCRC32C(f, size)
+	if errors.Is(err, errNoMapping) {
+		sum, err = readCRC32C(f, size)
+	}
+	if err != nil {
+		return "", err
+	}
+	return base64.StdEncoding.EncodeToString(binary.BigEndian.AppendUint32(nil, sum)), nil
+}
+
+// errNoMapping says a file could not be mapped; it is read instead.
+var errNoMapping = errors.New("tiered: no memory mapping")
+
+// readCRC32C checksums f through reads into a pooled buffer.
+func readCRC32C(f *os.File, size int64) (uint32, error) {
 	bp := crcBuffers.Get().(*[]byte)
 	defer crcBuffers.Put(bp)
 	var sum uint32
@@ -44,12 +60,12 @@ func fileCRC32C(f *os.File, size int64) (string, error) {
 			if err == nil || err == io.EOF {
 				err = fmt.Errorf("%d bytes at %d, want %d", n, off, len(b))
 			}
-			return "", err
+			return 0, err
 		}
 		sum = crc32.Update(sum, castagnoli, b)
 		off += int64(n)
 	}
-	return base64.StdEncoding.EncodeToString(binary.BigEndian.AppendUint32(nil, sum)), nil
+	return sum, nil
 }
 
 // PutFile implements FilePutter. The request carries the file itself as

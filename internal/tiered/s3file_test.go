@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/rand"
 	"errors"
+	"hash/crc32"
 	"os"
 	"path/filepath"
 	"strings"
@@ -53,5 +54,37 @@ func TestPutFileChecksummed(t *testing.T) {
 	}
 	if !bytes.Equal(got, want) {
 		t.Fatalf("stored %d bytes, want the file's %d, byte-identical", len(got), len(want))
+	}
+}
+
+// A segment's checksum is the CRC-32C of its bytes whichever way it is
+// read, and a file shorter than the mapping (truncated under it) is an
+// error, not a crash of the broker.
+func TestFileCRC32C(t *testing.T) {
+	data := make([]byte, 5<<20+3)
+	_, _ = rand.Read(data)
+	path := filepath.Join(t.TempDir(), "seg.log")
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	want := crc32.Checksum(data, castagnoli)
+	read, err := readCRC32C(f, int64(len(data)))
+	if err != nil || read != want {
+		t.Fatalf("read: %08x, %v; want %08x", read, err, want)
+	}
+	mapped, err := mappedCRC32C(f, int64(len(data)))
+	if errors.Is(err, errNoMapping) {
+		t.Skip("no mapping on this platform")
+	}
+	if err != nil || mapped != want {
+		t.Fatalf("mapped: %08x, %v; want %08x", mapped, err, want)
+	}
+	if _, err := mappedCRC32C(f, int64(len(data))+1<<20); err == nil {
+		t.Fatal("a mapping past the file's end was checksummed without an error")
 	}
 }
