@@ -5,6 +5,8 @@ import (
 	"encoding/binary"
 	"fmt"
 	"io"
+	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -16,6 +18,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/minio/minio-go/v7"
+	"github.com/minio/minio-go/v7/pkg/credentials"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -287,17 +291,45 @@ func TestTieredPerf(t *testing.T) {
 
 // longRunStore is the long runs' store: the test's own (in this process,
 // on loopback), or with STRAND_TIERED_ENDPOINT=http://host:port one
-// served elsewhere (storetest's TestServeStandalone, e.g. in another
-// network namespace), under a prefix of this run's own.
+// served elsewhere, under a prefix of this run's own: storetest's
+// TestServeStandalone (e.g. in another network namespace), or any S3
+// store with STRAND_TIERED_ACCESS_KEY and STRAND_TIERED_SECRET_KEY its
+// credentials (e.g. SeaweedFS from test/seaweedfs.sh, which prints them)
+// and STRAND_TIERED_BUCKET the bucket, made if missing (default
+// storetest.Bucket).
 func longRunStore(t *testing.T) *strand.TieredStorageConfig {
 	t.Helper()
 	ep := os.Getenv("STRAND_TIERED_ENDPOINT")
 	if ep == "" {
 		return startObjectStore(t)
 	}
-	t.Logf("object store at %s", ep)
-	return &strand.TieredStorageConfig{Endpoint: ep, Bucket: storetest.Bucket, AccessKey: "strand", SecretKey: "secret",
+	env := func(name, def string) string {
+		if v := os.Getenv(name); v != "" {
+			return v
+		}
+		return def
+	}
+	cfg := &strand.TieredStorageConfig{Endpoint: ep, Bucket: env("STRAND_TIERED_BUCKET", storetest.Bucket),
+		AccessKey: env("STRAND_TIERED_ACCESS_KEY", "strand"), SecretKey: env("STRAND_TIERED_SECRET_KEY", "secret"),
 		Prefix: fmt.Sprintf("run-%d/", time.Now().UnixNano()), UploadInterval: time.Hour}
+	u, err := url.Parse(ep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	defer tr.CloseIdleConnections()
+	mc, err := minio.New(u.Host, &minio.Options{Creds: credentials.NewStaticV4(cfg.AccessKey, cfg.SecretKey, ""), Region: "us-east-1",
+		Secure: u.Scheme == "https", BucketLookup: minio.BucketLookupPath, Transport: tr})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := mc.BucketExists(context.Background(), cfg.Bucket); err == nil && !ok {
+		if err := mc.MakeBucket(context.Background(), cfg.Bucket, minio.MakeBucketOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Logf("object store at %s, bucket %s", ep, cfg.Bucket)
+	return cfg
 }
 
 // processCPU is the CPU time this process (broker, clients and, unless
