@@ -67,7 +67,7 @@ func TestDirectMatchesBuffered(t *testing.T) {
 	}
 
 	bufName := filepath.Join(dir, "buffered.log")
-	buf, err := openBuffered(bufName, 0)
+	buf, err := openBuffered(bufName, 0, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,6 +82,24 @@ func TestDirectMatchesBuffered(t *testing.T) {
 	want, err := os.ReadFile(bufName)
 	if err != nil {
 		t.Fatal(err)
+	}
+
+	// Buffered with the file allocated ahead (KEEP_SIZE): O_APPEND must
+	// still append at the logical end, and the file must not grow.
+	pre, err := openBuffered(filepath.Join(dir, "prealloc.log"), 0, 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range batches {
+		if err := pre.Append(b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := pre.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := os.ReadFile(filepath.Join(dir, "prealloc.log")); err != nil || !bytes.Equal(got, want) {
+		t.Fatalf("prealloc: file of %d bytes (%v) differs from the buffered one", len(got), err)
 	}
 
 	for _, v := range []struct {

@@ -7,6 +7,9 @@
 //
 //   - buffered: one write(2) per batch to an O_APPEND file, the page-cache
 //     copy (Strand today, and kfake);
+//   - prealloc: buffered, the file allocated -falloc bytes ahead of its
+//     end (fallocate KEEP_SIZE, as Kafka's log.preallocate), which spares
+//     ext4's delayed-allocation bookkeeping per page;
 //   - window: the same with partlog's page-cache window hints
 //     (sync_file_range WRITE each quarter window, fadvise DONTNEED a window
 //     behind);
@@ -90,13 +93,13 @@ func main() {
 	flag.StringVar(&coalesce, "coalesce", "1MiB", "coalesce mode: most bytes written in one pwrite")
 	flag.StringVar(&window, "window", "32MiB", "window mode: bytes kept in the page cache behind a file's end")
 	flag.IntVar(&o.block, "block", 4096, "O_DIRECT alignment (at least the device's logical block size)")
-	flag.StringVar(&falloc, "falloc", "32MiB", "O_DIRECT modes: allocate the file this far ahead of its end (fallocate), as a log would preallocate its segment, so writes neither allocate blocks nor extend the file; 0B: off")
+	flag.StringVar(&falloc, "falloc", "32MiB", "prealloc and O_DIRECT modes: allocate the file this far ahead of its end (fallocate), as a log would preallocate its segment, so writes neither allocate blocks nor extend the file; 0B: off")
 	flag.StringVar(&readback, "readback", "0B", "if set, bytes each mode writes (1 writer, the first size) and then sends with sendfile")
 	flag.Parse()
 	var err error
 	o.modes = strings.Split(modes, ",")
 	for _, m := range o.modes {
-		if !slices.Contains([]string{"buffered", "window", "direct", "coalesce"}, m) {
+		if !slices.Contains([]string{"buffered", "prealloc", "window", "direct", "coalesce"}, m) {
 			fatal(fmt.Errorf("unknown mode %q", m))
 		}
 	}
@@ -279,9 +282,11 @@ func ms(d []time.Duration, p int) float64 {
 func open(o options, mode, name string) (appender, error) {
 	switch mode {
 	case "buffered":
-		return openBuffered(name, 0)
+		return openBuffered(name, 0, 0)
+	case "prealloc":
+		return openBuffered(name, 0, o.falloc)
 	case "window":
-		return openBuffered(name, o.window)
+		return openBuffered(name, o.window, 0)
 	default:
 		return openDirect(name, o.block, o.falloc)
 	}
