@@ -81,7 +81,7 @@ func main() {
 	var o options
 	var modes, writers, sizes, temps, size, readback, coalesce, window, falloc string
 	flag.StringVar(&o.dir, "dir", "", "directory on the data disk to write in (default: a fresh temporary directory)")
-	flag.StringVar(&modes, "modes", "buffered,window,direct,coalesce", "write modes, in order (each round after the first reverses it)")
+	flag.StringVar(&modes, "modes", "buffered,prealloc,window,direct,coalesce", "write modes, in order (each round after the first reverses it)")
 	flag.StringVar(&writers, "writers", "1,4,8,16", "files written in parallel, one writer each")
 	flag.StringVar(&sizes, "sizes", "262205", "append (batch) sizes in bytes")
 	flag.StringVar(&size, "bytes", "2GiB", "bytes written per case, shared among the writers")
