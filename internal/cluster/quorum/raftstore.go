@@ -20,7 +20,9 @@ import (
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
 
 	"github.com/strandmq/strand/internal/cluster"
+	"github.com/strandmq/strand/internal/datadir"
 	"github.com/strandmq/strand/internal/nodetls"
+	"github.com/strandmq/strand/internal/vfs"
 )
 
 // Voter is one member of the metadata quorum.
@@ -107,7 +109,14 @@ type RaftStore struct {
 	trans *raft.NetworkTransport
 	logs  *raftboltdb.BoltStore
 	ctl   *controller
-	nw    Network
+	nw    Network // raw: the session probe's (session.go)
+	// peers is nw with this node's cluster-id hello (hello.go): every
+	// raft stream and controller RPC this node dials goes through it.
+	peers helloNetwork
+	// metaCluster is the cluster id the data directory's meta.properties
+	// held at open ("" if none): the directory's cluster, before the
+	// image has replayed far enough to say.
+	metaCluster string
 	node  string // this node's id, as Network names it
 	self  cluster.NodeID
 	// incarnation is this process's broker incarnation, once it registers.
@@ -162,6 +171,11 @@ func OpenRaftStore(cfg RaftConfig) (*RaftStore, error) {
 		logs.Close()
 		return nil, err
 	}
+	if m, ok, err := datadir.ReadNodeMeta(vfs.Default, cfg.Dir); err == nil && ok {
+		s.metaCluster = m.ClusterID
+	}
+	id := &identity{node: cfg.NodeID, cluster: s.ClusterID, strict: s.helloRequired, logger: cfg.Logger}
+	s.peers = helloNetwork{Network: cfg.Network, id: id}
 	s.ctl = newController(s, cfg.Controller, cfg.Logger)
 	ln, err := cfg.Network.Listen(node, cfg.Bind)
 	if err != nil {
@@ -173,7 +187,8 @@ func OpenRaftStore(cfg RaftConfig) (*RaftStore, error) {
 		bind = ln.Addr().String() // port 0 resolved: what the leader dials
 	}
 	mux := newMuxListener(ln, s.ctl.serve, s.ctl.hold, &s.conns)
-	s.trans = raft.NewNetworkTransportWithLogger(streamLayer{mux, cfg.Network, node, &s.conns}, 3, transportTimeout, hlog)
+	mux.id = id
+	s.trans = raft.NewNetworkTransportWithLogger(streamLayer{mux, s.peers, node, &s.conns}, 3, transportTimeout, hlog)
 	rc := raft.DefaultConfig()
 	rc.LocalID = raft.ServerID(strconv.Itoa(int(cfg.NodeID)))
 	rc.Logger = hlog
@@ -295,6 +310,23 @@ func orDefault(d, def time.Duration) time.Duration {
 	return def
 }
 
+// ClusterID is this node's cluster id, as its hellos say it: its data
+// directory's (meta.properties) if that names one, else its image's, ""
+// while neither does (a new node whose quorum has not reached it yet).
+func (s *RaftStore) ClusterID() string {
+	if s.metaCluster != "" {
+		return s.metaCluster
+	}
+	return s.Image().ClusterID()
+}
+
+// helloRequired says whether a raft-port connection must open with a
+// hello: once the cluster has finalized MetadataVersionClusterID, every
+// node is of a build that sends one.
+func (s *RaftStore) helloRequired() bool {
+	return s.Image().FeatureLevel(cluster.MetadataVersion) >= cluster.MetadataVersionClusterID
+}
+
 // Image returns the image this node has applied.
 func (s *RaftStore) Image() *cluster.Image { return s.fsm.img.Load() }
 
@@ -380,7 +412,7 @@ func (s *RaftStore) callController(req rpcRequest, timeout time.Duration) (rpcRe
 			if strconv.Itoa(int(id)) == s.node {
 				resp = s.ctl.serve(nodetls.AnyNode, req) // this process: no peer to check
 			} else {
-				resp, err = call(s.nw, s.node, addr, req, min(time.Until(deadline), 10*time.Second), func() bool {
+				resp, err = call(s.peers, s.node, addr, req, min(time.Until(deadline), 10*time.Second), func() bool {
 					now, _, ok := s.Leader()
 					return ok && now != id
 				})

@@ -190,6 +190,9 @@ type muxListener struct {
 	done    chan struct{}
 	closeMu sync.Once
 	all     *connSet
+	// id checks each connection's cluster-id hello (hello.go); nil: no
+	// check (tests of the mux alone).
+	id *identity
 }
 
 func newMuxListener(ln net.Listener, handle func(cluster.NodeID, rpcRequest) rpcResponse, hold func(cluster.NodeID, net.Conn, io.Reader, SessionWatch), all *connSet) *muxListener {
@@ -229,6 +232,12 @@ func (m *muxListener) route(c net.Conn) {
 		c.Close()
 		return
 	}
+	if m.id != nil {
+		if first, err = m.checkHello(c, br, first[0]); err != nil {
+			c.Close()
+			return
+		}
+	}
 	if first[0] == rpcMagic {
 		_, _ = br.Discard(1)
 		m.serveRPC(c, br)
@@ -240,6 +249,29 @@ func (m *muxListener) route(c net.Conn) {
 	case <-m.done:
 		c.Close()
 	}
+}
+
+// checkHello takes a connection's cluster-id hello (hello.go), if it
+// opens with one, and returns the first byte of what follows; an error
+// refuses the connection. A controller RPC refused for sending no hello
+// is answered first, so its caller (an older build) can say why.
+func (m *muxListener) checkHello(c net.Conn, br *bufio.Reader, first byte) ([]byte, error) {
+	if first != helloMagic {
+		err := m.id.refuseSilent(c)
+		if err != nil && first == rpcMagic {
+			_, _ = br.Discard(1)
+			if _, rerr := readFrameBytes(br); rerr == nil {
+				_ = c.SetWriteDeadline(time.Now().Add(10 * time.Second))
+				_ = writeFrame(c, rpcFailure(err))
+			}
+		}
+		return []byte{first}, err
+	}
+	_, _ = br.Discard(1)
+	if err := m.id.accept(c, br); err != nil {
+		return nil, err
+	}
+	return br.Peek(1)
 }
 
 func (m *muxListener) serveRPC(c net.Conn, r io.Reader) {
