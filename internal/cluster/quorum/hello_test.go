@@ -48,8 +48,8 @@ func helloListener(t *testing.T, id string, strict bool, logs *logBuffer) string
 		t.Fatal(err)
 	}
 	var all connSet
-	m := newMuxListener(ln, func(cluster.NodeID, rpcRequest) rpcResponse { return rpcResponse{Index: 7} }, nil, &all)
-	m.id = &identity{node: 9, cluster: func() string { return id }, strict: func() bool { return strict }, logger: logs.logger()}
+	ident := &identity{node: 9, cluster: func() string { return id }, strict: func() bool { return strict }, logger: logs.logger()}
+	m := newMuxListener(ln, ident, func(cluster.NodeID, rpcRequest) rpcResponse { return rpcResponse{Index: 7} }, nil, &all)
 	t.Cleanup(func() { m.Close(); all.closeAll() })
 	go func() {
 		for {

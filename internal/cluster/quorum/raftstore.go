@@ -117,8 +117,8 @@ type RaftStore struct {
 	// held at open ("" if none): the directory's cluster, before the
 	// image has replayed far enough to say.
 	metaCluster string
-	node  string // this node's id, as Network names it
-	self  cluster.NodeID
+	node        string // this node's id, as Network names it
+	self        cluster.NodeID
 	// incarnation is this process's broker incarnation, once it registers.
 	incarnation atomic.Value
 	watchOnce   sync.Once // starts this process's session watch (session.go)
@@ -186,8 +186,7 @@ func OpenRaftStore(cfg RaftConfig) (*RaftStore, error) {
 	if cfg.Observer {
 		bind = ln.Addr().String() // port 0 resolved: what the leader dials
 	}
-	mux := newMuxListener(ln, s.ctl.serve, s.ctl.hold, &s.conns)
-	mux.id = id
+	mux := newMuxListener(ln, id, s.ctl.serve, s.ctl.hold, &s.conns)
 	s.trans = raft.NewNetworkTransportWithLogger(streamLayer{mux, s.peers, node, &s.conns}, 3, transportTimeout, hlog)
 	rc := raft.DefaultConfig()
 	rc.LocalID = raft.ServerID(strconv.Itoa(int(cfg.NodeID)))

@@ -195,8 +195,8 @@ type muxListener struct {
 	id *identity
 }
 
-func newMuxListener(ln net.Listener, handle func(cluster.NodeID, rpcRequest) rpcResponse, hold func(cluster.NodeID, net.Conn, io.Reader, SessionWatch), all *connSet) *muxListener {
-	m := &muxListener{Listener: ln, handle: handle, hold: hold, conns: make(chan net.Conn), done: make(chan struct{}), all: all}
+func newMuxListener(ln net.Listener, id *identity, handle func(cluster.NodeID, rpcRequest) rpcResponse, hold func(cluster.NodeID, net.Conn, io.Reader, SessionWatch), all *connSet) *muxListener {
+	m := &muxListener{Listener: ln, id: id, handle: handle, hold: hold, conns: make(chan net.Conn), done: make(chan struct{}), all: all}
 	go m.acceptLoop()
 	return m
 }
