@@ -33,10 +33,20 @@ import (
 // cluster.ErrInconsistentClusterID):
 //   - Two known ids that differ: refused. The acceptor answers with the
 //     code and closes; both log both ids and the peer's address.
-//   - An unknown id ("": a node whose quorum has not named the cluster
-//     yet, or a new node waiting to be added) on either side: accepted.
-//     Kafka accepts a null ClusterId from old clients too; here it is
-//     what a node that has yet to learn its cluster sends. Such a node
+//   - A dialer that knows no id yet ("": a new node whose quorum has not
+//     named the cluster, or one waiting to be added): accepted. Kafka
+//     accepts a null ClusterId from old clients too; here it is what a
+//     node that has yet to learn its cluster sends, and it can do nothing
+//     to a quorum that is not its own (it has no log to give, and its
+//     votes and registrations count only where it is a member).
+//   - An acceptor that knows no id yet, and a dialer that names one: the
+//     dialer must be in the acceptor's raft configuration under its id at
+//     the raft address its hello gives — a voter the new node was started
+//     with. This is the CI incident's other form: a new node started on
+//     the address of a stopped node of a running cluster would otherwise
+//     take that cluster's leader for its own before its own quorum named
+//     it. A node with no configuration at all (one waiting for add-voter,
+//     or a broker-only node joining) has nothing to check against and
 //     trusts the first quorum that reaches it — the limit OPERATIONS.md
 //     states.
 //   - No hello at all (an older build): accepted while the finalized
@@ -55,6 +65,8 @@ const helloSkipFor = time.Minute
 type hello struct {
 	Cluster string `json:"cluster"`
 	Node    int32  `json:"node"`
+	// Addr is the dialer's raft address, as its quorum knows it.
+	Addr string `json:"addr,omitempty"`
 }
 
 type helloReply struct {
@@ -75,6 +87,11 @@ type identity struct {
 	// strict says whether a connection without a hello is refused (the
 	// finalized metadata.version is MetadataVersionClusterID or more).
 	strict func() bool
+	// addr is this node's raft address, as its hellos give it.
+	addr string
+	// member says whether node at addr is in this node's raft
+	// configuration, or that it has none (nil: everyone is).
+	member func(node int32, addr string) bool
 	logger *slog.Logger
 
 	mu struct {
@@ -142,7 +159,7 @@ func (h *identity) greet(c net.Conn, addr string, deadline time.Time) error {
 	if _, err := c.Write([]byte{helloMagic}); err != nil {
 		return fmt.Errorf("%w: %w", errHelloUnanswered, err)
 	}
-	if err := writeFrame(c, hello{Cluster: mine, Node: int32(h.node)}); err != nil {
+	if err := writeFrame(c, hello{Cluster: mine, Node: int32(h.node), Addr: h.addr}); err != nil {
 		return fmt.Errorf("%w: %w", errHelloUnanswered, err)
 	}
 	var rep helloReply
@@ -151,6 +168,9 @@ func (h *identity) greet(c net.Conn, addr string, deadline time.Time) error {
 	}
 	if rep.Code != "" || (mine != "" && rep.Cluster != "" && rep.Cluster != mine) {
 		err := mismatch(mine, rep.Cluster, addr)
+		if rep.Cluster == "" || mine == "" {
+			err = fmt.Errorf("%w: the node at %s refused this node (node %d at %s, cluster %q): %s", cluster.ErrInconsistentClusterID, addr, h.node, h.addr, mine, rep.Err)
+		}
 		h.logRefusal("dial "+addr+" "+rep.Cluster, "cluster: refused: the raft port dialled belongs to another cluster",
 			"this_cluster", mine, "peer_cluster", rep.Cluster, "peer", addr, "err", err)
 		return err
@@ -176,6 +196,16 @@ func (h *identity) accept(c net.Conn, r *bufio.Reader) error {
 			"cluster: refused a raft-port connection from a node of another cluster",
 			"this_cluster", mine, "peer_cluster", hi.Cluster, "peer_node", hi.Node, "peer", c.RemoteAddr().String(), "err", err)
 		_ = writeFrame(c, helloReply{Cluster: mine, Code: cluster.RPCFailure(cluster.ErrInconsistentClusterID).Code, Err: err.Error()})
+		return err
+	}
+	if mine == "" && hi.Cluster != "" && h.member != nil && !h.member(hi.Node, hi.Addr) {
+		err := fmt.Errorf("%w: node %d of cluster %s, at %s (raft address %q), reached node %d, which knows no cluster yet and has no node %d at %q in its quorum: "+
+			"a node of cluster %s lists this address (a wrong --controller-quorum there, or an address its node left and this new node took)",
+			cluster.ErrInconsistentClusterID, hi.Node, hi.Cluster, c.RemoteAddr(), hi.Addr, h.node, hi.Node, hi.Addr, hi.Cluster)
+		h.logRefusal(fmt.Sprintf("stranger %s %d %s", hostOf(c.RemoteAddr()), hi.Node, hi.Cluster),
+			"cluster: refused a raft-port connection from a node of a cluster this new node is not in",
+			"this_cluster", mine, "peer_cluster", hi.Cluster, "peer_node", hi.Node, "peer", c.RemoteAddr().String(), "peer_raft_addr", hi.Addr, "err", err)
+		_ = writeFrame(c, helloReply{Code: cluster.RPCFailure(cluster.ErrInconsistentClusterID).Code, Err: err.Error()})
 		return err
 	}
 	return writeFrame(c, helloReply{Cluster: mine})

@@ -41,14 +41,14 @@ func (b *logBuffer) logger() *slog.Logger { return slog.New(slog.NewTextHandler(
 // helloListener serves a mux on loopback whose hellos check against id
 // (strict: silent connections refused); raft streams that pass it are
 // echoed one byte, controller RPCs answered empty.
-func helloListener(t *testing.T, id string, strict bool, logs *logBuffer) string {
+func helloListener(t *testing.T, id string, strict bool, member func(int32, string) bool, logs *logBuffer) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	var all connSet
-	ident := &identity{node: 9, cluster: func() string { return id }, strict: func() bool { return strict }, logger: logs.logger()}
+	ident := &identity{node: 9, cluster: func() string { return id }, strict: func() bool { return strict }, member: member, logger: logs.logger()}
 	m := newMuxListener(ln, ident, func(cluster.NodeID, rpcRequest) rpcResponse { return rpcResponse{Index: 7} }, nil, &all)
 	t.Cleanup(func() { m.Close(); all.closeAll() })
 	go func() {
@@ -78,23 +78,30 @@ func TestHelloRules(t *testing.T) {
 	for _, tc := range []struct {
 		name, dialer, acceptor string
 		strict, silent         bool
-		refused                bool
+		// stranger: the dialer is not in the acceptor's raft
+		// configuration.
+		stranger bool
+		refused  bool
 	}{
 		{name: "same cluster", dialer: "a", acceptor: "a"},
 		{name: "other cluster", dialer: "b", acceptor: "a", refused: true},
 		{name: "other cluster, strict", dialer: "b", acceptor: "a", strict: true, refused: true},
 		{name: "dialer knows none yet", dialer: "", acceptor: "a", strict: true},
 		{name: "acceptor knows none yet", dialer: "b", acceptor: ""},
+		{name: "acceptor knows none yet, dialer not in its quorum", dialer: "b", acceptor: "", stranger: true, refused: true},
+		{name: "neither knows one, dialer not in its quorum", dialer: "", acceptor: "", stranger: true},
+		{name: "dialer not in its quorum, same cluster", dialer: "a", acceptor: "a", stranger: true},
 		{name: "no hello, below the level", silent: true, acceptor: "a"},
 		{name: "no hello, at the level", silent: true, acceptor: "a", strict: true, refused: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			var acceptLogs, dialLogs logBuffer
-			addr := helloListener(t, tc.acceptor, tc.strict, &acceptLogs)
+			member := func(node int32, addr string) bool { return node == 3 && addr == "127.0.0.1:3" && !tc.stranger }
+			addr := helloListener(t, tc.acceptor, tc.strict, member, &acceptLogs)
 			var nw Network = TCPNetwork{}
 			if !tc.silent {
-				nw = helloNetwork{Network: TCPNetwork{}, id: &identity{node: 3, cluster: func() string { return tc.dialer },
+				nw = helloNetwork{Network: TCPNetwork{}, id: &identity{node: 3, addr: "127.0.0.1:3", cluster: func() string { return tc.dialer },
 					strict: func() bool { return tc.strict }, logger: dialLogs.logger()}}
 			}
 			// A raft stream: one byte out, its echo back.
@@ -128,6 +135,17 @@ func TestHelloRules(t *testing.T) {
 					t.Fatalf("stream: %v; rpc: %v; want both refused", err, rpcErr)
 				}
 				if !strings.Contains(acceptLogs.String(), "did not say its cluster") {
+					t.Fatalf("acceptor's log:\n%s", acceptLogs.String())
+				}
+				return
+			}
+			if tc.stranger {
+				for _, e := range []error{err, rpcErr} {
+					if !errors.Is(e, cluster.ErrInconsistentClusterID) || !strings.Contains(e.Error(), "knows no cluster yet and has no node 3 at \"127.0.0.1:3\"") {
+						t.Fatalf("dialer's error %v, want INCONSISTENT_CLUSTER_ID saying the acceptor's quorum lacks it", e)
+					}
+				}
+				if !strings.Contains(acceptLogs.String(), "peer_cluster=b") {
 					t.Fatalf("acceptor's log:\n%s", acceptLogs.String())
 				}
 				return
@@ -224,14 +242,22 @@ func startQuorum(t *testing.T, addrs []string, clusterID string, formatted bool,
 		}
 		nodes[v.ID] = s
 	}
-	eventually(t, "cluster "+clusterID+" named on every node", 20*time.Second, func() bool {
-		for _, s := range nodes {
-			if s.Image().ClusterID() != clusterID {
-				return false
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		named, state := 0, ""
+		for id, s := range nodes {
+			_, leader, _ := s.Leader()
+			state += fmt.Sprintf(" node %d: cluster %q, leader at %q;", id, s.Image().ClusterID(), leader)
+			if s.Image().ClusterID() == clusterID {
+				named++
 			}
 		}
-		return true
-	})
+		if named == len(nodes) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("cluster %s not named on every node in 20 s:%s", clusterID, state)
+		}
+	}
 	return nodes
 }
 
@@ -256,8 +282,17 @@ func membersOf(t *testing.T, s *RaftStore) []string {
 // higher term wins in raft): the two quorums merged. With it, B's node
 // refuses every connection from A, and A's leader refuses B's node: A's
 // membership and metadata are unchanged, B's node stays in B, and both
-// sides log the two ids.
+// sides log the two ids. B's directories are formatted (meta.properties
+// names cluster B before the first start) or new: a new node that knows
+// no cluster yet refuses A's leader because its own quorum has no node 1
+// at A's leader's address.
 func TestAnotherClusterRefused(t *testing.T) {
+	for _, formatted := range []bool{true, false} {
+		t.Run(fmt.Sprintf("formatted=%v", formatted), func(t *testing.T) { anotherClusterRefused(t, formatted) })
+	}
+}
+
+func anotherClusterRefused(t *testing.T, formatted bool) {
 	aAddrs := []string{freeAddr(t), freeAddr(t), freeAddr(t)}
 	aLogs := map[int32]*logBuffer{}
 	a := startQuorum(t, aAddrs, "cluster-a", false, aLogs)
@@ -294,7 +329,7 @@ func TestAnotherClusterRefused(t *testing.T) {
 
 	bAddrs := []string{freeAddr(t), freeAddr(t), aAddrs[2]}
 	bLogs := map[int32]*logBuffer{}
-	b := startQuorum(t, bAddrs, "cluster-b", true, bLogs)
+	b := startQuorum(t, bAddrs, "cluster-b", formatted, bLogs)
 	t.Cleanup(func() {
 		for _, s := range b {
 			s.Close()
@@ -327,7 +362,7 @@ func TestAnotherClusterRefused(t *testing.T) {
 	// Until both sides have logged a refusal (a second or two), B's node
 	// 3 must follow only B.
 	deadline := time.Now().Add(30 * time.Second)
-	for !(refused(bLogs, "refused a raft-port connection from a node of another cluster") && refused(aLogs, "belongs to another cluster")) {
+	for !(refused(bLogs, "refused a raft-port connection from a node of") && refused(aLogs, "belongs to another cluster")) {
 		if time.Now().After(deadline) {
 			t.Fatalf("no refusal logged in 30 s\nA:\n%s\nB:\n%s", aLogs[1].String()+aLogs[2].String(), bLogs[3].String())
 		}
@@ -355,7 +390,7 @@ func TestAnotherClusterRefused(t *testing.T) {
 		}
 	}
 	l := bLogs[3].String()
-	if !strings.Contains(l, "this_cluster=cluster-b") || !strings.Contains(l, "peer_cluster=cluster-a") {
+	if !strings.Contains(l, "peer_cluster=cluster-a") || formatted && !strings.Contains(l, "this_cluster=cluster-b") {
 		t.Fatalf("B's node 3 logged no mismatch naming both clusters:\n%s", l)
 	}
 }

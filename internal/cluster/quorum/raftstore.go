@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -117,8 +118,17 @@ type RaftStore struct {
 	// held at open ("" if none): the directory's cluster, before the
 	// image has replayed far enough to say.
 	metaCluster string
-	node        string // this node's id, as Network names it
-	self        cluster.NodeID
+	// savedCluster is the cluster id this node's raft directory recorded
+	// (raft/cluster.id) once its image first held one: the quorum's own
+	// record of it, for a node whose meta.properties names none (a
+	// controller-only node, an embedded store) and whose image is empty
+	// after a restart until the leader commits (hashicorp/raft#549).
+	savedCluster atomic.Value // string
+	// running is s.r once NewRaft has returned: the raft port serves
+	// (and checks hellos) before.
+	running atomic.Pointer[raft.Raft]
+	node    string // this node's id, as Network names it
+	self    cluster.NodeID
 	// incarnation is this process's broker incarnation, once it registers.
 	incarnation atomic.Value
 	watchOnce   sync.Once // starts this process's session watch (session.go)
@@ -174,7 +184,11 @@ func OpenRaftStore(cfg RaftConfig) (*RaftStore, error) {
 	if m, ok, err := datadir.ReadNodeMeta(vfs.Default, cfg.Dir); err == nil && ok {
 		s.metaCluster = m.ClusterID
 	}
-	id := &identity{node: cfg.NodeID, cluster: s.ClusterID, strict: s.helloRequired, logger: cfg.Logger}
+	if b, err := os.ReadFile(filepath.Join(dir, clusterIDFile)); err == nil {
+		s.savedCluster.Store(strings.TrimSpace(string(b)))
+	}
+	s.fsm.subscribe(s.saveClusterID)
+	id := &identity{node: cfg.NodeID, cluster: s.ClusterID, strict: s.helloRequired, member: s.inConfiguration, logger: cfg.Logger}
 	s.peers = helloNetwork{Network: cfg.Network, id: id}
 	s.ctl = newController(s, cfg.Controller, cfg.Logger)
 	ln, err := cfg.Network.Listen(node, cfg.Bind)
@@ -186,6 +200,7 @@ func OpenRaftStore(cfg RaftConfig) (*RaftStore, error) {
 	if cfg.Observer {
 		bind = ln.Addr().String() // port 0 resolved: what the leader dials
 	}
+	id.addr = bind
 	mux := newMuxListener(ln, id, s.ctl.serve, s.ctl.hold, &s.conns)
 	s.trans = raft.NewNetworkTransportWithLogger(streamLayer{mux, s.peers, node, &s.conns}, 3, transportTimeout, hlog)
 	rc := raft.DefaultConfig()
@@ -220,6 +235,7 @@ func OpenRaftStore(cfg RaftConfig) (*RaftStore, error) {
 		s.closeStores()
 		return nil, fmt.Errorf("cluster: start raft: %w", err)
 	}
+	s.running.Store(s.r)
 	if existing {
 		check := s.checkVoters
 		if cfg.Observer {
@@ -310,13 +326,65 @@ func orDefault(d, def time.Duration) time.Duration {
 }
 
 // ClusterID is this node's cluster id, as its hellos say it: its data
-// directory's (meta.properties) if that names one, else its image's, ""
-// while neither does (a new node whose quorum has not reached it yet).
+// directory's (meta.properties) if that names one, else the one its raft
+// directory recorded, else its image's; "" while none does (a new node
+// whose quorum has not named the cluster yet).
 func (s *RaftStore) ClusterID() string {
 	if s.metaCluster != "" {
 		return s.metaCluster
 	}
+	if id, _ := s.savedCluster.Load().(string); id != "" {
+		return id
+	}
 	return s.Image().ClusterID()
+}
+
+// clusterIDFile, in the raft directory, records the cluster id.
+const clusterIDFile = "cluster.id"
+
+// saveClusterID records img's cluster id in the raft directory the first
+// time an image holds one (an FSM subscriber: once per directory).
+func (s *RaftStore) saveClusterID(img *cluster.Image) {
+	id := img.ClusterID()
+	if id == "" {
+		return
+	}
+	if saved, _ := s.savedCluster.Load().(string); saved != "" {
+		return
+	}
+	s.savedCluster.Store(id)
+	path := filepath.Join(s.dir, clusterIDFile)
+	if err := os.WriteFile(path+".tmp", []byte(id+"\n"), 0o644); err == nil {
+		_ = os.Rename(path+".tmp", path)
+	}
+}
+
+// inConfiguration says whether node is in this node's raft configuration
+// at raft address addr, or that the configuration is empty (a node
+// waiting to be added, or a broker-only node joining). Asked by the raft
+// port before raft runs, it waits for it (a moment at start).
+func (s *RaftStore) inConfiguration(node int32, addr string) bool {
+	r := s.running.Load()
+	for deadline := time.Now().Add(5 * time.Second); r == nil; r = s.running.Load() {
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	f := r.GetConfiguration()
+	if f.Error() != nil {
+		return false
+	}
+	servers := f.Configuration().Servers
+	if len(servers) == 0 {
+		return true
+	}
+	for _, srv := range servers {
+		if string(srv.ID) == strconv.Itoa(int(node)) && string(srv.Address) == addr {
+			return true
+		}
+	}
+	return false
 }
 
 // helloRequired says whether a raft-port connection must open with a
