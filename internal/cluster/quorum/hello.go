@@ -21,8 +21,11 @@ import (
 // appends no entry, registers nothing, and is not absorbed into the
 // other quorum.
 //
-//	dialer → acceptor: 'H' | len uint32 | JSON {"cluster":"…","node":N}
+//	dialer → acceptor: 'H' | len uint32 | JSON {"cluster":"…","node":N,"addr":"host:port"}
 //	acceptor → dialer:       len uint32 | JSON {"cluster":"…","code":"…","err":"…"}
+//
+// ("cluster" "" while the node knows none; "addr" the dialer's raft
+// address; "code" "" when accepted, else "inconsistent_cluster_id".)
 //
 // then the connection goes on as before: raft's RPC type byte, or
 // rpcMagic and one controller RPC. A hello is once per connection, not per

@@ -375,6 +375,14 @@ func anotherClusterRefused(t *testing.T, formatted bool) {
 	if _, addr, ok := b[3].Leader(); ok && !slices.Contains(bAddrs, addr) {
 		t.Fatalf("B's node 3 follows %s, a leader of cluster A", addr)
 	}
+	// B's node registering as a broker with A's controller: refused,
+	// and A registers nothing.
+	_, leaderAddr, _ := aLeader.Leader()
+	resp, err := call(b[3].peers, "3", leaderAddr, rpcRequest{Register: &cluster.Registration{ID: 3, IncarnationID: "b3", Features: cluster.SupportedFeatures()}},
+		5*time.Second, func() bool { return false })
+	if !errors.Is(err, cluster.ErrInconsistentClusterID) {
+		t.Fatalf("B's node registering with A's controller: %+v, %v; want INCONSISTENT_CLUSTER_ID", resp, err)
+	}
 	if got := b[3].Image(); got.ClusterID() != "cluster-b" || len(got.Topics()) != 0 {
 		t.Fatalf("B's node 3 holds cluster %q with topics %v: it took A's log", got.ClusterID(), got.Topics())
 	}
@@ -387,6 +395,9 @@ func anotherClusterRefused(t *testing.T, formatted bool) {
 		}
 		if img := s.Image(); img.ClusterID() != "cluster-a" || len(img.Topics()) != 2 {
 			t.Fatalf("A's node %d holds cluster %q with %d topics", id, img.ClusterID(), len(img.Topics()))
+		}
+		if _, ok := s.Image().Broker(3); ok {
+			t.Fatalf("A's node %d has a broker 3 registered", id)
 		}
 	}
 	l := bLogs[3].String()
