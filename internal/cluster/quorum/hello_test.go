@@ -14,8 +14,6 @@ import (
 	"time"
 
 	"github.com/strandmq/strand/internal/cluster"
-	"github.com/strandmq/strand/internal/datadir"
-	"github.com/strandmq/strand/internal/vfs"
 )
 
 // logBuffer is a slog sink a test reads back.
@@ -219,7 +217,8 @@ func TestHelloToOlderBuild(t *testing.T) {
 
 // startQuorum opens three voters at addrs (node ids 1–3) that name their
 // cluster clusterID; with formatted, each data directory's meta.properties
-// names it before the first start (as a formatted Kafka node's does).
+// names it before the first start (as a formatted Kafka node's does):
+// RaftConfig.ClusterID.
 func startQuorum(t *testing.T, addrs []string, clusterID string, formatted bool, logs map[int32]*logBuffer) map[int32]*RaftStore {
 	t.Helper()
 	var voters []Voter
@@ -228,15 +227,13 @@ func startQuorum(t *testing.T, addrs []string, clusterID string, formatted bool,
 	}
 	nodes := map[int32]*RaftStore{}
 	for _, v := range voters {
-		dir := t.TempDir()
-		if formatted {
-			if err := datadir.WriteNodeMeta(vfs.Default, dir, datadir.NodeMeta{NodeID: v.ID, ClusterID: clusterID}); err != nil {
-				t.Fatal(err)
-			}
-		}
 		logs[v.ID] = &logBuffer{}
-		s, err := OpenRaftStore(RaftConfig{NodeID: v.ID, Dir: dir, Bind: v.Addr, Voters: voters, Logger: logs[v.ID].logger(),
-			Controller: ControllerConfig{ClusterID: clusterID}})
+		rc := RaftConfig{NodeID: v.ID, Dir: t.TempDir(), Bind: v.Addr, Voters: voters, Logger: logs[v.ID].logger(),
+			Controller: ControllerConfig{ClusterID: clusterID}}
+		if formatted {
+			rc.ClusterID = clusterID
+		}
+		s, err := OpenRaftStore(rc)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -418,16 +415,12 @@ func TestObserverOfAnotherClusterRefused(t *testing.T) {
 		}
 	})
 	before := membersOf(t, a[1])
-	dir := t.TempDir()
-	if err := datadir.WriteNodeMeta(vfs.Default, dir, datadir.NodeMeta{NodeID: 4, ClusterID: "cluster-b", Roles: "broker"}); err != nil {
-		t.Fatal(err)
-	}
 	var logs logBuffer
 	var voters []Voter
 	for i, addr := range aAddrs {
 		voters = append(voters, Voter{int32(i + 1), addr})
 	}
-	obs, err := OpenRaftStore(RaftConfig{NodeID: 4, Dir: dir, Bind: "127.0.0.1:0", Voters: voters, Observer: true, Logger: logs.logger()})
+	obs, err := OpenRaftStore(RaftConfig{NodeID: 4, Dir: t.TempDir(), ClusterID: "cluster-b", Bind: "127.0.0.1:0", Voters: voters, Observer: true, Logger: logs.logger()})
 	if err != nil {
 		t.Fatal(err)
 	}

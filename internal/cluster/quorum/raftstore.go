@@ -21,9 +21,7 @@ import (
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
 
 	"github.com/strandmq/strand/internal/cluster"
-	"github.com/strandmq/strand/internal/datadir"
 	"github.com/strandmq/strand/internal/nodetls"
-	"github.com/strandmq/strand/internal/vfs"
 )
 
 // Voter is one member of the metadata quorum.
@@ -52,6 +50,11 @@ type RaftConfig struct {
 	Network Network
 	// Controller tunes the controller this node runs while it leads.
 	Controller ControllerConfig
+	// ClusterID is the cluster the data directory belongs to, as its
+	// meta.properties names it ("" if it names none yet: a new node): the
+	// id this node's raft-port hellos give before its image holds one,
+	// and in preference to it (hello.go).
+	ClusterID string
 	// Join starts a node that an existing quorum will add (ChangeVoter):
 	// it never bootstraps, and waits to be contacted by the leader.
 	Join bool
@@ -114,9 +117,8 @@ type RaftStore struct {
 	// peers is nw with this node's cluster-id hello (hello.go): every
 	// raft stream and controller RPC this node dials goes through it.
 	peers helloNetwork
-	// metaCluster is the cluster id the data directory's meta.properties
-	// held at open ("" if none): the directory's cluster, before the
-	// image has replayed far enough to say.
+	// metaCluster is RaftConfig.ClusterID: the data directory's cluster
+	// (meta.properties), before the image has replayed far enough to say.
 	metaCluster string
 	// savedCluster is the cluster id this node's raft directory recorded
 	// (raft/cluster.id) once its image first held one: the quorum's own
@@ -181,9 +183,7 @@ func OpenRaftStore(cfg RaftConfig) (*RaftStore, error) {
 		logs.Close()
 		return nil, err
 	}
-	if m, ok, err := datadir.ReadNodeMeta(vfs.Default, cfg.Dir); err == nil && ok {
-		s.metaCluster = m.ClusterID
-	}
+	s.metaCluster = cfg.ClusterID
 	if b, err := os.ReadFile(filepath.Join(dir, clusterIDFile)); err == nil {
 		s.savedCluster.Store(strings.TrimSpace(string(b)))
 	}
