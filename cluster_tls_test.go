@@ -270,10 +270,10 @@ func (c *testCluster) controller(t *testing.T) int32 {
 }
 
 // helloFrame is the cluster-id hello that opens every connection on the
-// raft port (internal/cluster/quorum/hello.go).
+// raft port (internal/cluster/quorum/hello.go), for a controller RPC.
 func helloFrame(t *testing.T, clusterID string, node int32) []byte {
 	t.Helper()
-	b, err := json.Marshal(map[string]any{"cluster": clusterID, "node": node})
+	b, err := json.Marshal(map[string]any{"cluster": clusterID, "node": node, "rpc": true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -203,7 +203,7 @@ func TestSecuredClusterRefusesStrangers(t *testing.T) {
 	// Every connection on the raft port opens with the cluster-id hello
 	// (quorum/hello.go); one that names no cluster passes it, and the
 	// check under test is the sender's.
-	hello, _ := json.Marshal(map[string]any{"cluster": "", "node": other})
+	hello, _ := json.Marshal(map[string]any{"cluster": "", "node": other, "rpc": true})
 	_, _ = conn.Write(binary.BigEndian.AppendUint32([]byte{'H'}, uint32(len(hello))))
 	_, _ = conn.Write(hello)
 	var helloReply struct{ Cluster, Code, Err string }

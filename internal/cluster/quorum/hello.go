@@ -37,11 +37,18 @@ import (
 //   - Two known ids that differ: refused. The acceptor answers with the
 //     code and closes; both log both ids and the peer's address.
 //   - A dialer that knows no id yet ("": a new node whose quorum has not
-//     named the cluster, or one waiting to be added): accepted. Kafka
-//     accepts a null ClusterId from old clients too; here it is what a
-//     node that has yet to learn its cluster sends, and it can do nothing
-//     to a quorum that is not its own (it has no log to give, and its
-//     votes and registrations count only where it is a member).
+//     named the cluster, or one waiting to be added), on a controller
+//     RPC: accepted. Kafka accepts a null ClusterId from old clients too;
+//     here it is what a node that has yet to learn its cluster sends to
+//     join (the Observer RPC), and the controller decides what it may do.
+//   - The same on a raft stream: accepted only if the acceptor's raft
+//     configuration has the dialer under its id at the raft address its
+//     hello gives. A new cluster's leader is unnamed until its first
+//     entry commits, and raft obeys a higher term at once: were the new
+//     cluster's configuration to list a running node of another cluster,
+//     its first heartbeat (and the pooled connection it opens, which
+//     outlives the naming) would make that node follow it and truncate
+//     its log to the new one's.
 //   - An acceptor that knows no id yet, and a dialer that names one: the
 //     dialer must be in the acceptor's raft configuration under its id at
 //     the raft address its hello gives — a voter the new node was started
@@ -70,6 +77,9 @@ type hello struct {
 	Node    int32  `json:"node"`
 	// Addr is the dialer's raft address, as its quorum knows it.
 	Addr string `json:"addr,omitempty"`
+	// RPC says the connection carries a controller RPC (rpcMagic next),
+	// not raft's transport.
+	RPC bool `json:"rpc,omitempty"`
 }
 
 type helloReply struct {
@@ -154,15 +164,16 @@ func mismatch(mine, theirs, addr string) error {
 		cluster.ErrInconsistentClusterID, mine, addr, theirs, mine, theirs)
 }
 
-// greet sends c's hello and checks the answer; c is dialled to addr.
-func (h *identity) greet(c net.Conn, addr string, deadline time.Time) error {
+// greet sends c's hello and checks the answer; c is dialled to addr, for
+// a controller RPC if rpc.
+func (h *identity) greet(c net.Conn, addr string, rpc bool, deadline time.Time) error {
 	_ = c.SetDeadline(deadline)
 	defer c.SetDeadline(time.Time{})
 	mine := h.cluster()
 	if _, err := c.Write([]byte{helloMagic}); err != nil {
 		return fmt.Errorf("%w: %w", errHelloUnanswered, err)
 	}
-	if err := writeFrame(c, hello{Cluster: mine, Node: int32(h.node), Addr: h.addr}); err != nil {
+	if err := writeFrame(c, hello{Cluster: mine, Node: int32(h.node), Addr: h.addr, RPC: rpc}); err != nil {
 		return fmt.Errorf("%w: %w", errHelloUnanswered, err)
 	}
 	var rep helloReply
@@ -183,11 +194,16 @@ func (h *identity) greet(c net.Conn, addr string, deadline time.Time) error {
 
 // accept reads a connection's hello (its first byte, helloMagic, already
 // consumed from r) and answers it: nil lets the connection go on.
-func (h *identity) accept(c net.Conn, r *bufio.Reader) error {
+func (h *identity) accept(c net.Conn, r *bufio.Reader) (hello, error) {
 	var hi hello
 	if err := readFrame(r, &hi); err != nil {
-		return fmt.Errorf("cluster: reading a raft-port hello: %w", err)
+		return hi, fmt.Errorf("cluster: reading a raft-port hello: %w", err)
 	}
+	return hi, h.check(c, hi)
+}
+
+// check decides on hello hi and answers it.
+func (h *identity) check(c net.Conn, hi hello) error {
 	mine := h.cluster()
 	_ = c.SetWriteDeadline(time.Now().Add(10 * time.Second))
 	defer c.SetWriteDeadline(time.Time{})
@@ -198,6 +214,16 @@ func (h *identity) accept(c net.Conn, r *bufio.Reader) error {
 		h.logRefusal(fmt.Sprintf("accept %s %d %s", hostOf(c.RemoteAddr()), hi.Node, hi.Cluster),
 			"cluster: refused a raft-port connection from a node of another cluster",
 			"this_cluster", mine, "peer_cluster", hi.Cluster, "peer_node", hi.Node, "peer", c.RemoteAddr().String(), "err", err)
+		_ = writeFrame(c, helloReply{Cluster: mine, Code: cluster.RPCFailure(cluster.ErrInconsistentClusterID).Code, Err: err.Error()})
+		return err
+	}
+	if mine != "" && hi.Cluster == "" && !hi.RPC && h.member != nil && !h.member(hi.Node, hi.Addr) {
+		err := fmt.Errorf("%w: node %d at %s (raft address %q), which knows no cluster yet, opened a raft connection to node %d of cluster %s, "+
+			"whose quorum has no node %d at %q: a new quorum lists this address (a wrong --controller-quorum there, or an address reused)",
+			cluster.ErrInconsistentClusterID, hi.Node, c.RemoteAddr(), hi.Addr, h.node, mine, hi.Node, hi.Addr)
+		h.logRefusal(fmt.Sprintf("unnamed %s %d", hostOf(c.RemoteAddr()), hi.Node),
+			"cluster: refused a raft connection from a new node that is not in this quorum",
+			"this_cluster", mine, "peer_cluster", hi.Cluster, "peer_node", hi.Node, "peer", c.RemoteAddr().String(), "peer_raft_addr", hi.Addr, "err", err)
 		_ = writeFrame(c, helloReply{Cluster: mine, Code: cluster.RPCFailure(cluster.ErrInconsistentClusterID).Code, Err: err.Error()})
 		return err
 	}
@@ -237,10 +263,11 @@ func hostOf(a net.Addr) string {
 }
 
 // helloNetwork is a Network whose connections open with this node's
-// hello.
+// hello: raft's transport's, or, with rpc, controller RPCs'.
 type helloNetwork struct {
 	Network
-	id *identity
+	id  *identity
+	rpc bool
 }
 
 // Dial connects to addr and greets it; below MetadataVersionClusterID a
@@ -252,7 +279,7 @@ func (n helloNetwork) Dial(from, addr string, timeout time.Duration) (net.Conn, 
 		if err != nil {
 			return nil, err
 		}
-		err = n.id.greet(c, addr, deadline)
+		err = n.id.greet(c, addr, n.rpc, deadline)
 		if err == nil {
 			return c, nil
 		}

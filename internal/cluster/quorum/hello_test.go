@@ -97,10 +97,11 @@ func TestHelloRules(t *testing.T) {
 			var acceptLogs, dialLogs logBuffer
 			member := func(node int32, addr string) bool { return node == 3 && addr == "127.0.0.1:3" && !tc.stranger }
 			addr := helloListener(t, tc.acceptor, tc.strict, member, &acceptLogs)
-			var nw Network = TCPNetwork{}
+			var nw, rpcNw Network = TCPNetwork{}, TCPNetwork{}
 			if !tc.silent {
-				nw = helloNetwork{Network: TCPNetwork{}, id: &identity{node: 3, addr: "127.0.0.1:3", cluster: func() string { return tc.dialer },
-					strict: func() bool { return tc.strict }, logger: dialLogs.logger()}}
+				id := &identity{node: 3, addr: "127.0.0.1:3", cluster: func() string { return tc.dialer },
+					strict: func() bool { return tc.strict }, logger: dialLogs.logger()}
+				nw, rpcNw = helloNetwork{Network: TCPNetwork{}, id: id}, helloNetwork{Network: TCPNetwork{}, id: id, rpc: true}
 			}
 			// A raft stream: one byte out, its echo back.
 			c, err := nw.Dial("3", addr, 5*time.Second)
@@ -113,7 +114,7 @@ func TestHelloRules(t *testing.T) {
 				c.Close()
 			}
 			// A controller RPC.
-			resp, rpcErr := call(nw, "3", addr, rpcRequest{ReadIndex: true}, 5*time.Second, func() bool { return false })
+			resp, rpcErr := call(rpcNw, "3", addr, rpcRequest{ReadIndex: true}, 5*time.Second, func() bool { return false })
 			if rpcErr == nil && resp.Code != "" {
 				rpcErr = cluster.RPCError(resp.Code, resp.Err)
 			}
@@ -440,4 +441,93 @@ func TestObserverOfAnotherClusterRefused(t *testing.T) {
 	if obs.Image().ClusterID() != "" {
 		t.Fatalf("the observer applied cluster %q's log", obs.Image().ClusterID())
 	}
+}
+
+// TestUnnamedDialerOnRaftNeedsMembership: a node that knows no cluster
+// yet may open a controller RPC to a named node (to join), but a raft
+// connection only if the named node's quorum has it at its address — a
+// new cluster's unnamed leader must not make another cluster's node
+// follow it.
+func TestUnnamedDialerOnRaftNeedsMembership(t *testing.T) {
+	for _, member := range []bool{false, true} {
+		var acceptLogs, dialLogs logBuffer
+		addr := helloListener(t, "a", true, func(int32, string) bool { return member }, &acceptLogs)
+		id := &identity{node: 3, addr: "127.0.0.1:3", cluster: func() string { return "" }, strict: func() bool { return true }, logger: dialLogs.logger()}
+		c, err := helloNetwork{Network: TCPNetwork{}, id: id}.Dial("3", addr, 5*time.Second)
+		if err == nil {
+			c.Close()
+		}
+		if member != (err == nil) || !member && (!errors.Is(err, cluster.ErrInconsistentClusterID) || !strings.Contains(err.Error(), "whose quorum has no node 3")) {
+			t.Fatalf("member %v: raft connection: %v", member, err)
+		}
+		if !member && !strings.Contains(acceptLogs.String(), "not in this quorum") {
+			t.Fatalf("acceptor's log:\n%s", acceptLogs.String())
+		}
+		resp, err := call(helloNetwork{Network: TCPNetwork{}, id: id, rpc: true}, "3", addr, rpcRequest{ReadIndex: true}, 5*time.Second, func() bool { return false })
+		if err != nil || resp.Index != 7 {
+			t.Fatalf("member %v: controller RPC: %+v %v, want it through", member, resp, err)
+		}
+	}
+}
+
+// TestNewQuorumListingAnotherClustersNode is the incident the other way
+// round: a new cluster B's configuration lists, as its node 3, the raft
+// address of a running node of cluster A. B's first leader is unnamed
+// until its first entry commits, and raft takes a heartbeat of an equal
+// or higher term from any leader: were its connections let through, A's
+// node 3 could follow it and cut its log to B's. (Whether it does depends
+// on the two clusters' terms and raft's pre-vote, so this test guards the
+// outcome; TestUnnamedDialerOnRaftNeedsMembership pins the rule.) A's
+// node 3 refuses B's raft connections, named or not, and stays in A with
+// A's metadata and leader; B runs on its two nodes.
+func TestNewQuorumListingAnotherClustersNode(t *testing.T) {
+	aAddrs := []string{freeAddr(t), freeAddr(t), freeAddr(t)}
+	aLogs := map[int32]*logBuffer{}
+	a := startQuorum(t, aAddrs, "cluster-a", false, aLogs)
+	t.Cleanup(func() {
+		for _, s := range a {
+			s.Close()
+		}
+	})
+	if _, err := a[1].ApplyWithin(10*time.Second, cluster.PutTopic{Topic: cluster.Topic{Name: "of-a", ID: cluster.NewTopicID(), Partitions: 1}}); err != nil {
+		t.Fatal(err)
+	}
+	aMembers := membersOf(t, a[1])
+	bVoters := []Voter{{1, freeAddr(t)}, {2, freeAddr(t)}, {3, aAddrs[2]}}
+	var b []*RaftStore
+	t.Cleanup(func() {
+		for _, s := range b {
+			s.Close()
+		}
+	})
+	for _, v := range bVoters[:2] {
+		s, err := OpenRaftStore(RaftConfig{NodeID: v.ID, Dir: t.TempDir(), Bind: v.Addr, Voters: bVoters, Controller: ControllerConfig{ClusterID: "cluster-b"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		b = append(b, s)
+	}
+	eventually(t, "B named on its two nodes", 20*time.Second, func() bool {
+		return b[0].Image().ClusterID() == "cluster-b" && b[1].Image().ClusterID() == "cluster-b"
+	})
+	eventually(t, "A's node 3 refusing B", 20*time.Second, func() bool {
+		return strings.Contains(aLogs[3].String(), "refused a raft")
+	})
+	time.Sleep(2 * time.Second) // B's leader keeps sending
+	for id, s := range a {
+		if _, addr, ok := s.Leader(); ok && !slices.Contains(aAddrs, addr) {
+			t.Fatalf("A's node %d follows %s, B's leader", id, addr)
+		}
+		if img := s.Image(); img.ClusterID() != "cluster-a" || len(img.Topics()) != 1 {
+			t.Fatalf("A's node %d holds cluster %q with %d topics", id, img.ClusterID(), len(img.Topics()))
+		}
+		if got := membersOf(t, s); !slices.Equal(got, aMembers) {
+			t.Fatalf("A's quorum on node %d is %v, was %v", id, got, aMembers)
+		}
+	}
+	// A still commits, and its node 3 applies the change.
+	if _, err := a[3].ApplyWithin(10*time.Second, cluster.PutTopic{Topic: cluster.Topic{Name: "of-a-2", ID: cluster.NewTopicID(), Partitions: 1}}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "A's node 3 applying A's change", 10*time.Second, func() bool { return len(a[3].Image().Topics()) == 2 })
 }

@@ -114,8 +114,9 @@ type RaftStore struct {
 	logs  *raftboltdb.BoltStore
 	ctl   *controller
 	nw    Network // raw: the session probe's (session.go)
-	// peers is nw with this node's cluster-id hello (hello.go): every
-	// raft stream and controller RPC this node dials goes through it.
+	// peers is nw with this node's cluster-id hello (hello.go) for
+	// controller RPCs: every one this node dials goes through it (raft's
+	// streams through the same, saying so).
 	peers helloNetwork
 	// metaCluster is RaftConfig.ClusterID: the data directory's cluster
 	// (meta.properties), before the image has replayed far enough to say.
@@ -189,7 +190,7 @@ func OpenRaftStore(cfg RaftConfig) (*RaftStore, error) {
 	}
 	s.fsm.subscribe(s.saveClusterID)
 	id := &identity{node: cfg.NodeID, cluster: s.ClusterID, strict: s.helloRequired, member: s.inConfiguration, logger: cfg.Logger}
-	s.peers = helloNetwork{Network: cfg.Network, id: id}
+	s.peers = helloNetwork{Network: cfg.Network, id: id, rpc: true}
 	s.ctl = newController(s, cfg.Controller, cfg.Logger)
 	ln, err := cfg.Network.Listen(node, cfg.Bind)
 	if err != nil {
@@ -202,7 +203,7 @@ func OpenRaftStore(cfg RaftConfig) (*RaftStore, error) {
 	}
 	id.addr = bind
 	mux := newMuxListener(ln, id, s.ctl.serve, s.ctl.hold, &s.conns)
-	s.trans = raft.NewNetworkTransportWithLogger(streamLayer{mux, s.peers, node, &s.conns}, 3, transportTimeout, hlog)
+	s.trans = raft.NewNetworkTransportWithLogger(streamLayer{mux, helloNetwork{Network: cfg.Network, id: id}, node, &s.conns}, 3, transportTimeout, hlog)
 	rc := raft.DefaultConfig()
 	rc.LocalID = raft.ServerID(strconv.Itoa(int(cfg.NodeID)))
 	rc.Logger = hlog

@@ -268,10 +268,17 @@ func (m *muxListener) checkHello(c net.Conn, br *bufio.Reader, first byte) ([]by
 		return []byte{first}, err
 	}
 	_, _ = br.Discard(1)
-	if err := m.id.accept(c, br); err != nil {
+	hi, err := m.id.accept(c, br)
+	if err != nil {
 		return nil, err
 	}
-	return br.Peek(1)
+	next, err := br.Peek(1)
+	if err == nil && hi.RPC != (next[0] == rpcMagic) {
+		// The hello said one kind and the connection is the other: the
+		// rules for an unnamed node differ between them.
+		return nil, fmt.Errorf("cluster: a raft-port connection said rpc=%v in its hello and sent %#x", hi.RPC, next[0])
+	}
+	return next, err
 }
 
 func (m *muxListener) serveRPC(c net.Conn, r io.Reader) {
