@@ -2,6 +2,7 @@ package quorum
 
 import (
 	"bufio"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -66,6 +67,10 @@ import (
 //     as an unknown raft RPC) dials it again without one, below that
 //     level only, and remembers the address for helloSkipFor.
 const helloMagic byte = 'H'
+
+// maxHelloBytes bounds a hello: a stranger's connection must not make the
+// acceptor allocate a controller RPC's 64 MiB before it is checked.
+const maxHelloBytes = 4 << 10
 
 // helloSkipFor is how long a dialer sends no hello to an address that
 // closed on one (an older build, during a rolling upgrade), rather than
@@ -196,7 +201,11 @@ func (h *identity) greet(c net.Conn, addr string, rpc bool, deadline time.Time) 
 // consumed from r) and answers it: nil lets the connection go on.
 func (h *identity) accept(c net.Conn, r *bufio.Reader) (hello, error) {
 	var hi hello
-	if err := readFrame(r, &hi); err != nil {
+	b, err := readFrameWithin(r, maxHelloBytes)
+	if err == nil {
+		err = json.Unmarshal(b, &hi)
+	}
+	if err != nil {
 		return hi, fmt.Errorf("cluster: reading a raft-port hello: %w", err)
 	}
 	return hi, h.check(c, hi)

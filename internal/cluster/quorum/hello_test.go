@@ -1,6 +1,7 @@
 package quorum
 
 import (
+	"bufio"
 	"bytes"
 	"errors"
 	"fmt"
@@ -11,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/iotest"
 	"time"
 
 	"github.com/strandmq/strand/internal/cluster"
@@ -530,4 +532,37 @@ func TestNewQuorumListingAnotherClustersNode(t *testing.T) {
 		t.Fatal(err)
 	}
 	eventually(t, "A's node 3 applying A's change", 10*time.Second, func() bool { return len(a[3].Image().Topics()) == 2 })
+}
+
+// FuzzHello feeds arbitrary bytes to the raft port's hello check, as a
+// stranger's connection would open (after the 'H' the mux consumed): it
+// never panics, and anything that is not a well-formed hello of an
+// acceptable cluster is refused. Inputs are read in two parts.
+func FuzzHello(f *testing.F) {
+	for _, h := range []hello{{Cluster: "a", Node: 1, Addr: "127.0.0.1:1"}, {Cluster: "b", Node: 2}, {Cluster: "", Node: 3, RPC: true}, {}} {
+		var b bytes.Buffer
+		_ = writeFrame(&b, h)
+		f.Add(b.Bytes(), 3)
+	}
+	f.Add([]byte{0, 0, 0, 2, '{', '}'}, 1)
+	f.Add([]byte{0xff, 0xff, 0xff, 0xff}, 2)
+	f.Fuzz(func(t *testing.T, data []byte, cut int) {
+		id := &identity{node: 9, cluster: func() string { return "a" }, strict: func() bool { return true },
+			member: func(node int32, addr string) bool { return node == 1 && addr == "127.0.0.1:1" }, logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
+		// The bytes come from data (in two parts, the first a byte at a
+		// time); the answer goes to a pipe drained on the other side.
+		server, client := net.Pipe()
+		defer server.Close()
+		go func() { _, _ = io.Copy(io.Discard, client) }()
+		defer client.Close()
+		cut = min(max(cut, 0), len(data))
+		r := bufio.NewReader(io.MultiReader(iotest.OneByteReader(bytes.NewReader(data[:cut])), bytes.NewReader(data[cut:])))
+		hi, err := id.accept(server, r)
+		if err == nil && hi.Cluster != "" && hi.Cluster != "a" {
+			t.Fatalf("accepted a hello of cluster %q", hi.Cluster)
+		}
+		if err == nil && hi.Cluster == "" && !hi.RPC && !(hi.Node == 1 && hi.Addr == "127.0.0.1:1") {
+			t.Fatalf("accepted an unnamed raft connection from a node not in the quorum: %+v", hi)
+		}
+	})
 }

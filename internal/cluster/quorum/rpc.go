@@ -79,14 +79,17 @@ func readFrame(r io.Reader, v any) error {
 	return json.Unmarshal(b, v)
 }
 
-func readFrameBytes(r io.Reader) ([]byte, error) {
+func readFrameBytes(r io.Reader) ([]byte, error) { return readFrameWithin(r, maxRPCBytes) }
+
+// readFrameWithin reads one frame of at most limit bytes.
+func readFrameWithin(r io.Reader, limit uint32) ([]byte, error) {
 	var n [4]byte
 	if _, err := io.ReadFull(r, n[:]); err != nil {
 		return nil, err
 	}
 	size := binary.BigEndian.Uint32(n[:])
-	if size > maxRPCBytes {
-		return nil, fmt.Errorf("cluster: controller RPC of %d bytes, the limit is %d", size, maxRPCBytes)
+	if size > limit {
+		return nil, fmt.Errorf("cluster: raft-port frame of %d bytes, the limit is %d", size, limit)
 	}
 	b := make([]byte, size)
 	if _, err := io.ReadFull(r, b); err != nil {
