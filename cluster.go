@@ -14,8 +14,10 @@ import (
 	"github.com/strandmq/strand/internal/broker"
 	"github.com/strandmq/strand/internal/cluster"
 	"github.com/strandmq/strand/internal/cluster/quorum"
+	"github.com/strandmq/strand/internal/datadir"
 	"github.com/strandmq/strand/internal/kafka"
 	"github.com/strandmq/strand/internal/nodetls"
+	"github.com/strandmq/strand/internal/vfs"
 	"github.com/strandmq/strand/internal/wire"
 )
 
@@ -294,6 +296,16 @@ func (c *ClusterConfig) configure(bcfg *broker.Config, cfg Config, ln, internal 
 		if metaErr == nil && errors.Is(raftErr, os.ErrNotExist) {
 			return nil, fmt.Errorf("%s was a cluster member but its raft log (raft/raft.db) is gone; "+
 				"rejoining would start a fresh quorum log. Move the directory aside and start this node with an empty one", cfg.Dir)
+		}
+		// The cluster the directory belongs to, if meta.properties names
+		// it: the raft port's hellos say it from the first connection,
+		// before the metadata log has replayed (quorum/hello.go).
+		m, ok, err := datadir.ReadNodeMeta(vfs.Default, cfg.Dir)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			rc.ClusterID = m.ClusterID
 		}
 		return quorum.OpenRaftStore(rc)
 	}

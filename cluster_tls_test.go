@@ -184,6 +184,19 @@ func TestClusterTLSRefusesStrangers(t *testing.T) {
 		}
 		defer conn.Close()
 		victim := 6 - controller - other // the third node
+		// Its hello names its own cluster, as a node's does: the check
+		// under test is the sender's.
+		meta, err := adm.BrokerMetadata(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := conn.Write(helloFrame(t, meta.Cluster, other)); err != nil {
+			t.Fatal(err)
+		}
+		var hello struct{ Cluster, Code, Err string }
+		if readRPC(t, conn, &hello); hello.Code != "" {
+			t.Fatalf("hello refused: %+v", hello)
+		}
 		if _, err := conn.Write(rpcFrame(t, map[string]any{"register": map[string]any{"ID": victim, "IncarnationID": "impersonator"}})); err != nil {
 			t.Fatal(err)
 		}
@@ -254,6 +267,19 @@ func (c *testCluster) controller(t *testing.T) int32 {
 	}
 	t.Fatal("no controller")
 	return 0
+}
+
+// helloFrame is the cluster-id hello that opens every connection on the
+// raft port (internal/cluster/quorum/hello.go), for a controller RPC.
+func helloFrame(t *testing.T, clusterID string, node int32) []byte {
+	t.Helper()
+	b, err := json.Marshal(map[string]any{"cluster": clusterID, "node": node, "rpc": true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := []byte{'H'}
+	out = binary.BigEndian.AppendUint32(out, uint32(len(b)))
+	return append(out, b...)
 }
 
 // rpcFrame is a controller RPC as it travels on the raft port.

@@ -5,6 +5,8 @@ import (
 	"encoding/binary"
 	"fmt"
 	"io"
+	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -16,6 +18,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/minio/minio-go/v7"
+	"github.com/minio/minio-go/v7/pkg/credentials"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -215,8 +219,8 @@ func TestTieredVolume(t *testing.T) {
 // rate reached, the upload rate meanwhile, the peak upload lag and how
 // long the uploads took to catch up once produce stopped. It logs each
 // round, the medians and the load average, for docs/TIERED.md, and the
-// process's CPU time per MB of each consume (steadier than the rates on a
-// shared machine). STRAND_TIERED_UPLOAD_CONCURRENCY sets --tier-upload-concurrency (4).
+// process's CPU time per MB of each produce (the tiered one's with its
+// uploads) and each consume: steadier than the rates on a shared machine. STRAND_TIERED_UPLOAD_CONCURRENCY sets --tier-upload-concurrency (4).
 func TestTieredPerf(t *testing.T) {
 	if os.Getenv("STRAND_TIERED_PERF") == "" {
 		t.Skip("set STRAND_TIERED_PERF=1 to run")
@@ -235,20 +239,35 @@ func TestTieredPerf(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer b.Close()
-	var prodOn, prodOff, consRemote, consLocal, diskOn, diskOff, cpuLocal, cpuRemote []float64
+	var prodOn, prodOff, consRemote, consLocal, diskOn, diskOff, cpuLocal, cpuRemote, cpuProdOn, cpuProdOff []float64
 	for r := range rounds {
 		on, off := fmt.Sprint("on-", r), fmt.Sprint("off-", r)
 		createTopic(t, b.Addr(), on, map[string]string{"remote.storage.enable": "true", "local.retention.bytes": "1", "segment.bytes": fmt.Sprint(8 << 20)})
 		createTopic(t, b.Addr(), off, map[string]string{"segment.bytes": fmt.Sprint(8 << 20)})
 		rate := func(d time.Duration) float64 { return float64(mb) / d.Seconds() }
-		if r%2 == 0 { // alternate which goes first, so a warm-up favours neither
+		// The CPU of each produce, the tiered one's with its uploads to
+		// the end (the pass after it: what the last second's had not yet
+		// uploaded), is the cost of a produced MB with and without uploads;
+		// with the store in another process, the difference is Strand's
+		// own upload work, whatever else runs on the machine.
+		produceOff := func() {
+			c := processCPU()
 			prodOff = append(prodOff, rate(produceVolume(t, b.Addr(), off, 0, n, size)))
-			prodOn = append(prodOn, rate(produceVolume(t, b.Addr(), on, 0, n, size)))
-		} else {
-			prodOn = append(prodOn, rate(produceVolume(t, b.Addr(), on, 0, n, size)))
-			prodOff = append(prodOff, rate(produceVolume(t, b.Addr(), off, 0, n, size)))
+			cpuProdOff = append(cpuProdOff, 1000*(processCPU()-c).Seconds()/float64(mb))
 		}
-		b.TierPass(false) // what the last second's pass had not yet uploaded
+		produceOn := func() {
+			c := processCPU()
+			prodOn = append(prodOn, rate(produceVolume(t, b.Addr(), on, 0, n, size)))
+			b.TierPass(false)
+			cpuProdOn = append(cpuProdOn, 1000*(processCPU()-c).Seconds()/float64(mb))
+		}
+		if r%2 == 0 { // alternate which goes first, so a warm-up favours neither
+			produceOff()
+			produceOn()
+		} else {
+			produceOn()
+			produceOff()
+		}
 		b.ApplyRetention()
 		diskOn = append(diskOn, float64(dirBytes(t, filepath.Join(dir, on+"-0")))/(1<<20))
 		diskOff = append(diskOff, float64(dirBytes(t, filepath.Join(dir, off+"-0")))/(1<<20))
@@ -259,12 +278,12 @@ func TestTieredPerf(t *testing.T) {
 		c2 := processCPU()
 		cpuLocal = append(cpuLocal, 1000*(c1-c0).Seconds()/float64(mb))
 		cpuRemote = append(cpuRemote, 1000*(c2-c1).Seconds()/float64(mb))
-		t.Logf("round %d: produce %.1f MB/s untiered, %.1f MB/s tiered; consume from 0 %.1f MB/s local, %.1f MB/s remote (CPU %.2f, %.2f ms/MB); local disk %.1f MB untiered, %.1f MB tiered; load %s",
-			r, prodOff[r], prodOn[r], consLocal[r], consRemote[r], cpuLocal[r], cpuRemote[r], diskOff[r], diskOn[r], loadAverage())
+		t.Logf("round %d: produce %.1f MB/s untiered, %.1f MB/s tiered (CPU %.2f, %.2f ms/MB with its uploads); consume from 0 %.1f MB/s local, %.1f MB/s remote (CPU %.2f, %.2f ms/MB); local disk %.1f MB untiered, %.1f MB tiered; load %s",
+			r, prodOff[r], prodOn[r], cpuProdOff[r], cpuProdOn[r], consLocal[r], consRemote[r], cpuLocal[r], cpuRemote[r], diskOff[r], diskOn[r], loadAverage())
 	}
 	med := func(v []float64) float64 { s := slices.Sorted(slices.Values(v)); return s[len(s)/2] }
-	t.Logf("medians of %d rounds of %d MB: produce %.1f MB/s untiered, %.1f MB/s tiered (%.0f%%); consume from 0 %.1f MB/s local, %.1f MB/s remote (%.0f%%; CPU %.2f, %.2f ms/MB: local %.0f%% of remote); local disk %.1f MB untiered, %.1f MB tiered (%.1f MB, %.0f%% saved); load %s",
-		rounds, mb, med(prodOff), med(prodOn), 100*med(prodOn)/med(prodOff), med(consLocal), med(consRemote), 100*med(consRemote)/med(consLocal),
+	t.Logf("medians of %d rounds of %d MB: produce %.1f MB/s untiered, %.1f MB/s tiered (%.0f%%; CPU %.2f, %.2f ms/MB with its uploads: untiered %.0f%% of tiered); consume from 0 %.1f MB/s local, %.1f MB/s remote (%.0f%%; CPU %.2f, %.2f ms/MB: local %.0f%% of remote); local disk %.1f MB untiered, %.1f MB tiered (%.1f MB, %.0f%% saved); load %s",
+		rounds, mb, med(prodOff), med(prodOn), 100*med(prodOn)/med(prodOff), med(cpuProdOff), med(cpuProdOn), 100*med(cpuProdOff)/med(cpuProdOn), med(consLocal), med(consRemote), 100*med(consRemote)/med(consLocal),
 		med(cpuLocal), med(cpuRemote), 100*med(cpuLocal)/med(cpuRemote),
 		med(diskOff), med(diskOn), med(diskOff)-med(diskOn), 100*(1-med(diskOn)/med(diskOff)), loadAverage())
 	sustainedUpload(t, b, envInt("STRAND_TIERED_SUSTAIN_MBPS", 100), time.Duration(envInt("STRAND_TIERED_SUSTAIN_S", 10))*time.Second)
@@ -272,17 +291,45 @@ func TestTieredPerf(t *testing.T) {
 
 // longRunStore is the long runs' store: the test's own (in this process,
 // on loopback), or with STRAND_TIERED_ENDPOINT=http://host:port one
-// served elsewhere (storetest's TestServeStandalone, e.g. in another
-// network namespace), under a prefix of this run's own.
+// served elsewhere, under a prefix of this run's own: storetest's
+// TestServeStandalone (e.g. in another network namespace), or any S3
+// store with STRAND_TIERED_ACCESS_KEY and STRAND_TIERED_SECRET_KEY its
+// credentials (e.g. SeaweedFS from test/seaweedfs.sh, which prints them)
+// and STRAND_TIERED_BUCKET the bucket, made if missing (default
+// storetest.Bucket).
 func longRunStore(t *testing.T) *strand.TieredStorageConfig {
 	t.Helper()
 	ep := os.Getenv("STRAND_TIERED_ENDPOINT")
 	if ep == "" {
 		return startObjectStore(t)
 	}
-	t.Logf("object store at %s", ep)
-	return &strand.TieredStorageConfig{Endpoint: ep, Bucket: storetest.Bucket, AccessKey: "strand", SecretKey: "secret",
+	env := func(name, def string) string {
+		if v := os.Getenv(name); v != "" {
+			return v
+		}
+		return def
+	}
+	cfg := &strand.TieredStorageConfig{Endpoint: ep, Bucket: env("STRAND_TIERED_BUCKET", storetest.Bucket),
+		AccessKey: env("STRAND_TIERED_ACCESS_KEY", "strand"), SecretKey: env("STRAND_TIERED_SECRET_KEY", "secret"),
 		Prefix: fmt.Sprintf("run-%d/", time.Now().UnixNano()), UploadInterval: time.Hour}
+	u, err := url.Parse(ep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	defer tr.CloseIdleConnections()
+	mc, err := minio.New(u.Host, &minio.Options{Creds: credentials.NewStaticV4(cfg.AccessKey, cfg.SecretKey, ""), Region: "us-east-1",
+		Secure: u.Scheme == "https", BucketLookup: minio.BucketLookupPath, Transport: tr})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := mc.BucketExists(context.Background(), cfg.Bucket); err == nil && !ok {
+		if err := mc.MakeBucket(context.Background(), cfg.Bucket, minio.MakeBucketOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Logf("object store at %s, bucket %s", ep, cfg.Bucket)
+	return cfg
 }
 
 // processCPU is the CPU time this process (broker, clients and, unless

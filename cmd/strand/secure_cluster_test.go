@@ -187,21 +187,34 @@ func TestSecuredClusterRefusesStrangers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+	br := bufio.NewReader(conn)
+	readFrame := func(v any) {
+		var size [4]byte
+		if _, err := io.ReadFull(br, size[:]); err != nil {
+			t.Fatal(err)
+		}
+		body := make([]byte, binary.BigEndian.Uint32(size[:]))
+		if _, err := io.ReadFull(br, body); err != nil {
+			t.Fatal(err)
+		}
+		_ = json.Unmarshal(body, v)
+	}
+	// Every connection on the raft port opens with the cluster-id hello
+	// (quorum/hello.go); one that names no cluster passes it, and the
+	// check under test is the sender's.
+	hello, _ := json.Marshal(map[string]any{"cluster": "", "node": other, "rpc": true})
+	_, _ = conn.Write(binary.BigEndian.AppendUint32([]byte{'H'}, uint32(len(hello))))
+	_, _ = conn.Write(hello)
+	var helloReply struct{ Cluster, Code, Err string }
+	if readFrame(&helloReply); helloReply.Code != "" {
+		t.Fatalf("hello refused: %+v", helloReply)
+	}
 	frame, _ := json.Marshal(map[string]any{"register": map[string]any{"ID": victim, "IncarnationID": "impersonator"}})
 	_, _ = conn.Write(binary.BigEndian.AppendUint32([]byte{'S'}, uint32(len(frame))))
 	_, _ = conn.Write(frame)
 	var reply struct{ Code, Err string }
-	_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))
-	br := bufio.NewReader(conn)
-	var size [4]byte
-	if _, err := io.ReadFull(br, size[:]); err != nil {
-		t.Fatal(err)
-	}
-	body := make([]byte, binary.BigEndian.Uint32(size[:]))
-	if _, err := io.ReadFull(br, body); err != nil {
-		t.Fatal(err)
-	}
-	_ = json.Unmarshal(body, &reply)
+	readFrame(&reply)
 	conn.Close()
 	if reply.Code != "not_the_sender" {
 		t.Fatalf("node %d's certificate registering node %d: %+v", other, victim, reply)

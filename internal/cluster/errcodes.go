@@ -38,6 +38,12 @@ var ErrNotTheSender = errors.New("cluster: a node may speak only for itself")
 // finalized. Refusing it is safe; acting on the part it understands is not.
 var ErrUnsupportedRequest = errors.New("cluster: controller RPC with fields this build does not know (a newer node's?)")
 
+// ErrInconsistentClusterID: a connection on the raft port, or a controller
+// RPC, came from a node of another cluster (Kafka's
+// INCONSISTENT_CLUSTER_ID, 104). It is refused before anything is read
+// or changed: no vote, no entry, no registration.
+var ErrInconsistentClusterID = errors.New("cluster: the peer belongs to another cluster")
+
 // rpcCodes carries the errors a caller acts on across the wire.
 var rpcCodes = map[string]error{
 	"conflict":                ErrConflict,
@@ -59,6 +65,7 @@ var rpcCodes = map[string]error{
 	"feature_downgrade":       ErrFeatureDowngrade,
 	"unsupported_feature":     ErrUnsupportedFeature,
 	"unsupported_request":     ErrUnsupportedRequest,
+	"inconsistent_cluster_id": ErrInconsistentClusterID,
 }
 
 // RPCError is the error a wire code and message stand for: the sentinel

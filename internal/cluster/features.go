@@ -47,8 +47,17 @@ const (
 	// configs, as Kafka keeps a GROUP resource's ConfigRecords.
 	MetadataVersionGroupConfigs int16 = 4
 
+	// MetadataVersionClusterID makes the raft port's cluster-id hello
+	// mandatory (package quorum, hello.go): every connection must open
+	// by naming its cluster, and one that does not — an older build's —
+	// is refused. Below it a node still sends the hello, but accepts a
+	// connection without one and, when a peer closes on its hello (an
+	// older build does), dials that peer again without it: a rolling
+	// upgrade mixes the two builds. No record changes.
+	MetadataVersionClusterID int16 = 5
+
 	// MetadataVersionLatest is the highest level this build writes.
-	MetadataVersionLatest = MetadataVersionGroupConfigs
+	MetadataVersionLatest = MetadataVersionClusterID
 )
 
 // FeatureRange is the levels of one feature a node supports.

@@ -177,6 +177,7 @@ func (l *Log) writeLocked(seg *segment, batch []byte, h *record.Header, pos, now
 		}
 		return cause
 	}
+	l.preallocateLocked(seg, pos+int64(len(batch)))
 	if _, err := seg.log.Write(batch); err != nil {
 		return undo(fmt.Errorf("partlog: write %s: %w", seg.logName(), err))
 	}
@@ -191,6 +192,32 @@ func (l *Log) writeLocked(seg *segment, batch []byte, h *record.Header, pos, now
 	}
 	l.cacheWindowLocked(seg, pos+int64(len(batch)))
 	return nil
+}
+
+// preallocateLocked reserves, under Config.Preallocate, the active
+// segment's blocks PreallocateStep past end (not past segment.bytes) once
+// end passes the reserve. The write then lands in allocated blocks, and
+// ext4 skips its per-page delayed allocation (docs/BENCHMARKS.md, "O_DIRECT
+// and the other write modes, measured").
+func (l *Log) preallocateLocked(seg *segment, end int64) {
+	if !l.mu.cfg.Preallocate || end <= seg.allocated {
+		return
+	}
+	to := max(min(end+PreallocateStep, l.mu.cfg.SegmentBytes), end)
+	vfs.Preallocate(seg.log, seg.allocated, to-seg.allocated)
+	seg.allocated = to
+}
+
+// releaseReserveLocked gives back what Preallocate reserved past a sealed
+// segment's end: truncating it to its own size frees the blocks past the
+// end and changes no byte.
+func (l *Log) releaseReserveLocked(seg *segment) {
+	if seg.allocated > seg.size.Load() {
+		if err := seg.log.Truncate(seg.size.Load()); err != nil {
+			l.logger.Warn("partlog: releasing a sealed segment's preallocated blocks", "segment", seg.logName(), "err", err)
+		}
+		seg.allocated = 0
+	}
 }
 
 // cacheWindowLocked keeps the active segment's page-cache footprint near
@@ -277,6 +304,7 @@ func (l *Log) rollLocked() (*segment, error) {
 	if err := l.active().flushIndexes(); err != nil {
 		return nil, err
 	}
+	l.releaseReserveLocked(l.active())
 	// The new segment's directory entry is made durable by the next fsync
 	// of the log (syncDirIfPending), before anything in it is durable: a
 	// directory fsync here, under the log's lock, can take a hundred

@@ -51,6 +51,13 @@ type Config struct {
 	// docs/BENCHMARKS.md). Durability is unchanged: only an fsync makes
 	// bytes durable, and a dropped range is read from the disk again.
 	CacheWindow int64
+	// Preallocate (Kafka's preallocate) reserves the active segment's disk
+	// blocks PreallocateStep ahead of its end, without changing its size,
+	// so that appends do not allocate blocks a page at a time; a segment's
+	// reserve past its end is released when it is sealed. Off by default,
+	// as in Kafka: each active segment holds up to PreallocateStep of disk
+	// it has not used, which thousands of partitions would notice.
+	Preallocate bool
 	// ReplicatedHighWatermark chooses the high-watermark mode at open: set,
 	// the high watermark is the caller's (SetHighWatermark: a leader's ISR
 	// rule, a follower's fetch), starts at its checkpoint and is
@@ -76,6 +83,9 @@ const (
 	// depending on how warm the machine's free memory was ("The cost of a
 	// produced byte" in docs/BENCHMARKS.md), so it is a choice per topic.
 	DefaultCacheWindow = -1
+	// PreallocateStep is how far ahead of the active segment's end
+	// Preallocate reserves the disk.
+	PreallocateStep = 32 << 20
 )
 
 // minCacheChunk is the smallest range a cache-window hint covers: smaller

@@ -67,6 +67,8 @@ type segment struct {
 	// cached is where the cache window's last hint ended: bytes before it
 	// were handed to the disk (Log.cacheWindowLocked).
 	cached int64
+	// allocated is where Preallocate's reserve ends (Log.preallocateLocked).
+	allocated int64
 }
 
 func (s *segment) path(suffix string) string {

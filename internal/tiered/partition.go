@@ -17,6 +17,7 @@ import (
 
 	"github.com/strandmq/strand/internal/partlog"
 	"github.com/strandmq/strand/internal/record"
+	"github.com/strandmq/strand/internal/vfs"
 )
 
 // Partition is the tier's state for one partition: its newest manifest
@@ -427,9 +428,19 @@ func (p *Partition) putSegment(ctx context.Context, info partlog.SegmentInfo, st
 			size   int64
 		}{".snapshot", func() io.Reader { return bytes.NewReader(snap) }, int64(len(snap))})
 	}
-	for _, o := range objects {
+	for i, o := range objects {
 		key := segmentKey(p.prefix, seg, o.suffix)
-		if err := p.t.retry(ctx, "put "+key, func() error { return p.t.cfg.Store.Put(ctx, key, o.body(), o.size) }); err != nil {
+		put := func() error { return p.t.cfg.Store.Put(ctx, key, o.body(), o.size) }
+		if fp, ok := p.t.cfg.Store.(FilePutter); ok && i == 0 && p.t.pace == nil {
+			// The log straight from its file (a MemFS file has no
+			// descriptor and goes through Put). Paced uploads go through
+			// Put too: the pacer meters a reader.
+			if f, err := vfs.Dup(files.Log); err == nil {
+				defer f.Close()
+				put = func() error { return fp.PutFile(ctx, key, f, files.Size) }
+			}
+		}
+		if err := p.t.retry(ctx, "put "+key, put); err != nil {
 			return Segment{}, err // the objects put so far are orphans: CleanOrphans deletes them
 		}
 	}

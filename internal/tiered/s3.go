@@ -41,6 +41,11 @@ type S3 struct {
 	client    *minio.Client
 	bucket    string
 	transport *http.Transport
+	// For PutFile, which sends its requests itself.
+	http                 *http.Client
+	endpoint             *url.URL
+	region               string
+	accessKey, secretKey string
 }
 
 // CloseIdle closes the client's idle connections.
@@ -90,7 +95,9 @@ func NewS3(cfg S3Config) (*S3, error) {
 	if err != nil {
 		return nil, fmt.Errorf("tiered: s3 client: %w", err)
 	}
-	return &S3{client: c, bucket: cfg.Bucket, transport: tr}, nil
+	return &S3{client: c, bucket: cfg.Bucket, transport: tr, http: &http.Client{Transport: tr},
+		endpoint: &url.URL{Scheme: u.Scheme, Host: u.Host}, region: cfg.Region,
+		accessKey: cfg.AccessKey, secretKey: cfg.SecretKey}, nil
 }
 
 // Check verifies the bucket exists and the credentials reach it.

@@ -37,6 +37,7 @@ const (
 	ConfigSegmentMs            = "segment.ms"
 	ConfigRetentionRecords     = "strand.retention.records"
 	ConfigPageCacheWindow      = "strand.page.cache.window.bytes"
+	ConfigPreallocate          = "preallocate"
 )
 
 // ConfigType is a config's value type, as DescribeConfigs v3+ reports it.
@@ -106,6 +107,13 @@ var configDefs = []*ConfigDef{
 		Doc: "Strand: keep only the newest N offsets (the seed's retain_count); -1: no limit."},
 	{Name: ConfigPageCacheWindow, Default: strconv.Itoa(partlog.DefaultCacheWindow), Type: TypeLong, check: checkLong(-1, math.MaxInt64),
 		Doc: "Strand: bytes behind the active segment's end kept in the page cache; older written bytes are handed to the disk and dropped from the cache as the log grows (reads of them go to the disk). -1 or 0: leave every byte to the page cache, as Kafka does."},
+	{Name: ConfigPreallocate, Default: "false", Type: TypeBoolean, check: checkEnum("true", "false"),
+		Doc: "Reserve the active segment's disk blocks 32 MiB ahead of its end (fallocate, the file's size unchanged), so that appends skip the file system's block allocation page by page; a segment's reserve past its end is released when it is sealed. Kafka reserves whole segments."},
+}
+
+func (c Config) preallocate() bool {
+	v, _ := c.Get(ConfigPreallocate)
+	return v == "true"
 }
 
 // configDefs also holds the validation and compaction configs.
@@ -313,6 +321,7 @@ func (c Config) LogConfig(now func() time.Time, logger *slog.Logger) partlog.Con
 		RetentionRecords:   c.Long(ConfigRetentionRecords),
 		CacheWindow:        max(c.Long(ConfigPageCacheWindow), -1),
 		IndexIntervalBytes: max(c.Long(ConfigIndexIntervalBytes), 1),
+		Preallocate:        c.preallocate(),
 		Now:                now,
 		Logger:             logger,
 	}

@@ -6,11 +6,21 @@ package vfs
 // are on the disk. Neither changes what is durable (only Sync does) nor
 // what a read returns (a dropped range is read from the disk again); they
 // change which pages the kernel holds. A File with no descriptor behind it
-// (MemFS, a wrapper) ignores them.
+// (MemFS, a wrapper) ignores them. Preallocate is a hint of the same kind
+// to the file system: where the next bytes will go.
+
+// hint is one of the hints a hinter passes on.
+type hint int
+
+const (
+	hintWriteback hint = iota
+	hintDrop
+	hintAllocate
+)
 
 // hinter is a File that can pass page-cache hints to the kernel.
 type hinter interface {
-	cacheHint(drop bool, off, n int64)
+	cacheHint(h hint, off, n int64)
 }
 
 // Writeback asks the kernel to start writing f's dirty bytes in
@@ -21,7 +31,7 @@ type hinter interface {
 // for every descriptor open on the file).
 func Writeback(f File, off, n int64) {
 	if h, ok := f.(hinter); ok && n > 0 {
-		h.cacheHint(false, off, n)
+		h.cacheHint(hintWriteback, off, n)
 	}
 }
 
@@ -31,16 +41,30 @@ func Writeback(f File, off, n int64) {
 // to the disk.
 func DropCache(f File, off, n int64) {
 	if h, ok := f.(hinter); ok && n > 0 {
-		h.cacheHint(true, off, n)
+		h.cacheHint(hintDrop, off, n)
 	}
 }
 
-func (f *osFile) cacheHint(drop bool, off, n int64) { osCacheHint(f.f, drop, off, n) }
+// Preallocate asks the file system to reserve f's blocks in [off, off+n)
+// without changing its size (Linux fallocate with FALLOC_FL_KEEP_SIZE),
+// so that appends into the range find their blocks allocated instead of
+// allocating them a page at a time. It is a hint: neither what a read
+// returns nor the file's size changes, and a failure (no space, a file
+// system without fallocate) shows, if it matters, as the write's own
+// error. The blocks stay reserved past the end until the file is
+// truncated or removed.
+func Preallocate(f File, off, n int64) {
+	if h, ok := f.(hinter); ok && n > 0 {
+		h.cacheHint(hintAllocate, off, n)
+	}
+}
+
+func (f *osFile) cacheHint(h hint, off, n int64) { osCacheHint(f.f, h, off, n) }
 
 // cacheHint passes the hint to the open descriptor; a file the cache has
 // closed has nothing to hint (its descriptor was fsynced and closed, and
 // reopening it for a hint would cost more than the hint saves).
-func (h *cachedFile) cacheHint(drop bool, off, n int64) {
+func (h *cachedFile) cacheHint(kind hint, off, n int64) {
 	h.mu.Lock()
 	f := h.mu.f
 	if f == nil || h.mu.closed {
@@ -51,6 +75,6 @@ func (h *cachedFile) cacheHint(drop bool, off, n int64) {
 	h.mu.Unlock()
 	defer h.release()
 	if hf, ok := f.(hinter); ok {
-		hf.cacheHint(drop, off, n)
+		hf.cacheHint(kind, off, n)
 	}
 }

@@ -4,5 +4,6 @@ package vfs
 
 import "os"
 
-// osCacheHint does nothing where sync_file_range is not available.
-func osCacheHint(*os.File, bool, int64, int64) {}
+// osCacheHint does nothing where sync_file_range and fallocate are not
+// available.
+func osCacheHint(*os.File, hint, int64, int64) {}

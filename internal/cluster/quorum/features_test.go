@@ -19,7 +19,7 @@ func TestControllerRefusesUnknownRequestFields(t *testing.T) {
 		t.Fatal(err)
 	}
 	handled := 0
-	m := newMuxListener(ln, func(cluster.NodeID, rpcRequest) rpcResponse { handled++; return rpcResponse{} }, nil, &connSet{conns: map[net.Conn]struct{}{}})
+	m := newMuxListener(ln, nil, func(cluster.NodeID, rpcRequest) rpcResponse { handled++; return rpcResponse{} }, nil, &connSet{conns: map[net.Conn]struct{}{}})
 	defer m.Close()
 	send := func(body string) rpcResponse {
 		c, err := net.Dial("tcp", ln.Addr().String())

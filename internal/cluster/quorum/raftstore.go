@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -49,6 +50,11 @@ type RaftConfig struct {
 	Network Network
 	// Controller tunes the controller this node runs while it leads.
 	Controller ControllerConfig
+	// ClusterID is the cluster the data directory belongs to, as its
+	// meta.properties names it ("" if it names none yet: a new node): the
+	// id this node's raft-port hellos give before its image holds one,
+	// and in preference to it (hello.go).
+	ClusterID string
 	// Join starts a node that an existing quorum will add (ChangeVoter):
 	// it never bootstraps, and waits to be contacted by the leader.
 	Join bool
@@ -107,9 +113,25 @@ type RaftStore struct {
 	trans *raft.NetworkTransport
 	logs  *raftboltdb.BoltStore
 	ctl   *controller
-	nw    Network
-	node  string // this node's id, as Network names it
-	self  cluster.NodeID
+	nw    Network // raw: the session probe's (session.go)
+	// peers is nw with this node's cluster-id hello (hello.go) for
+	// controller RPCs: every one this node dials goes through it (raft's
+	// streams through the same, saying so).
+	peers helloNetwork
+	// metaCluster is RaftConfig.ClusterID: the data directory's cluster
+	// (meta.properties), before the image has replayed far enough to say.
+	metaCluster string
+	// savedCluster is the cluster id this node's raft directory recorded
+	// (raft/cluster.id) once its image first held one: the quorum's own
+	// record of it, for a node whose meta.properties names none (a
+	// controller-only node, an embedded store) and whose image is empty
+	// after a restart until the leader commits (hashicorp/raft#549).
+	savedCluster atomic.Value // string
+	// running is s.r once NewRaft has returned: the raft port serves
+	// (and checks hellos) before.
+	running atomic.Pointer[raft.Raft]
+	node    string // this node's id, as Network names it
+	self    cluster.NodeID
 	// incarnation is this process's broker incarnation, once it registers.
 	incarnation atomic.Value
 	watchOnce   sync.Once // starts this process's session watch (session.go)
@@ -162,6 +184,13 @@ func OpenRaftStore(cfg RaftConfig) (*RaftStore, error) {
 		logs.Close()
 		return nil, err
 	}
+	s.metaCluster = cfg.ClusterID
+	if b, err := os.ReadFile(filepath.Join(dir, clusterIDFile)); err == nil {
+		s.savedCluster.Store(strings.TrimSpace(string(b)))
+	}
+	s.fsm.subscribe(s.saveClusterID)
+	id := &identity{node: cfg.NodeID, cluster: s.ClusterID, strict: s.helloRequired, member: s.inConfiguration, logger: cfg.Logger}
+	s.peers = helloNetwork{Network: cfg.Network, id: id, rpc: true}
 	s.ctl = newController(s, cfg.Controller, cfg.Logger)
 	ln, err := cfg.Network.Listen(node, cfg.Bind)
 	if err != nil {
@@ -172,8 +201,9 @@ func OpenRaftStore(cfg RaftConfig) (*RaftStore, error) {
 	if cfg.Observer {
 		bind = ln.Addr().String() // port 0 resolved: what the leader dials
 	}
-	mux := newMuxListener(ln, s.ctl.serve, s.ctl.hold, &s.conns)
-	s.trans = raft.NewNetworkTransportWithLogger(streamLayer{mux, cfg.Network, node, &s.conns}, 3, transportTimeout, hlog)
+	id.addr = bind
+	mux := newMuxListener(ln, id, s.ctl.serve, s.ctl.hold, &s.conns)
+	s.trans = raft.NewNetworkTransportWithLogger(streamLayer{mux, helloNetwork{Network: cfg.Network, id: id}, node, &s.conns}, 3, transportTimeout, hlog)
 	rc := raft.DefaultConfig()
 	rc.LocalID = raft.ServerID(strconv.Itoa(int(cfg.NodeID)))
 	rc.Logger = hlog
@@ -206,6 +236,7 @@ func OpenRaftStore(cfg RaftConfig) (*RaftStore, error) {
 		s.closeStores()
 		return nil, fmt.Errorf("cluster: start raft: %w", err)
 	}
+	s.running.Store(s.r)
 	if existing {
 		check := s.checkVoters
 		if cfg.Observer {
@@ -295,6 +326,75 @@ func orDefault(d, def time.Duration) time.Duration {
 	return def
 }
 
+// ClusterID is this node's cluster id, as its hellos say it: its data
+// directory's (meta.properties) if that names one, else the one its raft
+// directory recorded, else its image's; "" while none does (a new node
+// whose quorum has not named the cluster yet).
+func (s *RaftStore) ClusterID() string {
+	if s.metaCluster != "" {
+		return s.metaCluster
+	}
+	if id, _ := s.savedCluster.Load().(string); id != "" {
+		return id
+	}
+	return s.Image().ClusterID()
+}
+
+// clusterIDFile, in the raft directory, records the cluster id.
+const clusterIDFile = "cluster.id"
+
+// saveClusterID records img's cluster id in the raft directory the first
+// time an image holds one (an FSM subscriber: once per directory).
+func (s *RaftStore) saveClusterID(img *cluster.Image) {
+	id := img.ClusterID()
+	if id == "" {
+		return
+	}
+	if saved, _ := s.savedCluster.Load().(string); saved != "" {
+		return
+	}
+	s.savedCluster.Store(id)
+	path := filepath.Join(s.dir, clusterIDFile)
+	if err := os.WriteFile(path+".tmp", []byte(id+"\n"), 0o644); err == nil {
+		_ = os.Rename(path+".tmp", path)
+	}
+}
+
+// inConfiguration says whether node is in this node's raft configuration
+// at raft address addr, or that the configuration is empty (a node
+// waiting to be added, or a broker-only node joining). Asked by the raft
+// port before raft runs, it waits for it (a moment at start).
+func (s *RaftStore) inConfiguration(node int32, addr string) bool {
+	r := s.running.Load()
+	for deadline := time.Now().Add(5 * time.Second); r == nil; r = s.running.Load() {
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	f := r.GetConfiguration()
+	if f.Error() != nil {
+		return false
+	}
+	servers := f.Configuration().Servers
+	if len(servers) == 0 {
+		return true
+	}
+	for _, srv := range servers {
+		if string(srv.ID) == strconv.Itoa(int(node)) && string(srv.Address) == addr {
+			return true
+		}
+	}
+	return false
+}
+
+// helloRequired says whether a raft-port connection must open with a
+// hello: once the cluster has finalized MetadataVersionClusterID, every
+// node is of a build that sends one.
+func (s *RaftStore) helloRequired() bool {
+	return s.Image().FeatureLevel(cluster.MetadataVersion) >= cluster.MetadataVersionClusterID
+}
+
 // Image returns the image this node has applied.
 func (s *RaftStore) Image() *cluster.Image { return s.fsm.img.Load() }
 
@@ -380,7 +480,7 @@ func (s *RaftStore) callController(req rpcRequest, timeout time.Duration) (rpcRe
 			if strconv.Itoa(int(id)) == s.node {
 				resp = s.ctl.serve(nodetls.AnyNode, req) // this process: no peer to check
 			} else {
-				resp, err = call(s.nw, s.node, addr, req, min(time.Until(deadline), 10*time.Second), func() bool {
+				resp, err = call(s.peers, s.node, addr, req, min(time.Until(deadline), 10*time.Second), func() bool {
 					now, _, ok := s.Leader()
 					return ok && now != id
 				})

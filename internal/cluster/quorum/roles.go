@@ -1,6 +1,7 @@
 package quorum
 
 import (
+	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -130,7 +131,7 @@ func (s *RaftStore) joinAsObserver(voters []Voter, addr string, logger *slog.Log
 			if _, leader, ok := s.Leader(); ok {
 				v.Addr = leader // known now: ask it first
 			}
-			resp, err := call(s.nw, s.node, v.Addr, req, 10*time.Second, func() bool { return false })
+			resp, err := call(s.peers, s.node, v.Addr, req, 10*time.Second, func() bool { return false })
 			switch {
 			case err == nil && resp.Code == "":
 				logger.Info("cluster: following the metadata quorum as a non-voter (--roles broker)", "node", s.self, "raft_addr", addr)
@@ -143,7 +144,11 @@ func (s *RaftStore) joinAsObserver(voters []Voter, addr string, logger *slog.Log
 		}
 		if last != nil && time.Since(warned) > 10*time.Second {
 			warned = time.Now()
-			logger.Warn("cluster: cannot join the metadata quorum as a non-voter yet; retrying", "node", s.self, "err", last)
+			if errors.Is(last, cluster.ErrInconsistentClusterID) {
+				logger.Error("cluster: the metadata quorum this node was pointed at is another cluster's; not joining it", "node", s.self, "err", last)
+			} else {
+				logger.Warn("cluster: cannot join the metadata quorum as a non-voter yet; retrying", "node", s.self, "err", last)
+			}
 		}
 		select {
 		case <-s.done:

@@ -79,14 +79,17 @@ func readFrame(r io.Reader, v any) error {
 	return json.Unmarshal(b, v)
 }
 
-func readFrameBytes(r io.Reader) ([]byte, error) {
+func readFrameBytes(r io.Reader) ([]byte, error) { return readFrameWithin(r, maxRPCBytes) }
+
+// readFrameWithin reads one frame of at most limit bytes.
+func readFrameWithin(r io.Reader, limit uint32) ([]byte, error) {
 	var n [4]byte
 	if _, err := io.ReadFull(r, n[:]); err != nil {
 		return nil, err
 	}
 	size := binary.BigEndian.Uint32(n[:])
-	if size > maxRPCBytes {
-		return nil, fmt.Errorf("cluster: controller RPC of %d bytes, the limit is %d", size, maxRPCBytes)
+	if size > limit {
+		return nil, fmt.Errorf("cluster: raft-port frame of %d bytes, the limit is %d", size, limit)
 	}
 	b := make([]byte, size)
 	if _, err := io.ReadFull(r, b); err != nil {
@@ -190,10 +193,13 @@ type muxListener struct {
 	done    chan struct{}
 	closeMu sync.Once
 	all     *connSet
+	// id checks each connection's cluster-id hello (hello.go); nil: no
+	// check (tests of the mux alone).
+	id *identity
 }
 
-func newMuxListener(ln net.Listener, handle func(cluster.NodeID, rpcRequest) rpcResponse, hold func(cluster.NodeID, net.Conn, io.Reader, SessionWatch), all *connSet) *muxListener {
-	m := &muxListener{Listener: ln, handle: handle, hold: hold, conns: make(chan net.Conn), done: make(chan struct{}), all: all}
+func newMuxListener(ln net.Listener, id *identity, handle func(cluster.NodeID, rpcRequest) rpcResponse, hold func(cluster.NodeID, net.Conn, io.Reader, SessionWatch), all *connSet) *muxListener {
+	m := &muxListener{Listener: ln, id: id, handle: handle, hold: hold, conns: make(chan net.Conn), done: make(chan struct{}), all: all}
 	go m.acceptLoop()
 	return m
 }
@@ -229,6 +235,12 @@ func (m *muxListener) route(c net.Conn) {
 		c.Close()
 		return
 	}
+	if m.id != nil {
+		if first, err = m.checkHello(c, br, first[0]); err != nil {
+			c.Close()
+			return
+		}
+	}
 	if first[0] == rpcMagic {
 		_, _ = br.Discard(1)
 		m.serveRPC(c, br)
@@ -240,6 +252,36 @@ func (m *muxListener) route(c net.Conn) {
 	case <-m.done:
 		c.Close()
 	}
+}
+
+// checkHello takes a connection's cluster-id hello (hello.go), if it
+// opens with one, and returns the first byte of what follows; an error
+// refuses the connection. A controller RPC refused for sending no hello
+// is answered first, so its caller (an older build) can say why.
+func (m *muxListener) checkHello(c net.Conn, br *bufio.Reader, first byte) ([]byte, error) {
+	if first != helloMagic {
+		err := m.id.refuseSilent(c)
+		if err != nil && first == rpcMagic {
+			_, _ = br.Discard(1)
+			if _, rerr := readFrameBytes(br); rerr == nil {
+				_ = c.SetWriteDeadline(time.Now().Add(10 * time.Second))
+				_ = writeFrame(c, rpcFailure(err))
+			}
+		}
+		return []byte{first}, err
+	}
+	_, _ = br.Discard(1)
+	hi, err := m.id.accept(c, br)
+	if err != nil {
+		return nil, err
+	}
+	next, err := br.Peek(1)
+	if err == nil && hi.RPC != (next[0] == rpcMagic) {
+		// The hello said one kind and the connection is the other: the
+		// rules for an unnamed node differ between them.
+		return nil, fmt.Errorf("cluster: a raft-port connection said rpc=%v in its hello and sent %#x", hi.RPC, next[0])
+	}
+	return next, err
 }
 
 func (m *muxListener) serveRPC(c net.Conn, r io.Reader) {

@@ -261,7 +261,7 @@ func (s *RaftStore) keepWatch(incarnation string) {
 // with an error other than "not the controller" (an older version, which
 // does not know it).
 func (s *RaftStore) watch(id cluster.NodeID, addr, incarnation string) (endedThere, unknown bool) {
-	conn, err := s.nw.Dial(s.node, addr, maxControllerDial)
+	conn, err := s.peers.Dial(s.node, addr, maxControllerDial)
 	if err != nil {
 		return false, false
 	}

@@ -29,7 +29,7 @@ func TestServeStandalone(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("serving bucket %s on http://%s", Bucket, addr)
-	t.Fatal(http.ListenAndServe(addr, gofakes3.New(backend).Server()))
+	t.Fatal(http.ListenAndServe(addr, checksummed(gofakes3.New(backend).Server())))
 }
 
 // The proxy passes a signed request on as it was signed, also a held one

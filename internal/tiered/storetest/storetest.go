@@ -1,16 +1,18 @@
 // Package storetest serves a real S3-protocol object store to tests behind
 // a proxy that injects the failures of a real store: an outage (503
-// SlowDown), refused requests (403 AccessDenied) and a request held in
-// flight until the test lets it through — also after the client that sent
-// it is gone, as a request already on the wire reaches the store after its
-// sender died.
+// SlowDown), refused requests (403 AccessDenied), a body corrupted on the
+// way, and a request held in flight until the test lets it through — also
+// after the client that sent it is gone, as a request already on the wire
+// reaches the store after its sender died.
 //
 // The store is an external S3-compatible server when STRAND_TEST_S3_ENDPOINT
 // is set (CI runs SeaweedFS there: test/seaweedfs.sh), with
 // STRAND_TEST_S3_ACCESS_KEY and STRAND_TEST_S3_SECRET_KEY its credentials;
 // each Start makes a bucket of its own in it and empties and removes it when
 // the test ends. Without it the store is gofakes3, in memory, in the test
-// process, so `go test ./...` needs nothing installed. Either way the proxy
+// process, so `go test ./...` needs nothing installed; in front of it a
+// check of a PUT's x-amz-checksum-crc32c, which real stores make and
+// gofakes3 does not. Either way the proxy
 // forwards requests as the client sent and signed them (SigV4 signs the Host
 // header, so it is kept).
 //
@@ -22,8 +24,11 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"encoding/base64"
+	"encoding/binary"
 	"encoding/hex"
 	"fmt"
+	"hash/crc32"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -70,8 +75,9 @@ type Server struct {
 	down      atomic.Bool
 	mu        struct {
 		sync.Mutex
-		refuse func(*http.Request) bool
-		hold   *Held
+		refuse  func(*http.Request) bool
+		hold    *Held
+		corrupt func(*http.Request) bool
 	}
 }
 
@@ -86,7 +92,7 @@ func Start(t testing.TB) *Server {
 		if err := backend.CreateBucket(s.Bucket); err != nil {
 			t.Fatal(err)
 		}
-		store := httptest.NewServer(gofakes3.New(backend).Server())
+		store := httptest.NewServer(checksummed(gofakes3.New(backend).Server()))
 		t.Cleanup(store.Close)
 		endpoint, s.AccessKey, s.SecretKey = store.URL, "strand", "secret"
 	} else {
@@ -178,6 +184,59 @@ func (s *Server) Refuse(fn func(*http.Request) bool) {
 	s.mu.refuse = fn
 }
 
+// Corrupt flips one byte of the body of the next request fn matches on
+// its way to the store (only one: later ones pass), as a faulty link or
+// NIC would.
+func (s *Server) Corrupt(fn func(*http.Request) bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.mu.corrupt = fn
+}
+
+// flipped is a body whose first byte arrives inverted.
+type flipped struct {
+	io.ReadCloser
+	done bool
+}
+
+func (f *flipped) Read(b []byte) (int, error) {
+	n, err := f.ReadCloser.Read(b)
+	if n > 0 && !f.done {
+		b[0] ^= 0xff
+		f.done = true
+	}
+	return n, err
+}
+
+// checksummed is what S3 does with a PUT that carries its body's CRC-32C
+// (x-amz-checksum-crc32c), which gofakes3 does not: it checks the body
+// against it and refuses the object (400 BadDigest) if they differ.
+func checksummed(next http.Handler) http.Handler {
+	table := crc32.MakeTable(crc32.Castagnoli)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		want := r.Header.Get("X-Amz-Checksum-Crc32c")
+		if r.Method != http.MethodPut || want == "" {
+			next.ServeHTTP(w, r)
+			return
+		}
+		if r.ContentLength < 0 || r.ContentLength > 1<<30 {
+			fail(w, http.StatusBadRequest, "MissingContentLength")
+			return
+		}
+		body := make([]byte, r.ContentLength)
+		if _, err := io.ReadFull(r.Body, body); err != nil {
+			fail(w, http.StatusBadRequest, "IncompleteBody")
+			return
+		}
+		if got := base64.StdEncoding.EncodeToString(binary.BigEndian.AppendUint32(nil, crc32.Checksum(body, table))); got != want {
+			fail(w, http.StatusBadRequest, "BadDigest")
+			return
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		next.ServeHTTP(w, r)
+	})
+}
+
 // Held is one request the proxy holds in flight.
 type Held struct {
 	match   func(*http.Request) bool
@@ -251,6 +310,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.mu.hold = nil
 	} else {
 		h = nil
+	}
+	if s.mu.corrupt != nil && s.mu.corrupt(r) {
+		s.mu.corrupt = nil
+		r.Body = &flipped{ReadCloser: r.Body}
 	}
 	s.mu.Unlock()
 	if refuse != nil && refuse(r) {
