@@ -214,7 +214,12 @@ func RunSpread(ctx context.Context, narrow, wide CostOptions, progress func(Cost
 // SpreadLabel names a shape of RunSpread.
 func SpreadLabel(o CostOptions) string { return fmt.Sprintf("%d partitions", o.Partitions) }
 
-// costRun starts a fresh peer process, loads it and measures it.
+// costRunStarted, when set (by tests), is told each run's peer and data
+// directory before the peer starts.
+var costRunStarted func(peer, dir string)
+
+// costRun starts a fresh peer process on a fresh data directory (removed
+// after the run), loads it and measures it.
 func costRun(ctx context.Context, o CostOptions, peer string, conns int) (CostResult, error) {
 	res := CostResult{Workload: o.Workload, Peer: peer, Conns: conns}
 	dir, err := os.MkdirTemp(o.Dir, "cost-"+peer+"-")
@@ -222,6 +227,9 @@ func costRun(ctx context.Context, o CostOptions, peer string, conns int) (CostRe
 		return res, err
 	}
 	defer os.RemoveAll(dir)
+	if costRunStarted != nil {
+		costRunStarted(peer, dir)
+	}
 	addr, err := freeAddr()
 	if err != nil {
 		return res, err
