@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -282,5 +283,22 @@ func TestCostReportBothMemoryStates(t *testing.T) {
 	}
 	if i, j := strings.Index(md, "### Targets"), strings.Index(md, "### Produce"); i < 0 || i > j {
 		t.Errorf("the targets table is not ahead of the tables it reads")
+	}
+}
+
+// A run that fails is tried again, each time on a fresh data directory,
+// costRunTries times in all, and its error is reported if every try
+// fails.
+func TestCostRunRetriesOnFreshDir(t *testing.T) {
+	o := CostOptions{Workload: "produce", Partitions: 1, RecordBytes: 10, RecordsPerBatch: 1, InFlight: 1,
+		Self: filepath.Join(t.TempDir(), "no-such-program"), Dir: t.TempDir()}
+	var dirs []string
+	costRunStarted = func(peer, dir string) { dirs = append(dirs, dir) }
+	defer func() { costRunStarted = nil }()
+	if _, err := costRunRetry(context.Background(), o, "null", 1); err == nil {
+		t.Fatal("a peer that cannot start: no error")
+	}
+	if len(dirs) != costRunTries || dirs[0] == dirs[1] || dirs[1] == dirs[2] {
+		t.Errorf("tries on data directories %v, want %d distinct", dirs, costRunTries)
 	}
 }
