@@ -246,6 +246,23 @@ func TestDurableAhead(t *testing.T) {
 	if tp[0].Cell() != "1.00× missed" || cpu[0].Cell() != "1.00× missed" || tp[1].Cell() != "—" {
 		t.Errorf("8 connections, level with kfake, no jetstream: %q %q %q", tp[0].Cell(), cpu[0].Cell(), tp[1].Cell())
 	}
+	// A ratio that rounds to its limit shows the digits its verdict
+	// turns on.
+	for _, c := range []struct {
+		tg   Target
+		want string
+	}{
+		{Target{Ratio: 0.6004, Limit: 0.6, AtMost: true}, "0.6004× missed"},
+		{Target{Ratio: 0.598, Limit: 0.6, AtMost: true}, "0.598× met"},
+		{Target{Ratio: 0.6, Limit: 0.6, AtMost: true}, "0.60× met"},
+		{Target{Ratio: 0.9981, Limit: 1, AtMost: true, Strict: true}, "0.998× met"},
+		{Target{Ratio: 1.0, Limit: 1, AtMost: true, Strict: true}, "1.00× missed"},
+		{Target{Ratio: 1.2345, Limit: 1}, "1.23× met"},
+	} {
+		if got := c.tg.Cell(); got != c.want {
+			t.Errorf("%+v: %q, want %q", c.tg, got, c.want)
+		}
+	}
 	md := TargetsMarkdown([]CostTable{tb})
 	for _, row := range []string{"| 1 | kfake | 2.00× met | 0.75× met |", "| 1 | jetstream | 0.50× missed | 2.00× missed |", "| 8 | kfake | 1.00× missed | 1.00× missed |"} {
 		if !strings.Contains(md, row) {

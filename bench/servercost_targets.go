@@ -2,6 +2,7 @@ package bench
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 )
 
@@ -46,7 +47,19 @@ func (t Target) Cell() string {
 	if t.Met() {
 		v = "met"
 	}
-	return fmt.Sprintf("%.2f× %s", t.Ratio, v)
+	return fmt.Sprintf("%s× %s", ratioText(t.Ratio, t.Limit), v)
+}
+
+// ratioText renders a ratio with two decimals, or as many more (up to
+// four) as it takes not to read as its limit: 0.6004 against 0.6 is
+// "0.6004", not a "0.60" that was missed.
+func ratioText(ratio, limit float64) string {
+	for prec := 2; ; prec++ {
+		s := strconv.FormatFloat(ratio, 'f', prec, 64)
+		if prec == 4 || ratio == limit || s != strconv.FormatFloat(limit, 'f', prec, 64) {
+			return s
+		}
+	}
 }
 
 // Headings of issue 40's produce targets, in the targets table's column

@@ -147,6 +147,7 @@ func runSuite(o bench.CostOptions, out string, touchedGiB int) error {
 		return err
 	}
 	spread.Results = rs
+	fmt.Fprint(os.Stderr, bench.TargetsMarkdown(tables))
 	report := bench.CostReport(tables, &spread, "cd bench && go run ./cmd/servercost "+strings.Join(os.Args[1:], " "), loadStart, bench.LoadAvg(), start, touchedGiB)
 	if out == "" {
 		fmt.Print(report)
