@@ -95,10 +95,19 @@ func run() error {
 	}
 
 	var doc strings.Builder
+	var failed []string
 	for _, s := range sections {
 		text, err := s.generate(filepath.Dir(out), skipped[s.name], string(old), "-strand "+strandBin+" ")
-		if err != nil {
+		if err != nil && text == "" {
 			return err
+		}
+		if err != nil {
+			// The command failed but wrote its report (peerbench reports a
+			// peer that failed as FAILED, with the reason, and exits
+			// non-zero): keep it, so that an hour's other sections are not
+			// lost, and fail at the end.
+			fmt.Printf("benchreport: %s: %v; its section is written as the command reported it\n", s.name, err)
+			failed = append(failed, s.name)
 		}
 		doc.WriteString(marker(s.name) + "\n\n" + strings.TrimSpace(text) + "\n\n")
 	}
@@ -108,11 +117,15 @@ func run() error {
 	}
 	fmt.Printf("benchreport: wrote %s (%s in all, %s–%s UTC)\n", out, time.Since(begin).Round(time.Second),
 		begin.UTC().Format("15:04"), time.Now().UTC().Format("15:04"))
+	if len(failed) > 0 {
+		return fmt.Errorf("the command of section(s) %s failed: read its section before keeping the report", strings.Join(failed, ", "))
+	}
 	return nil
 }
 
 // generate runs the section's command (or, when skipped, takes its text
-// from the existing report) and returns its markdown.
+// from the existing report) and returns its markdown; when the command
+// fails after writing its report, that report and the failure.
 // hide is text to take out of the section's command line (benchreport's
 // temporary paths), so that it reads as the command a reader can run.
 func (s section) generate(dir string, skipped bool, old, hide string) (string, error) {
@@ -133,20 +146,25 @@ func (s section) generate(dir string, skipped bool, old, hide string) (string, e
 	start := time.Now()
 	cmd := exec.Command("go", args...)
 	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
-	if err := cmd.Run(); err != nil {
-		return "", fmt.Errorf("%s: %w", s.cmd, err)
+	os.Remove(md) // so that a report left by an earlier run is not taken for this one's
+	runErr := cmd.Run()
+	if runErr != nil {
+		runErr = fmt.Errorf("%s: %w", s.cmd, runErr)
 	}
 	fmt.Printf("benchreport: %s took %s\n", s.name, time.Since(start).Round(time.Second))
 	b, err := os.ReadFile(md)
-	if err != nil {
-		return "", err
+	if err != nil || len(b) == 0 {
+		if runErr != nil {
+			return "", runErr
+		}
+		return "", fmt.Errorf("%s wrote no report: %v", s.cmd, err)
 	}
 	text := strings.ReplaceAll(string(b), "-out "+md+" ", "")
 	text = strings.ReplaceAll(text, hide, "")
 	if s.demote && strings.HasPrefix(text, "# ") {
 		text = "#" + text
 	}
-	return text, nil
+	return text, runErr
 }
 
 // previous is a section's text in an existing report: from its marker to
