@@ -44,9 +44,15 @@ func CostMedian(rs []CostResult, peer string, conns int) (CostResult, bool) {
 		MachineBusy: medianOf(busy), OtherCPUPerG: medianOf(other)}, true
 }
 
+// medianOf is the median of xs: with an even count, the mean of the two
+// middle values (as peerbench's), so that the medians of -runs 2 are not
+// the worse run's CPU and the better run's throughput.
 func medianOf(xs []float64) float64 {
 	xs = slices.Clone(xs)
 	slices.SortFunc(xs, cmp.Compare)
+	if n := len(xs); n%2 == 0 {
+		return (xs[n/2-1] + xs[n/2]) / 2
+	}
 	return xs[len(xs)/2]
 }
 

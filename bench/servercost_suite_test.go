@@ -219,6 +219,14 @@ func TestTargetsFromMedians(t *testing.T) {
 			t.Errorf("targets table lacks %q:\n%s", row, md)
 		}
 	}
+	// Two runs' median is their mean: 1.0 and 1.4 against kfake's 2.0 and
+	// 2.4 is 1.2/2.2, not the upper runs' 1.4/2.4.
+	var two []CostResult
+	two = append(two, costRuns("strand", 4, []float64{1.4, 1.0}, 800, 10*ms)...)
+	two = append(two, costRuns("kfake", 4, []float64{2.0, 2.4}, 500, 8*ms)...)
+	if got := ProduceTargets(CostTable{Results: two}, 4)[0].Cell(); got != "0.55× met" {
+		t.Errorf("two runs each: %q, want 0.55× met (1.2/2.2)", got)
+	}
 	// A peer that did not run has no ratio and no verdict.
 	noRF3 := untouched
 	noRF3.Results = slices.DeleteFunc(slices.Clone(rs), func(r CostResult) bool { return r.Peer == "strand-rf3" })
