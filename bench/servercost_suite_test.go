@@ -327,3 +327,25 @@ func TestCostRunRetriesOnFreshDir(t *testing.T) {
 		t.Errorf("tries on data directories %v, want %d distinct", dirs, costRunTries)
 	}
 }
+
+// The cluster's ports are picked together: all distinct, none the
+// address its first node was given.
+func TestFreeAddrsExcept(t *testing.T) {
+	first, err := FreeAddr()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 20 {
+		addrs, err := freeAddrsExcept(6, first)
+		if err != nil {
+			t.Fatal(err)
+		}
+		seen := map[string]bool{first: true}
+		for _, a := range addrs {
+			if seen[a] {
+				t.Fatalf("%s handed out twice (or is first) in %v", a, addrs)
+			}
+			seen[a] = true
+		}
+	}
+}
