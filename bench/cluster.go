@@ -45,17 +45,17 @@ func startStrandClusterAt(ctx context.Context, dir string, secure bool, first st
 			return "", nil, fmt.Errorf("inter-node certificates: %w", err)
 		}
 	}
+	// Every port at once, none of them first: picked one after another,
+	// each closed before the next, the kernel could hand out one port
+	// twice (or first's), and a node failed with "address already in use".
+	free, err := freeAddrsExcept(2*clusterNodes, first)
+	if err != nil {
+		return "", nil, err
+	}
 	var voters []strand.Voter
 	var addrs []string
 	for id := int32(1); id <= clusterNodes; id++ {
-		raft, err := FreeAddr()
-		if err != nil {
-			return "", nil, err
-		}
-		kafka, err := FreeAddr()
-		if err != nil {
-			return "", nil, err
-		}
+		raft, kafka := free[2*(id-1)], free[2*(id-1)+1]
 		if id == 1 && first != "" {
 			kafka = first
 		}
@@ -69,11 +69,13 @@ func startStrandClusterAt(ctx context.Context, dir string, secure bool, first st
 	results := make(chan started, clusterNodes)
 	for i := range clusterNodes { // together: each waits for a quorum
 		go func() {
-			// The balancer off: it evens out preferred leaders 10 s after
-			// start, and servercost puts every leader on node 1 on
-			// purpose (the load generator writes there), so a run past
-			// ~8 s failed with NOT_LEADER_FOR_PARTITION when it moved
-			// them; no run should measure a leadership move either.
+			// No partition balancer: the three nodes are there from the
+			// start, so all it could do is undo the harness's placement —
+			// servercost's strand-rf3 puts every leader on node 1, the
+			// address its load generator writes to, and 10 s in (the
+			// balancer's default interval) the balancer moved half of them,
+			// failing every produce run of 10 s or more with
+			// NOT_LEADER_FOR_PARTITION.
 			cc := &strand.ClusterConfig{Quorum: voters, DefaultReplicationFactor: clusterNodes, PartitionBalancerInterval: -1}
 			if certs != nil {
 				cc.TLS = certs[i]
@@ -136,6 +138,29 @@ func waitBrokers(ctx context.Context, seed string, n int) error {
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
+}
+
+// freeAddrsExcept returns n distinct loopback addresses with ports free
+// now, none equal to except: all listened on together, then closed.
+func freeAddrsExcept(n int, except string) ([]string, error) {
+	var lns []net.Listener
+	defer func() {
+		for _, ln := range lns {
+			ln.Close()
+		}
+	}()
+	var out []string
+	for len(out) < n {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, err
+		}
+		lns = append(lns, ln)
+		if a := ln.Addr().String(); a != except {
+			out = append(out, a)
+		}
+	}
+	return out, nil
 }
 
 // FreeAddr is a loopback address with a port free now.

@@ -153,7 +153,7 @@ func RunServerCost(ctx context.Context, o CostOptions, progress func(CostResult)
 		order := runOrder(o.Peers, run)
 		for _, conns := range o.Conns {
 			for _, peer := range order {
-				r, err := costRun(ctx, o, peer, conns)
+				r, err := costRunRetry(ctx, o, peer, conns)
 				if err != nil {
 					return out, fmt.Errorf("%s, %d connections, run %d: %w", peer, conns, run, err)
 				}
@@ -196,7 +196,7 @@ func RunSpread(ctx context.Context, narrow, wide CostOptions, progress func(Cost
 		}
 		for _, conns := range narrow.Conns {
 			for _, o := range shapes {
-				r, err := costRun(ctx, o, "strand", conns)
+				r, err := costRunRetry(ctx, o, "strand", conns)
 				if err != nil {
 					return out, fmt.Errorf("%d partitions, %d connections, run %d: %w", o.Partitions, conns, run, err)
 				}
@@ -214,7 +214,30 @@ func RunSpread(ctx context.Context, narrow, wide CostOptions, progress func(Cost
 // SpreadLabel names a shape of RunSpread.
 func SpreadLabel(o CostOptions) string { return fmt.Sprintf("%d partitions", o.Partitions) }
 
-// costRun starts a fresh peer process, loads it and measures it.
+// costRunTries is how many times a run that fails is tried, each time on
+// a fresh peer and data directory: on a shared machine a port picked free
+// can be taken by another process before a peer binds it ("address
+// already in use"), and one such accident should not end an hour's suite.
+// A failed try measures nothing, so no figure is chosen among tries.
+const costRunTries = 3
+
+// costRunRetry is costRun, tried again (costRunTries in all) when it fails.
+func costRunRetry(ctx context.Context, o CostOptions, peer string, conns int) (CostResult, error) {
+	for try := 1; ; try++ {
+		r, err := costRun(ctx, o, peer, conns)
+		if err == nil || try == costRunTries || ctx.Err() != nil {
+			return r, err
+		}
+		fmt.Fprintf(os.Stderr, "servercost: %s, %d connections: %v; trying again on a fresh data directory (%d of %d)\n", peer, conns, err, try+1, costRunTries)
+	}
+}
+
+// costRunStarted, when set (by tests), is told each run's peer and data
+// directory before the peer starts.
+var costRunStarted func(peer, dir string)
+
+// costRun starts a fresh peer process on a fresh data directory (removed
+// after the run), loads it and measures it.
 func costRun(ctx context.Context, o CostOptions, peer string, conns int) (CostResult, error) {
 	res := CostResult{Workload: o.Workload, Peer: peer, Conns: conns}
 	dir, err := os.MkdirTemp(o.Dir, "cost-"+peer+"-")
@@ -222,6 +245,9 @@ func costRun(ctx context.Context, o CostOptions, peer string, conns int) (CostRe
 		return res, err
 	}
 	defer os.RemoveAll(dir)
+	if costRunStarted != nil {
+		costRunStarted(peer, dir)
+	}
 	addr, err := freeAddr()
 	if err != nil {
 		return res, err

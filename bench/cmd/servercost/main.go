@@ -56,14 +56,14 @@ func main() {
 		return nil
 	})
 	flag.StringVar(&o.Dir, "dir", "", "where peers keep their data (default: the system's temporary directory)")
-	flag.BoolVar(&suite, "suite", false, "run the four tables of issue 19 (produce at 1/4/8/16 connections against kfake, the null broker and Strand at RF 3 (strand-rf3); consume, i.e. fan-out, at 1/4/16; produce with an fsync per acknowledgement at 1/8/64 connections of one 1 KB record in flight each; Strand's produce over 8 partitions against the same requests spread over 10,000 partitions at 1/4/8) and write them with -out")
+	flag.BoolVar(&suite, "suite", false, "run the suite's tables (issue 19, issue 40): produce at 1/4/8/16 connections against kfake, the null broker and Strand at RF 3 (strand-rf3), with and without memory pre-touch (-touch-memory); consume, i.e. fan-out, at 1/4/16; produce with an fsync per acknowledgement at 1/8/64 connections of one 1 KB record in flight each; Strand's produce over 8 partitions against the same requests spread over 10,000 partitions at 1/4/8; and issue 40's targets computed from their medians) and write them with -out")
 	flag.StringVar(&out, "out", "", "with -suite: the Markdown report to write")
 	flag.StringVar(&servePeer, bench.ServeFlag, "", "internal: run this peer (kfake, null) and nothing else")
 	flag.StringVar(&serveListen, "serve-listen", "", "internal: its address")
 	flag.StringVar(&serveDir, "serve-dir", "", "internal: its data directory")
 	var serveFsync bool
 	flag.BoolVar(&serveFsync, "serve-fsync", false, "internal: sync every batch")
-	flag.IntVar(&touchGiB, "touch-memory", 0, "GiB of memory to write once and release before the runs, so that no peer pays a virtual machine's first-touch faults in its page-cache writes (see \"First touch\" in docs/BENCHMARKS.md)")
+	flag.IntVar(&touchGiB, "touch-memory", -1, fmt.Sprintf("GiB of memory to write once and release before the runs, so that no peer pays a virtual machine's first-touch faults in its page-cache writes (see \"First touch\" in docs/BENCHMARKS.md); with -suite the produce table runs before the touch and again after it, so the report shows both memory states; 0: no touch, one produce table (default: %d with -suite, 0 otherwise)", bench.SuiteTouchGiB))
 	flag.BoolVar(&o.Fsync, "fsync", false, "every acknowledgement waits for an fsync (Strand flush.messages=1, kfake SyncWrites; null broker: none)")
 	flag.Parse()
 	if servePeer != "" {
@@ -81,6 +81,12 @@ func main() {
 			os.Exit(2)
 		}
 		o.Conns = append(o.Conns, n)
+	}
+	if touchGiB < 0 {
+		touchGiB = 0
+		if suite {
+			touchGiB = bench.SuiteTouchGiB
+		}
 	}
 	var err error
 	if suite {
@@ -107,12 +113,12 @@ func touch(gib int) error {
 	return nil
 }
 
-// runSuite runs the four tables with o's runs, durations and binary and
-// writes the report to out (standard output when empty). With
-// -touch-memory the produce table runs twice: first on the machine as it
-// is (what a user's machine sees), then after the touch (what the broker
-// costs once the VM has backed its page cache), and the other tables
-// after the touch.
+// runSuite runs the suite's tables (bench.CostSuite) with o's runs,
+// durations and binary and writes the report to out (standard output when
+// empty). With -touch-memory above 0 (the suite's default) the produce
+// table runs twice: first on the machine as it is (what a user's machine
+// sees), then after the touch (what the broker costs once the VM has
+// backed its page cache), and the other tables after the touch.
 func runSuite(o bench.CostOptions, out string, touchedGiB int) error {
 	cleanup, err := prepare(&o)
 	defer cleanup()
@@ -120,29 +126,13 @@ func runSuite(o bench.CostOptions, out string, touchedGiB int) error {
 		return err
 	}
 	loadStart, start := bench.LoadAvg(), time.Now()
-	produce, consume, durable := o, o, o
-	produce.Workload, produce.Peers, produce.Conns = "produce", []string{"strand", "kfake", "null", "strand-rf3"}, []int{1, 4, 8, 16}
-	consume.Workload, consume.Peers, consume.Conns = "consume", []string{"strand", "kfake"}, []int{1, 4, 16}
-	durable.Workload, durable.Peers, durable.Conns, durable.Fsync = "produce", []string{"strand", "kfake", "jetstream"}, []int{1, 8, 64}, true
-	durable.RecordsPerBatch, durable.InFlight = 1, 1
-	tables := []bench.CostTable{
-		{Title: "Produce (§1): acks=all, page cache", Options: produce},
-		{Title: "Consume and fan-out (§1, §4): N connections each replaying the log with plain fetches", Options: consume},
-		{Title: "Durable produce (§2): an fsync before every acknowledgement, one 1 KB record per request, one in flight per connection", Options: durable},
-	}
+	tables, spread := bench.CostSuite(o, touchedGiB)
 	progress := func(r bench.CostResult) {
 		fmt.Fprintf(os.Stderr, "  %-7s %3d conns run %d: %8.1f MB/s %6.2f CPU-s/GB p99 %v, machine %.0f%% busy\n", r.Peer, r.Conns, r.Run, r.MBps, r.BrokerCPUPerG, r.P99.Round(time.Microsecond), 100*r.MachineBusy)
 	}
-	if touchedGiB > 0 {
-		untouched := bench.CostTable{Title: "Produce (§1) without memory pre-touch: acks=all, page cache, the machine as it is", Options: produce}
-		tables[0].Title += ", after the pre-touch"
-		tables = append([]bench.CostTable{untouched}, tables...)
-	}
 	for i := range tables {
-		if i == 1 && touchedGiB > 0 {
-			if err := touch(touchedGiB); err != nil {
-				return err
-			}
+		if err := touch(tables[i].TouchBefore); err != nil {
+			return err
 		}
 		fmt.Fprintf(os.Stderr, "servercost: %s\n", tables[i].Title)
 		rs, err := bench.RunServerCost(context.Background(), tables[i].Options, progress)
@@ -151,23 +141,13 @@ func runSuite(o bench.CostOptions, out string, touchedGiB int) error {
 		}
 		tables[i].Results = rs
 	}
-	// §3's spread without the client's cost: the produce table's shape
-	// against the same request bytes as batches of 10 records (what
-	// franz-go builds at 10,000 partitions with its default buffer) over
-	// 10,000 partitions, 25 to a request.
-	spread := bench.SpreadTable{Title: "Produce spread over 10,000 partitions (§3): the broker's share, without the client", Narrow: produce, Wide: produce}
-	spread.Narrow.Peers, spread.Wide.Peers = []string{"strand"}, []string{"strand"}
-	spread.Wide.Partitions, spread.Wide.RecordsPerBatch = 10000, 10
-	spread.Wide.PartitionsPerRequest = max(produce.RecordsPerBatch/10, 1)
-	for spread.Wide.Partitions%spread.Wide.PartitionsPerRequest != 0 {
-		spread.Wide.PartitionsPerRequest-- // requests cycle over whole groups of partitions
-	}
 	fmt.Fprintf(os.Stderr, "servercost: %s\n", spread.Title)
 	rs, err := bench.RunSpread(context.Background(), spread.Narrow, spread.Wide, progress)
 	if err != nil {
 		return err
 	}
 	spread.Results = rs
+	fmt.Fprint(os.Stderr, bench.TargetsMarkdown(tables))
 	report := bench.CostReport(tables, &spread, "cd bench && go run ./cmd/servercost "+strings.Join(os.Args[1:], " "), loadStart, bench.LoadAvg(), start, touchedGiB)
 	if out == "" {
 		fmt.Print(report)
