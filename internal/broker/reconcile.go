@@ -134,7 +134,9 @@ func (b *Broker) openMember(m Member) (*Broker, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	err = m.CatchUp(ctx)
 	cancel()
-	if err != nil {
+	if errors.Is(err, cluster.ErrInconsistentClusterID) {
+		return nil, fmt.Errorf("broker: %w", err)
+	} else if err != nil {
 		b.logger.Warn("broker: the metadata quorum is not reachable yet; starting with the metadata this node has, serving nothing until the controller answers", "err", err)
 	} else {
 		// Caught up with the commit index raft knows; the entries may still

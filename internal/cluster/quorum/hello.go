@@ -116,7 +116,18 @@ type identity struct {
 		sync.Mutex
 		skip   map[string]time.Time // address → until when no hello is sent
 		logged map[string]time.Time // log key → last logged
+		// foreign is the last refusal by a peer that named another
+		// cluster than this node's (RaftStore.CatchUp reports it).
+		foreign error
 	}
+}
+
+// foreignRefusal is the last refusal of this node by a peer of another
+// named cluster, nil if none.
+func (h *identity) foreignRefusal() error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.mu.foreign
 }
 
 // logEvery bounds how often one refusal is logged: a stranger's leader
@@ -192,6 +203,11 @@ func (h *identity) greet(c net.Conn, addr string, rpc bool, deadline time.Time) 
 		}
 		h.logRefusal("dial "+addr+" "+rep.Cluster, "cluster: refused: the raft port dialled belongs to another cluster",
 			"this_cluster", mine, "peer_cluster", rep.Cluster, "peer", addr, "err", err)
+		if mine != "" && rep.Cluster != "" && rep.Cluster != mine {
+			h.mu.Lock()
+			h.mu.foreign = err
+			h.mu.Unlock()
+		}
 		return err
 	}
 	return nil

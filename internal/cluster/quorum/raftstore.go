@@ -114,6 +114,8 @@ type RaftStore struct {
 	logs  *raftboltdb.BoltStore
 	ctl   *controller
 	nw    Network // raw: the session probe's (session.go)
+	// ident is this node's cluster-id hello (hello.go).
+	ident *identity
 	// peers is nw with this node's cluster-id hello (hello.go) for
 	// controller RPCs: every one this node dials goes through it (raft's
 	// streams through the same, saying so).
@@ -190,6 +192,7 @@ func OpenRaftStore(cfg RaftConfig) (*RaftStore, error) {
 	}
 	s.fsm.subscribe(s.saveClusterID)
 	id := &identity{node: cfg.NodeID, cluster: s.ClusterID, strict: s.helloRequired, member: s.inConfiguration, logger: cfg.Logger}
+	s.ident = id
 	s.peers = helloNetwork{Network: cfg.Network, id: id, rpc: true}
 	s.ctl = newController(s, cfg.Controller, cfg.Logger)
 	ln, err := cfg.Network.Listen(node, cfg.Bind)
@@ -589,6 +592,13 @@ func (s *RaftStore) CatchUp(ctx context.Context) error {
 		}
 		select {
 		case <-ctx.Done():
+			// A quorum out of reach whose nodes name another cluster is
+			// not this node's: its data directory belongs elsewhere, and
+			// waiting for a controller would wait for ever (Kafka's broker
+			// stops on INCONSISTENT_CLUSTER_ID too).
+			if err := s.ident.foreignRefusal(); err != nil {
+				return fmt.Errorf("cluster: catching up with the metadata quorum: %w", err)
+			}
 			return fmt.Errorf("cluster: catching up with the metadata quorum: %w", ctx.Err())
 		case <-time.After(20 * time.Millisecond):
 		}
