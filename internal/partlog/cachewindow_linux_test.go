@@ -62,17 +62,8 @@ func TestCacheWindowDropsOldBytes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	value := func(i int) string { return strings.Repeat(string(rune('a'+i%26)), 64<<10) }
 	var want []string
-	appendTo := func(size int64) {
-		for l.active().size.Load() < size {
-			v := value(len(want))
-			want = append(want, v)
-			if _, err := l.Append(batch(t, 1, v)); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
+	appendTo := func(size int64) { want = fillActive(t, l, size, want) }
 	appendTo(6 << 20)
 	// Written back and clean: the window's later hints drop these pages
 	// for certain (pages still being written would stay).
@@ -96,6 +87,20 @@ func TestCacheWindowDropsOldBytes(t *testing.T) {
 	if got := values(readAll(t, l2, 0)); !slicesEqual(got, want) {
 		t.Fatalf("after recovery read back %d values, want %d (or they differ)", len(got), len(want))
 	}
+}
+
+// fillActive appends 64 KiB single-record batches to l until its active
+// segment holds size bytes, and returns want with their values added.
+func fillActive(t *testing.T, l *Log, size int64, want []string) []string {
+	t.Helper()
+	for l.active().size.Load() < size {
+		v := strings.Repeat(string(rune('a'+len(want)%26)), 64<<10)
+		want = append(want, v)
+		if _, err := l.Append(batch(t, 1, v)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return want
 }
 
 func slicesEqual(a, b []string) bool {

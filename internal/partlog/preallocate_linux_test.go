@@ -54,17 +54,8 @@ func TestPreallocateReservesAheadAndReleases(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	value := func(i int) string { return strings.Repeat(string(rune('a'+i%26)), 64<<10) }
 	var want []string
-	appendTo := func(size int64) {
-		for l.active().size.Load() < size {
-			v := value(len(want))
-			want = append(want, v)
-			if _, err := l.Append(batch(t, 1, v)); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
+	appendTo := func(size int64) { want = fillActive(t, l, size, want) }
 	appendTo(3 << 20)
 	first := filepath.Join(dir, segmentName(0)+logSuffix)
 	size := l.active().size.Load()
