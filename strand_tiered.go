@@ -60,7 +60,7 @@ func (c *TieredStorageConfig) brokerConfig(ctx context.Context, logger *slog.Log
 		region = "us-east-1"
 	}
 	s3, err := tiered.NewS3(tiered.S3Config{Endpoint: c.Endpoint, Bucket: c.Bucket, Region: region,
-		AccessKey: c.AccessKey, SecretKey: c.SecretKey, CAFile: c.CAFile})
+		AccessKey: c.AccessKey, SecretKey: c.SecretKey, CAFile: c.CAFile, Logger: logger})
 	if err != nil {
 		return broker.TieredConfig{}, err
 	}

@@ -1,12 +1,14 @@
 package tiered
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/url"
 	"os"
@@ -31,6 +33,8 @@ type S3Config struct {
 	// CAFile, if set, is a PEM file of the CAs to trust for https
 	// endpoints (instead of the system's).
 	CAFile string
+	// Logger says what the store's client finds; nil means slog's default.
+	Logger *slog.Logger
 }
 
 // responseTimeout bounds the wait for a store's answer to one request.
@@ -46,6 +50,7 @@ type S3 struct {
 	endpoint             *url.URL
 	region               string
 	accessKey, secretKey string
+	logger               *slog.Logger
 }
 
 // CloseIdle closes the client's idle connections.
@@ -97,7 +102,7 @@ func NewS3(cfg S3Config) (*S3, error) {
 	}
 	return &S3{client: c, bucket: cfg.Bucket, transport: tr, http: &http.Client{Transport: tr},
 		endpoint: &url.URL{Scheme: u.Scheme, Host: u.Host}, region: cfg.Region,
-		accessKey: cfg.AccessKey, secretKey: cfg.SecretKey}, nil
+		accessKey: cfg.AccessKey, secretKey: cfg.SecretKey, logger: cmp.Or(cfg.Logger, slog.Default())}, nil
 }
 
 // Check verifies the bucket exists and the credentials reach it.

@@ -34,8 +34,9 @@ var crcBuffers = sync.Pool{New: func() any { b := make([]byte, 1<<20); return &b
 
 // fileCRC32C is the CRC-32C of f's first size bytes, in the form S3's
 // x-amz-checksum-crc32c header carries: the big-endian bytes in base64.
-func fileCRC32C(f *os.File, size int64) (string, error) {
-	sum, err := mappedCRC32C(f, size)
+// fromBatches lets a mapped segment's sum come from its batches' CRCs.
+func fileCRC32C(f *os.File, size int64, fromBatches bool) (string, error) {
+	sum, err := mappedCRC32C(f, size, fromBatches)
 	if errors.Is(err, errNoMapping) {
 		sum, err = readCRC32C(f, size)
 	}
@@ -79,13 +80,37 @@ func readCRC32C(f *os.File, size int64) (uint32, error) {
 // against what arrived, refusing the object (BadDigest) if it differs —
 // the same guard against corruption on the way, at a twentieth of the
 // cost. A store that ignores the header stores the object all the same.
+//
+// The CRC-32C of a segment comes from its batches' own CRCs, without
+// reading their records. If the store refuses that sum, the bytes are
+// hashed: a different sum means a batch on disk no longer matches its
+// CRC (said in the log; the bytes are uploaded as they are, and a
+// consumer's CRC check finds the batch), the same sum means the body
+// was damaged on the way, and the upload fails to be retried.
 func (s *S3) PutFile(ctx context.Context, key string, f *os.File, size int64) error {
-	sum, err := fileCRC32C(f, size)
+	sum, err := fileCRC32C(f, size, true)
 	if err != nil {
 		return fmt.Errorf("tiered: put %s: checksum: %w", key, err)
 	}
+	err = s.putFile(ctx, key, f, size, sum)
+	var r *refusal
+	if !errors.As(err, &r) || r.Code != "BadDigest" {
+		return err
+	}
+	bytesSum, cerr := fileCRC32C(f, size, false)
+	if cerr != nil || bytesSum == sum {
+		return err
+	}
+	s.logger.Warn("tiered: a segment's bytes differ from its batches' CRCs; uploading them as they are",
+		"file", f.Name(), "key", key)
+	return s.putFile(ctx, key, f, size, bytesSum)
+}
+
+// putFile sends f's size bytes under key with sum as their CRC-32C.
+func (s *S3) putFile(ctx context.Context, key string, f *os.File, size int64, sum string) error {
 	region := s.region
 	if region == "" {
+		var err error
 		if region, err = s.client.GetBucketLocation(ctx, s.bucket); err != nil {
 			return fmt.Errorf("tiered: put %s: bucket region: %w", key, err)
 		}
@@ -114,7 +139,7 @@ func (s *S3) PutFile(ctx context.Context, key string, f *os.File, size int64) er
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("tiered: put %s: %s", key, responseError(resp))
+		return fmt.Errorf("tiered: put %s: %w", key, refusalOf(resp))
 	}
 	_, _ = io.Copy(io.Discard, resp.Body) // so the connection is reused
 	return nil
@@ -128,16 +153,30 @@ type fileBody struct{ *os.File }
 
 func (fileBody) Close() error { return nil }
 
-// responseError describes a store's refusal: its S3 error code and
-// message when the body is S3's XML error, else the HTTP status.
-func responseError(resp *http.Response) string {
+// refusal is a store's refusal of a request: its S3 error code and
+// message when the body is S3's XML error, else only the HTTP status.
+type refusal struct {
+	Code, Message string
+	Status        int
+	status        string
+}
+
+func (r *refusal) Error() string {
+	if r.Code == "" {
+		return r.status
+	}
+	return fmt.Sprintf("%s: %s (HTTP %d)", r.Code, r.Message, r.Status)
+}
+
+func refusalOf(resp *http.Response) *refusal {
 	b, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<10))
 	var e struct {
 		Code    string `xml:"Code"`
 		Message string `xml:"Message"`
 	}
+	r := &refusal{Status: resp.StatusCode, status: resp.Status}
 	if xml.Unmarshal(b, &e) == nil && e.Code != "" {
-		return fmt.Sprintf("%s: %s (HTTP %d)", e.Code, strings.TrimSpace(e.Message), resp.StatusCode)
+		r.Code, r.Message = e.Code, strings.TrimSpace(e.Message)
 	}
-	return resp.Status
+	return r
 }

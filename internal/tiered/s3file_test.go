@@ -77,14 +77,16 @@ func TestFileCRC32C(t *testing.T) {
 	if err != nil || read != want {
 		t.Fatalf("read: %08x, %v; want %08x", read, err, want)
 	}
-	mapped, err := mappedCRC32C(f, int64(len(data)))
-	if errors.Is(err, errNoMapping) {
-		t.Skip("no mapping on this platform")
-	}
-	if err != nil || mapped != want {
-		t.Fatalf("mapped: %08x, %v; want %08x", mapped, err, want)
-	}
-	if _, err := mappedCRC32C(f, int64(len(data))+1<<20); err == nil {
-		t.Fatal("a mapping past the file's end was checksummed without an error")
+	for _, fromBatches := range []bool{false, true} { // random bytes are no batches: hashed either way
+		mapped, err := mappedCRC32C(f, int64(len(data)), fromBatches)
+		if errors.Is(err, errNoMapping) {
+			t.Skip("no mapping on this platform")
+		}
+		if err != nil || mapped != want {
+			t.Fatalf("mapped (from batches %v): %08x, %v; want %08x", fromBatches, mapped, err, want)
+		}
+		if _, err := mappedCRC32C(f, int64(len(data))+1<<20, fromBatches); err == nil {
+			t.Fatal("a mapping past the file's end was checksummed without an error")
+		}
 	}
 }
