@@ -349,3 +349,37 @@ func TestFreeAddrsExcept(t *testing.T) {
 		}
 	}
 }
+
+// What bounds a target is read off the same medians: Strand's kernel CPU
+// per GB (CPU times its kernel share) over each peer's CPU, marked
+// kernel-bound exactly when it alone reaches the target, and the
+// throughput ratio beside the p99's. A bound computed from the whole CPU
+// instead of the kernel's part, or over the wrong peer, fails it.
+func TestBoundsFromMedians(t *testing.T) {
+	res := func(peer string, cpu, sys, mbps float64) CostResult {
+		return CostResult{Peer: peer, Conns: 4, Run: 1, MBps: mbps, BrokerCPUPerG: cpu, BrokerSys: sys}
+	}
+	tb := CostTable{Kind: KindProduce, Memory: MemoryUntouched, Options: CostOptions{Peers: []string{"strand", "kfake", "null", "strand-rf3"}, Conns: []int{4}},
+		Results: []CostResult{
+			res("strand", 1.0, 0.8, 900), // kernel 0.8 CPU-s per GB
+			res("kfake", 1.2, 0.5, 700),  // kernel 0.6
+			res("null", 0.5, 0.9, 2000),
+			res("strand-rf3", 4.0, 0.75, 300), // kernel 3.0
+		}}
+	b := ProduceBound(tb, 4)
+	near := func(got, want float64) bool { return got > want-1e-9 && got < want+1e-9 }
+	if !near(b.KernelOverKfake, 0.8/1.2) || !near(b.KernelOverKfakeKernel, 0.8/0.6) || !near(b.KernelOverNull, 1.6) ||
+		!near(b.RF3KernelOverStrand, 3.0) || !near(b.ThroughputOverRF3, 3.0) {
+		t.Fatalf("bounds %+v", b)
+	}
+	md := TargetsMarkdown([]CostTable{tb})
+	if row := "| without pre-touch | 4 | 0.67× kernel-bound | 1.33× | 1.60× | 3.00× | 3.00× |"; !strings.Contains(md, row) {
+		t.Errorf("bounds table lacks %q:\n%s", row, md)
+	}
+	// Without kfake's run there is no kfake floor, and a floor past the
+	// 2× target is kernel-bound.
+	tb.Results = []CostResult{res("strand", 1.0, 0.8, 900), res("null", 0.4, 0.9, 2000)}
+	if got := ProduceBound(tb, 4).cells(); got[0] != "—" || got[2] != "2.00× kernel-bound" || got[3] != "—" {
+		t.Errorf("strand and null only: %q", got)
+	}
+}

@@ -100,6 +100,91 @@ func ProduceTargets(t CostTable, conns int) []Target {
 	return out
 }
 
+// Bound is what limits one produce target at one connection count, read
+// off the same medians as the target: how much of the ratio the kernel's
+// work alone makes, and for the p99 the throughput ratio it follows.
+type Bound struct {
+	Conns int
+	// KernelOverKfake is Strand's kernel CPU per GB over kfake's whole
+	// CPU per GB: at or above 0.6, Strand misses 0.6× kfake with no
+	// user-space work at all. KernelOverKfakeKernel compares the two
+	// brokers' kernel time per GB for the same bytes.
+	KernelOverKfake, KernelOverKfakeKernel float64
+	// KernelOverNull is Strand's kernel CPU per GB over the null
+	// broker's whole CPU per GB (the 2× target's floor in the same way).
+	KernelOverNull float64
+	// RF3KernelOverStrand is strand-rf3's kernel CPU per acknowledged GB
+	// over Strand's whole CPU per GB (the 3.5× target's floor).
+	RF3KernelOverStrand float64
+	// ThroughputOverRF3 is Strand's MB/s over strand-rf3's: with the same
+	// bytes in flight, latency is bytes in flight over throughput, so the
+	// p99 ratio follows it.
+	ThroughputOverRF3 float64
+	// Which figures had their peers run.
+	HaveKfake, HaveNull, HaveRF3 bool
+}
+
+// ProduceBound reads Bound off a produce table's medians at conns.
+func ProduceBound(t CostTable, conns int) Bound {
+	s, sok := CostMedian(t.Results, "strand", conns)
+	k, kok := CostMedian(t.Results, "kfake", conns)
+	n, nok := CostMedian(t.Results, "null", conns)
+	r, rok := CostMedian(t.Results, "strand-rf3", conns)
+	b := Bound{Conns: conns}
+	if !sok {
+		return b
+	}
+	kernel := s.BrokerCPUPerG * s.BrokerSys
+	if b.HaveKfake = kok && k.BrokerCPUPerG > 0 && k.BrokerSys > 0; b.HaveKfake {
+		b.KernelOverKfake = kernel / k.BrokerCPUPerG
+		b.KernelOverKfakeKernel = kernel / (k.BrokerCPUPerG * k.BrokerSys)
+	}
+	if b.HaveNull = nok && n.BrokerCPUPerG > 0; b.HaveNull {
+		b.KernelOverNull = kernel / n.BrokerCPUPerG
+	}
+	if b.HaveRF3 = rok && s.BrokerCPUPerG > 0 && r.MBps > 0; b.HaveRF3 {
+		b.RF3KernelOverStrand = r.BrokerCPUPerG * r.BrokerSys / s.BrokerCPUPerG
+		b.ThroughputOverRF3 = s.MBps / r.MBps
+	}
+	return b
+}
+
+// boundsHeading names the bounds table's columns after the first two.
+var boundsHeading = []string{
+	"Strand kernel / kfake CPU (floor of ≤ 0.6×)",
+	"Strand kernel / kfake kernel",
+	"Strand kernel / null CPU (floor of ≤ 2×)",
+	"strand-rf3 kernel / strand CPU (floor of ≤ 3.5×)",
+	"strand / strand-rf3 MB/s (what the p99 ratio follows)",
+}
+
+// cells renders b's figures in boundsHeading's order, a floor at or past
+// its target marked "kernel-bound".
+func (b Bound) cells() []string {
+	floor := func(have bool, v, limit float64) string {
+		switch {
+		case !have:
+			return "—"
+		case v >= limit:
+			return fmt.Sprintf("%.2f× kernel-bound", v)
+		}
+		return fmt.Sprintf("%.2f×", v)
+	}
+	plain := func(have bool, v float64) string {
+		if !have {
+			return "—"
+		}
+		return fmt.Sprintf("%.2f×", v)
+	}
+	return []string{
+		floor(b.HaveKfake, b.KernelOverKfake, 0.6),
+		plain(b.HaveKfake, b.KernelOverKfakeKernel),
+		floor(b.HaveNull, b.KernelOverNull, 2),
+		floor(b.HaveRF3, b.RF3KernelOverStrand, 3.5),
+		plain(b.HaveRF3, b.ThroughputOverRF3),
+	}
+}
+
 // DurableTargets reads "durable produce ahead of every peer" off a durable
 // table's medians at conns: for each peer, Strand's acknowledged
 // throughput over the peer's (met above 1×) and Strand's broker CPU per GB
@@ -158,6 +243,7 @@ func TargetsMarkdown(tables []CostTable) string {
 			}
 		}
 		b.WriteString("\n")
+		b.WriteString(boundsMarkdown(produce))
 	}
 	for _, t := range durable {
 		b.WriteString("Durable produce ahead of every peer (the durable table below): Strand's acknowledged throughput over the peer's (met above 1×) " +
@@ -172,6 +258,26 @@ func TargetsMarkdown(tables []CostTable) string {
 		}
 		b.WriteString("\n")
 	}
+	return b.String()
+}
+
+// boundsMarkdown renders what bounds each produce target, from the same
+// medians as the targets table.
+func boundsMarkdown(produce []CostTable) string {
+	var b strings.Builder
+	b.WriteString("What bounds them, from the same medians. A cost target's floor is the share of the ratio that Strand's " +
+		"kernel time alone makes (the broker's CPU-s per GB times its kernel share — the socket reads, the page-cache writes, " +
+		"for strand-rf3 the replicas' sends and receives too): \"kernel-bound\" when that alone reaches the target, so that no work " +
+		"taken out of Strand's own code could meet it; the rest of the ratio is Strand's user-space work. With the same bytes " +
+		"in flight, a latency is those bytes over the throughput, so the p99 ratio follows the throughput ratio.\n\n")
+	b.WriteString("| memory | conns | " + strings.Join(boundsHeading, " | ") + " |\n|" + strings.Repeat(" --- |", 2+len(boundsHeading)) + "\n")
+	for _, t := range produce {
+		for _, c := range t.Options.Conns {
+			cells := append([]string{t.Memory, fmt.Sprint(c)}, ProduceBound(t, c).cells()...)
+			b.WriteString("| " + strings.Join(cells, " | ") + " |\n")
+		}
+	}
+	b.WriteString("\n")
 	return b.String()
 }
 
