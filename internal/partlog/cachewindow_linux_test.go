@@ -4,43 +4,23 @@ package partlog
 
 import (
 	"bytes"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-	"unsafe"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/strandmq/strand/internal/vfs"
 )
 
-// residentFraction is the share of path's pages in [off, off+n) held in the
-// page cache (mincore on a read-only mapping).
+// residentFraction is vfs.Resident, failing the test on an error.
 func residentFraction(t *testing.T, path string, off, n int64) float64 {
 	t.Helper()
-	f, err := os.Open(path)
+	r, err := vfs.Resident(path, off, n)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
-	page := int64(os.Getpagesize())
-	n += off % page
-	off -= off % page // mmap wants a page-aligned offset
-	m, err := unix.Mmap(int(f.Fd()), off, int(n), unix.PROT_READ, unix.MAP_SHARED)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer unix.Munmap(m)
-	vec := make([]byte, (n+page-1)/page)
-	if _, _, e := unix.Syscall(unix.SYS_MINCORE, uintptr(unsafe.Pointer(&m[0])), uintptr(len(m)), uintptr(unsafe.Pointer(&vec[0]))); e != 0 {
-		t.Fatal(e)
-	}
-	in := 0
-	for _, v := range vec {
-		in += int(v & 1)
-	}
-	return float64(in) / float64(len(vec))
+	return r
 }
 
 // TestCacheWindowDropsOldBytes: with a 4 MiB window the active segment's

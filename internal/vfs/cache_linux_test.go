@@ -7,35 +7,18 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
-	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
 
-// resident returns the fraction of f's pages in [off, off+n) that are in the
-// page cache (mincore on a read-only mapping of the range).
+// resident is vfs.Resident, failing the test on an error.
 func resident(t *testing.T, path string, off, n int64) float64 {
 	t.Helper()
-	f, err := os.Open(path)
+	r, err := Resident(path, off, n)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
-	m, err := unix.Mmap(int(f.Fd()), off, int(n), unix.PROT_READ, unix.MAP_SHARED)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer unix.Munmap(m)
-	page := int64(os.Getpagesize())
-	vec := make([]byte, (n+page-1)/page)
-	if _, _, e := unix.Syscall(unix.SYS_MINCORE, uintptr(unsafe.Pointer(&m[0])), uintptr(len(m)), uintptr(unsafe.Pointer(&vec[0]))); e != 0 {
-		t.Fatal(e)
-	}
-	in := 0
-	for _, v := range vec {
-		in += int(v & 1)
-	}
-	return float64(in) / float64(len(vec))
+	return r
 }
 
 // skipIfNoPageCache skips where the temporary directory is not on a file

@@ -292,7 +292,10 @@ func TestAnotherClusterRefused(t *testing.T) {
 	}
 }
 
-func anotherClusterRefused(t *testing.T, formatted bool) {
+// startClusterA starts cluster-a, three nodes with a topic of its own,
+// and returns their addresses, logs, stores and membership.
+func startClusterA(t *testing.T) ([]string, map[int32]*logBuffer, map[int32]*RaftStore, []string) {
+	t.Helper()
 	aAddrs := []string{freeAddr(t), freeAddr(t), freeAddr(t)}
 	aLogs := map[int32]*logBuffer{}
 	a := startQuorum(t, aAddrs, "cluster-a", false, aLogs)
@@ -304,7 +307,11 @@ func anotherClusterRefused(t *testing.T, formatted bool) {
 	if _, err := a[1].ApplyWithin(10*time.Second, cluster.PutTopic{Topic: cluster.Topic{Name: "of-a", ID: cluster.NewTopicID(), Partitions: 1}}); err != nil {
 		t.Fatal(err)
 	}
-	aMembers := membersOf(t, a[1])
+	return aAddrs, aLogs, a, membersOf(t, a[1])
+}
+
+func anotherClusterRefused(t *testing.T, formatted bool) {
+	aAddrs, aLogs, a, aMembers := startClusterA(t)
 	// Node 3 of A stops; A keeps a majority, and its leader keeps trying
 	// node 3's address.
 	if err := a[3].Close(); err != nil {
@@ -483,18 +490,7 @@ func TestUnnamedDialerOnRaftNeedsMembership(t *testing.T) {
 // node 3 refuses B's raft connections, named or not, and stays in A with
 // A's metadata and leader; B runs on its two nodes.
 func TestNewQuorumListingAnotherClustersNode(t *testing.T) {
-	aAddrs := []string{freeAddr(t), freeAddr(t), freeAddr(t)}
-	aLogs := map[int32]*logBuffer{}
-	a := startQuorum(t, aAddrs, "cluster-a", false, aLogs)
-	t.Cleanup(func() {
-		for _, s := range a {
-			s.Close()
-		}
-	})
-	if _, err := a[1].ApplyWithin(10*time.Second, cluster.PutTopic{Topic: cluster.Topic{Name: "of-a", ID: cluster.NewTopicID(), Partitions: 1}}); err != nil {
-		t.Fatal(err)
-	}
-	aMembers := membersOf(t, a[1])
+	aAddrs, aLogs, a, aMembers := startClusterA(t)
 	bVoters := []Voter{{1, freeAddr(t)}, {2, freeAddr(t)}, {3, aAddrs[2]}}
 	var b []*RaftStore
 	t.Cleanup(func() {
