@@ -306,7 +306,17 @@ func TestTieredPerf(t *testing.T) {
 		t.Logf("round %d: produce %.1f MB/s untiered, %.1f MB/s tiered (CPU %.2f, %.2f ms/MB with its uploads); consume from 0 %.1f MB/s local, %.1f MB/s remote (CPU %.2f, %.2f ms/MB); local disk %.1f MB untiered, %.1f MB tiered; load %s",
 			r, prodOff[r], prodOn[r], cpuProdOff[r], cpuProdOn[r], consLocal[r], consRemote[r], cpuLocal[r], cpuRemote[r], diskOff[r], diskOn[r], loadAverage())
 	}
-	med := func(v []float64) float64 { s := slices.Sorted(slices.Values(v)); return s[len(s)/2] }
+	med := func(v []float64) float64 { // of an even count, the mean of the middle two
+		s := slices.Sorted(slices.Values(v))
+		return (s[(len(s)-1)/2] + s[len(s)/2]) / 2
+	}
+	// Each round's own ratio too: its two produces ran back to back, so
+	// the machine's drift between rounds cancels in it.
+	var paired []float64
+	for r := range rounds {
+		paired = append(paired, 100*prodOn[r]/prodOff[r])
+	}
+	t.Logf("produce tiered/untiered of each round: %.0f%% (median %.0f%%)", paired, med(paired))
 	t.Logf("medians of %d rounds of %d MB: produce %.1f MB/s untiered, %.1f MB/s tiered (%.0f%%; CPU %.2f, %.2f ms/MB with its uploads: untiered %.0f%% of tiered); consume from 0 %.1f MB/s local, %.1f MB/s remote (%.0f%%; CPU %.2f, %.2f ms/MB: local %.0f%% of remote); local disk %.1f MB untiered, %.1f MB tiered (%.1f MB, %.0f%% saved); load %s",
 		rounds, mb, med(prodOff), med(prodOn), 100*med(prodOn)/med(prodOff), med(cpuProdOff), med(cpuProdOn), 100*med(cpuProdOff)/med(cpuProdOn), med(consLocal), med(consRemote), 100*med(consRemote)/med(consLocal),
 		med(cpuLocal), med(cpuRemote), 100*med(cpuLocal)/med(cpuRemote),

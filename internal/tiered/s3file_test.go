@@ -14,6 +14,22 @@ import (
 	"github.com/strandmq/strand/internal/tiered/storetest"
 )
 
+// tempFile is a segment file holding b, open for reading until the test
+// ends.
+func tempFile(t *testing.T, b []byte) *os.File {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "00000000000000000000.log")
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	return f
+}
+
 // A segment uploaded from its file arrives whole, and one whose bytes
 // change on the way is refused by the store for its CRC-32C and stored
 // only when a retry arrives intact — never the corrupted copy.
@@ -25,15 +41,7 @@ func TestPutFileChecksummed(t *testing.T) {
 	}
 	want := make([]byte, 3<<20+17) // more than one checksum read, not a multiple of it
 	_, _ = rand.Read(want)
-	path := filepath.Join(t.TempDir(), "00000000000000000000.log")
-	if err := os.WriteFile(path, want, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
+	f := tempFile(t, want)
 	ctx := context.Background()
 	const key = "p/segment.log"
 
@@ -63,15 +71,7 @@ func TestPutFileChecksummed(t *testing.T) {
 func TestFileCRC32C(t *testing.T) {
 	data := make([]byte, 5<<20+3)
 	_, _ = rand.Read(data)
-	path := filepath.Join(t.TempDir(), "seg.log")
-	if err := os.WriteFile(path, data, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
+	f := tempFile(t, data)
 	want := crc32.Checksum(data, castagnoli)
 	read, err := readCRC32C(f, int64(len(data)))
 	if err != nil || read != want {

@@ -6,8 +6,6 @@ import (
 	"encoding/binary"
 	"hash/crc32"
 	"math/rand/v2"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -88,21 +86,9 @@ func TestPutFileBatchesDisagree(t *testing.T) {
 	}
 	rng := rand.New(rand.NewPCG(5, 6))
 	seg := segment(t, rng, [][2]int{{64, 1024}, {64, 1024}, {2, 50}})
-	open := func(b []byte) *os.File {
-		path := filepath.Join(t.TempDir(), "00000000000000001000.log")
-		if err := os.WriteFile(path, b, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		f, err := os.Open(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { f.Close() })
-		return f
-	}
 	ctx := context.Background()
 
-	f := open(seg)
+	f := tempFile(t, seg)
 	s.Corrupt(storetest.IsPut("intact.log"))
 	if err := st.PutFile(ctx, "p/intact.log", f, int64(len(seg))); err == nil || !strings.Contains(err.Error(), "BadDigest") {
 		t.Fatalf("intact batches damaged on the way: got %v, want the store's BadDigest", err)
@@ -114,7 +100,7 @@ func TestPutFileBatchesDisagree(t *testing.T) {
 	if _, ok := segmentCRC32C(rotted); !ok {
 		t.Fatal("the rotted segment no longer parses as batches")
 	}
-	f = open(rotted)
+	f = tempFile(t, rotted)
 	if err := st.PutFile(ctx, "p/rotted.log", f, int64(len(rotted))); err != nil {
 		t.Fatal(err)
 	}
