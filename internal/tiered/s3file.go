@@ -82,8 +82,8 @@ func readCRC32C(f *os.File, size int64) (uint32, error) {
 // cost. A store that ignores the header stores the object all the same.
 //
 // The CRC-32C of a segment comes from its batches' own CRCs, without
-// reading their records. If the store refuses that sum, the bytes are
-// hashed: a different sum means a batch on disk no longer matches its
+// reading their records. If the store refuses the request (BadDigest,
+// or another 400), the bytes are hashed: a different sum means a batch on disk no longer matches its
 // CRC (said in the log; the bytes are uploaded as they are, and a
 // consumer's CRC check finds the batch), the same sum means the body
 // was damaged on the way, and the upload fails to be retried.
@@ -93,8 +93,8 @@ func (s *S3) PutFile(ctx context.Context, key string, f *os.File, size int64) er
 		return fmt.Errorf("tiered: put %s: checksum: %w", key, err)
 	}
 	err = s.putFile(ctx, key, f, size, sum)
-	var r *refusal
-	if !errors.As(err, &r) || r.Code != "BadDigest" {
+	var r *refusal // S3 says BadDigest; any 400 is checked, as stores name it differently
+	if !errors.As(err, &r) || r.Status != http.StatusBadRequest {
 		return err
 	}
 	bytesSum, cerr := fileCRC32C(f, size, false)
