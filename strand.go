@@ -127,6 +127,10 @@ type Config struct {
 	// idle ones are closed and opened again on their next use. Zero: half
 	// the process's open-file limit; negative: no cap.
 	MaxOpenLogFiles int
+	// LogWriters bounds how many produce appends copy their batches into
+	// the data directory at once. Zero: one; negative: no bound. See
+	// "One write(2) at a time" in docs/BENCHMARKS.md.
+	LogWriters int
 	// CleanerDedupeBufferSize is log.cleaner.dedupe.buffer.size: the most
 	// memory the compaction cleaner's offset map takes; a dirty range with
 	// more keys is cleaned over several passes. Default 128 MiB.
@@ -280,6 +284,7 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 		ScrubInterval:           cfg.ScrubInterval,
 		ScrubBytesPerSecond:     cfg.ScrubBytesPerSecond,
 		MaxOpenLogFiles:         cfg.MaxOpenLogFiles,
+		LogWriters:              cfg.LogWriters,
 		Now:                     cfg.Now,
 
 		GroupInitialRebalanceDelay:     cfg.GroupInitialRebalanceDelay,

@@ -55,6 +55,11 @@ type CostOptions struct {
 	// spreads its records over many partitions packs many small batches
 	// into each request.
 	PartitionsPerRequest int
+	// LeaderAcks makes the produce requests acks=1 instead of acks=all: the
+	// leader answers after its own write. On strand-rf3 the followers
+	// still copy every byte, so the latency against acks=all's separates
+	// the wait for the followers from the CPU they take.
+	LeaderAcks bool
 	// Fsync makes every acknowledgement wait for an fsync: Strand's
 	// flush.messages=1 on the topic (its group commit), kfake's SyncWrites.
 	// The null broker stores nothing to sync.
@@ -68,8 +73,12 @@ type CostOptions struct {
 	// compares two settings in alternation (e.g.
 	// strand.page.cache.window.bytes=-1).
 	StrandBConfigs map[string]string
-	Self           string // this program, run with ServeArgs for kfake and null
-	Dir            string // parent of the peers' data directories
+	// StrandBFlags are added to strand-b's `strand serve` command line
+	// after StrandFlags, to compare two broker settings in alternation
+	// (e.g. "--log-writers -1").
+	StrandBFlags []string
+	Self         string // this program, run with ServeArgs for kfake and null
+	Dir          string // parent of the peers' data directories
 }
 
 // CostResult is one measured run.
@@ -257,6 +266,9 @@ func costRun(ctx context.Context, o CostOptions, peer string, conns int) (CostRe
 		cmd = exec.Command(o.StrandBin, "serve", "--listen", addr, "--data-dir", dir,
 			"--metrics-listen", "", "--console-listen", "", "--schema-registry-listen", "", "--log-level", "warn")
 		cmd.Args = append(cmd.Args, o.StrandFlags...)
+		if peer == "strand-b" {
+			cmd.Args = append(cmd.Args, o.StrandBFlags...)
+		}
 	} else {
 		cmd = exec.Command(o.Self, "-"+ServeFlag, peer, "-serve-listen", addr, "-serve-dir", dir, "-serve-fsync="+strconv.FormatBool(o.Fsync))
 	}
@@ -487,7 +499,7 @@ func waitLeaders(ctx context.Context, cl *kgo.Client, partitions int) error {
 
 const costTopic = "cost"
 
-// costRequests encodes acks=all Produce v9 requests, each carrying one
+// costRequests encodes acks=all (o.LeaderAcks: acks=1) Produce v9 requests, each carrying one
 // batch of o.RecordsPerBatch records of o.RecordBytes random-looking bytes
 // (non-idempotent, so the same bytes may be sent again and again) for each
 // of o.PartitionsPerRequest consecutive partitions, framed and ready to
@@ -514,6 +526,9 @@ func costRequests(o CostOptions) ([][]byte, int, error) {
 		req := kmsg.NewPtrProduceRequest()
 		req.SetVersion(9)
 		req.Acks, req.TimeoutMillis = -1, 30_000
+		if o.LeaderAcks {
+			req.Acks = 1
+		}
 		rt := kmsg.NewProduceRequestTopic()
 		rt.Topic = costTopic
 		for p := r * per; p < (r+1)*per; p++ {

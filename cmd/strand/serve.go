@@ -81,6 +81,7 @@ type serveOptions struct {
 	failedAuthDelay   time.Duration
 	scrubInterval     time.Duration
 	maxOpenLogFiles   int
+	logWriters        int
 	scrubRate         int64
 	consoleHosts      []string
 	quorum            string
@@ -213,6 +214,7 @@ func newServeCmd() *cobra.Command {
 	f.DurationVar(&o.failedAuthDelay, "failed-authentication-delay", kafka.DefaultFailedAuthDelay, "hold a connection whose SASL authentication failed this long before answering and closing it (connection.failed.authentication.delay.ms; 0: none)")
 	f.DurationVar(&o.scrubInterval, "scrub-interval", broker.DefaultScrubInterval, "how often every sealed segment's CRCs are verified in the background; a partition whose data fails goes offline (0: never)")
 	f.IntVar(&o.maxOpenLogFiles, "log-max-open-files", 0, "most file descriptors partition logs hold open (segment files and indexes); the least recently used idle ones are closed past it and reopened on use (0: half the process's open-file limit; -1: no cap)")
+	f.IntVar(&o.logWriters, "log-writers", broker.DefaultLogWriters, "most produce appends copying their batches into the data directory at once; on a machine with few cores one at a time costs less CPU per byte (-1: no bound)")
 	f.Int64Var(&o.scrubRate, "scrub-rate", broker.DefaultScrubBytesPerSecond, "most bytes per second the background scrub reads")
 	f.StringVar(&o.quorum, "controller-quorum", "", `run as one node of a cluster: every node's id and Raft address, the same on each node ("1@127.0.0.1:9193,2@127.0.0.1:9293,3@127.0.0.1:9393"; controller.quorum.voters); this node's entry is where its Raft listener binds`)
 	f.StringVar(&o.internalListen, "internal-listen", "", "with --controller-quorum: address of the internal listener, where other nodes forward admin requests to the controller (default: the --listen host, a free port)")
@@ -552,6 +554,7 @@ func (o *serveOptions) run(ctx context.Context, logOut io.Writer) error {
 		ScrubInterval:                  orNone(o.scrubInterval),
 		ScrubBytesPerSecond:            o.scrubRate,
 		MaxOpenLogFiles:                o.maxOpenLogFiles,
+		LogWriters:                     o.logWriters,
 		// strand.Config: zero is Kafka's default, negative is none.
 		GroupInitialRebalanceDelay:     cmp.Or(o.groupDelay, -1),
 		GroupConsumerSessionTimeout:    o.consumerSession,

@@ -34,6 +34,9 @@ import (
 const (
 	// MaxPartitionsPerTopic bounds CreateTopics and CreatePartitions.
 	MaxPartitionsPerTopic = 10000
+	// DefaultLogWriters is Config.LogWriters' default: one append copies
+	// into the page cache at a time (partlog.WriteGate).
+	DefaultLogWriters = 1
 )
 
 // Config configures a Broker. The zero value of every field is usable except
@@ -119,6 +122,10 @@ type Config struct {
 	// use. Zero: half the process's open-file limit (RLIMIT_NOFILE);
 	// negative: no cap, every segment file stays open.
 	MaxOpenLogFiles int
+	// LogWriters bounds how many appends copy their batches into the data
+	// directory at once (partlog.WriteGate). Zero: DefaultLogWriters;
+	// negative: no bound, every request worker writes when it appends.
+	LogWriters int
 	// Metadata keeps the cluster metadata (topics, ids, configs); default
 	// a cluster.FileStore over Dir's meta.json. The broker does not close it.
 	// A store that is also a Member (quorum.RaftStore) makes the broker a
@@ -184,6 +191,9 @@ func (c Config) withDefaults() Config {
 	if c.ScrubInterval == 0 {
 		c.ScrubInterval = DefaultScrubInterval
 	}
+	if c.LogWriters == 0 {
+		c.LogWriters = DefaultLogWriters
+	}
 	if c.MaxOpenLogFiles == 0 {
 		c.MaxOpenLogFiles = defaultMaxOpenLogFiles()
 	}
@@ -222,6 +232,9 @@ type Broker struct {
 	// descriptor cap (Config.MaxOpenLogFiles); fs itself when uncapped.
 	logFS vfs.FS
 	files *vfs.FDCache
+	// writeGate is the data directory's bound on concurrent appends
+	// (Config.LogWriters), shared by every partition log.
+	writeGate *partlog.WriteGate
 	// node is what this node's partitions share (package partition).
 	node   *partition.Node
 	logger *slog.Logger
@@ -318,6 +331,7 @@ func Open(cfg Config) (_ *Broker, err error) {
 		Throttle: func(p *partition.Partition) int64 {
 			return b.meta.Image().FollowerThrottle(p.Topic(), int32(p.ID()), cluster.NodeID(cfg.NodeID), cfg.ReassignmentThrottle)
 		}})
+	b.writeGate = partlog.NewWriteGate(cfg.LogWriters)
 	if cfg.MaxOpenLogFiles > 0 {
 		b.files = vfs.NewFDCache(cfg.MaxOpenLogFiles)
 		b.logFS = b.files.Wrap(b.fs)

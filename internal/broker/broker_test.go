@@ -358,3 +358,20 @@ func TestCorruptBatchRefused(t *testing.T) {
 		}
 	}
 }
+
+// Every partition log of a broker shares its data directory's write gate
+// (Config.LogWriters; partlog.WriteGate), and a negative LogWriters leaves
+// the logs unbounded.
+func TestLogsShareTheWriteGate(t *testing.T) {
+	b := open(t, vfs.NewMem(), "/data")
+	defer b.Close()
+	a, c := b.logConfig(TopicConfig{}, "a-0"), b.logConfig(TopicConfig{}, "c-3")
+	if a.WriteGate == nil || a.WriteGate != c.WriteGate {
+		t.Errorf("default broker: logs' gates %p and %p, want one shared gate", a.WriteGate, c.WriteGate)
+	}
+	u := open(t, vfs.NewMem(), "/data", func(c *Config) { c.LogWriters = -1 })
+	defer u.Close()
+	if g := u.logConfig(TopicConfig{}, "a-0").WriteGate; g != nil {
+		t.Errorf("LogWriters -1: gate %p, want none", g)
+	}
+}

@@ -178,7 +178,11 @@ func (l *Log) writeLocked(seg *segment, batch []byte, h *record.Header, pos, now
 		return cause
 	}
 	l.preallocateLocked(seg, pos+int64(len(batch)))
-	if _, err := seg.log.Write(batch); err != nil {
+	gate := l.mu.cfg.WriteGate
+	gate.enter()
+	_, err := seg.log.Write(batch)
+	gate.leave()
+	if err != nil {
 		return undo(fmt.Errorf("partlog: write %s: %w", seg.logName(), err))
 	}
 	seg.dirty.Store(true)

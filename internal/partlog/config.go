@@ -65,6 +65,9 @@ type Config struct {
 	// end offset (a single node is its own ISR). Either way it never
 	// passes a batch still waiting for the fsync its flush policy asks for.
 	ReplicatedHighWatermark bool
+	// WriteGate, when set, bounds the appends writing at once across the
+	// logs that share it (writegate.go). Nil: no bound.
+	WriteGate *WriteGate
 	// Now is the clock; tests inject one. Default time.Now.
 	Now func() time.Time
 	// Logger receives recovery and retention events. Default slog.Default().

@@ -37,11 +37,16 @@ func main() {
 	flag.IntVar(&o.Runs, "runs", 3, "runs of each peer and connection count, alternated")
 	flag.IntVar(&o.Partitions, "partitions", 8, "partitions of the topic")
 	flag.IntVar(&o.RecordBytes, "record-bytes", 1024, "bytes per record")
+	flag.BoolVar(&o.LeaderAcks, "leader-acks", false, "produce with acks=1 instead of acks=all (on strand-rf3 the followers still copy every byte; the latency against acks=all's is the wait for them)")
 	flag.IntVar(&o.RecordsPerBatch, "records-per-batch", 256, "records per batch (one batch per partition in a request)")
 	flag.IntVar(&o.PartitionsPerRequest, "partitions-per-request", 1, "partitions each produce request carries a batch for (consecutive ones; must divide -partitions)")
 	flag.StringVar(&o.StrandBin, "strand", "", "the strand binary (default: built from ../cmd/strand)")
 	flag.Func("strand-flags", "extra flags for strand serve, space-separated (e.g. \"--pprof-listen 127.0.0.1:6060\" to take a profile or trace during a run)", func(v string) error {
 		o.StrandFlags = strings.Fields(v)
+		return nil
+	})
+	flag.Func("strand-b-flags", "extra flags for peer strand-b's strand serve, after -strand-flags, space-separated (e.g. \"--log-writers -1\")", func(v string) error {
+		o.StrandBFlags = strings.Fields(v)
 		return nil
 	})
 	flag.Func("strand-b-configs", "topic configs of peer strand-b (the same binary as strand), comma-separated k=v, e.g. strand.page.cache.window.bytes=-1", func(v string) error {
@@ -194,8 +199,8 @@ func run(o bench.CostOptions) error {
 	if err != nil {
 		return err
 	}
-	fmt.Printf("servercost %s: %s, %d-byte records × %d per batch, %d partitions, %d partition(s) per request, %d in flight per connection, %v per run after %v warm-up, %d runs\n",
-		o.Workload, time.Now().UTC().Format("2006-01-02 15:04 UTC"), o.RecordBytes, o.RecordsPerBatch, o.Partitions, max(o.PartitionsPerRequest, 1), o.InFlight, o.Duration, o.Warmup, o.Runs)
+	fmt.Printf("servercost %s: %s, %d-byte records × %d per batch, %d partitions, %d partition(s) per request, %d in flight per connection, acks=%s, %v per run after %v warm-up, %d runs\n",
+		o.Workload, time.Now().UTC().Format("2006-01-02 15:04 UTC"), o.RecordBytes, o.RecordsPerBatch, o.Partitions, max(o.PartitionsPerRequest, 1), o.InFlight, map[bool]string{false: "all", true: "1"}[o.LeaderAcks], o.Duration, o.Warmup, o.Runs)
 	fmt.Printf("%-7s %5s %4s %9s %16s %11s %14s %8s %9s %9s\n", "peer", "conns", "run", "MB/s", "broker CPU-s/GB", "of it sys", "gen CPU-s/GB", "RSS MiB", "p50", "p99")
 	results, err := bench.RunServerCost(context.Background(), o, func(r bench.CostResult) {
 		fmt.Printf("%-7s %5d %4d %9.1f %16.2f %10.0f%% %14.2f %8.0f %9v %9v\n", r.Peer, r.Conns, r.Run, r.MBps, r.BrokerCPUPerG, 100*r.BrokerSys, r.GenCPUPerG, r.RSSMiB,
