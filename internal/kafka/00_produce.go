@@ -133,10 +133,6 @@ func (s *Server) handleProduce(ctx context.Context, kreq kmsg.Request) (kmsg.Res
 			jobs = append(jobs, produceJob{p: p, records: records, resp: sp})
 		}
 	}
-	var timeout time.Duration // bounds only a commit wait that blocks
-	if acks == broker.AcksAll && req.TimeoutMillis > 0 {
-		timeout = time.Duration(req.TimeoutMillis) * time.Millisecond
-	}
 	if req.TransactionID != nil {
 		jobs = s.checkTxnProduce(ctx, req.Version, *req.TransactionID, jobs, func(sp *kmsg.ProduceResponseTopicPartition, err error) {
 			if errs == nil {
@@ -148,7 +144,29 @@ func (s *Server) handleProduce(ctx context.Context, kreq kmsg.Request) (kmsg.Res
 			jobs[i].enlist = s.dlqEnlister(ctx, *req.TransactionID, jobs[i].records)
 		}
 	}
-	runProduceJobs(ctx, jobs, acks, timeout)
+	var deadline time.Time // bounds only a commit wait that blocks
+	if acks == broker.AcksAll && req.TimeoutMillis > 0 {
+		deadline = time.Now().Add(time.Duration(req.TimeoutMillis) * time.Millisecond)
+	}
+	if appendProduceJobs(jobs, acks) || acks == broker.AcksNone {
+		return s.finishProduce(ctx, req, resp, jobs, errs, deadline)
+	}
+	// Some batch waits for its followers or its fsync: answer once it is
+	// committed, and meanwhile let the connection append its next
+	// requests (pipelined produce; conn.go).
+	return &deferred{Response: resp, wait: func() kmsg.Response {
+		r, _ := s.finishProduce(ctx, req, resp, jobs, errs, deadline) // acks≠0: never an error
+		return r
+	}}, nil
+}
+
+// finishProduce waits for every job's commit and fills resp with each
+// partition's outcome; for acks=0 it answers nothing, and fails the
+// connection when a batch failed.
+func (s *Server) finishProduce(ctx context.Context, req *kmsg.ProduceRequest, resp *kmsg.ProduceResponse, jobs []produceJob, errs map[*kmsg.ProduceResponseTopicPartition]error, deadline time.Time) (kmsg.Response, error) {
+	for i := range jobs {
+		jobs[i].wait(ctx, deadline)
+	}
 	failed := false
 	for _, j := range jobs {
 		if j.err != nil {
@@ -175,7 +193,7 @@ func (s *Server) handleProduce(ctx context.Context, kreq kmsg.Request) (kmsg.Res
 		s.logUnknown("produce", err)
 		failed = true
 	}
-	if acks == broker.AcksNone {
+	if broker.Acks(req.Acks) == broker.AcksNone {
 		if failed {
 			return nil, errors.New("kafka: acks=0 produce failed; closing the connection so the client refreshes metadata")
 		}
@@ -199,43 +217,50 @@ type produceJob struct {
 	// enlist, for a transactional produce, adds a DLQ partition to the
 	// transaction when validation quarantines records of the batch.
 	enlist broker.Enlister
+	res    broker.AppendResult
+	commit broker.Commit
 }
 
-func (j *produceJob) run(ctx context.Context, acks broker.Acks, timeout time.Duration) {
-	var res broker.AppendResult
-	var commit broker.Commit
+// append appends the job's batch; its commit is waited for by wait.
+func (j *produceJob) append(acks broker.Acks) {
 	var err error
 	switch {
 	case j.enlist != nil:
-		res, commit, err = j.p.AppendTxnAsync(j.records, acks, j.verified, j.enlist)
+		j.res, j.commit, err = j.p.AppendTxnAsync(j.records, acks, j.verified, j.enlist)
 	case j.verified:
-		res, commit, err = j.p.AppendVerifiedAsync(j.records, acks)
+		j.res, j.commit, err = j.p.AppendVerifiedAsync(j.records, acks)
 	default:
-		res, commit, err = j.p.AppendAsync(j.records, acks)
+		j.res, j.commit, err = j.p.AppendAsync(j.records, acks)
 	}
-	if err == nil {
-		// A timer only for a wait that blocks: most commits are done by
-		// the time the append returns.
-		if timeout > 0 && !commit.Done() {
-			var cancel context.CancelFunc
-			ctx, cancel = context.WithTimeout(ctx, timeout)
-			defer cancel()
-		}
-		err = commit.Wait(ctx)
-	}
-	if err != nil {
-		j.err = err
-		return
-	}
-	j.resp.BaseOffset = int64(res.BaseOffset)
-	j.resp.LogAppendTime = res.LogAppendTime
-	j.resp.LogStartOffset = int64(res.LogStartOffset)
+	j.records = nil // the request's frame is freed once the handler returns
+	j.err = err
 }
 
-// runProduceJobs appends every job's batch, concurrently unless two jobs
-// name the same partition (then in request order, so a client's sequence
-// order holds).
-func runProduceJobs(ctx context.Context, jobs []produceJob, acks broker.Acks, timeout time.Duration) {
+// wait waits for the appended batch's commit, until deadline when it has
+// one, and fills the job's partition answer.
+func (j *produceJob) wait(ctx context.Context, deadline time.Time) {
+	if j.err != nil {
+		return
+	}
+	// A timer only for a wait that blocks: most commits are done by the
+	// time the append returns.
+	if !deadline.IsZero() && !j.commit.Done() {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithDeadline(ctx, deadline)
+		defer cancel()
+	}
+	if j.err = j.commit.Wait(ctx); j.err != nil {
+		return
+	}
+	j.resp.BaseOffset = int64(j.res.BaseOffset)
+	j.resp.LogAppendTime = j.res.LogAppendTime
+	j.resp.LogStartOffset = int64(j.res.LogStartOffset)
+}
+
+// appendProduceJobs appends every job's batch, concurrently unless two
+// jobs name the same partition (then in request order, so a client's
+// sequence order holds). It reports whether every commit is done already.
+func appendProduceJobs(jobs []produceJob, acks broker.Acks) bool {
 	distinct := len(jobs) > 1
 	if distinct {
 		seen := make(map[*broker.Partition]bool, len(jobs))
@@ -249,24 +274,31 @@ func runProduceJobs(ctx context.Context, jobs []produceJob, acks broker.Acks, ti
 	}
 	if !distinct {
 		for i := range jobs {
-			jobs[i].run(ctx, acks, timeout)
+			jobs[i].append(acks)
 		}
-		return
+	} else {
+		// A few workers take the jobs in turn rather than a goroutine
+		// each: a request spread over thousands of partitions would
+		// otherwise start thousands of goroutines, each growing a fresh
+		// stack to the depth of the append path (10% of the broker's CPU
+		// at 10,000 partitions).
+		var wg sync.WaitGroup
+		var next atomic.Int64
+		for range min(len(jobs), maxParallelAppends) {
+			wg.Go(func() {
+				for i := next.Add(1) - 1; i < int64(len(jobs)); i = next.Add(1) - 1 {
+					jobs[i].append(acks)
+				}
+			})
+		}
+		wg.Wait()
 	}
-	// A few workers take the jobs in turn rather than a goroutine each: a
-	// request spread over thousands of partitions would otherwise start
-	// thousands of goroutines, each growing a fresh stack to the depth of
-	// the append path (10% of the broker's CPU at 10,000 partitions).
-	var wg sync.WaitGroup
-	var next atomic.Int64
-	for range min(len(jobs), maxParallelAppends) {
-		wg.Go(func() {
-			for i := next.Add(1) - 1; i < int64(len(jobs)); i = next.Add(1) - 1 {
-				jobs[i].run(ctx, acks, timeout)
-			}
-		})
+	for _, j := range jobs {
+		if j.err == nil && !j.commit.Done() {
+			return false
+		}
 	}
-	wg.Wait()
+	return true
 }
 
 // maxParallelAppends bounds the goroutines one produce request uses.

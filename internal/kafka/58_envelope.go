@@ -109,17 +109,21 @@ func (s *Server) handleEnvelope(ctx context.Context, kreq kmsg.Request) (kmsg.Re
 // principal and IP when there is an authorizer, as the client listener
 // would.
 func (s *Server) handleForwarded(ctx context.Context, inner *request, client clientInfo) (kmsg.Response, error) {
-	if s.cfg.Authorizer == nil {
-		return apis[inner.key].handle(s, ctx, inner.kreq)
+	var post func(kmsg.Response)
+	if s.cfg.Authorizer != nil {
+		early, p, err := s.authorizeAs(client.principal, client.ip, inner)
+		if err != nil || early != nil {
+			return early, err
+		}
+		post = p
+		// Should this node have to forward it again (it lost the quorum's
+		// lead meanwhile), the client's principal and IP go along.
+		ctx = context.WithValue(ctx, clientKey{}, client)
 	}
-	early, post, err := s.authorizeAs(client.principal, client.ip, inner)
-	if err != nil || early != nil {
-		return early, err
-	}
-	// Should this node have to forward it again (it lost the quorum's
-	// lead meanwhile), the client's principal and IP go along.
-	ctx = context.WithValue(ctx, clientKey{}, client)
 	out, err := apis[inner.key].handle(s, ctx, inner.kreq)
+	if d, ok := out.(*deferred); ok { // answered whole: an envelope carries one response
+		out = d.wait()
+	}
 	if err == nil && out != nil && post != nil {
 		post(out)
 	}

@@ -30,7 +30,8 @@ const outQueue = 4
 // conn is one client connection, served by three goroutines in a pipeline:
 // the reader (read and decode frames), the handler (run each request and
 // encode its response, one at a time and in order) and the writer (write
-// responses in order). Requests of one connection never run concurrently.
+// responses in order). Requests of one connection never run concurrently;
+// only a produce's wait for its commit overlaps the next (deferred.go).
 type conn struct {
 	s      *Server
 	nc     net.Conn
@@ -226,7 +227,7 @@ func (c *conn) serve(in inbound) bool {
 		c.halted.Store(true)
 		return false
 	}
-	if b.bufs == nil {
+	if b.bufs == nil && b.later == nil {
 		return true // acks=0: no response
 	}
 	// A failed authentication's answer is the connection's last.
@@ -259,7 +260,7 @@ const directWrite = 64 << 10
 // goroutine serves requests at a time, and unwritten counts what the writer
 // still has, so a direct write never races the writer.
 func (c *conn) send(b outbound) bool {
-	if c.unwritten.Load() == 0 && b.len() <= directWrite {
+	if c.unwritten.Load() == 0 && b.later == nil && b.len() <= directWrite {
 		return c.write(b) == nil
 	}
 	c.unwritten.Add(1)
@@ -316,7 +317,12 @@ const coalesceBytes = 64 << 10
 // send), turning a panic in either into an error that closes this
 // connection only.
 func (c *conn) handle(req *request, frameLen int) (out outbound, err error) {
-	defer func(start time.Time) { c.s.observe(req.key, start, err) }(time.Now()) // after the recover below
+	start := time.Now()
+	defer func() { // after the recover below; a deferred answer is observed once complete
+		if out.later == nil {
+			c.s.observe(req.key, start, err)
+		}
+	}()
 	defer func() {
 		if r := recover(); r != nil {
 			c.s.logger.Error("kafka: handler panicked", "api", kmsg.NameForKey(req.key), "version", req.version,
@@ -356,6 +362,12 @@ func (c *conn) handle(req *request, frameLen int) (out outbound, err error) {
 		if err != nil || resp == nil {
 			return outbound{}, err
 		}
+		if d, ok := resp.(*deferred); ok {
+			if c.s.quotas != nil {
+				c.mute = c.throttle(req, frameLen, d.Response, cpu)
+			}
+			return c.deferredOutbound(req, d, post, start), nil
+		}
 		if post != nil {
 			post(resp)
 		}
@@ -378,6 +390,9 @@ func (c *conn) writeLoop() {
 		c.s.mu.Unlock()
 	}()
 	for b := range c.out {
+		if b.later != nil {
+			b = b.later() // its turn: wait for it to complete
+		}
 		err := c.write(b)
 		c.unwritten.Add(-1)
 		if err != nil {

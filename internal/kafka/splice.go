@@ -90,6 +90,9 @@ type outbound struct {
 	bufs    net.Buffers
 	spans   []spanAt
 	recycle recycler
+	// later, when set, gives the outbound to write in its place once a
+	// deferred answer is complete (deferred.go).
+	later later
 }
 
 // recycler is a response whose memory goes back to a pool once written.

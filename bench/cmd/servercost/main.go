@@ -13,6 +13,8 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"net/http"
+	_ "net/http/pprof" // -pprof-listen
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -70,8 +72,16 @@ func main() {
 	flag.BoolVar(&serveFsync, "serve-fsync", false, "internal: sync every batch")
 	flag.IntVar(&touchGiB, "touch-memory", -1, fmt.Sprintf("GiB of memory to write once and release before the runs, so that no peer pays a virtual machine's first-touch faults in its page-cache writes (see \"First touch\" in docs/BENCHMARKS.md); with -suite the produce table runs before the touch and again after it, so the report shows both memory states; 0: no touch, one produce table (default: %d with -suite, 0 otherwise)", bench.SuiteTouchGiB))
 	flag.BoolVar(&o.Fsync, "fsync", false, "every acknowledgement waits for an fsync (Strand flush.messages=1, kfake SyncWrites; null broker: none)")
+	var pprofListen string
+	flag.StringVar(&pprofListen, "pprof-listen", "", "serve net/http/pprof on this address from the peer process servercost starts for strand-rf3 (its three nodes), to profile or trace it during a run")
 	flag.Parse()
+	if pprofListen != "" {
+		os.Setenv(pprofEnv, pprofListen) // for the peer process, which inherits it
+	}
 	if servePeer != "" {
+		if addr := os.Getenv(pprofEnv); addr != "" {
+			go func() { fmt.Fprintln(os.Stderr, "servercost: pprof:", http.ListenAndServe(addr, nil)) }()
+		}
 		if err := bench.ServePeer(servePeer, serveListen, serveDir, serveFsync); err != nil {
 			fmt.Fprintln(os.Stderr, "servercost:", err)
 			os.Exit(1)
@@ -104,6 +114,9 @@ func main() {
 		os.Exit(1)
 	}
 }
+
+// pprofEnv passes -pprof-listen to the peer process.
+const pprofEnv = "SERVERCOST_PPROF_LISTEN"
 
 // touch writes and releases gib GiB of memory (-touch-memory), if any.
 func touch(gib int) error {
