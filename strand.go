@@ -127,8 +127,8 @@ type Config struct {
 	// idle ones are closed and opened again on their next use. Zero: half
 	// the process's open-file limit; negative: no cap.
 	MaxOpenLogFiles int
-	// LogWriters bounds how many produce appends copy their batches into
-	// the data directory at once. Zero: one; negative: no bound. See
+	// LogWriters bounds how many appends (produce and replication) copy
+	// their batches into the data directory at once. Zero: one; negative: no bound. See
 	// "One write(2) at a time" in docs/BENCHMARKS.md.
 	LogWriters int
 	// CleanerDedupeBufferSize is log.cleaner.dedupe.buffer.size: the most

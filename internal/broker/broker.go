@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -34,9 +35,6 @@ import (
 const (
 	// MaxPartitionsPerTopic bounds CreateTopics and CreatePartitions.
 	MaxPartitionsPerTopic = 10000
-	// DefaultLogWriters is Config.LogWriters' default: one append copies
-	// into the page cache at a time (partlog.WriteGate).
-	DefaultLogWriters = 1
 )
 
 // Config configures a Broker. The zero value of every field is usable except
@@ -123,8 +121,7 @@ type Config struct {
 	// negative: no cap, every segment file stays open.
 	MaxOpenLogFiles int
 	// LogWriters bounds how many appends copy their batches into the data
-	// directory at once (partlog.WriteGate). Zero: DefaultLogWriters;
-	// negative: no bound, every request worker writes when it appends.
+	// directory at once (partlog.WriteGate). Zero: one; negative: no bound.
 	LogWriters int
 	// Metadata keeps the cluster metadata (topics, ids, configs); default
 	// a cluster.FileStore over Dir's meta.json. The broker does not close it.
@@ -191,9 +188,6 @@ func (c Config) withDefaults() Config {
 	if c.ScrubInterval == 0 {
 		c.ScrubInterval = DefaultScrubInterval
 	}
-	if c.LogWriters == 0 {
-		c.LogWriters = DefaultLogWriters
-	}
 	if c.MaxOpenLogFiles == 0 {
 		c.MaxOpenLogFiles = defaultMaxOpenLogFiles()
 	}
@@ -232,9 +226,6 @@ type Broker struct {
 	// descriptor cap (Config.MaxOpenLogFiles); fs itself when uncapped.
 	logFS vfs.FS
 	files *vfs.FDCache
-	// writeGate is the data directory's bound on concurrent appends
-	// (Config.LogWriters), shared by every partition log.
-	writeGate *partlog.WriteGate
 	// node is what this node's partitions share (package partition).
 	node   *partition.Node
 	logger *slog.Logger
@@ -317,7 +308,8 @@ func Open(cfg Config) (_ *Broker, err error) {
 	b.node = &partition.Node{ID: cfg.NodeID, FS: b.fs, Logger: b.logger, Now: cfg.Now,
 		SnapshotDir: filepath.Join(cfg.Dir, producerStateDir), ReplicaLagTime: cfg.ReplicaLagTime,
 		ProducerIDExpiration: cfg.ProducerIDExpiration, Started: b.started,
-		RollSnapSlots: make(chan struct{}, partition.RollSnapWriters), Tier: cfg.Tiered.Tier}
+		RollSnapSlots: make(chan struct{}, partition.RollSnapWriters), Tier: cfg.Tiered.Tier,
+		WriteGate: partlog.NewWriteGate(cmp.Or(cfg.LogWriters, 1))}
 	b.node.Host = nodeHost{b}
 	b.coords = coordlog.Shards[*Partition, *group.Coordinator]{What: "group coordinator", Logger: b.logger,
 		Load: func(_ int32, p *Partition) (*group.Coordinator, error) { return b.newCoordinator(p) },
@@ -331,7 +323,6 @@ func Open(cfg Config) (_ *Broker, err error) {
 		Throttle: func(p *partition.Partition) int64 {
 			return b.meta.Image().FollowerThrottle(p.Topic(), int32(p.ID()), cluster.NodeID(cfg.NodeID), cfg.ReassignmentThrottle)
 		}})
-	b.writeGate = partlog.NewWriteGate(cfg.LogWriters)
 	if cfg.MaxOpenLogFiles > 0 {
 		b.files = vfs.NewFDCache(cfg.MaxOpenLogFiles)
 		b.logFS = b.files.Wrap(b.fs)

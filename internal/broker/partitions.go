@@ -60,7 +60,7 @@ func (b *Broker) openPartitionTaken(topic string, tid TopicID, id PartitionID, t
 func (b *Broker) logConfig(tc TopicConfig, name string) partlog.Config {
 	c := tc.LogConfig(b.cfg.Now, b.logger.With("partition", name))
 	c.ReplicatedHighWatermark = b.clustered()
-	c.WriteGate = b.writeGate
+	c.WriteGate = b.node.WriteGate
 	return c
 }
 

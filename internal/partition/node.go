@@ -47,6 +47,9 @@ type Node struct {
 	Host          Host
 	// Tier is the node's object-storage tier (KIP-405); nil: none.
 	Tier *tiered.Tier
+	// WriteGate bounds the appends of this node's partition logs copying
+	// into the data directory at once (partlog.Config.WriteGate).
+	WriteGate *partlog.WriteGate
 
 	// Parked counts acks=all produces waiting for the high watermark;
 	// ISRShrinks and ISRExpands the ISR changes this node's leaders
