@@ -307,7 +307,7 @@ func Open(cfg Config) (_ *Broker, err error) {
 	b.logFS = b.fs
 	b.node = &partition.Node{ID: cfg.NodeID, FS: b.fs, Logger: b.logger, Now: cfg.Now,
 		SnapshotDir: filepath.Join(cfg.Dir, producerStateDir), ReplicaLagTime: cfg.ReplicaLagTime,
-		ProducerIDExpiration: cfg.ProducerIDExpiration, Started: b.started,
+		ProducerIDExpiration: cfg.ProducerIDExpiration, Started: b.started, RemoteDeletes: filepath.Join(cfg.Dir, partition.RemoteDeletesDir),
 		RollSnapSlots: make(chan struct{}, partition.RollSnapWriters), Tier: cfg.Tiered.Tier,
 		WriteGate: partlog.NewWriteGate(cmp.Or(cfg.LogWriters, 1))}
 	b.node.Host = nodeHost{b}
@@ -545,21 +545,6 @@ func (b *Broker) removeOrphanSnapshots() {
 		}
 		_ = b.fs.Remove(filepath.Join(dir, name))
 	}
-}
-
-func parsePartitionDir(name string) (string, PartitionID, bool) {
-	i := strings.LastIndexByte(name, '-')
-	if i <= 0 {
-		return "", 0, false
-	}
-	n, err := strconv.ParseInt(name[i+1:], 10, 32)
-	if err != nil || n < 0 || strconv.FormatInt(n, 10) != name[i+1:] {
-		return "", 0, false
-	}
-	if topicconfig.ValidateTopicName(name[:i]) != nil {
-		return "", 0, false
-	}
-	return name[:i], PartitionID(n), true
 }
 
 // every runs fn every interval until Close: the retention and cleaner

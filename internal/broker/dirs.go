@@ -10,6 +10,7 @@ import (
 
 	"github.com/strandmq/strand/internal/cluster"
 	"github.com/strandmq/strand/internal/datadir"
+	"github.com/strandmq/strand/internal/partition"
 )
 
 // A partition directory is removed for one reason only: its topic id has a
@@ -41,7 +42,11 @@ func (b *Broker) checkPartitionDirs(img *cluster.Image) ([]cluster.Record, error
 		switch path := filepath.Join(b.cfg.Dir, o.name); {
 		case !o.id.IsZero() && img.IsDeleted(o.id):
 			b.logger.Info("broker: removing partition directory of a deleted topic", "dir", path, "topic_id", o.id)
-			if err := b.fs.RemoveAll(path); err != nil {
+			err := partition.ForgetRemote(b.node, o.topic, o.id, o.part) // remote objects, if any: the tier pass deletes them
+			if err == nil {
+				err = b.fs.RemoveAll(path)
+			}
+			if err != nil {
 				b.logger.Warn("broker: cannot remove partition directory of a deleted topic", "dir", path, "err", err)
 				remaining[o.id] = true
 			}
@@ -89,7 +94,7 @@ func (b *Broker) orphanDirs(img *cluster.Image) ([]orphanDir, error) {
 	}
 	var out []orphanDir
 	for _, name := range names {
-		topic, part, ok := parsePartitionDir(name)
+		topic, part, ok := partition.ParseDirName(name)
 		if !ok || int32(part) < listed[topic] {
 			continue
 		}

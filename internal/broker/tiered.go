@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/strandmq/strand/internal/partition"
 	"github.com/strandmq/strand/internal/tiered"
 	"github.com/strandmq/strand/internal/topicconfig"
 )
@@ -73,6 +74,7 @@ func (b *Broker) tierPass(orphans bool) {
 		case <-ctx.Done():
 		}
 	}()
+	partition.DeleteForgotten(ctx, b.node) // deleted topics' objects a deletion left
 	for _, t := range b.Topics() {
 		for _, p := range t.local() {
 			if p.Failed() != nil || p.Closed() {

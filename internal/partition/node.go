@@ -33,6 +33,9 @@ type Node struct {
 	Now    func() time.Time
 	// SnapshotDir holds the producer-state snapshots of every partition.
 	SnapshotDir string
+	// RemoteDeletes is the journal of remote deletions (RemoteDeletesDir);
+	// empty: none is journaled.
+	RemoteDeletes string
 	// Clustered is set on a cluster member: a partition then waits for
 	// its registration to lead, and its high watermark follows its ISR.
 	Clustered            bool

@@ -288,9 +288,18 @@ func (p *Partition) dropRemote() {
 	if tp == nil {
 		return
 	}
+	// Journaled first: a deletion the store refuses, or a crash cuts
+	// short, is finished by a later tier pass (remote_deletes.go).
+	if err := ForgetRemote(p.node, p.topic, p.topicID, p.id); err != nil {
+		p.node.Logger.Warn("broker: remote data is deleted now but not retried if that fails", "topic", p.topic, "partition", p.id, "err", err)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	if err := tp.DeleteAll(ctx); err != nil {
-		p.node.Logger.Warn("broker: delete remote data (orphans remain)", "topic", p.topic, "partition", p.id, "err", err)
+		p.node.Logger.Warn("broker: delete remote data (the next tier pass retries)", "topic", p.topic, "partition", p.id, "err", err)
+		return
+	}
+	if p.node.RemoteDeletes != "" {
+		_ = dropEntry(p.node, journalEntry(p.node, p.topicID, p.id)) // a failure only repeats the deletion later
 	}
 }
