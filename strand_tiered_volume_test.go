@@ -257,11 +257,15 @@ func TestTieredPerf(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer b.Close()
+	// 8 MiB segments by default, so a round of a few hundred MB uploads
+	// many while it produces; Kafka's default is 1 GiB, Redpanda's 128 MiB.
+	segment := envInt("STRAND_TIERED_SEGMENT_MB", 8) << 20
+	t.Logf("segment.bytes %d MiB", segment>>20)
 	var prodOn, prodOff, consRemote, consLocal, diskOn, diskOff, cpuLocal, cpuRemote, cpuProdOn, cpuProdOff []float64
 	for r := range rounds {
 		on, off := fmt.Sprint("on-", r), fmt.Sprint("off-", r)
-		createTopic(t, b.Addr(), on, map[string]string{"remote.storage.enable": "true", "local.retention.bytes": "1", "segment.bytes": fmt.Sprint(8 << 20)})
-		createTopic(t, b.Addr(), off, map[string]string{"segment.bytes": fmt.Sprint(8 << 20)})
+		createTopic(t, b.Addr(), on, map[string]string{"remote.storage.enable": "true", "local.retention.bytes": "1", "segment.bytes": fmt.Sprint(segment)})
+		createTopic(t, b.Addr(), off, map[string]string{"segment.bytes": fmt.Sprint(segment)})
 		rate := func(d time.Duration) float64 { return float64(mb) / d.Seconds() }
 		// The CPU of each produce, the tiered one's with its uploads to
 		// the end (the pass after it: what the last second's had not yet
