@@ -34,18 +34,7 @@ func TestTieredCopyDisable(t *testing.T) {
 	adm := kadm.NewClient(cl)
 	ctx := context.Background()
 	const topic, n = "readonly", 300
-	resp, err := adm.CreateTopic(ctx, 1, 1, map[string]*string{
-		"remote.storage.enable":   kadm.StringPtr("true"),
-		"remote.log.copy.disable": kadm.StringPtr("true"),
-		"local.retention.bytes":   kadm.StringPtr("1"),
-		"segment.bytes":           kadm.StringPtr("8192"),
-	}, topic)
-	if err == nil {
-		err = resp.Err
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
+	createTieredTopic(t, cl, topic, 1, "remote.log.copy.disable", "true")
 	for i := range n {
 		if err := cl.ProduceSync(ctx, &kgo.Record{Topic: topic, Value: []byte(tieredValue(i))}).FirstErr(); err != nil {
 			t.Fatal(err)

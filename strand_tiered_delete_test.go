@@ -25,19 +25,9 @@ import (
 func tieredTopicWithObjects(t *testing.T, b *strand.Broker, cl *kgo.Client, st *storetest.Server, topic string, n int) int {
 	t.Helper()
 	ctx := context.Background()
-	resp, err := kadm.NewClient(cl).CreateTopic(ctx, 2, 1, map[string]*string{
-		"remote.storage.enable": kadm.StringPtr("true"),
-		"local.retention.bytes": kadm.StringPtr("1"),
-		"segment.bytes":         kadm.StringPtr("8192"),
-	}, topic)
-	if err == nil {
-		err = resp.Err
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
+	createTieredTopic(t, cl, topic, 2)
 	for i := range n {
-		if err := cl.ProduceSync(ctx, &kgo.Record{Topic: topic, Partition: int32(i % 2), Value: []byte(tieredValue(i))}).FirstErr(); err != nil {
+		if err := cl.ProduceSync(ctx, &kgo.Record{Topic: topic, Value: []byte(tieredValue(i))}).FirstErr(); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -47,6 +37,14 @@ func tieredTopicWithObjects(t *testing.T, b *strand.Broker, cl *kgo.Client, st *
 		t.Fatalf("no object of %s in the store after an upload pass", topic)
 	}
 	return objs
+}
+
+// storeAndDir starts a store and returns it, a tier on it that uploads
+// only when a test asks (TierPass) and a data directory.
+func storeAndDir(t *testing.T) (*storetest.Server, *strand.TieredStorageConfig, string) {
+	st := storetest.Start(t)
+	return st, &strand.TieredStorageConfig{Endpoint: st.URL, Bucket: st.Bucket, AccessKey: st.AccessKey, SecretKey: st.SecretKey,
+		Prefix: "test/", UploadInterval: time.Hour}, filepath.Join(t.TempDir(), "data")
 }
 
 // topicObjects counts the store's objects under topic's prefixes.
@@ -84,10 +82,7 @@ func journaled(t *testing.T, dir string) []string {
 // store takes deletions again, a tier pass deletes every object of the
 // topic and empties the journal (issue 36: no orphan for ever).
 func TestTieredTopicDeletionRetried(t *testing.T) {
-	st := storetest.Start(t)
-	store := &strand.TieredStorageConfig{Endpoint: st.URL, Bucket: st.Bucket, AccessKey: st.AccessKey, SecretKey: st.SecretKey,
-		Prefix: "test/", UploadInterval: time.Hour}
-	dir := filepath.Join(t.TempDir(), "data")
+	st, store, dir := storeAndDir(t)
 	b, cl := startTiered(t, dir, store)
 	const topic = "gone"
 	before := tieredTopicWithObjects(t, b, cl, st, topic, 400)
@@ -131,10 +126,7 @@ func TestTieredTopicDeletionRetried(t *testing.T) {
 // directories at the next start, and journals their remote objects,
 // which the next tier pass deletes.
 func TestTieredTopicDeletionAfterCrash(t *testing.T) {
-	st := storetest.Start(t)
-	store := &strand.TieredStorageConfig{Endpoint: st.URL, Bucket: st.Bucket, AccessKey: st.AccessKey, SecretKey: st.SecretKey,
-		Prefix: "test/", UploadInterval: time.Hour}
-	dir := filepath.Join(t.TempDir(), "data")
+	st, store, dir := storeAndDir(t)
 	b, cl := startTiered(t, dir, store)
 	const topic = "crashed"
 	tieredTopicWithObjects(t, b, cl, st, topic, 400)

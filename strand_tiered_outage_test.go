@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/strandmq/strand"
@@ -70,17 +69,7 @@ func TestTieredStoreOutage(t *testing.T) {
 	defer cl.Close()
 	ctx := context.Background()
 	const topic = "outage"
-	resp, err := kadm.NewClient(cl).CreateTopic(ctx, 1, 1, map[string]*string{
-		"remote.storage.enable": kadm.StringPtr("true"),
-		"local.retention.bytes": kadm.StringPtr("1"),
-		"segment.bytes":         kadm.StringPtr("8192"),
-	}, topic)
-	if err == nil {
-		err = resp.Err
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
+	createTieredTopic(t, cl, topic, 1)
 	produce := func(from, n int) {
 		t.Helper()
 		for i := from; i < from+n; i++ {

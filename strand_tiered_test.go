@@ -45,6 +45,28 @@ func startTiered(t *testing.T, dir string, store *strand.TieredStorageConfig) (*
 	return b, cl
 }
 
+// createTieredTopic creates topic with remote storage, 8 KiB segments and
+// one byte of local retention, so every sealed segment goes remote, and
+// the configs given as name, value pairs.
+func createTieredTopic(t *testing.T, cl *kgo.Client, topic string, partitions int32, configs ...string) {
+	t.Helper()
+	cfg := map[string]*string{
+		"remote.storage.enable": kadm.StringPtr("true"),
+		"local.retention.bytes": kadm.StringPtr("1"),
+		"segment.bytes":         kadm.StringPtr("8192"),
+	}
+	for i := 0; i+1 < len(configs); i += 2 {
+		cfg[configs[i]] = kadm.StringPtr(configs[i+1])
+	}
+	resp, err := kadm.NewClient(cl).CreateTopic(context.Background(), partitions, 1, cfg, topic)
+	if err == nil {
+		err = resp.Err
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
 // listOffset asks ListOffsets (v9, KIP-1005) for one timestamp sentinel.
 func listOffset(t *testing.T, cl *kgo.Client, topic string, ts int64) int64 {
 	t.Helper()
@@ -112,17 +134,7 @@ func TestTieredConsumeFromZeroAfterLocalDeletion(t *testing.T) {
 	adm := kadm.NewClient(cl)
 	ctx := context.Background()
 	const topic, n = "tiered", 600
-	resp, err := adm.CreateTopic(ctx, 1, 1, map[string]*string{
-		"remote.storage.enable": kadm.StringPtr("true"),
-		"local.retention.bytes": kadm.StringPtr("1"),
-		"segment.bytes":         kadm.StringPtr("8192"),
-	}, topic)
-	if err == nil {
-		err = resp.Err
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
+	createTieredTopic(t, cl, topic, 1)
 	base := time.Now().Add(-time.Hour).Truncate(time.Second)
 	for i := range n {
 		r := &kgo.Record{Topic: topic, Value: []byte(tieredValue(i)), Timestamp: base.Add(time.Duration(i) * time.Second)}
@@ -292,17 +304,7 @@ func TestTieredRestartMidUpload(t *testing.T) {
 	b, cl := startTiered(t, dir, store)
 	ctx := context.Background()
 	const topic, n = "midupload", 300
-	resp, err := kadm.NewClient(cl).CreateTopic(ctx, 1, 1, map[string]*string{
-		"remote.storage.enable": kadm.StringPtr("true"),
-		"local.retention.bytes": kadm.StringPtr("1"),
-		"segment.bytes":         kadm.StringPtr("8192"),
-	}, topic)
-	if err == nil {
-		err = resp.Err
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
+	createTieredTopic(t, cl, topic, 1)
 	for i := range n {
 		if err := cl.ProduceSync(ctx, &kgo.Record{Topic: topic, Value: []byte(tieredValue(i))}).FirstErr(); err != nil {
 			t.Fatal(err)
@@ -446,17 +448,7 @@ func TestTieredReadCommittedSkipsAbortedRemoteRecords(t *testing.T) {
 	}()
 	ctx := context.Background()
 	const topic = "tiered-txn"
-	resp, err := kadm.NewClient(cl).CreateTopic(ctx, 1, 1, map[string]*string{
-		"remote.storage.enable": kadm.StringPtr("true"),
-		"local.retention.bytes": kadm.StringPtr("1"),
-		"segment.bytes":         kadm.StringPtr("8192"),
-	}, topic)
-	if err == nil {
-		err = resp.Err
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
+	createTieredTopic(t, cl, topic, 1)
 	txn, err := kgo.NewClient(kgo.SeedBrokers(b.Addr()), kgo.TransactionalID("tiered-txn"), kgo.DefaultProduceTopic(topic))
 	if err != nil {
 		t.Fatal(err)

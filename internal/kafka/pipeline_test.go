@@ -3,9 +3,6 @@ package kafka
 import (
 	"errors"
 	"net"
-	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -26,17 +23,7 @@ func TestPipelinedProduce(t *testing.T) {
 	ts := startServer(t, broker.Config{FS: fs, Dir: "/data"}, Config{})
 	createTopic(t, ts.b, "piped", 1, map[string]string{broker.ConfigFlushMessages: "1"})
 	c := dial(t, ts.addr)
-	release := make(chan struct{})
-	var once sync.Once
-	free := func() { once.Do(func() { close(release) }) }
-	t.Cleanup(free) // before the server's Close, which would wait on the held fsync
-	var held atomic.Bool
-	fs.InjectError(func(op vfs.Op, path string) error {
-		if op == vfs.OpSync && strings.HasSuffix(path, ".log") && held.CompareAndSwap(false, true) {
-			<-release
-		}
-		return nil
-	})
+	free := holdFirstLogSync(t, fs)
 	first := produceReq("piped", 0, batch(t, 1, -1, -1, -1))
 	second := produceReq("piped", 0, batch(t, 2, -1, -1, -1))
 	first.TimeoutMillis, second.TimeoutMillis = 60_000, 60_000

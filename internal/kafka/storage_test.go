@@ -208,17 +208,7 @@ func TestProduceTimeoutHonoured(t *testing.T) {
 	ts := startServer(t, broker.Config{FS: fs, Dir: "/data"}, Config{})
 	createTopic(t, ts.b, "synced", 1, map[string]string{broker.ConfigFlushMessages: "1"})
 	c := dial(t, ts.addr)
-	release := make(chan struct{})
-	var once sync.Once
-	free := func() { once.Do(func() { close(release) }) }
-	t.Cleanup(free) // before the server's Close, which would wait on the held fsync
-	var held atomic.Bool
-	fs.InjectError(func(op vfs.Op, path string) error {
-		if op == vfs.OpSync && strings.HasSuffix(path, ".log") && held.CompareAndSwap(false, true) {
-			<-release
-		}
-		return nil
-	})
+	free := holdFirstLogSync(t, fs)
 	req := produceReq("synced", 0, batch(t, 1, -1, -1, -1))
 	req.TimeoutMillis = 300
 	if pp := producePartition(t, c.do(req, 9)); pp.ErrorCode != kerr.RequestTimedOut.Code {
@@ -231,6 +221,24 @@ func TestProduceTimeoutHonoured(t *testing.T) {
 	}
 	free()
 	waitFor(t, "the timed-out batch to become visible", func() bool { return p.HighWatermark() == 1 })
+}
+
+// holdFirstLogSync makes the first fsync of a segment file on fs wait
+// until the returned func is called (also at the test's end, before the
+// server's Close, which would wait on the held fsync).
+func holdFirstLogSync(t *testing.T, fs *vfs.MemFS) (free func()) {
+	release := make(chan struct{})
+	var once sync.Once
+	free = func() { once.Do(func() { close(release) }) }
+	t.Cleanup(free)
+	var held atomic.Bool
+	fs.InjectError(func(op vfs.Op, path string) error {
+		if op == vfs.OpSync && strings.HasSuffix(path, ".log") && held.CompareAndSwap(false, true) {
+			<-release
+		}
+		return nil
+	})
+	return free
 }
 
 // twoSealedPartitions fills both partitions of topic "t" (2 KiB segments,
