@@ -33,15 +33,18 @@
 // writer writes responses in the order requests arrived. So a producer's
 // next request is read while its last is appended, and a response is
 // written while the next request is handled. Requests of one connection are
-// still handled one at a time, in order: that is Kafka's own contract (it
-// mutes a connection while a request is in flight) and what keeps a
-// producer's pipelined batches to one partition in sequence order. A small
+// still handled one at a time, in order, which keeps a producer's
+// pipelined batches to one partition in sequence order. Only a produce's
+// wait for its commit (its followers, or an fsync) is left to the writer,
+// which waits for it in its turn (deferred.go), so the handler appends the
+// connection's next request meanwhile; Kafka mutes a connection until the
+// answer is sent, which costs a producer one commit wait per request. A small
 // request that finds the handler idle is handled by the reader itself, so a
 // lone request pays no extra goroutine hop. A connection holds at most
 // inQueue+2 request frames.
 // Within one produce request, batches for distinct partitions are appended
 // concurrently (at most maxParallelAppends at a time; sequentially if a
-// partition is named twice), and the handler returns only when all are done.
+// partition is named twice); the answer is complete once all are committed.
 // Handlers are safe for concurrent use across connections; all shared state
 // lives in the broker.
 //

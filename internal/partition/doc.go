@@ -15,6 +15,8 @@
 // (who may serve a consumer's read; the rack-aware preferred replica),
 // tiered.go (the remote tier), tiered_replica.go (a follower that starts
 // from the remote tier, the producer snapshots uploaded with segments),
+// remote_deletes.go (the journal of deleted partitions' remote objects),
+// dirname.go (partition directory names),
 // traffic.go (counters) and node.go (what the node provides: Node, Host,
 // Config).
 //
