@@ -16,6 +16,7 @@
 //	  log-start-offset                start offset, when inside the first segment
 //	  leader-epoch-checkpoint         leader epoch → first offset (KIP-101)
 //	  .clean-shutdown                 present only between Close and Open
+//	  <segment file>.deleted          retention's, removed outside the lock
 //
 // A .log file is batches back to back; each is stored exactly as the producer
 // sent it except for its base offset (and leader epoch), which lie outside the

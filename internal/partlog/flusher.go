@@ -47,6 +47,10 @@ func (l *Log) runFlusher() {
 			l.cfgLogger().Error("partlog: background fsync failed; log refuses appends until reopened",
 				"dir", l.dir, "err", err)
 		}
+		if err := l.removeDeleted(); err != nil {
+			l.cfgLogger().Warn("partlog: removing deleted segments failed; the next open removes what is left",
+				"dir", l.dir, "err", err)
+		}
 	}
 }
 

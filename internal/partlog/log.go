@@ -61,6 +61,15 @@ type Log struct {
 		tierGate   func() record.Offset // set: tiered retention (tier.go)
 	}
 
+	// deleted holds segments out of the list whose files are renamed
+	// .deleted and not yet removed (deleteOldestLocked). Its own lock, not
+	// mu: the flusher removes them, and Close holds mu while it waits for
+	// the flusher to stop.
+	deleted struct {
+		sync.Mutex
+		list []*segment
+	}
+
 	// segs guards the segment list. Writers hold it exclusively only to add or
 	// remove segments; readers hold it shared for the length of a read, so a
 	// segment is never closed under a reader.
@@ -177,6 +186,9 @@ func OpenTaken(fs vfs.FS, dir string, cfg Config, m *CleanMarker) (*Log, error) 
 		err = l.storeStartOffsetLocked()
 	}
 	l.mu.Unlock()
+	if err == nil {
+		err = l.removeDeleted() // what count retention just deleted
+	}
 	if err != nil {
 		l.closeSegments()
 		return nil, err
@@ -242,8 +254,8 @@ func (l *Log) openSegments(clean bool) error {
 	}
 	var bases []record.Offset
 	for _, n := range names {
-		if strings.HasSuffix(n, ".tmp") {
-			l.fs.Remove(filepath.Join(l.dir, n)) // an interrupted checkpoint write
+		if strings.HasSuffix(n, ".tmp") || strings.HasSuffix(n, deletedSuffix) {
+			l.fs.Remove(filepath.Join(l.dir, n)) // an interrupted checkpoint write; a deletion the crash cut short
 			continue
 		}
 		if b, ok := parseSegmentName(n); ok {
@@ -340,7 +352,7 @@ func (l *Log) dropStraySegment(s *segment, end record.Offset) error {
 // dropSegmentFiles deletes the files of segments that were never opened.
 func (l *Log) dropSegmentFiles(bases []record.Offset, why string) error {
 	for _, b := range bases {
-		for _, suf := range []string{logSuffix, indexSuffix, timeIndexSuffix} {
+		for _, suf := range segmentSuffixes {
 			p := filepath.Join(l.dir, segmentName(b)+suf)
 			if err := l.fs.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
 				return fmt.Errorf("partlog: %s: %w", why, err)
@@ -612,6 +624,7 @@ func (l *Log) Close() error {
 	l.segs.Lock()
 	err = errors.Join(err, l.closeSegments())
 	l.segs.Unlock()
+	err = errors.Join(err, l.removeDeleted())
 	l.wake()
 	l.ends.wake(true)
 	return err

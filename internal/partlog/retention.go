@@ -12,6 +12,11 @@ import (
 // is rolled first, so the log is emptied but its end offset stays: offsets
 // keep climbing. It returns how many segments it deleted.
 func (l *Log) ApplyRetention() (int, error) {
+	n, err := l.applyRetention()
+	return n, errors.Join(err, l.removeDeleted())
+}
+
+func (l *Log) applyRetention() (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.closed.Load() {
@@ -77,6 +82,11 @@ func (l *Log) applyCountRetentionLocked() {
 		if err := l.advanceStartLocked(record.Offset(target)); err != nil {
 			l.mu.cfg.Logger.Warn("partlog: count retention", "dir", l.dir, "err", err)
 		}
+		l.deleted.Lock()
+		if len(l.deleted.list) > 0 {
+			l.kickFlusher() // it removes them, without the lock
+		}
+		l.deleted.Unlock()
 	}
 }
 
@@ -85,6 +95,14 @@ func (l *Log) applyCountRetentionLocked() {
 // returning. o may not pass the high watermark. It returns the start offset,
 // which it never moves backwards.
 func (l *Log) DeleteRecordsBefore(o record.Offset) (record.Offset, error) {
+	start, err := l.deleteRecordsBefore(o)
+	if err != nil {
+		return start, err
+	}
+	return start, l.removeDeleted()
+}
+
+func (l *Log) deleteRecordsBefore(o record.Offset) (record.Offset, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.closed.Load() {
@@ -129,8 +147,15 @@ func (l *Log) advanceStartLocked(o record.Offset) error {
 	return nil
 }
 
-// deleteOldestLocked removes the n oldest segments, which must not include the
-// active one, and advances the start offset to the new first segment.
+// deleteOldestLocked takes the n oldest segments, which must not include
+// the active one, out of the log and advances the start offset to the new
+// first segment. Their files are renamed with the .deleted suffix (Kafka
+// does the same) and removed by removeDeleted once l.mu is released:
+// closing and unlinking a segment frees its page cache, milliseconds a
+// segment, and a retention pass deleting dozens of them under the lock
+// held every append (a produce) still meanwhile. The rename is what lets
+// the removal come later: a log restarted at a gone segment's base
+// (TruncateTo below the start) creates files of the same names.
 func (l *Log) deleteOldestLocked(n int) error {
 	l.segs.Lock()
 	gone := l.segs.list[:n]
@@ -147,10 +172,29 @@ func (l *Log) deleteOldestLocked(n int) error {
 	}
 	var errs []error
 	for _, s := range gone {
-		errs = append(errs, s.remove(l.fs))
+		if err := s.renameDeleted(l.fs); err != nil {
+			errs = append(errs, s.remove(l.fs)) // removed here and now instead
+			continue
+		}
+		l.deleted.Lock()
+		l.deleted.list = append(l.deleted.list, s)
+		l.deleted.Unlock()
 	}
-	errs = append(errs, l.fs.SyncDir(l.dir))
 	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("partlog: delete segments: %w", err)
+	}
+	return nil
+}
+
+// removeDeleted closes and removes the segments deleteOldestLocked took out
+// of the log. It needs no l.mu: no reader can reach them (they left the
+// segment list under its exclusive lock).
+func (l *Log) removeDeleted() error {
+	l.deleted.Lock()
+	gone := l.deleted.list
+	l.deleted.list = nil
+	l.deleted.Unlock()
+	if err := l.removeSegments(gone); err != nil {
 		return fmt.Errorf("partlog: delete segments: %w", err)
 	}
 	return nil

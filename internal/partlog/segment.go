@@ -18,7 +18,11 @@ const (
 	logSuffix       = ".log"
 	indexSuffix     = ".index"
 	timeIndexSuffix = ".timeindex"
+	deletedSuffix   = ".deleted" // a segment's file retention took out of the log, not yet removed
 )
+
+// segmentSuffixes are the suffixes of a segment's files.
+var segmentSuffixes = []string{logSuffix, indexSuffix, timeIndexSuffix}
 
 // segmentName is the zero-padded base offset every file of a segment is named by.
 func segmentName(base record.Offset) string { return fmt.Sprintf("%020d", base) }
@@ -124,17 +128,31 @@ func (s *segment) close() error {
 	return errors.Join(errs...)
 }
 
-// remove closes the segment and deletes its files. Removal is made durable by
-// the caller's SyncDir.
+// remove closes the segment and deletes its files, under their names or
+// renamed .deleted. Removal is made durable by the caller's SyncDir.
 func (s *segment) remove(fs vfs.FS) error {
 	s.close()
 	var errs []error
-	for _, suf := range []string{logSuffix, indexSuffix, timeIndexSuffix} {
-		if err := fs.Remove(s.path(suf)); err != nil && !errors.Is(err, os.ErrNotExist) {
-			errs = append(errs, err)
+	for _, suf := range segmentSuffixes {
+		for _, p := range []string{s.path(suf), s.path(suf) + deletedSuffix} {
+			if err := fs.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
+				errs = append(errs, err)
+			}
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// renameDeleted renames the segment's files with the .deleted suffix: no
+// longer the log's, whatever happens before they are removed. Open removes
+// any it finds.
+func (s *segment) renameDeleted(fs vfs.FS) error {
+	for _, suf := range segmentSuffixes {
+		if err := fs.Rename(s.path(suf), s.path(suf)+deletedSuffix); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
+	}
+	return nil
 }
 
 // flushIndexes writes buffered index entries. Only the writer calls it (the
