@@ -127,3 +127,50 @@ func TestOpenRemovesDeletedSegmentFiles(t *testing.T) {
 		t.Fatalf("reopened with offsets %d..%d, want %d..12", l.LogStartOffset(), l.LogEndOffset(), start)
 	}
 }
+
+// The leader-epoch checkpoint a retention pass changes is written after the
+// pass lets go of the log. If that write fails (or a crash comes first), the
+// file keeps an entry starting below the log start; the next open counts
+// nothing below the start: an epoch older than every known one ends where
+// the log starts, not at the stale entry's start.
+func TestEpochCheckpointWrittenAfterRetention(t *testing.T) {
+	fs := vfs.NewMem()
+	dir := "/data/p0"
+	cfg := Config{SegmentBytes: 300, RetentionBytes: 700, RetentionTime: -1}
+	l := mustOpen(t, fs, dir, cfg)
+	if err := l.AssignEpoch(3); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 12 {
+		mustAppend(t, l, batch(t, 1, fmt.Sprintf("%02d%s", i, pad(100))))
+	}
+	fs.InjectError(func(op vfs.Op, path string) error {
+		if op == vfs.OpCreate && strings.Contains(path, epochFile) {
+			return errors.New("injected: checkpoint write refused")
+		}
+		return nil
+	})
+	if n, err := l.ApplyRetention(); n == 0 || err == nil {
+		t.Fatalf("retention with the epoch checkpoint refused: %d segments, err %v; want segments and an error", n, err)
+	}
+	start := l.LogStartOffset()
+	if e, o := l.EndOffsetForEpoch(2); e != 2 || o != start {
+		t.Fatalf("epoch 2 before the reopen: (%d, %d), want (2, %d)", e, o, start)
+	}
+	abandon(l) // a crash: nothing more is written
+	fs.InjectError(nil)
+	if b, err := vfs.ReadFile(fs, dir+"/"+epochFile); err != nil || !strings.Contains(string(b), "3 0\n") {
+		t.Fatalf("checkpoint %q, %v: want epoch 3 still starting at 0 (the write was refused)", b, err)
+	}
+	l = mustOpen(t, fs, dir, cfg)
+	defer l.Close()
+	if l.LogStartOffset() != start {
+		t.Fatalf("start %d after reopen, want %d", l.LogStartOffset(), start)
+	}
+	if e, o := l.EndOffsetForEpoch(2); e != 2 || o != start {
+		t.Fatalf("epoch 2 after the reopen: (%d, %d), want (2, %d)", e, o, start)
+	}
+	if b, err := vfs.ReadFile(fs, dir+"/"+epochFile); err != nil || !strings.Contains(string(b), fmt.Sprintf("3 %d\n", start)) {
+		t.Fatalf("checkpoint %q, %v after reopen: want epoch 3 from %d", b, err, start)
+	}
+}

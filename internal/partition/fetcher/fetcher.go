@@ -173,9 +173,18 @@ func New(cfg Config) *Fetchers {
 }
 
 // Follow makes p fetch from leader at epoch, starting with truncation.
+// After Close it does nothing: a node's reconciler may still apply a
+// registration while the node stops, and a fetcher started then would
+// outlive Close (its WaitGroup Add racing Close's Wait; the race detector
+// caught it in TestClusterTxnETL).
 func (fs *Fetchers) Follow(p *Partition, leader NodeID, epoch record.Epoch) {
 	fs.mu.Lock()
 	defer fs.mu.Unlock()
+	select {
+	case <-fs.stop:
+		return
+	default:
+	}
 	fs.unfollowLocked(p)
 	f := fs.byLeader[leader]
 	if f == nil {
