@@ -8,7 +8,6 @@ import (
 	"os"
 	"sort"
 	"strconv"
-	"sync"
 
 	"github.com/strandmq/strand/internal/record"
 	"github.com/strandmq/strand/internal/vfs"
@@ -29,10 +28,6 @@ type epochCache struct {
 	dir     string
 	path    string
 	entries []epochEntry
-	gen     uint64 // snapshots taken (under the log's lock)
-
-	wmu     sync.Mutex // serializes checkpoint writes, some made without the log's lock
-	written uint64     // generation of the checkpoint on disk; guarded by wmu
 }
 
 type epochEntry struct {
@@ -70,42 +65,13 @@ func (c *epochCache) load() error {
 	return nil
 }
 
-// store writes the checkpoint of the entries as they are now; called
-// with the log's lock held.
-func (c *epochCache) store() error { return c.write(c.snapshot()) }
-
-// epochSnapshot is a checkpoint's bytes and the generation they are of.
-type epochSnapshot struct {
-	data []byte
-	gen  uint64
-}
-
-// snapshot encodes the entries as they are now; called with the log's lock
-// held, so generations follow the entries' changes in order.
-func (c *epochCache) snapshot() epochSnapshot {
+func (c *epochCache) store() error {
 	var b bytes.Buffer
 	fmt.Fprintf(&b, "0\n%d\n", len(c.entries))
 	for _, e := range c.entries {
 		fmt.Fprintf(&b, "%d %d\n", e.epoch, e.start)
 	}
-	c.gen++
-	return epochSnapshot{b.Bytes(), c.gen}
-}
-
-// write stores s as the checkpoint unless a later snapshot is already
-// stored: a write made after the log's lock was released
-// (Log.storeDeferredEpochs) must not put back an older state.
-func (c *epochCache) write(s epochSnapshot) error {
-	c.wmu.Lock()
-	defer c.wmu.Unlock()
-	if s.gen <= c.written {
-		return nil
-	}
-	if err := vfs.WriteFileSync(c.fs, c.dir, c.path, s.data); err != nil {
-		return err
-	}
-	c.written = s.gen
-	return nil
+	return vfs.WriteFileSync(c.fs, c.dir, c.path, b.Bytes())
 }
 
 func (c *epochCache) latest() (epochEntry, bool) {

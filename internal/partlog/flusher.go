@@ -47,14 +47,6 @@ func (l *Log) runFlusher() {
 			l.cfgLogger().Error("partlog: background fsync failed; log refuses appends until reopened",
 				"dir", l.dir, "err", err)
 		}
-		// Not l.mu.Lock: Close holds it while it waits for this goroutine
-		// to stop; what is not done here, Close or the next pass does.
-		if l.mu.TryLock() {
-			if err := l.storeDeferredEpochs(); err != nil {
-				l.cfgLogger().Warn("partlog: storing the leader epochs failed; the next pass tries again",
-					"dir", l.dir, "err", err)
-			}
-		}
 		if err := l.removeDeleted(); err != nil {
 			l.cfgLogger().Warn("partlog: removing deleted segments failed; the next open removes what is left",
 				"dir", l.dir, "err", err)

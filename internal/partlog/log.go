@@ -61,11 +61,6 @@ type Log struct {
 		tierGate   func() record.Offset // set: tiered retention (tier.go)
 	}
 
-	// epochsDeferred: a start-offset move changed the epoch cache and its
-	// checkpoint is not yet written (storeDeferredEpochs). Set with mu
-	// held; cleared with mu held or after a failed write, without it.
-	epochsDeferred atomic.Bool
-
 	// deleted holds segments out of the list whose files are renamed
 	// .deleted and not yet removed (deleteOldestLocked). Its own lock, not
 	// mu: the flusher removes them, and Close holds mu while it waits for
@@ -181,12 +176,6 @@ func OpenTaken(fs vfs.FS, dir string, cfg Config, m *CleanMarker) (*Log, error) 
 		l.closeSegments()
 		return nil, err
 	}
-	// The checkpoint a start-offset move changed is written after the move
-	// (storeDeferredEpochs); a crash between them leaves an entry starting
-	// below the start, which counts for nothing.
-	if l.epochs.truncateFromStart(record.Offset(l.start.Load())) {
-		l.epochsDeferred.Store(true)
-	}
 	l.openHighWatermark()
 	l.group.cond.L = &l.group.mu
 	l.mu.Lock()
@@ -198,7 +187,7 @@ func OpenTaken(fs vfs.FS, dir string, cfg Config, m *CleanMarker) (*Log, error) 
 	}
 	l.mu.Unlock()
 	if err == nil {
-		err = l.afterDeletion() // what count retention just did
+		err = l.removeDeleted() // what count retention just deleted
 	}
 	if err != nil {
 		l.closeSegments()
@@ -635,9 +624,6 @@ func (l *Log) Close() error {
 	l.segs.Lock()
 	err = errors.Join(err, l.closeSegments())
 	l.segs.Unlock()
-	if l.epochsDeferred.Swap(false) { // afterDeletion's work, with l.mu held here
-		err = errors.Join(err, l.epochs.store())
-	}
 	err = errors.Join(err, l.removeDeleted())
 	l.wake()
 	l.ends.wake(true)

@@ -13,7 +13,7 @@ import (
 // keep climbing. It returns how many segments it deleted.
 func (l *Log) ApplyRetention() (int, error) {
 	n, err := l.applyRetention()
-	return n, errors.Join(err, l.afterDeletion())
+	return n, errors.Join(err, l.removeDeleted())
 }
 
 func (l *Log) applyRetention() (int, error) {
@@ -83,8 +83,8 @@ func (l *Log) applyCountRetentionLocked() {
 			l.mu.cfg.Logger.Warn("partlog: count retention", "dir", l.dir, "err", err)
 		}
 		l.deleted.Lock()
-		if len(l.deleted.list) > 0 || l.epochsDeferred.Load() {
-			l.kickFlusher() // it removes them and stores the epochs, without the lock
+		if len(l.deleted.list) > 0 {
+			l.kickFlusher() // it removes them, without the lock
 		}
 		l.deleted.Unlock()
 	}
@@ -99,7 +99,7 @@ func (l *Log) DeleteRecordsBefore(o record.Offset) (record.Offset, error) {
 	if err != nil {
 		return start, err
 	}
-	return start, l.afterDeletion()
+	return start, l.removeDeleted()
 }
 
 func (l *Log) deleteRecordsBefore(o record.Offset) (record.Offset, error) {
@@ -134,7 +134,9 @@ func (l *Log) advanceStartLocked(o record.Offset) error {
 		n++
 	}
 	if l.epochs.truncateFromStart(o) {
-		l.epochsDeferred.Store(true)
+		if err := l.epochs.store(); err != nil {
+			return err
+		}
 	}
 	if n > 0 {
 		if err := l.deleteOldestLocked(n); err != nil {
@@ -163,7 +165,9 @@ func (l *Log) deleteOldestLocked(n int) error {
 	if int64(first) > l.start.Load() {
 		l.start.Store(int64(first))
 		if l.epochs.truncateFromStart(first) {
-			l.epochsDeferred.Store(true)
+			if err := l.epochs.store(); err != nil {
+				return err
+			}
 		}
 	}
 	var errs []error
@@ -176,38 +180,12 @@ func (l *Log) deleteOldestLocked(n int) error {
 		l.deleted.list = append(l.deleted.list, s)
 		l.deleted.Unlock()
 	}
+	// The renames are made durable before the start offset is taken as
+	// moved, as the removals were: a crash must not bring a deleted
+	// segment back (the model test, TestModel, caught it).
+	errs = append(errs, l.fs.SyncDir(l.dir))
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("partlog: delete segments: %w", err)
-	}
-	return nil
-}
-
-// afterDeletion finishes what moving the start offset left to do, holding
-// l.mu only to copy the epochs: the leader-epoch checkpoint, and the
-// deleted segments' files.
-func (l *Log) afterDeletion() error {
-	l.mu.Lock()
-	return errors.Join(l.storeDeferredEpochs(), l.removeDeleted())
-}
-
-// storeDeferredEpochs writes the leader-epoch checkpoint that moving the
-// start offset changed (truncateFromStart), after l.mu is released: its
-// fsync took up to 20 ms of every retention pass's hold on the lock
-// (Kafka defers the same write, KAFKA-15046). Until it lands, the file on
-// disk has an older first entry, below the start offset; Open truncates
-// that away, so a crash before it loses nothing.
-//
-// It is called with l.mu held and releases it.
-func (l *Log) storeDeferredEpochs() error {
-	if !l.epochsDeferred.Swap(false) {
-		l.mu.Unlock()
-		return nil
-	}
-	snap := l.epochs.snapshot()
-	l.mu.Unlock()
-	if err := l.epochs.write(snap); err != nil {
-		l.epochsDeferred.Store(true) // the next pass tries again
-		return fmt.Errorf("partlog: store leader epochs: %w", err)
 	}
 	return nil
 }
