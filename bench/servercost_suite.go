@@ -41,7 +41,7 @@ func CostSuite(o CostOptions, touchGiB int) ([]CostTable, SpreadTable) {
 	produce, consume, durable := o, o, o
 	produce.Workload, produce.Peers, produce.Conns = "produce", []string{"strand", "kfake", "null", "strand-rf3"}, []int{1, 4, 8, 16}
 	consume.Workload, consume.Peers, consume.Conns = "consume", []string{"strand", "kfake"}, []int{1, 4, 16}
-	durable.Workload, durable.Peers, durable.Conns, durable.Fsync = "produce", []string{"strand", "kfake", "jetstream"}, []int{1, 8, 64}, true
+	durable.Workload, durable.Peers, durable.Conns, durable.Fsync = "produce", []string{"strand", "kfake", "jetstream"}, []int{1, 4, 8, 16, 64}, true
 	durable.RecordsPerBatch, durable.InFlight = 1, 1
 	tables := []CostTable{
 		{Title: "Produce (§1): acks=all, page cache", Kind: KindProduce, Memory: MemoryUntouched, Options: produce},

@@ -63,7 +63,7 @@ func main() {
 		return nil
 	})
 	flag.StringVar(&o.Dir, "dir", "", "where peers keep their data (default: the system's temporary directory)")
-	flag.BoolVar(&suite, "suite", false, "run the suite's tables (issue 19, issue 40): produce at 1/4/8/16 connections against kfake, the null broker and Strand at RF 3 (strand-rf3), with and without memory pre-touch (-touch-memory); consume, i.e. fan-out, at 1/4/16; produce with an fsync per acknowledgement at 1/8/64 connections of one 1 KB record in flight each; Strand's produce over 8 partitions against the same requests spread over 10,000 partitions at 1/4/8; and issue 40's targets computed from their medians) and write them with -out")
+	flag.BoolVar(&suite, "suite", false, "run the suite's tables (issue 19, issue 40): produce at 1/4/8/16 connections against kfake, the null broker and Strand at RF 3 (strand-rf3), with and without memory pre-touch (-touch-memory); consume, i.e. fan-out, at 1/4/16; produce with an fsync per acknowledgement at 1/4/8/16/64 connections of one 1 KB record in flight each; Strand's produce over 8 partitions against the same requests spread over 10,000 partitions at 1/4/8; and issue 40's targets computed from their medians) and write them with -out")
 	flag.StringVar(&out, "out", "", "with -suite: the Markdown report to write")
 	flag.StringVar(&servePeer, bench.ServeFlag, "", "internal: run this peer (kfake, null) and nothing else")
 	flag.StringVar(&serveListen, "serve-listen", "", "internal: its address")
