@@ -16,40 +16,28 @@ import (
 	"github.com/strandmq/strand/internal/acl"
 )
 
-// inQueue is how many parsed requests may wait for the handler while the
-// reader reads the next: a producer's next request arrives while its last
-// is appended (Kafka clients keep up to five in flight). A connection holds
-// at most inQueue+2 request frames.
-const inQueue = 1
-
 // outQueue is how many encoded responses may wait for the write goroutine.
 // It bounds a connection's memory at about outQueue fetch responses (each at
 // most the client's MaxBytes, plus one batch); Kafka itself holds one.
 const outQueue = 4
 
-// conn is one client connection, served by three goroutines in a pipeline:
-// the reader (read and decode frames), the handler (run each request and
-// encode its response, one at a time and in order) and the writer (write
-// responses in order). Requests of one connection never run concurrently;
-// only a produce's wait for its commit overlaps the next (deferred.go).
+// conn is one client connection, served by two goroutines: the reader
+// (read a frame, decode it, run its request and encode the response, one
+// request at a time and in order) and the writer (write responses in
+// order). Requests of one connection never run concurrently; only a
+// produce's wait for its commit, and the writing of a large response,
+// overlap the next request (deferred.go, send).
 type conn struct {
 	s      *Server
 	nc     net.Conn
 	ctx    context.Context // cancelled when the connection or the server closes
 	cancel context.CancelFunc
-	in     chan inbound
 	out    chan outbound
-	// halted is set when a handler fails: the reader stops (quietly) while
-	// the writer still flushes the responses queued before the failure.
-	halted atomic.Bool
-	// queued counts requests the reader handed to the handler that it has
-	// not finished; while it is zero the handler is idle.
-	queued atomic.Int32
 	// unwritten counts responses queued for the writer and not yet
 	// written; while it is zero the writer is idle.
 	unwritten atomic.Int32
-	// auth is the connection's SASL state (sasl.go); only the serving
-	// goroutine touches it, and requests are served one at a time.
+	// auth is the connection's SASL state (sasl.go); only the reader
+	// touches it, and requests are served one at a time.
 	auth authState
 	// ip is the remote address's IP, counted for max.connections.per.ip
 	// and the host ACLs are matched against.
@@ -61,7 +49,7 @@ type conn struct {
 	// a SCRAM user, so not closed when SCRAM users change.
 	tokenAuth atomic.Bool
 	// mute is how long to stop reading after the response being sent
-	// (a client over its quota); only the serving goroutine touches it.
+	// (a client over its quota); only the reader touches it.
 	mute time.Duration
 	// tlsPrincipal is the mapped subject of a verified client
 	// certificate, once principal has looked.
@@ -99,7 +87,7 @@ func (s *Server) startConn(nc net.Conn) {
 		}
 		return
 	}
-	c := &conn{s: s, nc: nc, ip: ip, in: make(chan inbound, inQueue), out: make(chan outbound, outQueue), nodeID: -1}
+	c := &conn{s: s, nc: nc, ip: ip, out: make(chan outbound, outQueue), nodeID: -1}
 	c.ctx, c.cancel = context.WithCancel(s.ctx)
 	if zeroCopyTo(nc) {
 		c.ctx = context.WithValue(c.ctx, zeroCopyKey{}, true)
@@ -109,20 +97,24 @@ func (s *Server) startConn(nc net.Conn) {
 	// closed under it and then waits, so a WaitGroup.Add after that
 	// would race its Wait.
 	s.goTracked(c.readLoop)
-	s.goTracked(c.handleLoop)
 	s.goTracked(c.writeLoop)
 	s.mu.Unlock()
 }
 
-// readLoop reads and decodes requests until the peer closes, a frame is
-// malformed, or the connection closes. Closing in lets the handler finish
-// what was read, then close out, then the writer flush and close the socket.
+// readLoop reads, decodes and serves requests until the peer closes, a
+// frame is malformed, a handler fails, or the connection closes. Closing out
+// lets the writer flush what was answered and close the socket.
 //
-// A small request that finds nothing queued before it is handled right here:
-// the hop to the handler goroutine would only add latency to a lone
-// request, and there is no transfer for it to overlap with.
+// Each request is served right here, before the next frame is read, as
+// Kafka serves a connection's requests one at a time. A goroutine between
+// reading and handling (this package had one) would let the next frame's
+// read overlap the last one's append, but on this machine it cost more in
+// wake-ups than it gained: produce took 5-20% more CPU per byte with it and
+// was no faster (docs/BENCHMARKS.md, "One goroutine per request"). What
+// overlaps is what waits: a produce's commit and a large response's
+// write, both on the writer.
 func (c *conn) readLoop() {
-	defer close(c.in)
+	defer close(c.out)
 	if c.s.cfg.Internal {
 		if err := c.admitPeer(); err != nil {
 			if c.ctx.Err() == nil && !errors.Is(err, errRefusalLogged) { // not the server closing, nor logged
@@ -153,9 +145,7 @@ func (c *conn) readLoop() {
 		frame, err := readFrameMin(br, minFrameSize, c.maxFrame(), &c.s.frames, reserve)
 		if err != nil {
 			c.s.budget.release(held) // the frame never came whole
-			if !c.halted.Load() {
-				c.logEnd(err, clientID)
-			}
+			c.logEnd(err, clientID)
 			return
 		}
 		req, err := parseRequest(frame)
@@ -167,48 +157,11 @@ func (c *conn) readLoop() {
 			c.logEnd(err, clientID)
 			return
 		}
-		in := inbound{req, frame}
-		if req.key == apiKeySaslHandshake && c.queued.Load() != 0 {
-			// Served here so that a v0 handshake's switch to bare tokens
-			// applies to the very next frame; clients never pipeline it.
-			c.putFrame(frame)
-			c.logEnd(fmt.Errorf("%w: SaslHandshake pipelined behind other requests", ErrMalformed), clientID)
+		// Served before the next frame is read, so a v0 SaslHandshake's
+		// switch to bare tokens applies to the very next frame.
+		if !c.serve(inbound{req, frame}) {
 			return
 		}
-		if len(frame) <= inlineFrame && c.queued.Load() == 0 {
-			if !c.serve(in) {
-				return
-			}
-			continue
-		}
-		c.queued.Add(1)
-		select {
-		case c.in <- in:
-		case <-c.ctx.Done():
-			c.putFrame(frame)
-			return
-		}
-	}
-}
-
-// inlineFrame is the largest request the reader handles itself (see
-// readLoop).
-const inlineFrame = 64 << 10
-
-// handleLoop runs the requests the reader queued, in order.
-func (c *conn) handleLoop() {
-	defer close(c.out)
-	failed := false
-	for in := range c.in {
-		if failed || c.halted.Load() || c.ctx.Err() != nil {
-			c.putFrame(in.frame)
-			continue // drain, so the reader is never stuck on a send
-		}
-		if !c.serve(in) {
-			failed = true
-			c.nc.SetReadDeadline(time.Now()) // unblocks the reader
-		}
-		c.queued.Add(-1)
 	}
 }
 
@@ -224,7 +177,6 @@ func (c *conn) serve(in inbound) bool {
 			clientID = *in.req.clientID
 		}
 		c.logEnd(err, clientID)
-		c.halted.Store(true)
 		return false
 	}
 	if b.bufs == nil && b.later == nil {
@@ -256,9 +208,9 @@ const directWrite = 64 << 10
 // send writes b in its turn. A small response with nothing ahead of it is
 // written right here: waking the writer would only add a goroutine hop to
 // the request's latency. Larger ones go to the writer, so that writing a
-// big fetch response overlaps handling the next request. Only one
-// goroutine serves requests at a time, and unwritten counts what the writer
-// still has, so a direct write never races the writer.
+// big fetch response overlaps reading and handling the next request. Only
+// the reader serves requests, and unwritten counts what the writer still
+// has, so a direct write never races the writer.
 func (c *conn) send(b outbound) bool {
 	if c.unwritten.Load() == 0 && b.later == nil && b.len() <= directWrite {
 		return c.write(b) == nil
@@ -396,7 +348,7 @@ func (c *conn) writeLoop() {
 		err := c.write(b)
 		c.unwritten.Add(-1)
 		if err != nil {
-			for b := range c.out { // let the handler finish
+			for b := range c.out { // let the reader finish
 				if b.recycle != nil {
 					b.recycle.recycle()
 				}

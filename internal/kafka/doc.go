@@ -28,20 +28,18 @@
 //
 // # Concurrency
 //
-// Each connection is a pipeline of three goroutines: the reader reads and
-// decodes frames, the handler runs them and encodes their responses, and the
-// writer writes responses in the order requests arrived. So a producer's
-// next request is read while its last is appended, and a response is
-// written while the next request is handled. Requests of one connection are
-// still handled one at a time, in order, which keeps a producer's
-// pipelined batches to one partition in sequence order. Only a produce's
-// wait for its commit (its followers, or an fsync) is left to the writer,
-// which waits for it in its turn (deferred.go), so the handler appends the
-// connection's next request meanwhile; Kafka mutes a connection until the
-// answer is sent, which costs a producer one commit wait per request. A small
-// request that finds the handler idle is handled by the reader itself, so a
-// lone request pays no extra goroutine hop. A connection holds at most
-// inQueue+2 request frames.
+// Each connection has two goroutines: the reader reads and decodes a
+// frame, runs its request and encodes the response, one request at a time
+// in the order they arrived (which keeps a producer's pipelined batches to
+// one partition in sequence order, as Kafka's one-request-at-a-time
+// channel does); the writer writes the responses in that order. A small
+// response with nothing ahead of it is written by the reader; a large one
+// goes to the writer, so that its write overlaps the next request. Only a
+// produce's wait for its commit (its followers, or an fsync) is left to the
+// writer, which waits for it in its turn (deferred.go), so the reader
+// appends the connection's next request meanwhile; Kafka mutes a
+// connection until the answer is sent, which costs a producer one commit
+// wait per request. A connection holds at most one request frame.
 // Within one produce request, batches for distinct partitions are appended
 // concurrently (at most maxParallelAppends at a time; sequentially if a
 // partition is named twice); the answer is complete once all are committed.

@@ -22,7 +22,7 @@ const (
 	// budgetFreeFrame: frames up to this size skip the request-bytes budget,
 	// so a flood of large, slow requests never starves small ones (their
 	// memory is bounded by the connection count instead).
-	budgetFreeFrame = inlineFrame
+	budgetFreeFrame = 64 << 10
 	// DefaultFailedAuthDelay is connection.failed.authentication.delay.ms.
 	DefaultFailedAuthDelay = 100 * time.Millisecond
 )
@@ -302,17 +302,16 @@ func (r *idleReader) Read(p []byte) (int, error) {
 			c.nc.SetReadDeadline(now.Add(idle))
 			r.setAt = now
 		}
-		// Re-checked after the push: a failing handler sets halted, then
-		// a past deadline to stop this reader, and must not be overwritten.
-		if c.halted.Load() {
-			return 0, net.ErrClosed
-		}
 		n, err := c.nc.Read(p)
 		var ne net.Error
-		if n > 0 || err == nil || !errors.As(err, &ne) || !ne.Timeout() || c.halted.Load() {
+		if n > 0 || err == nil || !errors.As(err, &ne) || !ne.Timeout() {
 			return n, err
 		}
-		if c.queued.Load() == 0 && c.unwritten.Load() == 0 {
+		// The reader serves every request itself, so while it waits here
+		// none is running: the connection is idle unless the writer still
+		// has a response (a produce waiting for its commit, or a large
+		// fetch being written).
+		if c.unwritten.Load() == 0 {
 			return 0, errIdle
 		}
 		r.setAt = time.Time{} // busy, not idle: wait again

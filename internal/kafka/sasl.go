@@ -52,8 +52,8 @@ const saslMaxReceiveBytes = 512 << 10
 
 // maxFrame is the largest frame the connection reads next:
 // socket.request.max.bytes, or saslMaxReceiveBytes on a SASL listener
-// until the client has authenticated. authUser, not auth, is read: the
-// reader runs beside the handler goroutine that completes the exchange.
+// until the client has authenticated. The reader asks after serving the
+// request before, so the frame after a completed exchange may be full size.
 func (c *conn) maxFrame() int32 {
 	if c.s.saslOn() && c.authUser.Load() == nil {
 		return min(c.s.cfg.MaxRequestBytes, saslMaxReceiveBytes)
