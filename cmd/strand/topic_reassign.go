@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -128,7 +129,11 @@ never throttled. Each node also caps what it copies for any move at its
 				if !wait {
 					return nil
 				}
-				if err := waitReassigned(ctx, cmd, cl, topic); err != nil {
+				var targets [][]int32 // cancelled: no target to wait for
+				if !cancel {
+					targets = replicas
+				}
+				if err := waitReassigned(ctx, cmd, cl, topic, targets); err != nil {
 					return err
 				}
 				if len(throttled) > 0 {
@@ -224,6 +229,31 @@ func listReassignments(ctx context.Context, cl *kgo.Client, topic string) ([]rea
 	return out, nil
 }
 
+// replicasInPlace reports whether the metadata shows partition i of topic
+// with targets[i] as its replicas, for every i.
+func replicasInPlace(ctx context.Context, cl *kgo.Client, topic string, targets [][]int32) (bool, error) {
+	req := kmsg.NewPtrMetadataRequest()
+	rt := kmsg.NewMetadataRequestTopic()
+	rt.Topic = kmsg.StringPtr(topic)
+	req.Topics = append(req.Topics, rt)
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil {
+		return false, fmt.Errorf("metadata of %s: %w", topic, err)
+	}
+	have := map[int32][]int32{}
+	for _, t := range resp.Topics {
+		for _, p := range t.Partitions {
+			have[p.Partition] = p.Replicas
+		}
+	}
+	for i, want := range targets {
+		if !slices.Equal(have[int32(i)], want) {
+			return false, nil
+		}
+	}
+	return true, nil
+}
+
 func printReassignments(cmd *cobra.Command, topic string, moving []reassignment) error {
 	w := cmd.OutOrStdout()
 	if len(moving) == 0 {
@@ -238,14 +268,26 @@ func printReassignments(cmd *cobra.Command, topic string, moving []reassignment)
 	return tw.Flush()
 }
 
-// waitReassigned polls until no partition of topic is moving, saying on
-// stderr what still is whenever that changes.
-func waitReassigned(ctx context.Context, cmd *cobra.Command, cl *kgo.Client, topic string) error {
+// waitReassigned polls until no partition of topic is moving and each of
+// targets (partition i's new replicas) is in place, saying on stderr what
+// still moves whenever that changes. Both are checked because the node
+// answering may not yet have applied the reassignment the controller
+// started: its list is then empty before the move has begun.
+func waitReassigned(ctx context.Context, cmd *cobra.Command, cl *kgo.Client, topic string, targets [][]int32) error {
 	start, last := time.Now(), -1
 	for {
 		moving, err := listReassignments(ctx, cl, topic)
 		if err != nil {
 			return err
+		}
+		if len(moving) == 0 && len(targets) > 0 {
+			placed, err := replicasInPlace(ctx, cl, topic, targets)
+			if err != nil {
+				return err
+			}
+			if !placed {
+				moving = []reassignment{{Topic: topic}} // not begun where we asked
+			}
 		}
 		if len(moving) == 0 {
 			fmt.Fprintf(cmd.OutOrStdout(), "reassignment of %s complete in %.1f s\n", topic, time.Since(start).Seconds())
