@@ -109,8 +109,9 @@ func (s *Server) startConn(nc net.Conn) {
 // Kafka serves a connection's requests one at a time. A goroutine between
 // reading and handling (this package had one) would let the next frame's
 // read overlap the last one's append, but on this machine it cost more in
-// wake-ups than it gained: produce took 5-20% more CPU per byte with it and
-// was no faster (docs/BENCHMARKS.md, "One goroutine per request"). What
+// wake-ups than it gained: produce cost 12-45% more CPU per byte with it at
+// 1-8 connections, the same at 16, and was no faster (docs/BENCHMARKS.md,
+// "One goroutine per request"). What
 // overlaps is what waits: a produce's commit and a large response's
 // write, both on the writer.
 func (c *conn) readLoop() {
