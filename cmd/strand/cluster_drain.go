@@ -133,24 +133,30 @@ func markDrained(ctx context.Context, cl *kgo.Client, node int32, drained bool) 
 	return nil
 }
 
+// drainLookup is how long planDrain looks for a node it does not see live:
+// the node answering may apply the node's unfencing a moment after the one
+// that showed it live (a just-started node, as in the README's tour).
+const drainLookup = 5 * time.Second
+
 // planDrain decides where each of node's replicas goes.
 func planDrain(ctx context.Context, cl *kgo.Client, node int32) ([]move, error) {
-	md, err := kadm.NewClient(cl).Metadata(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("metadata: %w", err)
+	md, rack, err := liveBrokers(ctx, cl, node)
+	for deadline := time.Now().Add(drainLookup); err == nil; {
+		if _, ok := rack[node]; ok {
+			break
+		}
+		if time.Now().After(deadline) {
+			return nil, fmt.Errorf("node %d is not a live broker of this cluster (live: %v); \"strand cluster info\" shows each node's state", node, slices.Sorted(maps.Keys(rack)))
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(250 * time.Millisecond):
+		}
+		md, rack, err = liveBrokers(ctx, cl, node)
 	}
-	hosts, err := brokerRoleNodes(ctx, cl)
 	if err != nil {
 		return nil, err
-	}
-	rack := map[int32]string{}
-	for _, b := range md.Brokers {
-		if hosts[b.NodeID] || b.NodeID == node { // a controller-only node hosts nothing: never a target
-			rack[b.NodeID] = derefOr(b.Rack, "")
-		}
-	}
-	if _, ok := rack[node]; !ok {
-		return nil, fmt.Errorf("node %d is not a live broker of this cluster (live: %v)", node, slices.Sorted(maps.Keys(rack)))
 	}
 	load := map[int32]int{}
 	for _, t := range md.Topics {
@@ -184,6 +190,26 @@ func planDrain(ctx context.Context, cl *kgo.Client, node int32) ([]move, error) 
 			node, plural(len(stuck), "partition has a replica"), stuck)
 	}
 	return moves, nil
+}
+
+// liveBrokers returns the cluster's metadata and the rack of each live
+// broker that can host replicas, and of node if it is live.
+func liveBrokers(ctx context.Context, cl *kgo.Client, node int32) (kadm.Metadata, map[int32]string, error) {
+	md, err := kadm.NewClient(cl).Metadata(ctx)
+	if err != nil {
+		return md, nil, fmt.Errorf("metadata: %w", err)
+	}
+	hosts, err := brokerRoleNodes(ctx, cl)
+	if err != nil {
+		return md, nil, err
+	}
+	rack := map[int32]string{}
+	for _, b := range md.Brokers {
+		if hosts[b.NodeID] || b.NodeID == node { // a controller-only node hosts nothing: never a target
+			rack[b.NodeID] = derefOr(b.Rack, "")
+		}
+	}
+	return md, rack, nil
 }
 
 // drainTarget picks the broker that takes node's replica of a partition
