@@ -48,7 +48,9 @@ import (
 //     … &" (the README says to stop the tour's broker first).
 //   - "sleep N" waits for the cluster to notice something: the next
 //     command is instead retried until it prints what the README shows,
-//     for at most a minute (a loaded machine takes longer).
+//     for at most a minute (a loaded machine takes longer), and so is a
+//     "cluster info" or "cluster features" right behind a retried one
+//     (each node applies the change a moment apart).
 //   - A command that runs kcat or curl is skipped when the tool is not
 //     installed (CI installs both).
 
@@ -305,9 +307,14 @@ func (r *readmeRun) run(c readmeCmd, blockLine int) bool {
 		}
 		return false
 	}
-	r.settle = false
+	// A status command read the change from one node; the next may ask
+	// another that applies it a moment later, so it settles too.
+	r.settle = r.settle && statusRE.MatchString(c.text)
 	return true
 }
+
+// statusRE matches the read-only commands that show the cluster's state.
+var statusRE = regexp.MustCompile(`^\./strand cluster (info|features)\s*$`)
 
 var serveRE = regexp.MustCompile(`(^|\s|/)strand serve\b`)
 

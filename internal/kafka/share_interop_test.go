@@ -373,9 +373,15 @@ func TestShareGroupRedelivery(t *testing.T) {
 			byFirst[d.value] = d.who
 		}
 	}
+	// A held record's lock expiring counts as a delivery: its next
+	// delivery's count is one more than the deliveries before it (2 when
+	// the accepter takes it next; on a loaded machine the releaser may
+	// take and release it first).
 	released, expired := 0, 0
+	before := map[string]int32{}
 	for _, d := range log.snapshot() {
 		if d.who != "accepter" {
+			before[d.value]++
 			continue
 		}
 		switch byFirst[d.value] {
@@ -383,8 +389,8 @@ func TestShareGroupRedelivery(t *testing.T) {
 			released++
 		case "holder":
 			expired++
-			if d.count != 2 {
-				t.Errorf("%s: held until its lock expired, then delivered with count %d, want 2", d.value, d.count)
+			if d.count != before[d.value]+1 {
+				t.Errorf("%s: held until its lock expired, then delivered with count %d after %d deliveries, want %d", d.value, d.count, before[d.value], before[d.value]+1)
 			}
 		}
 	}
